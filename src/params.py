@@ -1,0 +1,137 @@
+"""params.yaml, validated as a whole before any stage computes anything.
+
+Every stage calls `load_params` first, so a typo in any section fails the first
+stage that runs, with one message naming the key, the bad value and what is allowed,
+and nothing already computed is touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from src.condition import HEADS, RECIPES
+from src.tasks import TASKS
+
+
+class ParamsError(ValueError):
+    pass
+
+
+def _get(params: dict, key: str):
+    node = params
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ParamsError(f"params.yaml: missing key {key!r}")
+        node = node[part]
+    return node
+
+
+def _check(ok: bool, key: str, value, allowed: str) -> None:
+    if not ok:
+        raise ParamsError(f"params.yaml: {key} = {value!r} is invalid; allowed: {allowed}")
+
+
+def _int(params, key, minimum=None) -> int:
+    value = _get(params, key)
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    _check(is_int and (minimum is None or value >= minimum), key, value, f"an integer >= {minimum}" if minimum is not None else "an integer")
+    return value
+
+
+def _positive(params, key) -> float:
+    value = _get(params, key)
+    _check(isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0, key, value, "a number > 0")
+    return value
+
+
+def _choice(params, key, choices) -> str:
+    value = _get(params, key)
+    _check(value in choices, key, value, " | ".join(choices))
+    return value
+
+
+def _list(params, key, item_check) -> list:
+    value = _get(params, key)
+    _check(isinstance(value, list) and len(value) > 0, key, value, "a non-empty list")
+    _check(len(set(map(str, value))) == len(value), key, value, "a list without duplicates")
+    for i, item in enumerate(value):
+        item_check({"item": item}, "item", f"{key}[{i}]")
+    return value
+
+
+def _int_item(minimum):
+    def check(node, key, label):
+        value = node[key]
+        _check(isinstance(value, int) and not isinstance(value, bool) and value >= minimum, label, value, f"an integer >= {minimum}")
+    return check
+
+
+def _task_item(node, key, label):
+    _check(node[key] in TASKS, label, node[key], " | ".join(TASKS))
+
+
+def validate(params: dict, num_layers: int | None = None) -> dict:
+    """Check every key; with `num_layers` (known once the base model is prepared) check k too."""
+    _choice(params, "task", TASKS)
+    _int(params, "size", 1)
+    _int(params, "k", 0)
+    _int(params, "trials", 1)
+    _choice(params, "recipe", RECIPES)
+    _choice(params, "head", HEADS)
+    _int(params, "seed", 0)
+
+    name = _get(params, "model.name")
+    _check(isinstance(name, str) and name.strip() != "", "model.name", name, "'embedded' or a Hugging Face model id")
+    _int(params, "model.max_length", 8)
+
+    data_tasks = _list(params, "data.tasks", _task_item)
+    glue_dir = _get(params, "data.glue_dir")
+    _check(glue_dir is None or isinstance(glue_dir, str), "data.glue_dir", glue_dir, "null (the hub) or a folder path")
+    _check(isinstance(_get(params, "data.glue_carve_train_from_dev"), bool), "data.glue_carve_train_from_dev", _get(params, "data.glue_carve_train_from_dev"), "true | false")
+    _int(params, "data.eval_size", 1)
+    _positive(params, "data.neutral_band")
+    _int(params, "data.split_seed", 0)
+
+    _positive(params, "train.lr")
+    _int(params, "train.batch_size", 1)
+    _int(params, "train.epochs", 1)
+    _int(params, "train.small_size", 0)
+    _int(params, "train.small_epochs", 1)
+    weight_decay = _get(params, "train.weight_decay")
+    _check(isinstance(weight_decay, (int, float)) and weight_decay >= 0, "train.weight_decay", weight_decay, "a number >= 0")
+    _int(params, "train.eval_batch_size", 1)
+    _check(isinstance(_get(params, "train.group_by_length"), bool), "train.group_by_length", _get(params, "train.group_by_length"), "true | false")
+
+    _int(params, "probe.batch_size", 1)
+    _int(params, "probe.epochs", 1)
+    _positive(params, "probe.lr")
+    _int(params, "probe.train_batch_size", 1)
+
+    grid_tasks = _list(params, "grid.tasks", _task_item)
+    _list(params, "grid.sizes", _int_item(1))
+    ks = _list(params, "grid.ks", _int_item(0))
+    _int(params, "grid.trials", 1)
+
+    for key, tasks in (("task", [params["task"]]), ("grid.tasks", grid_tasks)):
+        missing = [t for t in tasks if t not in data_tasks]
+        _check(not missing, key, missing if key == "grid.tasks" else params["task"], f"tasks listed in data.tasks {data_tasks}")
+    if num_layers is not None:
+        for key, values in (("k", [params["k"]]), ("grid.ks", ks)):
+            bad = [v for v in values if not 0 <= v <= num_layers]
+            _check(not bad, key, params["k"] if key == "k" else bad, f"0..{num_layers} (the model has {num_layers} encoder layers)")
+    return params
+
+
+def load_params(path: str | Path = "params.yaml", num_layers: int | None = None) -> dict:
+    with open(path) as f:
+        params = yaml.safe_load(f)
+    if not isinstance(params, dict):
+        raise ParamsError(f"{path}: expected a mapping of parameters")
+    return validate(params, num_layers)
+
+
+def epochs_for(train: dict, size: int) -> int:
+    """Paper App. D: the smallest training sets train longer (5 epochs instead of 3)."""
+    return train["small_epochs"] if size <= train["small_size"] else train["epochs"]

@@ -1,0 +1,38 @@
+"""Stage features@<task>: one forward pass of the frozen pretrained model over the task.
+
+Caches, for every example, the attention-masked mean of each layer's hidden states
+(0 = embeddings .. L), so probes can be retrained without touching the model again.
+"""
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from src import data
+from src.model import load_encoder, load_tokenizer
+from src.params import load_params
+from src.probing import layer_features
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+
+    params = load_params()
+    encoder = load_encoder(args.model, with_pooler=False)
+    pad_id = load_tokenizer(args.model).pad_token_id
+    features = {
+        split: layer_features(encoder, data.load_split(args.data / "tokens.npz", split), params["probe"]["batch_size"], pad_id, desc=f"features {split}")
+        for split in ("train", "eval")
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(args.out, **features)
+    print(f"features {args.data.name}: train {features['train'].shape}, eval {features['eval'].shape}")
+
+
+if __name__ == "__main__":
+    main()
