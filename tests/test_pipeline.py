@@ -1,0 +1,100 @@
+"""End to end: the real dvc.yaml, stages and model on a tiny grid, in a scratch repo.
+
+Runs `dvc repro` from clean (real all-MiniLM-L6-v2 from its pinned wheel, the embedded
+RT task built from the VADER sdist, SST-2 from a local folder in GLUE's TSV layout),
+then checks that a second repro is a no-op and that `dvc exp run -S k=3` reruns only
+the focus stage. About two minutes on 2 cores.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_SST2 = REPO.parent / "shared" / "glue" / "SST-2"
+
+
+def write_tiny_glue(folder: Path) -> None:
+    """A few real SST-2 rows in the original layout (synthetic ones where ../shared is absent)."""
+    (folder / "SST-2").mkdir(parents=True)
+    for name, rows in (("train.tsv", 60), ("dev.tsv", 40)):
+        if SHARED_SST2.exists():
+            lines = (SHARED_SST2 / name).read_text().splitlines()[: rows + 1]
+        else:
+            lines = ["sentence\tlabel"] + [f"{'a fine film' if i % 2 else 'a dull film'} number {i} \t{i % 2}" for i in range(rows)]
+        (folder / "SST-2" / name).write_text("\n".join(lines) + "\n")
+
+
+def dvc(repo: Path, *args: str) -> str:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    run = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=repo, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, f"dvc {' '.join(args)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    return run.stdout
+
+
+@pytest.fixture(scope="module")
+def scratch_repo(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("pipeline")
+    for item in ("dvc.yaml", "params.yaml", "src", "stages", ".dvcignore", ".gitignore"):
+        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, repo / item)
+    shutil.copytree(REPO / ".dvc", repo / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
+    write_tiny_glue(repo / "glue")
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params.update(task="sst2", size=16, k=6, trials=2)
+    params["data"].update(tasks=["sst2", "rt_sentiment"], glue_dir="glue", eval_size=50)
+    params["train"].update(epochs=1, small_epochs=1)
+    params["probe"].update(epochs=2)
+    params["grid"].update(tasks=["sst2"], sizes=[8, 16], ks=[0, 6], trials=2)
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "tiny grid"], cwd=repo, check=True)
+    first = dvc(repo, "repro")
+    return repo, first, git
+
+
+def test_repro_from_clean_produces_figure_table_metrics_and_plots(scratch_repo):
+    repo, _, _ = scratch_repo
+    runs = pd.read_csv(repo / "metrics/progressive_runs.csv")
+    assert len(runs.drop_duplicates(["task", "size", "k", "trial"])) == 2 * 2 * 2
+    assert set(runs["status"]) == {"ok"}
+    curves = pd.read_csv(repo / "plots/progressive.csv")
+    assert set(curves["curve"]) == {"finetune", "probe"}
+    assert sorted(curves[curves["curve"] == "probe"]["k"]) == list(range(7))  # embeddings + 6 layers
+    finetune = curves[curves["curve"] == "finetune"]
+    assert (finetune["n"] == 2).all() and (finetune["ci_low"] <= finetune["mean"]).all()
+    assert (repo / "plots/figure1.png").stat().st_size > 10_000
+    metrics = json.loads(dvc(repo, "metrics", "show", "--json"))
+    assert "metrics/progressive.json" in json.dumps(metrics) and "metrics/focus.json" in json.dumps(metrics)
+    # the condition's manifest lists every reinitialised tensor of layers 1..6 at k=0
+    trial = json.loads((repo / "data/runs/grid/sst2/n8/k0/trial0.json").read_text())
+    layers = {int(e["name"].split(".")[2]) for e in trial["reinitialised"] if e["name"].startswith("encoder.layer.")}
+    assert layers == set(range(6))
+    rt_info = json.loads((repo / "data/tasks/rt_sentiment/info.json").read_text())
+    assert (rt_info["train_examples"], rt_info["eval_examples"]) == (9560, 50)
+
+
+def test_second_repro_is_a_no_op(scratch_repo):
+    repo, _, _ = scratch_repo
+    assert "Running stage" not in dvc(repo, "repro")
+
+
+def test_exp_run_with_a_new_k_reruns_only_the_focus_stage(scratch_repo):
+    repo, _, git = scratch_repo
+    subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "results"], cwd=repo, check=True)
+    out = dvc(repo, "exp", "run", "-S", "k=3")
+    ran = [line for line in out.splitlines() if line.startswith("Running stage")]
+    assert ran == ["Running stage 'focus':"]
+    focus = json.loads((repo / "metrics/focus.json").read_text())
+    assert focus["k"] == 3 and focus["n"] == 2
