@@ -33,16 +33,25 @@ def _check(ok: bool, key: str, value, allowed: str) -> None:
         raise ParamsError(f"params.yaml: {key} = {value!r} is invalid; allowed: {allowed}")
 
 
-def _int(params, key, minimum=None) -> int:
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # YAML `true` is not a count
+
+
+def _int(params, key, minimum: int) -> int:
     value = _get(params, key)
-    is_int = isinstance(value, int) and not isinstance(value, bool)
-    _check(is_int and (minimum is None or value >= minimum), key, value, f"an integer >= {minimum}" if minimum is not None else "an integer")
+    _check(_is_int(value) and value >= minimum, key, value, f"an integer >= {minimum}")
     return value
 
 
 def _positive(params, key) -> float:
     value = _get(params, key)
-    _check(isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0, key, value, "a number > 0")
+    _check((_is_int(value) or isinstance(value, float)) and value > 0, key, value, "a number > 0")
+    return value
+
+
+def _bool(params, key) -> bool:
+    value = _get(params, key)
+    _check(isinstance(value, bool), key, value, "true | false")
     return value
 
 
@@ -52,24 +61,22 @@ def _choice(params, key, choices) -> str:
     return value
 
 
-def _list(params, key, item_check) -> list:
+def _list(params, key, item_ok, item_allowed: str) -> list:
+    """A non-empty list without duplicates whose every item passes `item_ok`."""
     value = _get(params, key)
     _check(isinstance(value, list) and len(value) > 0, key, value, "a non-empty list")
     _check(len(set(map(str, value))) == len(value), key, value, "a list without duplicates")
     for i, item in enumerate(value):
-        item_check({"item": item}, "item", f"{key}[{i}]")
+        _check(item_ok(item), f"{key}[{i}]", item, item_allowed)
     return value
 
 
-def _int_item(minimum):
-    def check(node, key, label):
-        value = node[key]
-        _check(isinstance(value, int) and not isinstance(value, bool) and value >= minimum, label, value, f"an integer >= {minimum}")
-    return check
+def _int_list(params, key, minimum: int) -> list:
+    return _list(params, key, lambda v: _is_int(v) and v >= minimum, f"an integer >= {minimum}")
 
 
-def _task_item(node, key, label):
-    _check(node[key] in TASKS, label, node[key], " | ".join(TASKS))
+def _task_list(params, key) -> list:
+    return _list(params, key, lambda v: v in TASKS, " | ".join(TASKS))
 
 
 def validate(params: dict, num_layers: int | None = None) -> dict:
@@ -86,10 +93,10 @@ def validate(params: dict, num_layers: int | None = None) -> dict:
     _check(isinstance(name, str) and name.strip() != "", "model.name", name, "'embedded' or a Hugging Face model id")
     _int(params, "model.max_length", 8)
 
-    data_tasks = _list(params, "data.tasks", _task_item)
+    data_tasks = _task_list(params, "data.tasks")
     glue_dir = _get(params, "data.glue_dir")
     _check(glue_dir is None or isinstance(glue_dir, str), "data.glue_dir", glue_dir, "null (the hub) or a folder path")
-    _check(isinstance(_get(params, "data.glue_carve_train_from_dev"), bool), "data.glue_carve_train_from_dev", _get(params, "data.glue_carve_train_from_dev"), "true | false")
+    _bool(params, "data.glue_carve_train_from_dev")
     _int(params, "data.eval_size", 1)
     _positive(params, "data.neutral_band")
     _int(params, "data.split_seed", 0)
@@ -100,18 +107,18 @@ def validate(params: dict, num_layers: int | None = None) -> dict:
     _int(params, "train.small_size", 0)
     _int(params, "train.small_epochs", 1)
     weight_decay = _get(params, "train.weight_decay")
-    _check(isinstance(weight_decay, (int, float)) and weight_decay >= 0, "train.weight_decay", weight_decay, "a number >= 0")
+    _check((_is_int(weight_decay) or isinstance(weight_decay, float)) and weight_decay >= 0, "train.weight_decay", weight_decay, "a number >= 0")
     _int(params, "train.eval_batch_size", 1)
-    _check(isinstance(_get(params, "train.group_by_length"), bool), "train.group_by_length", _get(params, "train.group_by_length"), "true | false")
+    _bool(params, "train.group_by_length")
 
     _int(params, "probe.batch_size", 1)
     _int(params, "probe.epochs", 1)
     _positive(params, "probe.lr")
     _int(params, "probe.train_batch_size", 1)
 
-    grid_tasks = _list(params, "grid.tasks", _task_item)
-    _list(params, "grid.sizes", _int_item(1))
-    ks = _list(params, "grid.ks", _int_item(0))
+    grid_tasks = _task_list(params, "grid.tasks")
+    _int_list(params, "grid.sizes", 1)
+    ks = _int_list(params, "grid.ks", 0)
     _int(params, "grid.trials", 1)
 
     for key, tasks in (("task", [params["task"]]), ("grid.tasks", grid_tasks)):
