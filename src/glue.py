@@ -153,8 +153,9 @@ def _load_local(task: str, fmt: GlueFormat, glue_dir: Path, need_train: bool):
     if need_train and not train_path.is_file():
         raise GlueFormatError(
             f"{train_path} not found (GLUE task {task!r}). Evaluation always uses "
-            f"dev.tsv; pass carve_train_from_dev=True to carve train/eval out of dev "
-            f"instead (seeded split, reported in eval_source/note)."
+            f"dev.tsv; set data.glue_carve_train_from_dev: true in params.yaml "
+            f"(carve_train_from_dev=True) to carve train/eval out of dev instead "
+            f"(seeded split, reported in eval_source/note)."
         )
     if not dev_path.is_file():
         raise GlueFormatError(

@@ -18,7 +18,7 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
     `curves` is the plot table: task, curve ("finetune"/"probe"), series, k, mean, ci_low,
     ci_high, metric, diverged.
     """
-    tasks = list(dict.fromkeys(curves["task"]))
+    tasks = list(dict.fromkeys(curves["task"]))  # in the order the rows come (grid order)
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.8 * len(tasks), 3.8), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         rows = curves[curves["task"] == task]

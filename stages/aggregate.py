@@ -49,6 +49,7 @@ def main() -> None:
     finetune = summarise(table[table["metric"] == table["task"].map(headline)], ["task", "metric", "size", "k"])
     finetune = finetune.assign(curve="finetune", series="n=" + finetune["size"].astype(str))
     curves = pd.concat([finetune, probe_curves(args.probe, grid["tasks"])], ignore_index=True)
+    curves = curves.sort_values("task", key=lambda t: t.map(grid["tasks"].index), kind="stable")
 
     for path in (args.table, args.metrics, args.plot_data, args.figure):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -173,7 +173,7 @@ def test_missing_train(tmp_path):
     write_task(tmp_path, "SST-2", None, SST2_OK)
     with raises(f"{tmp_path / 'SST-2' / 'train.tsv'} not found") as e:
         load_glue("sst2", tmp_path)
-    assert "carve_train_from_dev=True to carve train/eval out of dev" in str(e.value)
+    assert "data.glue_carve_train_from_dev: true in params.yaml (carve_train_from_dev=True) to carve train/eval out of dev" in str(e.value)
 
 
 def test_missing_dev(tmp_path):
