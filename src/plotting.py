@@ -19,7 +19,7 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
     ci_high, metric, diverged.
     """
     tasks = list(dict.fromkeys(curves["task"]))  # in the order the rows come (grid order)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4.8 * len(tasks), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(max(6.4, 4.8 * len(tasks)), 4.2), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         rows = curves[curves["task"] == task]
         finetune = rows[rows["curve"] == "finetune"]
@@ -40,7 +40,7 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
         ax.set_xticks(sorted(rows["k"].unique()))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle("Progressive reinitialisation: layers k+1..L reinitialised, then finetuned (95% t CIs over trials)", fontsize=9)
+    fig.suptitle("Progressive reinitialisation: layers k+1..L reinitialised, then finetuned\n(mean and 95% t CI over trials)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
