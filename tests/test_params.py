@@ -12,6 +12,9 @@ with open("params.yaml") as f:
     DEFAULT = yaml.safe_load(f)
 
 
+DELETE = object()
+
+
 def with_change(key, value):
     params = copy.deepcopy(DEFAULT)
     node = params
@@ -23,9 +26,6 @@ def with_change(key, value):
     else:
         node[last] = value
     return params
-
-
-DELETE = object()
 
 
 def test_default_params_are_valid():
@@ -59,7 +59,7 @@ def test_default_params_are_valid():
     ],
 )
 def test_bad_value_is_named_with_what_is_allowed(key, value, message):
-    with pytest.raises(ParamsError, match=None) as error:
+    with pytest.raises(ParamsError) as error:
         validate(with_change(key, value), num_layers=6)
     assert message in str(error.value)
 

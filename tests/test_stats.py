@@ -3,7 +3,6 @@
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from src.stats import in_grid, mean_ci, results_table, summarise

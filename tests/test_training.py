@@ -3,7 +3,6 @@
 import copy
 
 import numpy as np
-import pytest
 import torch
 import yaml
 
