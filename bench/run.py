@@ -1,6 +1,6 @@
 """Benchmark: this project's training and probing paths against what a user would run instead.
 
-    python -m bench.run            # ~12 min on 2 CPU cores; writes bench/results.json
+    python -m bench.run            # ~7 min on 2 CPU cores; writes bench/results.json
 
 Baselines, measured side by side in one run on the embedded default (all-MiniLM-L6-v2,
 rt_sentiment, k = L, batch 8, AdamW lr 2e-5, max length 128, same examples):
@@ -80,7 +80,7 @@ def as_dataset(split):
     return datasets.Dataset.from_dict({"input_ids": rows, "token_type_ids": types, "attention_mask": [[1] * len(r) for r in rows], "labels": split.labels.tolist()})
 
 
-def run_trainer(train, eval_, pad_id, best: bool, workdir: Path) -> dict:
+def run_trainer(train, eval_, best: bool, workdir: Path) -> dict:
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
     tokenizer = load_tokenizer(MODEL)
@@ -151,8 +151,8 @@ def main() -> None:
     runs = {"ours": [], "trainer_run_glue_default": [], "trainer_best": []}
     for _ in range(args.repeats):  # interleaved, so drift hits every contender alike
         runs["ours"].append(run_ours(train, eval_, pad_id))
-        runs["trainer_run_glue_default"].append(run_trainer(train, eval_, pad_id, best=False, workdir=Path("/tmp/bench_trainer")))
-        runs["trainer_best"].append(run_trainer(train, eval_, pad_id, best=True, workdir=Path("/tmp/bench_trainer")))
+        runs["trainer_run_glue_default"].append(run_trainer(train, eval_, best=False, workdir=Path("/tmp/bench_trainer")))
+        runs["trainer_best"].append(run_trainer(train, eval_, best=True, workdir=Path("/tmp/bench_trainer")))
     speed = {name: [r["examples_per_s"] for r in rs] for name, rs in runs.items()}
     ratios = {f"ours_vs_{name}": [min(speed["ours"]) / max(speed[name]), max(speed["ours"]) / min(speed[name])] for name in runs if name != "ours"}
 

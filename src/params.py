@@ -37,6 +37,10 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # YAML `true` is not a count
 
 
+def _is_number(value) -> bool:
+    return _is_int(value) or isinstance(value, float)
+
+
 def _int(params, key, minimum: int) -> int:
     value = _get(params, key)
     _check(_is_int(value) and value >= minimum, key, value, f"an integer >= {minimum}")
@@ -45,7 +49,7 @@ def _int(params, key, minimum: int) -> int:
 
 def _positive(params, key) -> float:
     value = _get(params, key)
-    _check((_is_int(value) or isinstance(value, float)) and value > 0, key, value, "a number > 0")
+    _check(_is_number(value) and value > 0, key, value, "a number > 0")
     return value
 
 
@@ -107,7 +111,7 @@ def validate(params: dict, num_layers: int | None = None) -> dict:
     _int(params, "train.small_size", 0)
     _int(params, "train.small_epochs", 1)
     weight_decay = _get(params, "train.weight_decay")
-    _check((_is_int(weight_decay) or isinstance(weight_decay, float)) and weight_decay >= 0, "train.weight_decay", weight_decay, "a number >= 0")
+    _check(_is_number(weight_decay) and weight_decay >= 0, "train.weight_decay", weight_decay, "a number >= 0")
     _int(params, "train.eval_batch_size", 1)
     _bool(params, "train.group_by_length")
 
