@@ -8,7 +8,12 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: stages run without a display
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+from matplotlib.text import Text
+from scipy.stats import gaussian_kde
+
+from src.stats import mean_ci
 
 
 def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
@@ -44,3 +49,264 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# Figures below share these helpers; each returns every text it shows (titles, tick
+# labels, legend entries, annotations) so tests can read the figure without a display.
+
+REFERENCES = {"full": ("all layers pretrained (k=L)", "tab:green"), "scratch": ("all layers reinitialised (k=0)", "tab:red")}
+K_LABEL = "k: pretrained encoder layers kept (0 = all reinitialised)"
+
+
+def _require(table: pd.DataFrame, figure: str) -> None:
+    if table.empty:
+        raise ValueError(f"no rows to plot for {figure}")
+
+
+def _excluded(rows: pd.DataFrame) -> str:
+    """Legend suffix naming the diverged runs left out of a mean (tables without the column have none)."""
+    diverged = int(rows["diverged"].sum()) if "diverged" in rows else 0
+    return f" ({diverged} diverged run{'s' if diverged != 1 else ''} excluded)" if diverged else ""
+
+
+def _groups(table: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
+    """(task, size, rows) for each (task, training size), in the order the rows come."""
+    keys = dict.fromkeys(zip(table["task"], table["size"]))
+    return [(task, size, table[(table["task"] == task) & (table["size"] == size)]) for task, size in keys]
+
+
+def _panels(table: pd.DataFrame, columns: int = 3) -> tuple[plt.Figure, list]:
+    """A figure with one axis per (task, size), wrapped `columns` to a row: (fig, [(ax, task, size, rows)])."""
+    groups = _groups(table)
+    ncols = min(len(groups), columns)
+    nrows = -(-len(groups) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 3.9 * nrows), squeeze=False)
+    for ax in axes.flat[len(groups):]:
+        ax.set_visible(False)
+    return fig, [(ax, *group) for ax, group in zip(axes.flat, groups)]
+
+
+def _label(ax, task: str, size: int, xlabel: str, ylabel: str) -> None:
+    ax.set_title(f"{task}, {size} training examples", fontsize=9)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _line_with_band(ax, rows: pd.DataFrame, x: str, label: str, colour) -> None:
+    """Means joined over `x` with their 95% CI as a band (a NaN bound leaves a gap)."""
+    rows = rows.sort_values(x)
+    ax.plot(rows[x], rows["mean"], "o-", color=colour, markersize=4, label=label + _excluded(rows))
+    ax.fill_between(rows[x], rows["ci_low"], rows["ci_high"], color=colour, alpha=0.2, linewidth=0)
+
+
+def _errorbar(ax, x, mean, low, high, **style) -> None:
+    """Means with their 95% CI as error bars; a NaN bound (a single trial) leaves the bare point."""
+    yerr = np.array([np.atleast_1d(mean - low), np.atleast_1d(high - mean)], dtype=float)
+    ax.errorbar(x, mean, yerr=yerr, fmt="o", capsize=3, markersize=5, **style)
+
+
+def _references(ax, references: pd.DataFrame, task: str, size: int, two_sigma: bool = False) -> None:
+    """Dashed lines at the all-pretrained and from-scratch means with a light band: their
+    95% CI, or mean ± 2σ over their runs (`two_sigma`); a NaN band is left out."""
+    rows = references[(references["task"] == task) & (references["size"] == size)]
+    for ref in rows.itertuples():
+        name, colour = REFERENCES[ref.reference]
+        low, high = (ref.mean - 2 * ref.std, ref.mean + 2 * ref.std) if two_sigma else (ref.ci_low, ref.ci_high)
+        ax.axhline(ref.mean, linestyle="--", linewidth=1, color=colour, label=f"{name}, n={int(ref.n)}")
+        if np.isfinite(low) and np.isfinite(high):
+            ax.axhspan(low, high, color=colour, alpha=0.12, linewidth=0)
+
+
+def _heatmap(ax, colour: np.ndarray, texts: np.ndarray, limit: float, rows: list, columns: list):
+    """Cells coloured on a diverging scale symmetric about 0 (NaN = blank), each annotated with its text."""
+    image = ax.imshow(colour, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
+    ax.patch.set(hatch="//", edgecolor="0.85")  # NaN cells are transparent: hatched, unlike a white 0
+    for (i, j), text in np.ndenumerate(texts):
+        if text:  # white on the darkest cells so the number stays readable
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if abs(colour[i, j]) > 0.6 * limit else "black")
+    ax.set_xticks(range(len(columns)), columns)
+    ax.set_yticks(range(len(rows)), rows)
+    return image
+
+
+def _symmetric_limit(values) -> float:
+    """Largest |value| for a colour scale centred at 0 (1 when all are 0 or NaN, so the scale is defined)."""
+    values = np.asarray(values, dtype=float)
+    return float(np.abs(values[np.isfinite(values)]).max(initial=0)) or 1.0
+
+
+def _finish(fig: plt.Figure, path: Path, title: str) -> list[str]:
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    texts = [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+    plt.close(fig)
+    return texts
+
+
+def plot_blocks(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+    """Paper Fig. 2: score against the position of a window of consecutive layers that is
+    reinitialised (or is the only part kept pretrained), with the all-pretrained and
+    from-scratch scores as dashed references. One panel per (task, size)."""
+    _require(points, "block reinitialisation (Fig. 2)")
+    schemes = {"block_reinit": ("reinitialise window", "tab:blue"), "block_preserve": ("preserve window only", "tab:orange")}
+    fig, panels = _panels(points)
+    for ax, task, size, rows in panels:
+        for scheme, (label, colour) in schemes.items():
+            if (rows["scheme"] == scheme).any():
+                _line_with_band(ax, rows[rows["scheme"] == scheme], "layer", label, colour)
+        _references(ax, references, task, size)
+        windows = rows.drop_duplicates("layer").sort_values("layer")
+        ax.set_xticks(windows["layer"], [f"{first}-{first + width - 1}" for first, width in zip(windows["layer"], windows["window"])])
+        _label(ax, task, size, "window of layers (first-last)", rows["metric"].iloc[0])
+    return _finish(fig, path, "Block reinitialisation: a window of layers reinitialised, or only it kept pretrained, then finetuned\n(mean and 95% t CI over trials; dashed: references, band = their 95% CI)")
+
+
+def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+    """Paper App. C Fig. 5: score when only layer l is reinitialised, for each l, with the
+    all-pretrained and from-scratch references. One panel per (task, size)."""
+    _require(points, "single-layer reinitialisation (App. C)")
+    fig, panels = _panels(points)
+    for ax, task, size, rows in panels:
+        rows = rows.sort_values("layer")
+        _errorbar(ax, rows["layer"], rows["mean"], rows["ci_low"], rows["ci_high"], color="tab:blue", label="only this layer reinitialised" + _excluded(rows))
+        _references(ax, references, task, size)
+        ax.set_xticks(rows["layer"])
+        _label(ax, task, size, "reinitialised layer", rows["metric"].iloc[0])
+    return _finish(fig, path, "Single-layer reinitialisation, then finetuning\n(mean and 95% t CI over trials; dashed: references, band = their 95% CI)")
+
+
+def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+    """Paper Fig. 3: score of each run whose pretrained layers were shuffled before
+    finetuning (jittered points), their density (left), mean and 95% t CI (right), and the
+    original-order and from-scratch references with ± 2σ bands. One panel per (task, size)."""
+    _require(runs, "layer permutation (Fig. 3)")
+    rng = np.random.default_rng(0)  # same jitter on every redraw
+    fig, panels = _panels(runs)
+    for ax, task, size, rows in panels:
+        ok = rows.loc[rows["status"] == "ok", "value"].to_numpy(dtype=float)
+        diverged = int((rows["status"] == "diverged").sum())
+        label = f"permuted-layer runs ({len(ok)} ok" + (f"; {diverged} diverged, not plotted)" if diverged else ")")
+        ax.scatter(rng.uniform(-0.06, 0.06, len(ok)), ok, s=14, color="tab:blue", alpha=0.7, label=label)
+        if len(np.unique(ok)) >= 2:  # a KDE needs spread
+            ys = np.linspace(ok.min() - np.ptp(ok) * 0.3, ok.max() + np.ptp(ok) * 0.3, 200)
+            density = gaussian_kde(ok)(ys)
+            ax.fill_betweenx(ys, -0.15 - 0.4 * density / density.max(), -0.15, color="tab:blue", alpha=0.25, linewidth=0, label="density of ok runs (KDE)")
+        if len(ok):
+            mean, half, _ = mean_ci(ok)
+            _errorbar(ax, 0.25, mean, mean - half, mean + half, color="black", label="mean, 95% t CI")
+        _references(ax, references, task, size, two_sigma=True)
+        ax.set_xlim(-0.7, 0.5)
+        ax.set_xticks([])
+        _label(ax, task, size, "", rows["metric"].iloc[0])
+    return _finish(fig, path, "Layer permutation: pretrained encoder layers shuffled, then finetuned\n(points: runs; bar: mean and 95% t CI; dashed: references, band = mean ± 2σ over their runs)")
+
+
+def plot_heads(changes: pd.DataFrame, path: Path) -> list[str]:
+    """Attention-head reinitialisation (Huang et al.): change in mean score against the
+    un-reinitialised baseline, layers × heads. One panel per (task, size), one shared scale."""
+    _require(changes, "attention-head reinitialisation")
+    limit = _symmetric_limit(changes["change"])
+    fig, panels = _panels(changes)
+    for ax, task, size, rows in panels:
+        grid = rows.pivot(index="layer", columns="head_index", values="change")
+        colour = grid.to_numpy(dtype=float)
+        texts = np.vectorize(lambda v: f"{v:+.3f}" if np.isfinite(v) else "", otypes=[object])(colour)
+        image = _heatmap(ax, colour, texts, limit, list(grid.index), list(grid.columns))
+        fig.colorbar(image, ax=ax, label="change in mean score")
+        ax.set_title(f"{task}, {size} training examples (≥{int(rows['n'].min())} runs per cell)", fontsize=9)
+        ax.set_xlabel("reinitialised attention head")
+        ax.set_ylabel("layer")
+    return _finish(fig, path, "Attention-head reinitialisation: mean score minus the un-reinitialised baseline's")
+
+
+def plot_modifier(points: pd.DataFrame, path: Path, title: str) -> list[str]:
+    """App. E/F: score against k for each variant of the recipe (e.g. a larger learning rate
+    on the reinitialised layers), 95% CI bands. One panel per (task, size)."""
+    _require(points, title)
+    colours = {variant: f"C{i}" for i, variant in enumerate(dict.fromkeys(points["variant"]))}  # same colour in every panel
+    fig, panels = _panels(points)
+    for ax, task, size, rows in panels:
+        for variant, colour in colours.items():
+            if (rows["variant"] == variant).any():
+                _line_with_band(ax, rows[rows["variant"] == variant], "k", variant, colour)
+        ax.set_xticks(sorted(rows["k"].unique()))
+        _label(ax, task, size, K_LABEL, rows["metric"].iloc[0])
+    return _finish(fig, path, title)
+
+
+def plot_epochs(curves: pd.DataFrame, path: Path) -> list[str]:
+    """App. D: eval loss and the metric over finetuning epochs, one line per k with 95% CI
+    bands; one row of panels per (task, size) (a task reporting several metrics gets a column each)."""
+    _require(curves, "training curves (App. D)")
+    groups = _groups(curves)
+    quantities = [["eval_loss", *(q for q in dict.fromkeys(rows["quantity"]) if q != "eval_loss")] for _, _, rows in groups]
+    ncols = max(map(len, quantities))
+    fig, axes = plt.subplots(len(groups), ncols, figsize=(4.8 * ncols, 3.4 * len(groups)), squeeze=False)
+    for axis_row, (task, size, rows), names in zip(axes, groups, quantities):
+        ks = sorted(rows["k"].unique())
+        for ax, quantity in zip(axis_row, names):
+            for i, k in enumerate(ks):
+                line = rows[(rows["quantity"] == quantity) & (rows["k"] == k)]
+                _line_with_band(ax, line, "epoch", f"k={k}", plt.cm.viridis(i / max(1, len(ks) - 1)))
+            ax.set_xticks(sorted(rows["epoch"].unique()))
+            _label(ax, task, size, "epoch", "eval loss" if quantity == "eval_loss" else quantity)
+        for ax in axis_row[len(names):]:
+            ax.set_visible(False)
+    return _finish(fig, path, "Training curves per k (mean and 95% t CI over trials)")
+
+
+def plot_weight_change(table: pd.DataFrame, path: Path) -> list[str]:
+    """Seed study 003 Fig. 3: spectral norm of the finetuning change of each layer's
+    'output' weight against layer, one line per training size (darker = more data); top raw,
+    bottom min-max normalised per line. One column per task."""
+    output = table[table["sublayer"] == "output"]
+    _require(output, "weight change (output sublayer)")
+    tasks = list(dict.fromkeys(output["task"]))
+    fig, axes = plt.subplots(2, len(tasks), figsize=(4.8 * len(tasks), 6.6), squeeze=False, sharex="col")
+    for (raw_ax, normalised_ax), task in zip(axes.T, tasks):
+        rows = output[output["task"] == task]
+        sizes = sorted(rows["size"].unique())
+        for i, size in enumerate(sizes):
+            line = rows[rows["size"] == size].sort_values("layer")
+            spectral = line["spectral"].to_numpy(dtype=float)
+            spread = np.ptp(spectral)
+            normalised = (spectral - spectral.min()) / spread if spread > 0 else np.zeros_like(spectral)  # flat line -> 0
+            shade = plt.cm.Blues(0.45 + 0.55 * (i + 1) / len(sizes))
+            raw_ax.plot(line["layer"], spectral, "o-", color=shade, markersize=4, label=f"{size} training examples")
+            normalised_ax.plot(line["layer"], normalised, "o-", color=shade, markersize=4)
+        raw_ax.set_title(task, fontsize=9)
+        raw_ax.set_ylabel("‖ΔW_output‖₂ (raw)")
+        raw_ax.legend(fontsize=7)
+        normalised_ax.set_ylabel("min-max normalised per line")
+        normalised_ax.set_xlabel("layer")
+        normalised_ax.set_xticks(sorted(rows["layer"].unique()))
+        for ax in (raw_ax, normalised_ax):
+            ax.grid(alpha=0.3)
+    return _finish(fig, path, "Weight change in finetuning: spectral norm of the output sublayer's ΔW per layer (mean over runs)\n(raw numbers, every sublayer, Frobenius and spectral: see the table)")
+
+
+def plot_sequential(matrix: pd.DataFrame, path: Path) -> list[str]:
+    """Huang et al. Fig. 2: score on each final task after finetuning on an intermediate
+    task first (diagonal = direct finetuning); cells annotated with mean [95% CI], coloured
+    by the gain over the row's direct finetuning."""
+    _require(matrix, "sequential finetuning")
+    finals = list(dict.fromkeys(matrix["final_task"]))
+    columns = list(dict.fromkeys([*finals, *matrix["intermediate_task"]]))  # finals first: the diagonal is the diagonal
+    means = matrix.pivot(index="final_task", columns="intermediate_task", values="mean").reindex(index=finals, columns=columns)
+    direct = np.array([means.at[task, task] for task in finals])
+    texts = np.full(means.shape, "", dtype=object)
+    for cell in matrix.itertuples():
+        ci = f"\n[{cell.ci_low:.2f}, {cell.ci_high:.2f}]" if np.isfinite(cell.ci_low) and np.isfinite(cell.ci_high) else ""
+        texts[finals.index(cell.final_task), columns.index(cell.intermediate_task)] = f"{cell.mean:.3f}{ci}"
+    gain = means.to_numpy(dtype=float) - direct[:, None]
+    metrics = matrix.groupby("final_task", sort=False)["metric"].first()
+    fig, ax = plt.subplots(figsize=(2.0 + 1.3 * len(columns), 1.6 + 0.9 * len(finals)))
+    image = _heatmap(ax, gain, texts, _symmetric_limit(gain), [f"{task}\n({metrics[task]})" for task in finals], columns)
+    fig.colorbar(image, ax=ax, label="gain over direct finetuning")
+    ax.tick_params(axis="x", labelrotation=30)
+    ax.set_xlabel("intermediate task (diagonal: direct finetuning)")
+    ax.set_ylabel("final task (metric)")
+    return _finish(fig, path, "Sequential finetuning: intermediate task, then final task\n(cell: mean [95% t CI] over trials; colour: gain over the row's direct finetuning)")
