@@ -1,19 +1,25 @@
 """What a "condition" is: the one definition every stage, table and figure shares.
 
-A condition is one finetuning run: a task, a training-set size, a reinitialisation
-scheme with its argument, and a trial index. Everything random in it (training
-subset, fresh weights, head, data order, dropout) is derived from these fields and
-one base seed, so a condition is reproducible on its own, on any machine.
+A condition is one finetuning run: a task, a training-set size, a trial index, a
+reinitialisation scheme with its arguments, and the modifiers of how the run trains.
+Everything random in it (training subset, fresh weights, layer order, head, data
+order, dropout) is derived from these fields and one base seed, so a condition is
+reproducible on its own, on any machine. Layers are numbered 1..L like k.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
-SCHEMES = ("progressive",)
+import numpy as np
+
+# Schemes that give whole encoder layers fresh weights (the modifiers apply to these).
+LAYER_SCHEMES = ("progressive", "block_reinit", "block_preserve", "single_layer")
+SCHEMES = (*LAYER_SCHEMES, "permutation", "head")
 RECIPES = ("paper", "authors_code")
-HEADS = ("mean", "cls")
+POOLINGS = ("mean", "cls")
 
 
 def derive_seed(*parts) -> int:
@@ -26,23 +32,91 @@ def derive_seed(*parts) -> int:
 class Condition:
     task: str
     size: int
-    k: int  # progressive: encoder layers 1..k keep pretrained weights
     trial: int
+    epochs: int
     scheme: str = "progressive"
+    k: int | None = None  # progressive: encoder layers 1..k keep pretrained weights
+    layer: int | None = None  # block_*: first layer of the window; single_layer, head: the layer
+    window: int | None = None  # block_*: how many consecutive layers
+    head_index: int | None = None  # head: which attention head (0-based) of `layer`
+    lr_multiplier: float = 1.0  # App. E: reinitialised layers train at lr * lr_multiplier
+    keep_layernorm: bool = False  # App. F: reinitialised layers keep their pretrained LayerNorm
+    intermediate_task: str | None = None  # sequential finetuning: train on this task first
     recipe: str = "paper"
-    head: str = "mean"
+    pooling: str = "mean"
+
+    def check(self, num_layers: int, num_heads: int) -> None:
+        """Refuse arguments the model cannot take, with one message, before any compute."""
+        L = num_layers
+        problems = {
+            "progressive": self.k is None or not 0 <= self.k <= L,
+            "block_reinit": self.window is None or self.layer is None or not (1 <= self.window <= L and 1 <= self.layer <= L - self.window + 1),
+            "single_layer": self.layer is None or not 1 <= self.layer <= L,
+            "permutation": False,
+            "head": self.layer is None or self.head_index is None or not (1 <= self.layer <= L and 0 <= self.head_index < num_heads),
+        }
+        problems["block_preserve"] = problems["block_reinit"]
+        if self.scheme not in problems:
+            raise ValueError(f"unknown scheme {self.scheme!r}; allowed: {' | '.join(SCHEMES)}")
+        if problems[self.scheme]:
+            raise ValueError(f"{self.describe()} does not fit a model with {L} encoder layers and {num_heads} attention heads")
+        if self.scheme not in LAYER_SCHEMES and (self.lr_multiplier != 1.0 or self.keep_layernorm):
+            raise ValueError(f"{self.describe()}: the lr multiplier and keep-LayerNorm modifiers apply to schemes that reinitialise whole layers ({', '.join(LAYER_SCHEMES)})")
+        if self.lr_multiplier <= 0:
+            raise ValueError(f"{self.describe()}: lr multiplier must be > 0")
 
     def reinit_layers(self, num_layers: int) -> list[int]:
-        """0-based indices of the encoder layers that get fresh weights."""
-        if not 0 <= self.k <= num_layers:
-            raise ValueError(f"k={self.k} is outside 0..{num_layers} for a model with {num_layers} encoder layers")
-        return list(range(self.k, num_layers))
+        """0-based indices of the encoder layers that get entirely fresh weights."""
+        if self.scheme == "progressive":
+            return list(range(self.k, num_layers))
+        if self.scheme in ("block_reinit", "block_preserve"):
+            window = set(range(self.layer - 1, self.layer - 1 + self.window))
+            keep = self.scheme == "block_preserve"
+            return [i for i in range(num_layers) if (i in window) != keep]
+        if self.scheme == "single_layer":
+            return [self.layer - 1]
+        return []
+
+    def layer_order(self, num_layers: int, base_seed: int) -> list[int]:
+        """Which pretrained layer sits at each position. Permutation: a shuffle drawn from
+        (seed, trial) only, so trial n uses the same order on every task (paper §5)."""
+        if self.scheme != "permutation":
+            return list(range(num_layers))
+        return np.random.default_rng(derive_seed(base_seed, "permutation", self.trial)).permutation(num_layers).tolist()
 
     def seed(self, base_seed: int, purpose: str) -> int:
-        """Seeds for the trial's randomness. They depend on the trial, not on k, so the
-        fresh weights of layer 5 are the same draw whether k is 2 or 4: differences
-        across k come from what is kept, not from a luckier initialisation."""
+        """Seeds for the trial's randomness. They depend on the trial, not on the scheme, so
+        the fresh weights of layer 5 are the same draw whether k is 2 or 4: differences
+        across conditions come from what is kept, not from a luckier initialisation."""
         return derive_seed(base_seed, purpose, self.trial)
+
+    @property
+    def slug(self) -> str:
+        """The condition's folder name under its study's output (without task, size, trial)."""
+        if self.scheme == "progressive":
+            scheme = f"k{self.k}"
+        elif self.scheme in ("block_reinit", "block_preserve"):
+            scheme = f"{self.scheme}{self.layer}-{self.layer + self.window - 1}"
+        elif self.scheme == "single_layer":
+            scheme = f"single{self.layer}"
+        elif self.scheme == "head":
+            scheme = f"layer{self.layer}_head{self.head_index}"
+        else:
+            scheme = self.scheme
+        modifiers = [
+            f"lr{self.lr_multiplier:g}x" if self.lr_multiplier != 1.0 else "",
+            "keep_layernorm" if self.keep_layernorm else "",
+            f"after_{self.intermediate_task}" if self.intermediate_task else "",
+            f"e{self.epochs}",
+        ]
+        return "_".join([scheme, *filter(None, modifiers)])
+
+    def result_path(self, study_dir: Path) -> Path:
+        """Where this condition's result lives inside its study's output folder."""
+        return Path(study_dir) / self.task / f"n{self.size}" / self.slug / f"trial{self.trial}.json"
+
+    def describe(self) -> str:
+        return f"{self.task} n={self.size} {self.slug} trial {self.trial}"
 
     def as_dict(self) -> dict:
         return asdict(self)

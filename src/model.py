@@ -7,6 +7,7 @@ we never write a checkpoint per condition, only a manifest of what was reinitial
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -56,13 +57,17 @@ def _export_from_hub(name: str, out: Path) -> str:
             f"{str(error).splitlines()[0]}). Offline, use the embedded default: model.name: {EMBEDDED_MODEL}"
         ) from None
     reinit.encoder_layers(model)  # refuse non-BERT-family models before writing anything
+    if "add_pooling_layer" not in inspect.signature(type(model).__init__).parameters:
+        raise ValueError(f"{type(model).__name__} ({name!r}) is not a BertModel-style encoder (no [CLS] pooler option); use a BERT-family model")
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     return f"Hugging Face hub: {name}"
 
 
-def num_encoder_layers(model_dir: Path) -> int:
-    return json.loads((Path(model_dir) / "config.json").read_text())["num_hidden_layers"]
+def model_shape(model_dir: Path) -> tuple[int, int]:
+    """(encoder layers, attention heads per layer) of the prepared base model."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    return config["num_hidden_layers"], config["num_attention_heads"]
 
 
 def load_encoder(model_dir: Path, with_pooler: bool) -> nn.Module:
@@ -88,30 +93,41 @@ def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class Finetuner(nn.Module):
-    """Encoder + task head. `mean`: attention-masked mean of the last layer -> linear
+    """Encoder + task head. `mean` pooling: attention-masked mean of the last layer -> linear
     (the paper's text, same as its probes); `cls`: BERT's [CLS] pooler -> linear (its code)."""
 
-    def __init__(self, encoder: nn.Module, num_labels: int, head: str):
+    def __init__(self, encoder: nn.Module, num_labels: int, pooling: str):
         super().__init__()
-        self.encoder, self.head = encoder, head
+        self.encoder, self.pooling = encoder, pooling
         self.dropout = nn.Dropout(encoder.config.hidden_dropout_prob)
         self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
 
     def forward(self, input_ids, attention_mask, token_type_ids):
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-        pooled = masked_mean(out.last_hidden_state, attention_mask) if self.head == "mean" else out.pooler_output
+        pooled = masked_mean(out.last_hidden_state, attention_mask) if self.pooling == "mean" else out.pooler_output
         return self.classifier(self.dropout(pooled))
 
 
-def build_finetuner(model_dir: Path, condition: Condition, num_labels: int, seed: int) -> tuple[Finetuner, list[dict]]:
-    """The starting model of `condition` and the manifest of every tensor given fresh weights."""
-    encoder = load_encoder(model_dir, with_pooler=condition.head == "cls")
-    layers = condition.reinit_layers(len(reinit.encoder_layers(encoder)))
-    manifest = reinit.reinit_layers(encoder, layers, condition.recipe, seed, condition.trial)
+def new_task_head(model: Finetuner, num_labels: int, condition: Condition, seed: int, sigma: float) -> list[dict]:
+    """A fresh classifier (BERT's init: normal weights, zero bias); the head is always new."""
+    model.classifier = nn.Linear(model.classifier.in_features, num_labels, device=model.classifier.weight.device)
+    return reinit.init_module(model.classifier, "classifier", "paper", sigma, seed, condition.trial)
+
+
+def build_finetuner(model_dir: Path, condition: Condition, num_labels: int, seed: int) -> tuple[Finetuner, dict]:
+    """The starting model of `condition` and a record of what it did to the pretrained
+    weights: `reinitialised` (every tensor given fresh weights) and `layer_order`."""
+    encoder = load_encoder(model_dir, with_pooler=condition.pooling == "cls")
+    num_layers = len(reinit.encoder_layers(encoder))
+    condition.check(num_layers, encoder.config.num_attention_heads)
+    order = condition.layer_order(num_layers, seed)
+    reinit.permute_layers(encoder, order)
+    manifest = reinit.reinit_layers(encoder, condition.reinit_layers(num_layers), condition.recipe, seed, condition.trial, condition.keep_layernorm)
+    if condition.scheme == "head":
+        manifest += reinit.reinit_head(encoder, condition.layer - 1, condition.head_index, condition.recipe, seed, condition.trial)
     sigma = encoder.config.initializer_range
-    if condition.head == "cls" and reinit.pooler_looks_untrained(encoder):
+    if condition.pooling == "cls" and reinit.pooler_looks_untrained(encoder):
         manifest += reinit.init_module(encoder.pooler, "pooler", "paper", sigma, seed, condition.trial)
-    model = Finetuner(encoder, num_labels, condition.head)
-    # The task head is always new: BERT's init (normal weights, zero bias).
-    manifest += reinit.init_module(model.classifier, "classifier", "paper", sigma, seed, condition.trial)
-    return model, manifest
+    model = Finetuner(encoder, num_labels, condition.pooling)
+    manifest += new_task_head(model, num_labels, condition, seed, sigma)
+    return model, {"reinitialised": manifest, "layer_order": order}

@@ -11,8 +11,15 @@ from pathlib import Path
 
 import yaml
 
-from src.condition import HEADS, RECIPES
+import re
+
+from src.condition import POOLINGS, RECIPES
 from src.tasks import TASKS
+from src.training import PRECISIONS
+
+STUDY_SCHEMES = ("progressive", "block", "single_layer", "permutation", "head")
+SCHEME_KEYS = {"progressive": ("ks",), "block": ("window",), "single_layer": ("layers",), "permutation": (), "head": ("layers", "heads")}
+MODIFIER_KEYS = ("reinit_lr_multiplier", "keep_layernorm", "epochs", "intermediate_tasks")
 
 
 class ParamsError(ValueError):
@@ -83,21 +90,22 @@ def _task_list(params, key) -> list:
     return _list(params, key, lambda v: v in TASKS, " | ".join(TASKS))
 
 
-def validate(params: dict, num_layers: int | None = None) -> dict:
-    """Check every key; with `num_layers` (known once the base model is prepared) check k too."""
-    _choice(params, "task", TASKS)
+def validate(params: dict, num_layers: int | None = None, num_heads: int | None = None) -> dict:
+    """Check every key; with the model's shape (known once the base model is prepared)
+    check k, layers and heads against it too."""
+    data_tasks = _task_list(params, "data.tasks")
+    _choice(params, "task", data_tasks)
     _int(params, "size", 1)
     _int(params, "k", 0)
     _int(params, "trials", 1)
     _choice(params, "recipe", RECIPES)
-    _choice(params, "head", HEADS)
+    _choice(params, "pooling", POOLINGS)
     _int(params, "seed", 0)
 
     name = _get(params, "model.name")
     _check(isinstance(name, str) and name.strip() != "", "model.name", name, "'embedded' or a Hugging Face model id")
     _int(params, "model.max_length", 8)
 
-    data_tasks = _task_list(params, "data.tasks")
     glue_dir = _get(params, "data.glue_dir")
     _check(glue_dir is None or isinstance(glue_dir, str), "data.glue_dir", glue_dir, "null (the hub) or a folder path")
     _bool(params, "data.glue_carve_train_from_dev")
@@ -114,33 +122,70 @@ def validate(params: dict, num_layers: int | None = None) -> dict:
     _check(_is_number(weight_decay) and weight_decay >= 0, "train.weight_decay", weight_decay, "a number >= 0")
     _int(params, "train.eval_batch_size", 1)
     _bool(params, "train.group_by_length")
+    _choice(params, "train.precision", PRECISIONS)
+    _int(params, "train.checkpoint_every", 0)
 
+    _list(params, "probe.tasks", lambda v: v in data_tasks, f"tasks listed in data.tasks {data_tasks}")
     _int(params, "probe.batch_size", 1)
     _int(params, "probe.epochs", 1)
     _positive(params, "probe.lr")
     _int(params, "probe.train_batch_size", 1)
 
-    grid_tasks = _task_list(params, "grid.tasks")
-    _int_list(params, "grid.sizes", 1)
-    ks = _int_list(params, "grid.ks", 0)
-    _int(params, "grid.trials", 1)
-
-    for key, tasks in (("task", [params["task"]]), ("grid.tasks", grid_tasks)):
-        missing = [t for t in tasks if t not in data_tasks]
-        _check(not missing, key, missing if key == "grid.tasks" else params["task"], f"tasks listed in data.tasks {data_tasks}")
+    studies = _get(params, "studies")
+    _check(isinstance(studies, dict) and "progressive" in studies, "studies", studies, "a mapping of named studies, including 'progressive'")
+    for study in studies:
+        _validate_study(params, f"studies.{study}", data_tasks, num_layers, num_heads)
+    _check(studies["progressive"].get("scheme") == "progressive", "studies.progressive.scheme", studies["progressive"].get("scheme"), "progressive (Fig. 1)")
     if num_layers is not None:
-        for key, values in (("k", [params["k"]]), ("grid.ks", ks)):
-            bad = [v for v in values if not 0 <= v <= num_layers]
-            _check(not bad, key, params["k"] if key == "k" else bad, f"0..{num_layers} (the model has {num_layers} encoder layers)")
+        _check(params["k"] <= num_layers, "k", params["k"], f"0..{num_layers} (the model has {num_layers} encoder layers)")
     return params
 
 
-def load_params(path: str | Path = "params.yaml", num_layers: int | None = None) -> dict:
+def _validate_study(params: dict, key: str, data_tasks: list, num_layers: int | None, num_heads: int | None) -> None:
+    _check(re.fullmatch(r"[a-z][a-z0-9_]*", key.split(".", 1)[1]) is not None, key, key.split(".", 1)[1], "a study name of lowercase letters, digits and _ (it names a stage and a folder)")
+    study = _get(params, key)
+    _check(isinstance(study, dict), key, study, "a mapping with scheme, tasks, sizes, trials")
+    scheme = _choice(params, f"{key}.scheme", STUDY_SCHEMES)
+    allowed = ("scheme", "tasks", "sizes", "trials", *SCHEME_KEYS[scheme], *MODIFIER_KEYS)
+    unknown = [name for name in study if name not in allowed]
+    _check(not unknown, f"{key}.{unknown[0] if unknown else ''}", study.get(unknown[0]) if unknown else None, f"keys of a {scheme} study: {', '.join(allowed)}")
+    _list(params, f"{key}.tasks", lambda v: v in data_tasks, f"tasks listed in data.tasks {data_tasks}")
+    _int_list(params, f"{key}.sizes", 1)
+    _int(params, f"{key}.trials", 1)
+
+    L, H = num_layers, num_heads
+    if scheme == "progressive":
+        _int_list(params, f"{key}.ks", 0)
+        if L is not None:
+            _check(all(k <= L for k in study["ks"]), f"{key}.ks", study["ks"], f"0..{L} (the model has {L} encoder layers)")
+    if scheme == "block":
+        window = _int(params, f"{key}.window", 1)
+        _check(L is None or window <= L, f"{key}.window", window, f"1..{L} (the model has {L} encoder layers)")
+    if scheme in ("single_layer", "head"):
+        layers = _int_list(params, f"{key}.layers", 1)
+        _check(L is None or max(layers) <= L, f"{key}.layers", layers, f"layers 1..{L} (the model has {L} encoder layers)")
+    if scheme == "head":
+        heads = _int_list(params, f"{key}.heads", 0)
+        _check(H is None or max(heads) < H, f"{key}.heads", heads, f"heads 0..{H - 1 if H else ''} (the model has {H} attention heads per layer)")
+
+    modifiers = [m for m in ("reinit_lr_multiplier", "keep_layernorm") if m in study]
+    _check(not modifiers or scheme in ("progressive", "block", "single_layer"), f"{key}.{modifiers[0] if modifiers else ''}", study.get(modifiers[0]) if modifiers else None, "only on schemes that reinitialise whole layers (progressive, block, single_layer)")
+    if "reinit_lr_multiplier" in study:
+        _positive(params, f"{key}.reinit_lr_multiplier")
+    if "keep_layernorm" in study:
+        _bool(params, f"{key}.keep_layernorm")
+    if "epochs" in study:
+        _int(params, f"{key}.epochs", 1)
+    if "intermediate_tasks" in study:
+        _list(params, f"{key}.intermediate_tasks", lambda v: v in data_tasks, f"tasks listed in data.tasks {data_tasks}")
+
+
+def load_params(path: str | Path = "params.yaml", num_layers: int | None = None, num_heads: int | None = None) -> dict:
     with open(path) as f:
         params = yaml.safe_load(f)
     if not isinstance(params, dict):
         raise ParamsError(f"{path}: expected a mapping of parameters")
-    return validate(params, num_layers)
+    return validate(params, num_layers, num_heads)
 
 
 def epochs_for(train: dict, size: int) -> int:

@@ -13,6 +13,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from src.condition import Condition
+from src.params import epochs_for
+
 
 def mean_ci(values, confidence: float = 0.95) -> tuple[float, float, int]:
     """(mean, half-width, n); the half-width is NaN for a single trial: one run has no spread."""
@@ -26,43 +29,53 @@ def mean_ci(values, confidence: float = 0.95) -> tuple[float, float, int]:
     return float(x.mean()), float(half), n
 
 
-def summarise(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Mean, CI bounds, n and the number of diverged runs per group of a long results table.
+def summarise(table: pd.DataFrame, by: list[str], carry: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Mean, CI bounds, std, n and the number of diverged runs per group of a long table
+    (`carry`: columns constant within a group, kept as they are).
 
     Diverged runs are excluded from the mean and CI but counted, never silently dropped.
     """
     rows = []
-    for key, group in table.groupby(by, sort=True):
+    for key, group in table.groupby(by, sort=True, dropna=False):
         ok = group[group["status"] == "ok"]
         mean, half, n = mean_ci(ok["value"])
-        rows.append({**dict(zip(by, key)), "mean": mean, "ci_low": mean - half, "ci_high": mean + half, "n": n, "diverged": int((group["status"] != "ok").sum())})
+        std = float(ok["value"].std(ddof=1)) if n > 1 else math.nan
+        carried = {column: group[column].iloc[0] for column in carry}
+        rows.append({**dict(zip(by, key)), **carried, "mean": mean, "ci_low": mean - half, "ci_high": mean + half, "std": std, "n": n, "diverged": int((group["status"] != "ok").sum())})
     return pd.DataFrame(rows)
 
 
-def results_table(results: list[dict]) -> pd.DataFrame:
-    """The long-form table of every run: one row per (condition, metric), plus status.
+def results_table(results: list[dict], study: str) -> pd.DataFrame:
+    """The long-form table of every run of `study`: one row per (condition, metric), with
+    its status and the condition's slug (src/condition.py names it; nothing re-derives it).
 
     A diverged run has no scores; it still gets one row (value NaN) per metric of its
     task, so it is counted wherever its siblings are.
     """
     rows = []
     for result in results:
-        metric_names = result["scores"] or {result["metric"]: None}
-        for metric in metric_names:
+        slug = Condition(**result["condition"]).slug
+        for metric in result["scores"] or {result["metric"]: None}:
             value = result["scores"].get(metric, math.nan)
-            rows.append({**result["condition"], "metric": metric, "value": value, "status": result["status"]})
+            rows.append({"study": study, **result["condition"], "slug": slug, "metric": metric, "headline": metric == result["metric"], "value": value, "status": result["status"], "majority_share": result.get("majority_share")})
     return pd.DataFrame(rows)
 
 
-def in_grid(table: pd.DataFrame, grid: dict, recipe: str, head: str) -> pd.DataFrame:
-    """Only the runs the current params ask for: outputs of grid cells removed from
-    params.yaml stay on disk (DVC does not delete them) and must not leak into curves."""
-    keep = (
-        table["task"].isin(grid["tasks"])
-        & table["size"].isin(grid["sizes"])
-        & table["k"].isin(grid["ks"])
-        & (table["trial"] < grid["trials"])
-        & (table["recipe"] == recipe)
-        & (table["head"] == head)
-    )
-    return table[keep]
+def flag_collapsed(table: pd.DataFrame, threshold: float = 0.99) -> pd.DataFrame:
+    """Mark as `diverged` a run that predicts one class for >= `threshold` of the eval set
+    while a sibling (same condition, another trial) does not: it failed to train, and its
+    chance-level score must not be averaged into the curve. When every trial collapses
+    (a task that is not learnable at this size), that is the result, not a failure."""
+    collapsed = table["majority_share"].fillna(0) >= threshold
+    by = ["study", "task", "size", "slug"]
+    siblings_fine = (~collapsed & (table["status"] == "ok")).groupby([table[c] for c in by]).transform("any")
+    flagged = collapsed & siblings_fine & (table["status"] == "ok")
+    return table.assign(status=table["status"].where(~flagged, "diverged"))
+
+
+def plain(table: pd.DataFrame, params: dict, unique: list[str]) -> pd.DataFrame:
+    """Rows of unmodified conditions (default epochs, no lr multiplier, no kept LayerNorm,
+    no intermediate task), from whichever study ran them, each once by `unique`."""
+    default_epochs = table["size"].map(lambda size: epochs_for(params["train"], size))
+    keep = (table["lr_multiplier"] == 1.0) & ~table["keep_layernorm"].astype(bool) & table["intermediate_task"].isna() & (table["epochs"] == default_epochs)
+    return table[keep].drop_duplicates(unique)

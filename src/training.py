@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -15,6 +17,8 @@ from src.data import TokenizedSplit, batches, collate
 from src.metrics import score
 from src.tasks import TaskSpec
 
+PRECISIONS = ("bf16", "fp32")
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -24,51 +28,122 @@ class TrainConfig:
     weight_decay: float
     eval_batch_size: int
     group_by_length: bool
+    precision: str  # bf16: autocast the forward pass (weights, grads and Adam stay fp32)
+    checkpoint_every: int  # steps between resumable checkpoints; 0 = none
 
 
 def loss_fn(task: TaskSpec, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     if task.label_kind == "regression":
-        return nn.functional.mse_loss(logits.squeeze(-1), labels.float())
-    return nn.functional.cross_entropy(logits, labels)
+        return nn.functional.mse_loss(logits.squeeze(-1).float(), labels.float())
+    return nn.functional.cross_entropy(logits.float(), labels)
 
 
-def finetune(model: nn.Module, task: TaskSpec, train: TokenizedSplit, cfg: TrainConfig, pad_id: int, seed: int, desc: str = "") -> dict:
+def autocast(precision: str, device: torch.device):
+    # Only around forward + loss: with the optimizer step inside autocast too, Adam's
+    # update ran in bf16 and lr 2e-5 steps vanished (the loss stayed at ln 2).
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
+def parameter_groups(model: nn.Module, fresh: set[str], lr: float, multiplier: float) -> list[dict]:
+    """AdamW groups that partition the model's parameters: `fresh` ones (reinitialised)
+    at lr * multiplier, every other one at lr. The paper's released 5x-lr script missed
+    encoder layer 11 in both groups, so it never trained; here a name in `fresh` that the
+    model lacks is an error, and every parameter lands in exactly one group."""
+    named = dict(model.named_parameters())
+    unknown = fresh - named.keys()
+    if unknown:
+        raise ValueError(f"reinitialised parameters not in the model: {sorted(unknown)[:3]}")
+    groups = [
+        {"params": [p for n, p in named.items() if n not in fresh], "lr": lr, "names": [n for n in named if n not in fresh]},
+        {"params": [named[n] for n in named if n in fresh], "lr": lr * multiplier, "names": [n for n in named if n in fresh]},
+    ]
+    return [g for g in groups if g["params"]]
+
+
+def finetune(
+    model: nn.Module,
+    task: TaskSpec,
+    train: TokenizedSplit,
+    cfg: TrainConfig,
+    pad_id: int,
+    seed: int,
+    fresh: set[str] = frozenset(),
+    lr_multiplier: float = 1.0,
+    eval_split: TokenizedSplit | None = None,
+    checkpoint: Path | None = None,
+    checkpoint_key: str = "",
+    desc: str = "",
+) -> dict:
     """Train every parameter with AdamW (weight decay 0 = the paper's Adam), constant lr, no
-    warm-up, as the paper's released code. Returns per-epoch mean losses and a status:
-    `diverged` when the loss stops being finite (the run is then not averaged into curves)."""
+    warm-up, as the paper's released code. Returns per-epoch mean losses, per-epoch eval
+    (when `eval_split` is given: App. D's curves) and a status: `diverged` when the loss
+    stops being finite (the run is then not averaged into curves).
+
+    With `checkpoint` and cfg.checkpoint_every, the full training state (weights, Adam,
+    both RNGs, position in the epoch) is saved every N steps; a run started again with
+    the same `checkpoint_key` resumes there and ends with the same weights."""
+    device = next(model.parameters()).device
+    optimizer = torch.optim.AdamW(parameter_groups(model, set(fresh), cfg.lr, lr_multiplier), lr=cfg.lr, weight_decay=cfg.weight_decay)
     torch.manual_seed(seed)  # dropout masks
     order = np.random.default_rng(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    state = {"epoch": 0, "step": 0, "loss_sum": 0.0, "order": order.bit_generator.state, "epoch_losses": [], "epoch_eval": [], "seconds": 0.0}
+    if checkpoint is not None and checkpoint.exists():
+        saved = torch.load(checkpoint, weights_only=True)
+        if saved["key"] == checkpoint_key:
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            torch.set_rng_state(saved["torch_rng"])
+            state = saved["state"]
+    start = time.perf_counter() - state["seconds"]
     model.train()
-    epoch_losses, start = [], time.perf_counter()
-    for epoch in range(cfg.epochs):
-        total = torch.zeros(())  # summed on-device: no host sync per step
+    for epoch in range(state["epoch"], cfg.epochs):
+        order.bit_generator.state = state["order"]  # the epoch's batches come from its starting state
         plan = batches(train.lengths, cfg.batch_size, order, cfg.group_by_length)
-        for indices in tqdm(plan, desc=f"{desc} epoch {epoch + 1}/{cfg.epochs}", leave=False, mininterval=5):
-            batch = collate(train, indices, pad_id)
+        total = torch.tensor(state["loss_sum"], device=device)  # summed on-device: no host sync per step
+        for step in tqdm(range(state["step"], len(plan)), desc=f"{desc} epoch {epoch + 1}/{cfg.epochs}", leave=False, mininterval=5):
+            batch = {name: t.to(device) for name, t in collate(train, plan[step], pad_id).items()}
             labels = batch.pop("labels")
-            loss = loss_fn(task, model(**batch), labels)
+            with autocast(cfg.precision, device):
+                loss = loss_fn(task, model(**batch), labels)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            total += loss.detach() * len(indices)
-        epoch_losses.append(float(total) / len(train))
-        if not math.isfinite(epoch_losses[-1]):
-            return {"status": "diverged", "epoch_losses": epoch_losses, "train_seconds": time.perf_counter() - start}
-    return {"status": "ok", "epoch_losses": epoch_losses, "train_seconds": time.perf_counter() - start}
+            total += loss.detach() * len(labels)
+            if checkpoint is not None and cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0 and step + 1 < len(plan):
+                state.update(epoch=epoch, step=step + 1, loss_sum=float(total), seconds=time.perf_counter() - start)
+                _save_checkpoint(checkpoint, checkpoint_key, model, optimizer, state)
+        state["epoch_losses"].append(float(total) / len(train))
+        state.update(epoch=epoch + 1, step=0, loss_sum=0.0, order=order.bit_generator.state)
+        if not math.isfinite(state["epoch_losses"][-1]):
+            return {"status": "diverged", "epoch_losses": state["epoch_losses"], "epoch_eval": state["epoch_eval"], "train_seconds": time.perf_counter() - start}
+        if eval_split is not None:
+            state["epoch_eval"].append({"epoch": epoch + 1, "train_loss": state["epoch_losses"][-1], **evaluate(model, task, eval_split, cfg.eval_batch_size, pad_id, cfg.precision)})
+            model.train()
+    return {"status": "ok", "epoch_losses": state["epoch_losses"], "epoch_eval": state["epoch_eval"], "train_seconds": time.perf_counter() - start}
+
+
+def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, state: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save({"key": key, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(), "state": state}, tmp)
+    os.replace(tmp, path)  # a kill mid-save leaves the previous checkpoint, never half of one
 
 
 @torch.inference_mode()
-def predict(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size: int, pad_id: int) -> np.ndarray:
+def evaluate(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size: int, pad_id: int, precision: str) -> dict:
+    """Scores, mean loss, and the share of the most common prediction (1.0 = the model
+    predicts one class for everything: collapsed, whatever its accuracy says)."""
     model.eval()
-    outputs = np.empty(len(split), dtype=np.float32 if task.label_kind == "regression" else np.int64)
+    device = next(model.parameters()).device
+    regression = task.label_kind == "regression"
+    outputs = np.empty(len(split), dtype=np.float32 if regression else np.int64)
+    loss_sum = 0.0
     for indices in batches(split.lengths, batch_size, None):
-        batch = collate(split, indices, pad_id)
-        batch.pop("labels")
-        logits = model(**batch)
-        outputs[indices] = logits.squeeze(-1).numpy() if task.label_kind == "regression" else logits.argmax(-1).numpy()
-    return outputs
-
-
-def evaluate(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size: int, pad_id: int) -> dict[str, float]:
-    return score(task.metrics, predict(model, task, split, batch_size, pad_id), split.labels)
+        batch = {name: t.to(device) for name, t in collate(split, indices, pad_id).items()}
+        labels = batch.pop("labels")
+        with autocast(precision, device):
+            logits = model(**batch).float()
+        loss_sum += float(loss_fn(task, logits, labels)) * len(indices)
+        outputs[indices] = (logits.squeeze(-1) if regression else logits.argmax(-1)).cpu().numpy()
+    majority = None if regression else float(np.bincount(outputs).max() / len(outputs))
+    return {"scores": score(task.metrics, outputs, split.labels), "loss": loss_sum / len(split), "majority_share": majority}

@@ -1,4 +1,4 @@
-"""Stage data@<task>: build one task's train/eval split and tokenise it once.
+"""Stage data: build every task's train/eval split (data.tasks) and tokenise it once.
 
 Embedded tasks come from the pinned VADER sdist; GLUE tasks from the hub, or from
 data.glue_dir in the original GLUE TSV layout. The text is kept as TSV (to read) and
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from src import data, glue, tasks
 from src.model import load_tokenizer
-from src.params import ParamsError, load_params
+from src.params import load_params
 
 
 def build_splits(name: str, params: dict):
@@ -24,45 +24,39 @@ def build_splits(name: str, params: dict):
     return splits.train, splits.eval, f"{source}. {splits.note}".strip()
 
 
-def check_sizes(name: str, pool: int, params: dict) -> None:
-    """Every training size asked of this task must fit its pool: fail here, before finetuning."""
-    asked = [("grid.sizes", s) for s in params["grid"]["sizes"] if name in params["grid"]["tasks"]]
-    asked += [("size", params["size"])] if params["task"] == name else []
-    for key, size in asked:
-        if size > pool:
-            raise ParamsError(f"params.yaml: {key} = {size} is larger than the {pool} training examples of task {name!r}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--task", required=True)
     parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True, help="one folder per task is written here")
     args = parser.parse_args()
 
     params = load_params()
-    spec = tasks.get_task(args.task)
-    train, eval_, note = build_splits(args.task, params)
-    check_sizes(args.task, len(train), params)
+    # Read and check every task before writing any, so a malformed file fails fast.
+    built = {name: build_splits(name, params) for name in params["data"]["tasks"]}
+    for name, (train, eval_, note) in built.items():
+        write_task(name, train, eval_, note, args.model, args.out / name, params)
 
-    tokenizer = load_tokenizer(args.model)
+
+def write_task(name: str, train, eval_, note: str, model_dir: Path, out: Path, params: dict) -> None:
+    spec = tasks.get_task(name)
+    tokenizer = load_tokenizer(model_dir)
     max_length = params["model"]["max_length"]
-    tokenized = {name: data.tokenize(df, spec.text_fields, spec.label_kind, tokenizer, max_length) for name, df in (("train", train), ("eval", eval_))}
+    tokenized = {split: data.tokenize(df, spec.text_fields, spec.label_kind, tokenizer, max_length) for split, df in (("train", train), ("eval", eval_))}
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    train.to_csv(args.out / "train.tsv", sep="\t", index=False)
-    eval_.to_csv(args.out / "eval.tsv", sep="\t", index=False)
-    data.save_splits(args.out / "tokens.npz", tokenized)
+    out.mkdir(parents=True, exist_ok=True)
+    train.to_csv(out / "train.tsv", sep="\t", index=False)
+    eval_.to_csv(out / "eval.tsv", sep="\t", index=False)
+    data.save_splits(out / "tokens.npz", tokenized)
     info = {
-        "task": args.task,
+        "task": name,
         "train_examples": len(train),
         "eval_examples": len(eval_),
         "note": note,
         "label_counts": {split: df["label"].value_counts().sort_index().to_dict() for split, df in (("train", train), ("eval", eval_))} if spec.label_kind == "classification" else None,
-        "mean_tokens": {name: float(split.lengths.mean()) for name, split in tokenized.items()},
+        "mean_tokens": {split: float(tokens.lengths.mean()) for split, tokens in tokenized.items()},
     }
-    (args.out / "info.json").write_text(json.dumps(info, indent=2, default=int) + "\n")
-    print(f"{args.task}: {len(train)} train / {len(eval_)} eval examples; {note}")
+    (out / "info.json").write_text(json.dumps(info, indent=2, default=int) + "\n")
+    print(f"{name}: {len(train)} train / {len(eval_)} eval examples; {note}")
     if info["label_counts"]:
         print(f"  label counts {info['label_counts']}")
 

@@ -18,7 +18,7 @@ from src.probing import layer_features
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--tokens", type=Path, required=True, help="the task's tokens.npz")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
@@ -26,12 +26,12 @@ def main() -> None:
     encoder = load_encoder(args.model, with_pooler=False)
     pad_id = load_tokenizer(args.model).pad_token_id
     features = {
-        split: layer_features(encoder, data.load_split(args.data / "tokens.npz", split), params["probe"]["batch_size"], pad_id, desc=f"features {split}")
+        split: layer_features(encoder, data.load_split(args.tokens, split), params["probe"]["batch_size"], pad_id, desc=f"features {split}")
         for split in ("train", "eval")
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez(args.out, **features)
-    print(f"features {args.data.name}: train {features['train'].shape}, eval {features['eval'].shape}")
+    print(f"features {args.tokens.parent.name}: train {features['train'].shape}, eval {features['eval'].shape}")
 
 
 if __name__ == "__main__":

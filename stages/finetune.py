@@ -1,45 +1,92 @@
-"""Stage finetune@<task>-<size>-<k> (a grid cell) and stage focus: finetune one condition.
+"""Stage finetune@<study> and stage focus: run every condition of a study (or the focus
+condition's trials), one result JSON per condition.
 
-Runs trials 0..trials-1 of (task, size, k) and writes one JSON per trial into --out.
-With --summary (the focus stage) it also writes the mean and 95% CI as a DVC metric.
+Finished conditions survive a kill: each result is written atomically with the
+fingerprint of everything it depends on, the stage's output is `persist` in dvc.yaml,
+and a rerun reuses every result whose fingerprint still matches, resumes a half-done
+condition from its checkpoint (train.checkpoint_every), and trains the rest. Files of
+conditions the params no longer ask for are removed at the end.
 """
 
 import argparse
+import json
 from pathlib import Path
 
-from src.condition import Condition
-from src.experiment import run_condition, write_json_atomically
-from src.model import load_tokenizer, num_encoder_layers
-from src.params import load_params
+from src.experiment import fingerprint, run_condition, write_json_atomically
+from src.model import load_tokenizer, model_shape
+from src.params import ParamsError, load_params
 from src.stats import mean_ci
+from src.studies import focus_condition, study_conditions
+from src.tasks import get_task
+
+
+def check_sizes(conditions, tasks_dir: Path, where: str) -> None:
+    """Every training size must fit its task's pool: fail before the first condition trains."""
+    for condition in conditions:
+        for task in filter(None, (condition.task, condition.intermediate_task)):
+            pool = json.loads((tasks_dir / task / "info.json").read_text())["train_examples"]
+            if condition.size > pool:
+                raise ParamsError(f"params.yaml: {where} asks for {condition.size} training examples of task {task!r}, which has {pool}")
+
+
+def finished(path: Path, key: str) -> dict | None:
+    """The result at `path` if it is complete and was computed from exactly these inputs."""
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):  # absent, or cut short: compute it again
+        return None
+    return result if result.get("fingerprint") == key else None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--task", required=True)
-    for name in ("size", "k", "trials"):
-        parser.add_argument(f"--{name}", type=int, required=True)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--study", help="a section of studies: in params.yaml")
+    group.add_argument("--focus", action="store_true", help="the focus condition (task, size, k, trials)")
     parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--data", type=Path, required=True, help="the task's data folder")
+    parser.add_argument("--tasks", type=Path, required=True, help="the data stage's output folder")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--summary", type=Path, help="write mean and CI here (focus stage)")
     args = parser.parse_args()
 
-    params = load_params(num_layers=num_encoder_layers(args.model))
+    num_layers, num_heads = model_shape(args.model)
+    params = load_params(num_layers=num_layers, num_heads=num_heads)
+    if args.focus:
+        conditions, where, log_epochs = [focus_condition(params, t) for t in range(params["trials"])], "the focus condition", False
+    else:
+        conditions, where = study_conditions(params, args.study, num_layers), f"studies.{args.study}"
+        log_epochs = "epochs" in params["studies"][args.study]
+    for condition in conditions:
+        condition.check(num_layers, num_heads)
+    check_sizes(conditions, args.tasks, where)
+
     pad_id = load_tokenizer(args.model).pad_token_id
-    results = []
-    for trial in range(args.trials):
-        condition = Condition(args.task, args.size, args.k, trial, recipe=params["recipe"], head=params["head"])
-        result = run_condition(condition, params, args.model, args.data, pad_id)
-        write_json_atomically(args.out / f"trial{trial}.json", result)
+    results, kept = [], set()
+    for i, condition in enumerate(conditions, 1):
+        path = condition.result_path(args.out)
+        checkpoint = path.with_suffix(".ckpt")
+        kept |= {path, checkpoint}
+        key = fingerprint(condition, params, args.model, args.tasks)
+        result = finished(path, key)
+        if result is None:
+            result = run_condition(condition, params, args.model, args.tasks, pad_id, log_epochs, checkpoint, key)
+            write_json_atomically(path, result)
+            checkpoint.unlink(missing_ok=True)
+            print(f"[{i}/{len(conditions)}] {condition.describe()}: {result['status']} {result['scores']} ({result['train_seconds']} s)")
+        else:
+            print(f"[{i}/{len(conditions)}] {condition.describe()}: finished earlier, kept")
         results.append(result)
-        print(f"{args.task} n={args.size} k={args.k} trial {trial}: {result['status']} {result['scores']} ({result['train_seconds']} s)")
+
+    for stale in [p for p in args.out.rglob("*") if p.is_file() and p not in kept]:
+        stale.unlink()
+    for folder in sorted((p for p in args.out.rglob("*") if p.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
 
     if args.summary:
-        metric = results[0]["metric"]
-        finished = [r["scores"][metric] for r in results if r["status"] == "ok"]
-        mean, half, n = mean_ci(finished)
-        summary = {"task": args.task, "size": args.size, "k": args.k, "metric": metric, "mean": mean, "ci95": half, "n": n, "diverged": len(results) - n}
+        metric = get_task(params["task"]).metrics[0]
+        mean, half, n = mean_ci([r["scores"][metric] for r in results if r["status"] == "ok"])
+        summary = {"task": params["task"], "size": params["size"], "k": params["k"], "metric": metric, "mean": mean, "ci95": half, "n": n, "diverged": len(results) - n}
         write_json_atomically(args.summary, summary)
 
 

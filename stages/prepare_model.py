@@ -19,7 +19,7 @@ def main() -> None:
 
     params = load_params()
     info = export_base_model(params["model"]["name"], args.out)
-    load_params(num_layers=info["num_layers"])  # k and grid.ks against the real depth
+    load_params(num_layers=info["num_layers"], num_heads=info["num_heads"])  # k, layers, heads against the real model
     (args.out / "base.json").write_text(json.dumps(info, indent=2) + "\n")
     print(f"base model: {info['name']} ({info['num_layers']} layers, sha256 {info['weights_sha256'][:12]}) from {info['source']}")
 

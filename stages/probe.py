@@ -15,14 +15,14 @@ from src.tasks import get_task
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--task", required=True)
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--tokens", type=Path, required=True, help="the task's tokens.npz")
     parser.add_argument("--features", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
     params = load_params()
     cfg, task = params["probe"], get_task(args.task)
-    labels = {split: data.load_split(args.data / "tokens.npz", split).labels for split in ("train", "eval")}
+    labels = {split: data.load_split(args.tokens, split).labels for split in ("train", "eval")}
     with np.load(args.features) as features:
         per_layer = train_probes(task, features["train"], labels["train"], features["eval"], labels["eval"], cfg["epochs"], cfg["lr"], cfg["train_batch_size"], params["seed"])
     result = {"task": args.task, "metric": task.metrics[0], "train_examples": len(labels["train"]), "layers": [{"layer": i, "scores": s} for i, s in enumerate(per_layer)]}

@@ -55,3 +55,15 @@ def tiny_task_dir(tmp_path_factory, tiny_model_dir):
     splits = {name: data.tokenize(toy_sentiment(n, seed), ("sentence",), "classification", tokenizer, 32) for name, n, seed in (("train", 200, 1), ("eval", 60, 2))}
     data.save_splits(out / "tokens.npz", splits)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_tasks_root(tmp_path_factory, tiny_task_dir):
+    """The toy task as the data stage lays tasks out: <root>/rt_sentiment/{tokens.npz, info.json}."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("tiny_tasks")
+    (root / "rt_sentiment").mkdir()
+    shutil.copy(tiny_task_dir / "tokens.npz", root / "rt_sentiment" / "tokens.npz")
+    (root / "rt_sentiment" / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": 200, "eval_examples": 60}))
+    return root

@@ -6,7 +6,6 @@ import pytest
 import yaml
 
 from src.params import ParamsError, epochs_for, validate
-from stages.build_data import check_sizes
 
 with open("params.yaml") as f:
     DEFAULT = yaml.safe_load(f)
@@ -29,7 +28,7 @@ def with_change(key, value):
 
 
 def test_default_params_are_valid():
-    validate(copy.deepcopy(DEFAULT), num_layers=6)
+    validate(copy.deepcopy(DEFAULT), num_layers=6, num_heads=12)
 
 
 @pytest.mark.parametrize(
@@ -38,37 +37,38 @@ def test_default_params_are_valid():
         ("k", 7, "k = 7 is invalid; allowed: 0..6 (the model has 6 encoder layers)"),
         ("k", -1, "k = -1 is invalid; allowed: an integer >= 0"),
         ("k", "3", "k = '3' is invalid; allowed: an integer >= 0"),
-        ("grid.ks", [0, 13], "grid.ks = [13] is invalid; allowed: 0..6"),
-        ("task", "sst5", "task = 'sst5' is invalid; allowed: rt_sentiment | bigram_shift | sst2"),
-        ("task", "sst2", "task = 'sst2' is invalid; allowed: tasks listed in data.tasks"),
-        ("grid.tasks", ["rt_sentiment", "cola"], "grid.tasks = ['cola'] is invalid; allowed: tasks listed in data.tasks"),
+        ("studies.progressive.ks", [0, 13], "studies.progressive.ks = [0, 13] is invalid; allowed: 0..6"),
+        ("task", "sst5", "task = 'sst5' is invalid; allowed: rt_sentiment | bigram_shift"),
+        ("data.tasks", ["rt_sentiment", "sst5"], "data.tasks[1] = 'sst5' is invalid; allowed: rt_sentiment | bigram_shift | sst2"),
+        ("studies.blocks.tasks", ["rt_sentiment", "cola"], "studies.blocks.tasks[1] = 'cola' is invalid; allowed: tasks listed in data.tasks"),
         ("recipe", "xavier", "recipe = 'xavier' is invalid; allowed: paper | authors_code"),
-        ("head", "max", "head = 'max' is invalid; allowed: mean | cls"),
+        ("pooling", "max", "pooling = 'max' is invalid; allowed: mean | cls"),
         ("size", 0, "size = 0 is invalid; allowed: an integer >= 1"),
         ("trials", 0, "trials = 0 is invalid; allowed: an integer >= 1"),
-        ("grid.trials", True, "grid.trials = True is invalid; allowed: an integer >= 1"),
+        ("studies.progressive.trials", True, "studies.progressive.trials = True is invalid; allowed: an integer >= 1"),
         ("train.lr", 0, "train.lr = 0 is invalid; allowed: a number > 0"),
         ("train.lr", "2e-5", "train.lr = '2e-5' is invalid; allowed: a number > 0"),
         ("train.batch_size", 0, "train.batch_size = 0 is invalid"),
         ("train.epochs", 0, "train.epochs = 0 is invalid"),
-        ("grid.sizes", [], "grid.sizes = [] is invalid; allowed: a non-empty list"),
-        ("grid.sizes", [50, 50], "grid.sizes = [50, 50] is invalid; allowed: a list without duplicates"),
-        ("grid.sizes", [50, -5], "grid.sizes[1] = -5 is invalid; allowed: an integer >= 1"),
+        ("studies.progressive.sizes", [], "studies.progressive.sizes = [] is invalid; allowed: a non-empty list"),
+        ("studies.progressive.sizes", [50, 50], "studies.progressive.sizes = [50, 50] is invalid; allowed: a list without duplicates"),
+        ("studies.progressive.sizes", [50, -5], "studies.progressive.sizes[1] = -5 is invalid; allowed: an integer >= 1"),
+        ("studies.blocks.window", 7, "studies.blocks.window = 7 is invalid; allowed: 1..6"),
+        ("studies.heads.heads", [0, 12], "studies.heads.heads = [0, 12] is invalid; allowed: heads 0..11"),
+        ("studies.single_layer.layers", [0, 1], "studies.single_layer.layers[0] = 0 is invalid; allowed: an integer >= 1"),
+        ("studies.lr_multiplier.reinit_lr_multiplier", 0, "studies.lr_multiplier.reinit_lr_multiplier = 0 is invalid; allowed: a number > 0"),
+        ("studies.heads.keep_layernorm", True, "studies.heads.keep_layernorm = True is invalid; allowed: only on schemes that reinitialise whole layers"),
+        ("studies.blocks.ks", [0], "studies.blocks.ks = [0] is invalid; allowed: keys of a block study"),
+        ("studies.blocks.scheme", "window", "studies.blocks.scheme = 'window' is invalid; allowed: progressive | block"),
+        ("train.precision", "fp16", "train.precision = 'fp16' is invalid; allowed: bf16 | fp32"),
         ("data.glue_dir", 3, "data.glue_dir = 3 is invalid"),
         ("probe.epochs", DELETE, "missing key 'probe.epochs'"),
     ],
 )
 def test_bad_value_is_named_with_what_is_allowed(key, value, message):
     with pytest.raises(ParamsError) as error:
-        validate(with_change(key, value), num_layers=6)
+        validate(with_change(key, value), num_layers=6, num_heads=12)
     assert message in str(error.value)
-
-
-def test_subset_larger_than_the_task_is_refused_before_finetuning():
-    params = with_change("grid.sizes", [50, 20000])
-    with pytest.raises(ParamsError, match="grid.sizes = 20000 is larger than the 9110 training examples of task 'rt_sentiment'"):
-        check_sizes("rt_sentiment", 9110, params)
-    check_sizes("rt_sentiment", 9110, DEFAULT)
 
 
 def test_smallest_sizes_train_longer():

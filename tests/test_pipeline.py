@@ -2,8 +2,8 @@
 
 Runs `dvc repro` from clean (real all-MiniLM-L6-v2 from its pinned wheel, the embedded
 RT task built from the VADER sdist, SST-2 from a local folder in GLUE's TSV layout),
-then checks that a second repro is a no-op and that `dvc exp run -S k=3` reruns only
-the focus stage. About two minutes on 2 cores.
+with every study family at a tiny size, then checks that a second repro is a no-op
+and that `dvc exp run -S k=3` reruns only the focus stage. About three minutes on 2 cores.
 """
 
 import json
@@ -49,10 +49,22 @@ def scratch_repo(tmp_path_factory):
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params.update(task="sst2", size=16, k=6, trials=2)
+    params["model"].update(max_length=32)
     params["data"].update(tasks=["sst2", "rt_sentiment"], glue_dir="glue", eval_size=50)
     params["train"].update(epochs=1, small_epochs=1)
-    params["probe"].update(epochs=2)
-    params["grid"].update(tasks=["sst2"], sizes=[8, 16], ks=[0, 6], trials=2)
+    params["probe"].update(epochs=2, tasks=["sst2"])
+    tiny = {"tasks": ["sst2"], "sizes": [8], "trials": 2}
+    params["studies"] = {  # every family, at the smallest size that still exercises it
+        "progressive": {"scheme": "progressive", **tiny, "sizes": [8, 16], "ks": [0, 6]},
+        "blocks": {"scheme": "block", "window": 5, **tiny},
+        "single_layer": {"scheme": "single_layer", "layers": [1, 6], **tiny},
+        "permutation": {"scheme": "permutation", **tiny, "tasks": ["sst2", "rt_sentiment"], "trials": 3},
+        "heads": {"scheme": "head", "layers": [2], "heads": [0, 11], **tiny, "trials": 1},
+        "lr_multiplier": {"scheme": "progressive", "ks": [0], "reinit_lr_multiplier": 5, **tiny},
+        "keep_layernorm": {"scheme": "progressive", "ks": [0], "keep_layernorm": True, **tiny},
+        "epochs": {"scheme": "progressive", "ks": [0, 6], "epochs": 2, **tiny},
+        "sequential": {"scheme": "progressive", "ks": [6], "intermediate_tasks": ["sst2", "rt_sentiment"], **tiny, "tasks": ["sst2", "rt_sentiment"]},
+    }
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
     git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
@@ -63,23 +75,37 @@ def scratch_repo(tmp_path_factory):
     return repo, first, git
 
 
-def test_repro_from_clean_produces_figure_table_metrics_and_plots(scratch_repo):
+def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scratch_repo):
     repo, _, _ = scratch_repo
-    runs = pd.read_csv(repo / "metrics/progressive_runs.csv")
-    assert len(runs.drop_duplicates(["task", "size", "k", "trial"])) == 2 * 2 * 2
-    assert set(runs["status"]) == {"ok"}
+    runs = pd.read_csv(repo / "metrics/runs.csv")
+    progressive = runs[runs["study"] == "progressive"]
+    assert len(progressive.drop_duplicates(["task", "size", "slug", "trial"])) == 2 * 2 * 2
+    assert set(runs["study"]) == {"progressive", "blocks", "single_layer", "permutation", "heads", "lr_multiplier", "keep_layernorm", "epochs", "sequential"}
     curves = pd.read_csv(repo / "plots/progressive.csv")
     assert set(curves["curve"]) == {"finetune", "probe"}
     assert sorted(curves[curves["curve"] == "probe"]["k"]) == list(range(7))  # embeddings + 6 layers
     finetune = curves[curves["curve"] == "finetune"]
     assert (finetune["n"] == 2).all() and (finetune["ci_low"] <= finetune["mean"]).all()
-    assert (repo / "plots/figure1.png").stat().st_size > 10_000
-    metrics = json.loads(dvc(repo, "metrics", "show", "--json"))
-    assert "metrics/progressive.json" in json.dumps(metrics) and "metrics/focus.json" in json.dumps(metrics)
-    # the condition's manifest lists every reinitialised tensor of layers 1..6 at k=0
-    trial = json.loads((repo / "data/runs/grid/sst2/n8/k0/trial0.json").read_text())
+    for figure in ("progressive", "blocks", "single_layer", "permutation", "heads", "lr_multiplier", "keep_layernorm", "epochs", "sequential", "weight_change"):
+        assert (repo / f"plots/figures/{figure}.png").stat().st_size > 10_000, figure
+    weights = pd.read_csv(repo / "metrics/weight_change.csv")
+    assert set(weights["sublayer"]) == {"query", "key", "value", "attention_output", "intermediate", "output"} and weights["layer"].max() == 6
+    correlations = pd.read_csv(repo / "metrics/permutation_correlations.csv")
+    assert correlations[["task_a", "task_b"]].values.tolist() == [["rt_sentiment", "sst2"]] and (correlations["permutations"] == 3).all()
+    metrics = json.dumps(json.loads(dvc(repo, "metrics", "show", "--json")))
+    assert "metrics/studies.json" in metrics and "metrics/focus.json" in metrics
+    report = (repo / "metrics/report.md").read_text()
+    assert "full_beats_scratch" in report and "single_layer_barely_matters" in report
+    assert "base64," in (repo / "metrics/report.html").read_text()
+    # a condition's record lists every reinitialised tensor of layers 1..6 at k=0
+    trial = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k0_e1/trial0.json").read_text())
     layers = {int(e["name"].split(".")[2]) for e in trial["reinitialised"] if e["name"].startswith("encoder.layer.")}
     assert layers == set(range(6))
+    permuted = json.loads((repo / "data/runs/studies/permutation/rt_sentiment/n8/permutation_e1/trial1.json").read_text())
+    same_trial = json.loads((repo / "data/runs/studies/permutation/sst2/n8/permutation_e1/trial1.json").read_text())
+    assert sorted(permuted["layer_order"]) == list(range(6)) and permuted["layer_order"] == same_trial["layer_order"]
+    epochs = json.loads((repo / "data/runs/studies/epochs/sst2/n8/k6_e2/trial0.json").read_text())
+    assert [e["epoch"] for e in epochs["epoch_eval"]] == [1, 2]
     rt_info = json.loads((repo / "data/tasks/rt_sentiment/info.json").read_text())
     assert (rt_info["train_examples"], rt_info["eval_examples"]) == (9560, 50)
 

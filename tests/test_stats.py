@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from src.stats import in_grid, mean_ci, results_table, summarise
+from src.condition import Condition
+from src.stats import flag_collapsed, mean_ci, results_table, summarise
 
 
 def test_mean_ci_by_hand():
@@ -22,20 +23,20 @@ def test_single_trial_has_no_interval():
     assert mean == 0.5 and math.isnan(half) and n == 1
 
 
-def result(k, trial, value, status="ok", task="rt_sentiment", size=50, recipe="paper", head="mean"):
-    condition = {"task": task, "size": size, "k": k, "trial": trial, "scheme": "progressive", "recipe": recipe, "head": head}
-    return {"condition": condition, "status": status, "metric": "accuracy", "scores": {} if status != "ok" else {"accuracy": value}}
+def result(k, trial, value, status="ok", majority_share=0.5):
+    condition = Condition("rt_sentiment", 50, trial, 3, k=k).as_dict()
+    return {"condition": condition, "status": status, "metric": "accuracy", "scores": {} if status != "ok" else {"accuracy": value}, "majority_share": majority_share}
 
 
 def test_diverged_runs_are_excluded_from_means_but_counted():
-    table = results_table([result(0, 0, 0.6), result(0, 1, 0.7), result(0, 2, None, status="diverged")])
+    table = results_table([result(0, 0, 0.6), result(0, 1, 0.7), result(0, 2, None, status="diverged")], "progressive")
     assert len(table) == 3 and table["value"].isna().sum() == 1
-    row = summarise(table, ["task", "size", "k"]).iloc[0]
+    row = summarise(table, ["task", "size", "slug"]).iloc[0]
     assert row["mean"] == pytest.approx(0.65) and row["n"] == 2 and row["diverged"] == 1
 
 
-def test_in_grid_drops_runs_the_params_no_longer_ask_for():
-    runs = [result(0, 0, 0.6), result(6, 0, 0.8), result(0, 2, 0.5), result(0, 0, 0.7, size=500), result(0, 0, 0.7, recipe="authors_code")]
-    grid = {"tasks": ["rt_sentiment"], "sizes": [50], "ks": [0], "trials": 2}
-    kept = in_grid(results_table(runs), grid, "paper", "mean")
-    assert kept[["k", "trial", "size"]].values.tolist() == [[0, 0, 50]]
+def test_a_collapsed_run_is_diverged_only_when_its_siblings_learned():
+    table = results_table([result(0, 0, 0.8), result(0, 1, 0.5, majority_share=1.0), result(6, 0, 0.5, majority_share=1.0), result(6, 1, 0.51, majority_share=0.995)], "progressive")
+    status = flag_collapsed(table).set_index(["k", "trial"])["status"]
+    assert status[(0, 1)] == "diverged" and status[(0, 0)] == "ok"
+    assert status[(6, 0)] == status[(6, 1)] == "ok"  # every trial collapsed: that is the result

@@ -19,28 +19,28 @@ with open("params.yaml") as f:
 
 def tiny_params(**train):
     params = copy.deepcopy(PARAMS)
-    params["train"].update({"lr": 1e-3, "batch_size": 8, "epochs": 3, "small_size": 0, "eval_batch_size": 32}, **train)
+    params["train"].update({"lr": 1e-3, "batch_size": 8, "eval_batch_size": 32}, **train)
     return params
 
 
-def test_a_condition_is_reproducible(tiny_model_dir, tiny_task_dir):
-    condition = Condition("rt_sentiment", 64, 1, trial=0)
-    first = run_condition(condition, tiny_params(), tiny_model_dir, tiny_task_dir, pad_id=0)
-    second = run_condition(condition, tiny_params(), tiny_model_dir, tiny_task_dir, pad_id=0)
+def test_a_condition_is_reproducible(tiny_model_dir, tiny_tasks_root):
+    condition = Condition("rt_sentiment", 64, trial=0, epochs=3, k=1)
+    first = run_condition(condition, tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0)
+    second = run_condition(condition, tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0)
     assert first["scores"] == second["scores"] and first["epoch_losses"] == second["epoch_losses"]
-    other_trial = run_condition(Condition("rt_sentiment", 64, 1, trial=1), tiny_params(), tiny_model_dir, tiny_task_dir, pad_id=0)
+    other_trial = run_condition(Condition("rt_sentiment", 64, trial=1, epochs=3, k=1), tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0)
     assert other_trial["train_subset_sha256"] != first["train_subset_sha256"]
 
 
-def test_finetuning_learns_the_toy_task(tiny_model_dir, tiny_task_dir):
-    result = run_condition(Condition("rt_sentiment", 200, 3, 0), tiny_params(epochs=4), tiny_model_dir, tiny_task_dir, pad_id=0)
+def test_finetuning_learns_the_toy_task(tiny_model_dir, tiny_tasks_root):
+    result = run_condition(Condition("rt_sentiment", 200, 0, epochs=4, k=3), tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0)
     assert result["status"] == "ok"
     assert result["epoch_losses"][-1] < result["epoch_losses"][0]
     assert result["scores"]["accuracy"] > 0.8
 
 
-def test_absurd_learning_rate_is_recorded_as_diverged(tiny_model_dir, tiny_task_dir):
-    result = run_condition(Condition("rt_sentiment", 64, 3, 0), tiny_params(lr=1e12, epochs=2), tiny_model_dir, tiny_task_dir, pad_id=0)
+def test_absurd_learning_rate_is_recorded_as_diverged(tiny_model_dir, tiny_tasks_root):
+    result = run_condition(Condition("rt_sentiment", 64, 0, epochs=2, k=3), tiny_params(lr=1e12), tiny_model_dir, tiny_tasks_root, pad_id=0)
     assert result["status"] == "diverged" and result["scores"] == {}
 
 

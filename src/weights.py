@@ -1,0 +1,39 @@
+"""How far finetuning moves each encoder layer's weights (Singh & Giovanardi §4.5, Fig. 3).
+
+Computed inside the finetune step from the starting and final weights, so finetuned
+checkpoints never need to be kept (the paper grid would need hundreds of GB).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+# The six weight matrices of a BERT layer, by the names the study used.
+SUBLAYERS = {
+    "query": "attention.self.query",
+    "key": "attention.self.key",
+    "value": "attention.self.value",
+    "attention_output": "attention.output.dense",
+    "intermediate": "intermediate.dense",
+    "output": "output.dense",
+}
+
+
+def layer_weights(layers: nn.ModuleList) -> dict[tuple[int, str], torch.Tensor]:
+    """A copy of every sublayer weight, keyed by (1-based position, sublayer)."""
+    return {(i + 1, name): layer.get_submodule(path).weight.detach().clone() for i, layer in enumerate(layers) for name, path in SUBLAYERS.items()}
+
+
+def weight_change(before: dict, after: dict) -> list[dict]:
+    """Frobenius and spectral (largest singular value) norm of after - before, per sublayer."""
+    rows = []
+    for key, start in before.items():
+        delta = (after[key] - start).float()
+        rows.append({
+            "layer": key[0],
+            "sublayer": key[1],
+            "frobenius": float(torch.linalg.matrix_norm(delta, "fro")),
+            "spectral": float(torch.linalg.matrix_norm(delta, 2)),
+        })
+    return rows

