@@ -61,15 +61,19 @@ def results_table(results: list[dict], study: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def flag_collapsed(table: pd.DataFrame, threshold: float = 0.99) -> pd.DataFrame:
+def flag_collapsed(table: pd.DataFrame, threshold: float = 0.99, margin: float = 0.05) -> pd.DataFrame:
     """Mark as `diverged` a run that predicts one class for >= `threshold` of the eval set
-    while a sibling (same condition, another trial) does not: it failed to train, and its
-    chance-level score must not be averaged into the curve. When every trial collapses
-    (a task that is not learnable at this size), that is the result, not a failure."""
-    collapsed = table["majority_share"].fillna(0) >= threshold
-    by = ["study", "task", "size", "slug"]
-    siblings_fine = (~collapsed & (table["status"] == "ok")).groupby([table[c] for c in by]).transform("any")
-    flagged = collapsed & siblings_fine & (table["status"] == "ok")
+    while a sibling (same condition, another trial) that did not collapse scores at least
+    `margin` higher on the headline metric: it failed to train, and its chance-level score
+    must not be averaged into the curve. Where the siblings are at chance too (a task not
+    learnable at this size), that is the result, not a failure."""
+    key = ["study", "task", "size", "slug"]
+    runs = table[table["headline"]]
+    collapsed = (runs["majority_share"].fillna(0) >= threshold) & (runs["status"] == "ok")
+    learned = runs["value"].where(~collapsed & (runs["status"] == "ok"))
+    best_sibling = learned.groupby([runs[c] for c in key]).transform("max")
+    failed = runs.loc[collapsed & (best_sibling >= runs["value"] + margin), [*key, "trial"]]
+    flagged = table[[*key, "trial"]].merge(failed.assign(failed=True), how="left", on=[*key, "trial"])["failed"].fillna(False).to_numpy(dtype=bool)
     return table.assign(status=table["status"].where(~flagged, "diverged"))
 
 

@@ -291,7 +291,7 @@ def test_diverged_and_collapsed_runs_are_counted_but_not_averaged(tmp_path, tiny
     # k=2 every ok trial collapsed (the diverged trial is no "sibling that learned"): kept ok.
     assert results[0]["majority_share"] < 0.99, "trial 0 was meant to learn the toy task"
     collapsed = copy.deepcopy(results)
-    collapsed[1]["majority_share"] = 1.0
+    collapsed[1]["majority_share"], collapsed[1]["scores"]["accuracy"] = 1.0, 0.5  # one class for everything
     all_collapsed = copy.deepcopy(results)
     for result, share in zip(all_collapsed, (0.995, 1.0, None)):
         result["condition"]["k"], result["majority_share"] = 2, share

@@ -36,7 +36,12 @@ def test_diverged_runs_are_excluded_from_means_but_counted():
 
 
 def test_a_collapsed_run_is_diverged_only_when_its_siblings_learned():
-    table = results_table([result(0, 0, 0.8), result(0, 1, 0.5, majority_share=1.0), result(6, 0, 0.5, majority_share=1.0), result(6, 1, 0.51, majority_share=0.995)], "progressive")
+    table = results_table([
+        result(0, 0, 0.8), result(0, 1, 0.5, majority_share=1.0),  # a failed run beside a learned one
+        result(6, 0, 0.5, majority_share=1.0), result(6, 1, 0.51, majority_share=0.995),  # every trial collapsed
+        result(3, 0, 0.52), result(3, 1, 0.49, majority_share=1.0),  # siblings at chance too
+    ], "progressive")
     status = flag_collapsed(table).set_index(["k", "trial"])["status"]
     assert status[(0, 1)] == "diverged" and status[(0, 0)] == "ok"
-    assert status[(6, 0)] == status[(6, 1)] == "ok"  # every trial collapsed: that is the result
+    assert status[(6, 0)] == status[(6, 1)] == "ok"  # that is the result, not a failure
+    assert status[(3, 0)] == status[(3, 1)] == "ok"
