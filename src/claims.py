@@ -209,11 +209,11 @@ def single_layer_barely_matters(runs: pd.DataFrame, num_layers: int, tolerance: 
     diffs = paired_differences(runs[runs["scheme"] == "single_layer"], _progressive(runs, num_layers), [*GROUP, "layer"])
     if not diffs["reference"].any():
         return _claim("single_layer_barely_matters", NOT_RUN, "needs single-layer runs and progressive runs at k = L")
+    # Supported only by small effects: a wide CI that contains 0 is absence of evidence
+    # (inconclusive), not evidence of no effect.
     small = diffs["mean"].abs() <= tolerance
-    # contains and excludes are tested separately so that a NaN interval (one trial) does neither
-    contains_zero = (diffs["low"] <= 0) & (diffs["high"] >= 0)
-    excludes_zero = (diffs["low"] > 0) | (diffs["high"] < 0)
-    verdict = _verdict((small | contains_zero).all(), (excludes_zero & ~small).any())
+    excludes_zero = (diffs["low"] > 0) | (diffs["high"] < 0)  # False for a NaN interval (one trial)
+    verdict = _verdict(small.all(), (excludes_zero & ~small).any())
     text = f"single − full, paired by trial, tolerance {tolerance}: " + "; ".join(_difference_text(row) for _, row in diffs.iterrows())
     return _claim("single_layer_barely_matters", verdict, text)
 
