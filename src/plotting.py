@@ -80,7 +80,8 @@ def _panels(table: pd.DataFrame, columns: int = 3) -> tuple[plt.Figure, list]:
     groups = _groups(table)
     ncols = min(len(groups), columns)
     nrows = -(-len(groups) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 3.9 * nrows), squeeze=False)
+    # at least 9 inches wide: the two-line suptitles must fit above a single panel
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(9.0, 4.8 * ncols), 3.9 * nrows), squeeze=False)
     for ax in axes.flat[len(groups):]:
         ax.set_visible(False)
     return fig, [(ax, *group) for ax, group in zip(axes.flat, groups)]
@@ -159,7 +160,7 @@ def plot_blocks(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> l
                 _line_with_band(ax, rows[rows["scheme"] == scheme], "layer", label, colour)
         _references(ax, references, task, size)
         windows = rows.drop_duplicates("layer").sort_values("layer")
-        ax.set_xticks(windows["layer"], [f"{first}-{first + width - 1}" for first, width in zip(windows["layer"], windows["window"])])
+        ax.set_xticks(windows["layer"], [f"{int(first)}-{int(first + width - 1)}" for first, width in zip(windows["layer"], windows["window"])])
         _label(ax, task, size, "window of layers (first-last)", rows["metric"].iloc[0])
     return _finish(fig, path, "Block reinitialisation: a window of layers reinitialised, or only it kept pretrained, then finetuned\n(mean and 95% t CI over trials; dashed: references, band = their 95% CI)")
 
@@ -303,7 +304,7 @@ def plot_sequential(matrix: pd.DataFrame, path: Path) -> list[str]:
         texts[finals.index(cell.final_task), columns.index(cell.intermediate_task)] = f"{cell.mean:.3f}{ci}"
     gain = means.to_numpy(dtype=float) - direct[:, None]
     metrics = matrix.groupby("final_task", sort=False)["metric"].first()
-    fig, ax = plt.subplots(figsize=(2.0 + 1.3 * len(columns), 1.6 + 0.9 * len(finals)))
+    fig, ax = plt.subplots(figsize=(max(6.4, 2.0 + 1.3 * len(columns)), 1.6 + 0.9 * len(finals)))  # wide enough for the title
     image = _heatmap(ax, gain, texts, _symmetric_limit(gain), [f"{task}\n({metrics[task]})" for task in finals], columns)
     fig.colorbar(image, ax=ax, label="gain over direct finetuning")
     ax.tick_params(axis="x", labelrotation=30)

@@ -59,9 +59,14 @@ def permutation_correlations(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["size", "task_a", "task_b", "permutations", "spearman", "spearman_p", "pearson", "pearson_p"])
 
 
-def head_changes(points: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
-    full = refs[refs["reference"] == "full"].set_index(["task", "size"])["mean"]
-    return points.assign(change=[row.mean - full.get((row.task, row.size), float("nan")) for row in points.itertuples()])
+def head_changes(heads: pd.DataFrame, plain_runs: pd.DataFrame, num_layers: int) -> pd.DataFrame:
+    """Score of each head reinit minus the un-reinitialised model's (k = L), paired by
+    trial (same subset and seeds), averaged over trials."""
+    full = plain_runs[(plain_runs["scheme"] == "progressive") & (plain_runs["k"] == num_layers) & (plain_runs["status"] == "ok")]
+    ok = heads[heads["status"] == "ok"]
+    paired = ok.merge(full[["task", "size", "trial", "value"]], on=["task", "size", "trial"], suffixes=("", "_full"))
+    paired = paired.assign(change=paired["value"] - paired["value_full"])
+    return paired.groupby(["study", "task", "size", "layer", "head_index"])["change"].agg(change="mean", n="count").reset_index()
 
 
 def heads_summary(changes: pd.DataFrame) -> pd.DataFrame:
@@ -110,9 +115,10 @@ def progressive_curves(points: pd.DataFrame, probe: pd.DataFrame, order: list[st
     return curves.sort_values("task", key=lambda t: t.map(order.index), kind="stable")
 
 
-def draw(study: str, spec: dict, own: pd.DataFrame, plain_points: pd.DataFrame, runs: pd.DataFrame, refs: pd.DataFrame, results: list[dict], probe: pd.DataFrame, figure: Path, tables: dict) -> None:
+def draw(study: str, spec: dict, own: pd.DataFrame, plain_points: pd.DataFrame, runs: pd.DataFrame, plain_runs: pd.DataFrame, refs: pd.DataFrame, results: list[dict], probe: pd.DataFrame, num_layers: int, figure: Path, tables: dict) -> None:
     """The figure of one study, chosen by its scheme and modifiers. `own`: the study's
-    points; `plain_points`: unmodified conditions from any study (baselines)."""
+    points, `runs` its runs; `plain_points`/`plain_runs`: unmodified conditions from any
+    study (baselines)."""
     in_study = plain_points["task"].isin(spec["tasks"]) & plain_points["size"].isin(spec["sizes"]) & (plain_points["scheme"] == "progressive")
     modifiers = [f"{spec['reinit_lr_multiplier']:g}x lr on reinitialised layers" if "reinit_lr_multiplier" in spec else "", "pretrained LayerNorm kept" if spec.get("keep_layernorm") else ""]
     variant = ", ".join(filter(None, modifiers))
@@ -132,7 +138,7 @@ def draw(study: str, spec: dict, own: pd.DataFrame, plain_points: pd.DataFrame, 
         plotting.plot_permutation(permuted, refs, figure)
         tables["permutation_correlations"].append(permutation_correlations(permuted).assign(study=study))
     elif spec["scheme"] == "head":
-        changes = head_changes(own[own["scheme"] == "head"], refs)
+        changes = head_changes(runs[runs["scheme"] == "head"], plain_runs, num_layers)
         plotting.plot_heads(changes, figure)
         tables["heads_summary"].append(heads_summary(changes))
     elif variant:
@@ -178,7 +184,7 @@ def main() -> None:
     plain_points = summarise(plain_runs, ["task", "size", "slug"], carry=tuple(CONDITION))
     for study, spec in params["studies"].items():
         own = points[points["study"] == study]
-        draw(study, spec, own, plain_points, headline[headline["study"] == study], refs, read_results(args.runs / study), probe, args.figures / f"{study}.png", extra)
+        draw(study, spec, own, plain_points, headline[headline["study"] == study], plain_runs, refs, read_results(args.runs / study), probe, num_layers, args.figures / f"{study}.png", extra)
 
     progressive = points[points["study"] == "progressive"]
     progressive_curves(progressive, probe, params["studies"]["progressive"]["tasks"])[
