@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -124,3 +125,24 @@ def test_exp_run_with_a_new_k_reruns_only_the_focus_stage(scratch_repo):
     assert ran == ["Running stage 'focus':"]
     focus = json.loads((repo / "metrics/focus.json").read_text())
     assert focus["k"] == 3 and focus["n"] == 2
+
+
+@pytest.mark.slow
+def test_queued_experiments_run_two_at_a_time_with_results_intact(scratch_repo):
+    repo, _, git = scratch_repo
+    subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
+    subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "before the queue"], cwd=repo, check=True)
+    for k in (2, 4):
+        dvc(repo, "exp", "run", "--queue", "-S", f"k={k}", "--name", f"k{k}")
+    dvc(repo, "queue", "start", "-j", "2")
+    deadline = time.time() + 900
+    while any(word in dvc(repo, "queue", "status") for word in ("Running", "Queued")):
+        assert time.time() < deadline, "queued experiments did not finish in 15 minutes"
+        time.sleep(5)
+    assert "Failed" not in dvc(repo, "queue", "status")
+    for name, k in (("k2", 2), ("k4", 4)):  # each result restores from the cache, as recorded
+        dvc(repo, "exp", "apply", name)
+        focus = json.loads((repo / "metrics/focus.json").read_text())
+        assert (focus["k"], focus["n"]) == (k, 2)
+        assert len(list((repo / "data/runs/focus").rglob("trial*.json"))) == 2
+        assert "changed" not in dvc(repo, "status")
