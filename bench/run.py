@@ -1,10 +1,11 @@
 """Benchmark: this project's training and probing paths against what a user would run instead.
 
-    python -m bench.run            # ~7 min on 2 CPU cores; writes bench/results.json
+    python -m bench.run            # ~9 min on 2 CPU cores; writes bench/results.json
 
 Baselines, measured side by side in one run on the embedded default (all-MiniLM-L6-v2,
 rt_sentiment, k = L, batch 8, AdamW lr 2e-5, max length 128, same examples):
-- finetuning: HF `Trainer` as `run_glue.py` configures it by default (padding to
+- finetuning: our loop at the pipeline's default (bf16 autocast of the forward pass)
+  and in fp32 (the lever's effect), HF `Trainer` as `run_glue.py` configures it by default (padding to
   max_seq_length 128, linear decay, fp32), and `Trainer` at its best (dynamic padding,
   group_by_length, bf16 autocast); all three train the same module (our mean head),
   so only the training loop differs. Ratios are examples/s; scores are reported too,
@@ -48,15 +49,15 @@ def splits(n_train: int, n_eval: int):
 
 
 def fresh_model():
-    model, _ = build_finetuner(MODEL, Condition(TASK.name, 0, 6, 0), TASK.num_labels, seed=0)
+    model, _ = build_finetuner(MODEL, Condition(TASK.name, 0, 0, 1, k=6), TASK.num_labels, seed=0)
     return model
 
 
-def run_ours(train, eval_, pad_id) -> dict:
+def run_ours(train, eval_, pad_id, precision: str) -> dict:
     model = fresh_model()
-    cfg = TrainConfig(2e-5, 8, 1, 0.0, 128, group_by_length=True)
-    outcome = finetune(model, TASK, train, cfg, pad_id, seed=0, desc="ours")
-    return {"examples_per_s": len(train) / outcome["train_seconds"], "accuracy": evaluate(model, TASK, eval_, 128, pad_id)["accuracy"]}
+    cfg = TrainConfig(2e-5, 8, 1, 0.0, 128, group_by_length=True, precision=precision, checkpoint_every=0)
+    outcome = finetune(model, TASK, train, cfg, pad_id, seed=0, desc=f"ours {precision}")
+    return {"examples_per_s": len(train) / outcome["train_seconds"], "accuracy": evaluate(model, TASK, eval_, 128, pad_id, precision)["scores"]["accuracy"]}
 
 
 class WithLoss(torch.nn.Module):
@@ -144,13 +145,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
     args = parser.parse_args()
 
-    subprocess.run([sys.executable, "-m", "dvc", "repro", "prepare_model", "data@rt_sentiment"], check=True)
+    subprocess.run([sys.executable, "-m", "dvc", "repro", "prepare_model", "data"], check=True)
     pad_id = load_tokenizer(MODEL).pad_token_id
     train, eval_ = splits(args.train_examples, args.eval_examples)
-    run_ours(train.subset(np.arange(32)), eval_, pad_id)  # warm-up: first-call costs are not throughput
-    runs = {"ours": [], "trainer_run_glue_default": [], "trainer_best": []}
+    run_ours(train.subset(np.arange(32)), eval_, pad_id, "bf16")  # warm-up: first-call costs are not throughput
+    runs = {"ours": [], "ours_fp32": [], "trainer_run_glue_default": [], "trainer_best": []}
     for _ in range(args.repeats):  # interleaved, so drift hits every contender alike
-        runs["ours"].append(run_ours(train, eval_, pad_id))
+        runs["ours"].append(run_ours(train, eval_, pad_id, "bf16"))  # the pipeline's default (train.precision)
+        runs["ours_fp32"].append(run_ours(train, eval_, pad_id, "fp32"))
         runs["trainer_run_glue_default"].append(run_trainer(train, eval_, best=False, workdir=Path("/tmp/bench_trainer")))
         runs["trainer_best"].append(run_trainer(train, eval_, best=True, workdir=Path("/tmp/bench_trainer")))
     speed = {name: [r["examples_per_s"] for r in rs] for name, rs in runs.items()}
