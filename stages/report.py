@@ -1,6 +1,7 @@
 """Stage report: each claim of the seed studies, checked against this run's tables.
 
-Writes metrics/report.md and a standalone metrics/report.html (figures inlined). Every
+Writes metrics/report.md, a standalone metrics/report.html (figures inlined) and the
+probe-versus-finetune agreement table (metrics/agreement.csv). Every
 verdict is computed by src/claims.py from the aggregated tables; a family that was
 not run is reported as "not run".
 """
@@ -23,6 +24,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--markdown", type=Path, required=True)
     parser.add_argument("--html", type=Path, required=True)
+    parser.add_argument("--agreement", type=Path, required=True, help="probe vs finetune agreement table (CSV)")
     args = parser.parse_args()
 
     params = load_params()
@@ -36,7 +38,9 @@ def main() -> None:
 
     verdicts = claims.all_claims(headline, probe, weights, num_layers)
     figures = [(png.stem.replace("_", " "), png) for png in sorted(args.figures.glob("*.png"))]
-    claims.write_report(verdicts, claims.agreement(headline, probe, num_layers), figures, args.markdown, args.html)
+    agreement = claims.agreement(headline, probe, num_layers)
+    agreement.to_csv(args.agreement, index=False)
+    claims.write_report(verdicts, agreement, figures, args.markdown, args.html)
     for verdict in verdicts:
         print(f"{verdict['verdict']:>13}  {verdict['id']}: {verdict['statistic']}")
 

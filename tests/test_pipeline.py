@@ -98,6 +98,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     report = (repo / "metrics/report.md").read_text()
     assert "full_beats_scratch" in report and "single_layer_barely_matters" in report
     assert "base64," in (repo / "metrics/report.html").read_text()
+    assert {"rho", "p", "k90_finetune", "k90_probe"} <= set(pd.read_csv(repo / "metrics/agreement.csv").columns)
     # a condition's record lists every reinitialised tensor of layers 1..6 at k=0
     trial = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k0_e1/trial0.json").read_text())
     layers = {int(e["name"].split(".")[2]) for e in trial["reinitialised"] if e["name"].startswith("encoder.layer.")}
