@@ -17,8 +17,8 @@ from src.condition import POOLINGS, RECIPES
 from src.tasks import TASKS
 from src.training import PRECISIONS
 
-STUDY_SCHEMES = ("progressive", "block", "single_layer", "permutation", "head")
 SCHEME_KEYS = {"progressive": ("ks",), "block": ("window",), "single_layer": ("layers",), "permutation": (), "head": ("layers", "heads")}
+STUDY_SCHEMES = tuple(SCHEME_KEYS)
 MODIFIER_KEYS = ("reinit_lr_multiplier", "keep_layernorm", "epochs", "intermediate_tasks")
 
 

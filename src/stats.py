@@ -83,3 +83,10 @@ def plain(table: pd.DataFrame, params: dict, unique: list[str]) -> pd.DataFrame:
     default_epochs = table["size"].map(lambda size: epochs_for(params["train"], size))
     keep = (table["lr_multiplier"] == 1.0) & ~table["keep_layernorm"].astype(bool) & table["intermediate_task"].isna() & (table["epochs"] == default_epochs)
     return table[keep].drop_duplicates(unique)
+
+
+def full_model_weights(weights: pd.DataFrame, params: dict, num_layers: int) -> pd.DataFrame:
+    """Weight-change rows of the unmodified full model (k = L: nothing reinitialised, pure
+    finetuning), each (task, size, trial, layer, sublayer) once."""
+    full = weights[(weights["scheme"] == "progressive") & (weights["k"] == num_layers)]
+    return plain(full, params, ["task", "size", "trial", "layer", "sublayer"])

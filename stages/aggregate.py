@@ -19,23 +19,22 @@ from src.condition import Condition
 from src.experiment import read_results
 from src.model import model_shape
 from src.params import load_params
-from src.stats import flag_collapsed, plain, results_table, summarise
+from src.stats import flag_collapsed, full_model_weights, plain, results_table, summarise
 from src.studies import study_conditions
 
 CONDITION = ["scheme", "k", "layer", "window", "head_index", "lr_multiplier", "keep_layernorm", "intermediate_task", "epochs", "metric"]
 
 
-def load_runs(runs_dir: Path, params: dict, num_layers: int) -> pd.DataFrame:
+def load_results(runs_dir: Path, params: dict, num_layers: int) -> dict[str, list[dict]]:
     """Every study's results, refusing an incomplete study (a figure from part of a grid
     would look finished)."""
-    tables = []
+    results = {}
     for study in params["studies"]:
-        results = read_results(runs_dir / study)
+        results[study] = read_results(runs_dir / study)
         expected = len(study_conditions(params, study, num_layers))
-        if len(results) != expected:
-            raise SystemExit(f"aggregate: studies.{study} has {len(results)} finished runs under {runs_dir / study}, expected {expected}")
-        tables.append(results_table(results, study))
-    return flag_collapsed(pd.concat(tables, ignore_index=True))
+        if len(results[study]) != expected:
+            raise SystemExit(f"aggregate: studies.{study} has {len(results[study])} finished runs under {runs_dir / study}, expected {expected}")
+    return results
 
 
 def references(plain_runs: pd.DataFrame, num_layers: int) -> pd.DataFrame:
@@ -88,11 +87,11 @@ def epoch_curves(results: list[dict], metric: str) -> pd.DataFrame:
     return summarise(pd.DataFrame(rows), ["task", "size", "k", "epoch", "quantity"])
 
 
-def weight_table(runs_dir: Path, params: dict) -> pd.DataFrame:
+def weight_table(results: dict[str, list[dict]]) -> pd.DataFrame:
     rows = [
         {"study": study, **r["condition"], "slug": Condition(**r["condition"]).slug, **change}
-        for study in params["studies"]
-        for r in read_results(runs_dir / study)
+        for study, study_results in results.items()
+        for r in study_results
         for change in r["weight_change"]
     ]
     return pd.DataFrame(rows)
@@ -155,7 +154,7 @@ def summarise_weights(weights: pd.DataFrame, headline: pd.DataFrame, params: dic
     unmodified full model (k = L: nothing reinitialised, pure finetuning)."""
     status = headline[["study", "task", "size", "slug", "trial", "status"]]
     rows = weights.merge(status, on=["study", "task", "size", "slug", "trial"])
-    rows = plain(rows[(rows["status"] == "ok") & (rows["scheme"] == "progressive") & (rows["k"] == num_layers)], params, ["task", "size", "trial", "layer", "sublayer"])
+    rows = full_model_weights(rows[rows["status"] == "ok"], params, num_layers)
     return rows.groupby(["task", "size", "layer", "sublayer"])[["frobenius", "spectral"]].mean().reset_index()
 
 
@@ -171,7 +170,8 @@ def main() -> None:
 
     params = load_params()
     num_layers, _ = model_shape(args.model)
-    runs = load_runs(args.runs, params, num_layers)
+    results = load_results(args.runs, params, num_layers)
+    runs = flag_collapsed(pd.concat([results_table(r, study) for study, r in results.items()], ignore_index=True))
     headline = runs[runs["headline"]]
     points = summarise(headline, ["study", "task", "size", "slug"], carry=tuple(CONDITION))
     plain_runs = plain(headline, params, ["task", "size", "slug", "trial"])
@@ -184,13 +184,13 @@ def main() -> None:
     plain_points = summarise(plain_runs, ["task", "size", "slug"], carry=tuple(CONDITION))
     for study, spec in params["studies"].items():
         own = points[points["study"] == study]
-        draw(study, spec, own, plain_points, headline[headline["study"] == study], plain_runs, refs, read_results(args.runs / study), probe, num_layers, args.figures / f"{study}.png", extra)
+        draw(study, spec, own, plain_points, headline[headline["study"] == study], plain_runs, refs, results[study], probe, num_layers, args.figures / f"{study}.png", extra)
 
     progressive = points[points["study"] == "progressive"]
     progressive_curves(progressive, probe, params["studies"]["progressive"]["tasks"])[
         ["task", "curve", "series", "size", "k", "metric", "mean", "ci_low", "ci_high", "n", "diverged"]
     ].round(5).to_csv(args.plot_data, index=False)
-    weights = weight_table(args.runs, params)
+    weights = weight_table(results)
     plotting.plot_weight_change(summarise_weights(weights, headline, params, num_layers), args.figures / "weight_change.png")
 
     runs.to_csv(args.tables / "runs.csv", index=False)

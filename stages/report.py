@@ -14,7 +14,7 @@ import pandas as pd
 from src import claims
 from src.model import model_shape
 from src.params import load_params
-from src.stats import plain
+from src.stats import full_model_weights, plain
 
 
 def main() -> None:
@@ -32,8 +32,7 @@ def main() -> None:
     runs = pd.read_csv(args.tables / "runs.csv")
     # The claims are about unmodified conditions; modified ones have figures of their own.
     headline = plain(runs[runs["headline"]], params, ["task", "size", "slug", "trial"])
-    weights = pd.read_csv(args.tables / "weight_change.csv")
-    weights = plain(weights[(weights["scheme"] == "progressive") & (weights["k"] == num_layers)], params, ["task", "size", "trial", "layer", "sublayer"])
+    weights = full_model_weights(pd.read_csv(args.tables / "weight_change.csv"), params, num_layers)
     probe = pd.read_csv(args.tables / "probe.csv")
 
     verdicts = claims.all_claims(headline, probe, weights, num_layers)

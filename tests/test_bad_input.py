@@ -23,24 +23,10 @@ from src import artifacts, data, reinit
 from src.condition import Condition
 from src.model import build_finetuner, export_base_model, load_encoder, model_shape
 from src.params import ParamsError, load_params, validate
+from test_params import DEFAULT, DELETE, with_change
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT = yaml.safe_load((REPO / "params.yaml").read_text())
-DELETE = object()
 L, H = 6, 12  # the default model's shape (all-MiniLM-L6-v2)
-
-
-def with_change(key: str, value, params: dict | None = None) -> dict:
-    params = copy.deepcopy(params or DEFAULT)
-    *path, last = key.split(".")
-    node = params
-    for part in path:
-        node = node[part]
-    if value is DELETE:
-        del node[last]
-    else:
-        node[last] = value
-    return params
 
 
 def refused(params: dict, message: str):
