@@ -124,6 +124,8 @@ def validate(params: dict, num_layers: int | None = None, num_heads: int | None 
     _bool(params, "train.group_by_length")
     _choice(params, "train.precision", PRECISIONS)
     _int(params, "train.checkpoint_every", 0)
+    _int(params, "train.workers", 1)
+    _int(params, "train.threads", 1)
 
     _list(params, "probe.tasks", lambda v: v in data_tasks, f"tasks listed in data.tasks {data_tasks}")
     _int(params, "probe.batch_size", 1)

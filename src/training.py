@@ -83,7 +83,9 @@ def finetune(
     both RNGs, position in the epoch) is saved every N steps; a run started again with
     the same `checkpoint_key` resumes there and ends with the same weights."""
     device = next(model.parameters()).device
-    optimizer = torch.optim.AdamW(parameter_groups(model, set(fresh), cfg.lr, lr_multiplier), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # fused: one kernel for all tensors. The default per-tensor loop took 106 ms of a
+    # ~230 ms step on one CPU thread (the 11.7M-row embedding is updated every step).
+    optimizer = torch.optim.AdamW(parameter_groups(model, set(fresh), cfg.lr, lr_multiplier), lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
     torch.manual_seed(seed)  # dropout masks
     order = np.random.default_rng(seed)
     state = {"epoch": 0, "step": 0, "loss_sum": 0.0, "order": order.bit_generator.state, "epoch_losses": [], "epoch_eval": [], "seconds": 0.0}

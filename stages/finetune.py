@@ -12,7 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from src.experiment import fingerprint, run_condition, write_json_atomically
+from src.experiment import fingerprint, run_conditions, write_json_atomically
 from src.model import load_tokenizer, model_shape
 from src.params import ParamsError, load_params
 from src.stats import mean_ci
@@ -61,22 +61,22 @@ def main() -> None:
     check_sizes(conditions, args.tasks, where)
 
     pad_id = load_tokenizer(args.model).pad_token_id
-    results, kept = [], set()
-    for i, condition in enumerate(conditions, 1):
-        path = condition.result_path(args.out)
-        checkpoint = path.with_suffix(".ckpt")
-        kept |= {path, checkpoint}
-        key = fingerprint(condition, params, args.model, args.tasks)
-        result = finished(path, key)
-        if result is None:
-            result = run_condition(condition, params, args.model, args.tasks, pad_id, log_epochs, checkpoint, key)
-            write_json_atomically(path, result)
-            checkpoint.unlink(missing_ok=True)
-            print(f"[{i}/{len(conditions)}] {condition.describe()}: {result['status']} {result['scores']} ({result['train_seconds']} s)")
-        else:
+    paths = [condition.result_path(args.out) for condition in conditions]
+    keys = [fingerprint(condition, params, args.model, args.tasks) for condition in conditions]
+    results = [finished(path, key) for path, key in zip(paths, keys)]
+    for i, (condition, result) in enumerate(zip(conditions, results), 1):
+        if result is not None:
             print(f"[{i}/{len(conditions)}] {condition.describe()}: finished earlier, kept")
-        results.append(result)
+    todo = [i for i, result in enumerate(results) if result is None]
+    jobs = [(conditions[i], paths[i].with_suffix(".ckpt"), keys[i]) for i in todo]
+    for done, (job, result) in enumerate(run_conditions(jobs, params, args.model, args.tasks, pad_id, log_epochs), 1):
+        i = todo[job]
+        write_json_atomically(paths[i], result)  # saved as soon as it finishes: a kill loses only runs in flight
+        paths[i].with_suffix(".ckpt").unlink(missing_ok=True)
+        results[i] = result
+        print(f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}: {result['status']} {result['scores']} ({result['train_seconds']} s)")
 
+    kept = set(paths) | {path.with_suffix(".ckpt") for path in paths}
     for stale in [p for p in args.out.rglob("*") if p.is_file() and p not in kept]:
         stale.unlink()
     for folder in sorted((p for p in args.out.rglob("*") if p.is_dir()), reverse=True):

@@ -85,6 +85,7 @@ def test_a_study_name_that_cannot_name_a_stage_is_refused():
 @pytest.mark.parametrize(
     "key, value, message",
     [
+        pytest.param("train.workers", 0, "params.yaml: train.workers = 0 is invalid; allowed: an integer >= 1", id="workers-zero"),
         pytest.param("train.checkpoint_every", -1, "params.yaml: train.checkpoint_every = -1 is invalid; allowed: an integer >= 0", id="checkpoint-every-negative"),
         pytest.param("probe.tasks", ["rt_sentiment", "sst5"], f"params.yaml: probe.tasks[1] = 'sst5' is invalid; allowed: {DATA_TASKS}", id="probe-task-unknown"),
         pytest.param("train.group_by_length", "yes", "params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false", id="group-by-length-not-a-bool"),

@@ -327,6 +327,18 @@ def test_conditions_no_longer_asked_for_are_removed_and_the_rest_reused(tmp_path
     assert not stale_checkpoint.exists()
 
 
+def test_one_worker_and_two_workers_give_the_same_results(tmp_path, tiny_model_dir, tiny_task_dir, uninterrupted):
+    # The reference ran with params.yaml's train.workers (2 processes); this one in-process.
+    _, reference = uninterrupted
+    assert tiny_params()["train"]["workers"] == 2
+    root = make_scratch(tmp_path / "one_worker", tiny_task_dir, tiny_params(workers=1))
+    run_stage(root, tiny_model_dir)
+    results = {name: json.loads(p.read_text()) for name, p in result_files(root / "out").items()}
+    assert results.keys() == reference.keys()
+    for name, result in results.items():  # everything but the clock: scores, losses, weight changes
+        assert {**result, "train_seconds": None} == {**reference[name], "train_seconds": None}, name
+
+
 # --- 5. the fingerprint ----------------------------------------------------------------------
 
 
@@ -346,10 +358,12 @@ def test_fingerprint_follows_what_changes_a_result_and_nothing_else(fingerprint_
     base = key(params)
     assert key(copy.deepcopy(params)) == base
     assert key(tiny_params(checkpoint_every=25)) == base  # checkpoints never change a result
+    assert key(tiny_params(workers=1)) == base  # nor does the number of processes sharing the work
     changed = {
         "train.lr": key(tiny_params(lr=2e-3)),
         "train.batch_size": key(tiny_params(batch_size=16)),
         "train.precision": key(tiny_params(precision="bf16")),
+        "train.threads": key(tiny_params(threads=2)),
         "seed": key({**params, "seed": 1}),
         "condition trial": key(params, Condition("rt_sentiment", 80, 1, 1, k=2)),
         "condition k": key(params, Condition("rt_sentiment", 80, 0, 1, k=3)),

@@ -52,7 +52,9 @@ def scratch_repo(tmp_path_factory):
     params.update(task="sst2", size=16, k=6, trials=2)
     params["model"].update(max_length=32)
     params["data"].update(tasks=["sst2", "rt_sentiment"], glue_dir="glue", eval_size=50)
-    params["train"].update(epochs=1, small_epochs=1)
+    # One 2-thread process per stage: ten stages would each start two workers for seconds
+    # of training (the worker pool has its own tests in test_faults).
+    params["train"].update(epochs=1, small_epochs=1, workers=1, threads=2)
     params["probe"].update(epochs=2, tasks=["sst2"])
     tiny = {"tasks": ["sst2"], "sizes": [8], "trials": 2}
     params["studies"] = {  # every family, at the smallest size that still exercises it
