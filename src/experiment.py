@@ -24,7 +24,7 @@ from src.condition import Condition
 from src.model import build_finetuner, new_task_head
 from src.reinit import encoder_layers
 from src.tasks import get_task
-from src.training import TrainConfig, evaluate, finetune
+from src.training import TrainConfig, evaluate, finetune, reuse_freed_memory
 from src.weights import layer_weights, weight_change
 
 # The code a finetuning result depends on: its fingerprint hashes these files, and the
@@ -118,7 +118,7 @@ def run_conditions(jobs: list[tuple[Condition, Path, str]], params: dict, model_
     which conditions a worker ran before (every run seeds its own generators)."""
     workers, threads = params["train"]["workers"], params["train"]["threads"]
     if workers == 1 or len(jobs) <= 1:
-        torch.set_num_threads(threads)
+        _set_up_for_training(threads)
         for i, (condition, checkpoint, key) in enumerate(jobs):
             yield i, run_condition(condition, params, model_dir, tasks_dir, pad_id, log_epochs, checkpoint, key)
         return
@@ -132,8 +132,13 @@ def run_conditions(jobs: list[tuple[Condition, Path, str]], params: dict, model_
         pool.shutdown(wait=True, cancel_futures=True)  # on an error, start no further condition
 
 
-def _start_worker(threads: int) -> None:
+def _set_up_for_training(threads: int) -> None:
     torch.set_num_threads(threads)
+    reuse_freed_memory()
+
+
+def _start_worker(threads: int) -> None:
+    _set_up_for_training(threads)
     if sys.platform == "linux":  # die with the stage: a killed stage must leave no run training on
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,20 @@ class TrainConfig:
     group_by_length: bool
     precision: str  # bf16: autocast the forward pass (weights, grads and Adam stay fp32)
     checkpoint_every: int  # steps between resumable checkpoints; 0 = none
+
+
+def reuse_freed_memory() -> None:
+    """Keep freed memory in the process heap instead of handing it back to the OS.
+
+    Every step's embedding gradient is a fresh vocab x hidden tensor (47 MB for MiniLM),
+    above glibc's largest mmap threshold (32 MB): by default it is mmap'd and unmapped
+    each step, and zero-filling its new pages took 104 ms of a ~190 ms step on this VM.
+    With these thresholds it is reused from the heap (1-thread step: 1.3x faster, same
+    numbers). Process-wide and glibc-only, so finetuning processes call it at start."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None) if sys.platform.startswith("linux") else None
+    if mallopt is not None:
+        mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD: allocations below 1 GiB come from the heap
+        mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: do not shrink the heap after each free
 
 
 def loss_fn(task: TaskSpec, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
