@@ -1,42 +1,61 @@
-"""Benchmark: this project's training and probing paths against what a user would run instead.
+"""Benchmark: this project's training and probing paths against what a user would run
+instead, DVC's overhead, and the default pipeline end to end.
 
-    python -m bench.run            # ~9 min on 2 CPU cores; writes bench/results.json
+    python -m bench.run     # ~45 min on 2 CPU cores (~20 with --skip-end-to-end); writes bench/results.json
 
-Baselines, measured side by side in one run on the embedded default (all-MiniLM-L6-v2,
-rt_sentiment, k = L, batch 8, AdamW lr 2e-5, max length 128, same examples):
-- finetuning: our loop at the pipeline's default (bf16 autocast of the forward pass)
-  and in fp32 (the lever's effect), HF `Trainer` as `run_glue.py` configures it by default (padding to
-  max_seq_length 128, linear decay, fp32), and `Trainer` at its best (dynamic padding,
-  group_by_length, bf16 autocast); all three train the same module (our mean head),
-  so only the training loop differs. Ratios are examples/s; scores are reported too,
-  because equal accuracy is a condition of any win.
-- probing: all L+1 layers from one cached forward pass (ours) against one run per
-  layer that re-encodes the data every epoch (the released code's way).
-- DVC overhead: no-op `dvc repro` and `dvc status` on this repo's pipeline.
-- roofline: training FLOP/s (~6 x non-embedding parameters x real tokens) against the
-  FLOP/s of a large fp32 matmul on the same threads (the practical peak).
+1. Finetuning, measured side by side (interleaved, `--repeats` rounds) on the embedded
+   default: all-MiniLM-L6-v2, rt_sentiment, k = L, batch 8, AdamW lr 2e-5, max length
+   128, the paper's 3 epochs on the same 512 examples, scored on the same 500 eval
+   sentences. Each contender runs in fresh processes (warm-up run first). Contenders:
+   - ours: our loop in one process at the pipeline's precision (bf16 autocast of the
+     forward pass, fused AdamW, length-grouped dynamic padding, heap-reused memory),
+     torch's default threads;
+   - ours_fp32: the same loop without bf16 (the lever's effect);
+   - ours_pipeline: what a finetune stage does (train.workers processes of
+     train.threads threads, each training its own condition); examples/s summed;
+   - trainer_run_glue_default: HF `Trainer` as `run_glue.py` configures it (pad to
+     max_seq_length 128, random order, linear decay, fp32);
+   - trainer_best: `Trainer` with dynamic padding, `group_by_length` and bf16;
+   - trainer_best_random_order: the same without `group_by_length`, whose long-to-short
+     ordering is what stopped Trainer learning in one epoch here (README).
+   Every contender trains the same module (our mean head), so only the loop differs.
+2. Probing all L+1 layers from one cached forward pass against one run per layer
+   that re-encodes the data every epoch (the released code's way).
+3. DVC overhead: `dvc status`, no-op `dvc repro` and `dvc exp run --dry -S k=...` on
+   the default grid and on the paper's (bench/dvc_overhead.py), and no-op repro /
+   status on this workspace.
+4. End to end: `dvc repro` of the default grid from clean in a fresh clone: wall time
+   and peak memory of the whole process tree, against the baseline named below.
+5. Roofline: training FLOP/s (~6 x non-embedding parameters x real tokens) against
+   the FLOP/s of a large matmul in fp32 and in bf16 on the same threads.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 
+from bench import dvc_overhead
 from src import data
 from src.condition import Condition
 from src.model import build_finetuner, load_encoder, load_tokenizer
 from src.probing import layer_features, train_probes
 from src.tasks import get_task
-from src.training import TrainConfig, evaluate, finetune
+from src.training import TrainConfig, evaluate, finetune, reuse_freed_memory
 
 MODEL, TASK_DIR = Path("data/model"), Path("data/tasks/rt_sentiment")
 TASK = get_task("rt_sentiment")
@@ -53,11 +72,32 @@ def fresh_model():
     return model
 
 
-def run_ours(train, eval_, pad_id, precision: str) -> dict:
+def run_ours(train, eval_, pad_id, precision: str, epochs: int) -> dict:
     model = fresh_model()
-    cfg = TrainConfig(2e-5, 8, 1, 0.0, 128, group_by_length=True, precision=precision, checkpoint_every=0)
+    cfg = TrainConfig(2e-5, 8, epochs, 0.0, 128, group_by_length=True, precision=precision, checkpoint_every=0)
     outcome = finetune(model, TASK, train, cfg, pad_id, seed=0, desc=f"ours {precision}")
-    return {"examples_per_s": len(train) / outcome["train_seconds"], "accuracy": evaluate(model, TASK, eval_, 128, pad_id, precision)["scores"]["accuracy"]}
+    accuracy = evaluate(model, TASK, eval_, 128, pad_id, precision)["scores"]["accuracy"]
+    return {"examples_per_s": epochs * len(train) / outcome["train_seconds"], "seconds": outcome["train_seconds"], "accuracy": accuracy}
+
+
+def ours(train, eval_, pad_id, precision: str, epochs: int) -> dict:
+    reuse_freed_memory()  # as every finetuning process of the pipeline does
+    run_ours(train.subset(np.arange(32)), eval_, pad_id, precision, 1)  # first-call costs are not throughput
+    return run_ours(train, eval_, pad_id, precision, epochs)
+
+
+def in_fresh_processes(fn, args: tuple, processes: int = 1, threads: int | None = None) -> list:
+    """fn(*args) in `processes` new processes at once: nothing (allocator settings, thread
+    count, warmed-up kernels) carries over from one contender to the next."""
+    context = multiprocessing.get_context("spawn")
+    setup = {"initializer": torch.set_num_threads, "initargs": (threads,)} if threads else {}
+    with ProcessPoolExecutor(processes, mp_context=context, **setup) as pool:
+        return list(pool.map(fn, *zip(*[args] * processes)))
+
+
+def summed(runs: list[dict]) -> dict:
+    """Runs trained side by side: their examples/s add up."""
+    return {"examples_per_s": sum(r["examples_per_s"] for r in runs), "seconds": max(r["seconds"] for r in runs), "accuracy": runs[0]["accuracy"], "processes": runs}
 
 
 class WithLoss(torch.nn.Module):
@@ -81,15 +121,29 @@ def as_dataset(split):
     return datasets.Dataset.from_dict({"input_ids": rows, "token_type_ids": types, "attention_mask": [[1] * len(r) for r in rows], "labels": split.labels.tolist()})
 
 
-def run_trainer(train, eval_, best: bool, workdir: Path) -> dict:
+# run_glue.py's defaults: pad_to_max_length=True (max_seq_length 128), random order, fp32.
+# Trainer's optimizer is fused AdamW by default (torch >= 2.8), like ours.
+TRAINER_CONFIGS = {
+    "trainer_run_glue_default": {"padding": "max_length", "group_by_length": False, "bf16": False},
+    "trainer_best": {"padding": "longest", "group_by_length": True, "bf16": True},
+    "trainer_best_random_order": {"padding": "longest", "group_by_length": False, "bf16": True},
+}
+
+
+def trainer(train, eval_, config: dict, epochs: int) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="bench_trainer_"))
+    run_trainer(train.subset(np.arange(32)), eval_, **config, epochs=1, workdir=workdir)  # first-call costs
+    return run_trainer(train, eval_, **config, epochs=epochs, workdir=workdir)
+
+
+def run_trainer(train, eval_, padding: str, group_by_length: bool, bf16: bool, epochs: int, workdir: Path) -> dict:
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
     tokenizer = load_tokenizer(MODEL)
-    # run_glue.py default: pad_to_max_length=True, max_seq_length=128; best: pad per batch.
-    collator = DataCollatorWithPadding(tokenizer, padding="longest" if best else "max_length", max_length=128)
+    collator = DataCollatorWithPadding(tokenizer, padding=padding, max_length=128)
     args = TrainingArguments(
         output_dir=str(workdir), per_device_train_batch_size=8, per_device_eval_batch_size=128, learning_rate=2e-5,
-        weight_decay=0.0, num_train_epochs=1, train_sampling_strategy="group_by_length" if best else "random", bf16=best, use_cpu=True, report_to=[],
+        weight_decay=0.0, num_train_epochs=epochs, train_sampling_strategy="group_by_length" if group_by_length else "random", bf16=bf16, use_cpu=True, report_to=[],
         save_strategy="no", logging_strategy="no", disable_tqdm=True, seed=0, dataloader_num_workers=0,
     )
     model = WithLoss(fresh_model())
@@ -98,7 +152,7 @@ def run_trainer(train, eval_, best: bool, workdir: Path) -> dict:
     trainer.train()
     seconds = time.perf_counter() - start
     predictions = trainer.predict(as_dataset(eval_)).predictions
-    return {"examples_per_s": len(train) / seconds, "accuracy": float((predictions.argmax(-1) == eval_.labels).mean())}
+    return {"examples_per_s": epochs * len(train) / seconds, "seconds": seconds, "accuracy": float((predictions.argmax(-1) == eval_.labels).mean())}
 
 
 def probing(n_train: int, n_eval: int, epochs: int, pad_id) -> dict:
@@ -127,8 +181,8 @@ def timed(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def matmul_flops() -> float:
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+def matmul_flops(dtype: torch.dtype) -> float:
+    a, b = torch.randn(2048, 2048, dtype=dtype), torch.randn(2048, 2048, dtype=dtype)
     a @ b
     start, reps = time.perf_counter(), 10
     for _ in range(reps):
@@ -136,42 +190,110 @@ def matmul_flops() -> float:
     return reps * 2 * 2048**3 / (time.perf_counter() - start)
 
 
+# What the default `dvc repro` from clean took before this benchmark's levers (fused AdamW,
+# workers); bf16 autocast was already on, so the pre-issue fp32 pipeline took longer still.
+END_TO_END_BASELINE = {"seconds": 2431, "what": "commit 68b8bf6: every family, one 2-thread process, bf16, per-tensor AdamW; 2026-11-21, this 2-core machine"}
+
+
+def process_tree_rss(root: int) -> int:
+    """Resident bytes of `root` and every process below it (workers included)."""
+    parents, rss = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended while we looked
+            continue
+        parents[int(stat.parent.name)], rss[int(stat.parent.name)] = int(fields[1]), int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    tree, frontier = {root}, {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - tree
+        tree |= frontier
+    return sum(rss.get(pid, 0) for pid in tree)
+
+
+def end_to_end() -> dict:
+    """`dvc repro` of the default grid from clean, in a fresh clone of this repository."""
+    with tempfile.TemporaryDirectory(prefix="bench_repro_") as tmp:
+        root = Path(tmp) / "repo"
+        subprocess.run(["git", "clone", "-q", str(Path.cwd()), str(root)], check=True)
+        start, peak = time.perf_counter(), 0
+        proc = subprocess.Popen([sys.executable, "-m", "dvc", "repro"], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        while proc.poll() is None:
+            peak = max(peak, process_tree_rss(proc.pid))
+            time.sleep(1)
+        seconds = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"dvc repro failed in {root}")
+        runs = len(list((root / "data/runs").rglob("trial*.json")))
+    return {"seconds": seconds, "peak_rss_bytes": peak, "finetuning_runs": runs, "baseline": END_TO_END_BASELINE, "speedup": END_TO_END_BASELINE["seconds"] / seconds}
+
+
+def spread(values: list[float]) -> list[float]:
+    return [min(values), max(values)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--train-examples", type=int, default=1024)
+    parser.add_argument("--train-examples", type=int, default=512)
+    parser.add_argument("--epochs", type=int, default=3, help="the paper's 3: every contender gets to learn")
     parser.add_argument("--eval-examples", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--probe-examples", type=int, default=512)
+    parser.add_argument("--skip-end-to-end", action="store_true", help="leave out the dvc repro from clean (~20 min)")
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
     args = parser.parse_args()
 
     subprocess.run([sys.executable, "-m", "dvc", "repro", "prepare_model", "data"], check=True)
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    workers, threads, precision = params["train"]["workers"], params["train"]["threads"], params["train"]["precision"]
     pad_id = load_tokenizer(MODEL).pad_token_id
     train, eval_ = splits(args.train_examples, args.eval_examples)
-    run_ours(train.subset(np.arange(32)), eval_, pad_id, "bf16")  # warm-up: first-call costs are not throughput
-    runs = {"ours": [], "ours_fp32": [], "trainer_run_glue_default": [], "trainer_best": []}
+    contenders = {
+        "ours": lambda: in_fresh_processes(ours, (train, eval_, pad_id, precision, args.epochs))[0],
+        "ours_fp32": lambda: in_fresh_processes(ours, (train, eval_, pad_id, "fp32", args.epochs))[0],
+        "ours_pipeline": lambda: summed(in_fresh_processes(ours, (train, eval_, pad_id, precision, args.epochs), workers, threads)),
+        **{name: (lambda c=c: in_fresh_processes(trainer, (train, eval_, c, args.epochs))[0]) for name, c in TRAINER_CONFIGS.items()},
+    }
+    runs = {name: [] for name in contenders}
     for _ in range(args.repeats):  # interleaved, so drift hits every contender alike
-        runs["ours"].append(run_ours(train, eval_, pad_id, "bf16"))  # the pipeline's default (train.precision)
-        runs["ours_fp32"].append(run_ours(train, eval_, pad_id, "fp32"))
-        runs["trainer_run_glue_default"].append(run_trainer(train, eval_, best=False, workdir=Path("/tmp/bench_trainer")))
-        runs["trainer_best"].append(run_trainer(train, eval_, best=True, workdir=Path("/tmp/bench_trainer")))
+        for name, contender in contenders.items():
+            runs[name].append(contender())
+            print(f"{name}: {runs[name][-1]['examples_per_s']:.1f} examples/s, accuracy {runs[name][-1]['accuracy']:.3f}", flush=True)
     speed = {name: [r["examples_per_s"] for r in rs] for name, rs in runs.items()}
-    ratios = {f"ours_vs_{name}": [min(speed["ours"]) / max(speed[name]), max(speed["ours"]) / min(speed[name])] for name in runs if name != "ours"}
+    # min-max of each ratio over the rounds: worst ours against best rival, and the reverse
+    ratios = {f"{mine}_vs_{rival}": [min(speed[mine]) / max(speed[rival]), max(speed[mine]) / min(speed[rival])] for mine in ("ours", "ours_pipeline") for rival in TRAINER_CONFIGS}
 
     # 6 N FLOPs per token counts the matmul weights only: embedding lookups do no FLOPs.
     parameters = sum(p.numel() for name, p in fresh_model().named_parameters() if "embeddings" not in name)
-    tokens_per_example = float(train.lengths.mean())
-    achieved = 6 * parameters * tokens_per_example * float(np.median(speed["ours"]))
-    peak = matmul_flops()
+    flops_per_example = 6 * parameters * float(train.lengths.mean())
+    peak = {"fp32": matmul_flops(torch.float32), "bf16": matmul_flops(torch.bfloat16)}
+    achieved = {name: flops_per_example * float(np.median(speed[name])) for name in ("ours", "ours_pipeline")}
+
+    num_layers, num_heads = json.loads((MODEL / "config.json").read_text())["num_hidden_layers"], json.loads((MODEL / "config.json").read_text())["num_attention_heads"]
     results = {
-        "date": str(date.today()), "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
-        "finetune": {"train_examples": len(train), "runs": runs, "ratio_min_max": ratios},
+        "date": str(date.today()), "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+        "finetune": {"train_examples": len(train), "epochs": args.epochs, "runs": runs, "ratio_min_max": ratios},
         "probing": probing(args.probe_examples, args.eval_examples, 10, pad_id),
-        "dvc_seconds": {"noop_repro": timed([sys.executable, "-m", "dvc", "repro"]), "status": timed([sys.executable, "-m", "dvc", "status"])},
-        "roofline": {"train_flops_per_s": achieved, "matmul_fp32_flops_per_s": peak, "fraction": achieved / peak},
+        "dvc": {
+            "workspace_s": {"noop_repro": timed([sys.executable, "-m", "dvc", "repro"]), "status": timed([sys.executable, "-m", "dvc", "status"])},
+            "default_grid": dvc_overhead.measure(params, num_layers, num_heads),
+            "paper_grid": dvc_overhead.measure(dvc_overhead.paper_params(params), dvc_overhead.PAPER_LAYERS, dvc_overhead.PAPER_HEADS),
+        },
+        "roofline": {"train_flops_per_s": achieved, "matmul_flops_per_s": peak, "fraction_of_fp32_peak": {k: v / peak["fp32"] for k, v in achieved.items()}, "fraction_of_bf16_peak": {k: v / peak["bf16"] for k, v in achieved.items()}},
     }
+    if not args.skip_end_to_end:
+        results["end_to_end"] = end_to_end()
     args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(json.dumps({"finetune_ratios": ratios, "probing_speedup": results["probing"]["speedup"], "dvc_seconds": results["dvc_seconds"], "roofline_fraction": results["roofline"]["fraction"]}, indent=2))
+    summary = {
+        "finetune_examples_per_s_min_max": {name: spread(v) for name, v in speed.items()},
+        "finetune_accuracy": {name: sorted({r["accuracy"] for r in rs}) for name, rs in runs.items()},
+        "finetune_ratio_min_max": ratios,
+        "probing_speedup": results["probing"]["speedup"],
+        "dvc": results["dvc"],
+        "roofline": results["roofline"],
+        "end_to_end": results.get("end_to_end"),
+    }
+    print(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":
