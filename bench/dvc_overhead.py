@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Tamkin et al. (bert-base, QNLI / SST-2 / CoLA, 500 / 5k / 50k examples, k = 0..12;
 # 3 trials per progressive point, 10 for block and permutation runs) with the two
-# follow-up studies at the same sizes: ~3,100 finetuning runs in 20 stages.
+# follow-up studies at the same sizes: ~3,100 finetuning runs in 20 stages. Only DVC sees
+# this grid: a real run would refuse 50k examples of CoLA (8.5k) before training.
 PAPER_LAYERS, PAPER_HEADS = 12, 12
 PAPER_TASKS = ["qnli", "sst2", "cola"]
 
