@@ -55,7 +55,8 @@ def paper_params(default: dict) -> dict:
     return params
 
 
-def _dvc(root: Path, *args: str) -> float:
+def dvc_seconds(root: Path, *args: str) -> float:
+    """Wall seconds of one `dvc <args>` in `root`; a failure is an error, not a timing."""
     start = time.perf_counter()
     run = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root, capture_output=True, text=True)
     if run.returncode != 0:
@@ -95,13 +96,13 @@ def measure(params: dict, num_layers: int, num_heads: int) -> dict:
             subprocess.run(["git", "config", key, value], cwd=root, check=True)
         (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
         runs = _placeholders(root, checked, num_layers, num_heads)
-        _dvc(root, "commit", "-f", "-q")  # record the placeholders as the pipeline's finished outputs
+        dvc_seconds(root, "commit", "-f", "-q")  # record the placeholders as the pipeline's finished outputs
         stages = len(subprocess.run([sys.executable, "-m", "dvc", "stage", "list"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines())
         return {
             "stages": stages,
             "study_runs": runs,
-            "status_s": _dvc(root, "status"),
-            "noop_repro_s": _dvc(root, "repro"),
+            "status_s": dvc_seconds(root, "status"),
+            "noop_repro_s": dvc_seconds(root, "repro"),
             # the focus k it already has: DVC checks every stage and records an experiment, nothing trains
-            "exp_run_s": _dvc(root, "exp", "run", "-S", f"k={params['k']}"),
+            "exp_run_s": dvc_seconds(root, "exp", "run", "-S", f"k={params['k']}"),
         }

@@ -52,7 +52,7 @@ import yaml
 from bench import dvc_overhead
 from src import data
 from src.condition import Condition
-from src.model import build_finetuner, load_encoder, load_tokenizer
+from src.model import build_finetuner, load_encoder, load_tokenizer, model_shape
 from src.probing import layer_features, train_probes
 from src.tasks import get_task
 from src.training import TrainConfig, evaluate, finetune, reuse_freed_memory
@@ -175,12 +175,6 @@ def probing(n_train: int, n_eval: int, epochs: int, pad_id) -> dict:
     }
 
 
-def timed(cmd: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True)
-    return time.perf_counter() - start
-
-
 def matmul_flops(dtype: torch.dtype) -> float:
     a, b = torch.randn(2048, 2048, dtype=dtype), torch.randn(2048, 2048, dtype=dtype)
     a @ b
@@ -269,13 +263,13 @@ def main() -> None:
     peak = {"fp32": matmul_flops(torch.float32), "bf16": matmul_flops(torch.bfloat16)}
     achieved = {name: flops_per_example * float(np.median(speed[name])) for name in ("ours", "ours_pipeline")}
 
-    num_layers, num_heads = json.loads((MODEL / "config.json").read_text())["num_hidden_layers"], json.loads((MODEL / "config.json").read_text())["num_attention_heads"]
+    num_layers, num_heads = model_shape(MODEL)
     results = {
         "date": str(date.today()), "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
         "finetune": {"train_examples": len(train), "epochs": args.epochs, "runs": runs, "ratio_min_max": ratios},
         "probing": probing(args.probe_examples, args.eval_examples, 10, pad_id),
         "dvc": {
-            "workspace_s": {"noop_repro": timed([sys.executable, "-m", "dvc", "repro"]), "status": timed([sys.executable, "-m", "dvc", "status"])},
+            "workspace_s": {"noop_repro": dvc_overhead.dvc_seconds(Path.cwd(), "repro"), "status": dvc_overhead.dvc_seconds(Path.cwd(), "status")},
             "default_grid": dvc_overhead.measure(params, num_layers, num_heads),
             "paper_grid": dvc_overhead.measure(dvc_overhead.paper_params(params), dvc_overhead.PAPER_LAYERS, dvc_overhead.PAPER_HEADS),
         },
