@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from src.params import validate
-from src.studies import study_conditions
+from src.studies import trained_conditions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -74,7 +74,7 @@ def _placeholders(root: Path, params: dict, num_layers: int, num_heads: int) -> 
     for out in outs:
         path = root / out
         if out.startswith("data/runs/studies/"):
-            conditions = study_conditions(params, Path(out).name, num_layers)
+            conditions = trained_conditions(params, Path(out).name, num_layers)
             runs += len(conditions)
             files = [c.result_path(path) for c in conditions]
         else:

@@ -77,6 +77,23 @@ class Condition:
             return [self.layer - 1]
         return []
 
+    def training_run(self, num_layers: int) -> tuple:
+        """What this condition's finetuning run does, and nothing else. Every random draw
+        depends on the trial and the tensor, never on the scheme's name, so conditions
+        with the same training run start from the same weights, see the same batches and
+        end with the same result: at L=6, block_preserve 1-3, block_reinit 4-6 and
+        progressive k=3 are one run, and the pipeline trains it once."""
+        fresh = tuple(self.reinit_layers(num_layers))
+        return (
+            self.task, self.size, self.trial, self.epochs, self.recipe, self.pooling, self.intermediate_task,
+            fresh,
+            self.scheme == "permutation",  # the order is drawn from (seed, trial)
+            (self.layer, self.head_index) if self.scheme == "head" else None,
+            # the modifiers act on reinitialised layers only: with none, they change nothing
+            self.lr_multiplier if fresh else 1.0,
+            self.keep_layernorm if fresh else False,
+        )
+
     def layer_order(self, num_layers: int, base_seed: int) -> list[int]:
         """Which pretrained layer sits at each position. Permutation: a shuffle drawn from
         (seed, trial) only, so trial n uses the same order on every task (paper §5)."""

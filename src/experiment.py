@@ -113,7 +113,7 @@ def run_conditions(jobs: list[tuple[Condition, Path, str]], params: dict, model_
 
     train.workers processes run side by side, each with train.threads torch threads:
     batch-8 steps of a small model cannot keep two threads busy, and on 2 CPU cores two
-    1-thread processes train ~1.5x the examples/s of one 2-thread process. A result
+    1-thread processes train ~1.4x the examples/s of one 2-thread process (bench/). A result
     depends on the thread count (in the fingerprint), never on the worker count or on
     which conditions a worker ran before (every run seeds its own generators)."""
     workers, threads = params["train"]["workers"], params["train"]["threads"]

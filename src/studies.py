@@ -48,8 +48,8 @@ def _references(study: dict, condition: Condition, num_layers: int) -> list[Cond
 
 
 def study_conditions(params: dict, name: str, num_layers: int) -> list[Condition]:
-    """Every condition study `name` runs, references included unless the progressive
-    study already runs them (the same condition is never trained twice in one repro)."""
+    """Every condition study `name` reports, references included unless the progressive
+    study already reports them."""
     study = params["studies"][name]
     conditions = []
     for task in study["tasks"]:
@@ -68,6 +68,24 @@ def study_conditions(params: dict, name: str, num_layers: int) -> list[Condition
                         conditions += [variant, *_references(study, variant, num_layers)]
     progressive = set() if name == "progressive" else set(study_conditions(params, "progressive", num_layers))
     return [c for c in dict.fromkeys(conditions) if c not in progressive]
+
+
+def trained_conditions(params: dict, name: str, num_layers: int) -> list[Condition]:
+    """The conditions study `name` trains: those whose training run (Condition.training_run)
+    no earlier study in params.yaml, and no earlier condition of this study, trains. The
+    same run is never trained twice in one repro; aggregate gives its result to every
+    condition that shares it."""
+    seen = set()
+    for study in params["studies"]:
+        trained = []
+        for condition in study_conditions(params, study, num_layers):
+            run = condition.training_run(num_layers)
+            if run not in seen:
+                seen.add(run)
+                trained.append(condition)
+        if study == name:
+            return trained
+    raise KeyError(name)
 
 
 def focus_condition(params: dict, trial: int) -> Condition:

@@ -100,7 +100,7 @@ def finetune(
     the same `checkpoint_key` resumes there and ends with the same weights."""
     device = next(model.parameters()).device
     # fused: one kernel for all tensors. The default per-tensor loop took 106 ms of a
-    # ~230 ms step on one CPU thread (the 11.7M-row embedding is updated every step).
+    # ~230 ms step on one CPU thread (the 11.7M-parameter embedding is updated every step).
     optimizer = torch.optim.AdamW(parameter_groups(model, set(fresh), cfg.lr, lr_multiplier), lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
     torch.manual_seed(seed)  # dropout masks
     order = np.random.default_rng(seed)

@@ -20,21 +20,27 @@ from src.experiment import read_results
 from src.model import model_shape
 from src.params import load_params
 from src.stats import flag_collapsed, full_model_weights, plain, results_table, summarise
-from src.studies import study_conditions
+from src.studies import study_conditions, trained_conditions
 
 CONDITION = ["scheme", "k", "layer", "window", "head_index", "lr_multiplier", "keep_layernorm", "intermediate_task", "epochs", "metric"]
 
 
 def load_results(runs_dir: Path, params: dict, num_layers: int) -> dict[str, list[dict]]:
-    """Every study's results, refusing an incomplete study (a figure from part of a grid
-    would look finished)."""
-    results = {}
+    """Every study's results, one per condition it reports. A condition whose training
+    run another study (or condition) trained gets that run's result under its own
+    condition. An incomplete study is refused: a figure from part of a grid would look
+    finished."""
+    by_run = {}
     for study in params["studies"]:
-        results[study] = read_results(runs_dir / study)
-        expected = len(study_conditions(params, study, num_layers))
-        if len(results[study]) != expected:
-            raise SystemExit(f"aggregate: studies.{study} has {len(results[study])} finished runs under {runs_dir / study}, expected {expected}")
-    return results
+        found = {Condition(**r["condition"]): r for r in read_results(runs_dir / study)}
+        expected = trained_conditions(params, study, num_layers)
+        if found.keys() != set(expected):
+            raise SystemExit(f"aggregate: studies.{study} has {len(found)} finished runs under {runs_dir / study}, expected {len(expected)}")
+        by_run.update({condition.training_run(num_layers): result for condition, result in found.items()})
+    return {
+        study: [{**by_run[c.training_run(num_layers)], "condition": c.as_dict()} for c in study_conditions(params, study, num_layers)]
+        for study in params["studies"]
+    }
 
 
 def references(plain_runs: pd.DataFrame, num_layers: int) -> pd.DataFrame:

@@ -6,17 +6,23 @@ fingerprint of everything it depends on, the stage's output is `persist` in dvc.
 and a rerun reuses every result whose fingerprint still matches, resumes a half-done
 condition from its checkpoint (train.checkpoint_every), and trains the rest. Files of
 conditions the params no longer ask for are removed at the end.
+
+A study trains only the conditions whose training run no earlier study trains
+(src/studies.py: trained_conditions). The focus stage copies a study's result when it
+has the same fingerprint (--reuse): with the defaults, every focus trial is a
+progressive-study run.
 """
 
 import argparse
 import json
 from pathlib import Path
 
+from src.condition import Condition
 from src.experiment import fingerprint, run_conditions, write_json_atomically
 from src.model import load_tokenizer, model_shape
 from src.params import ParamsError, load_params
 from src.stats import mean_ci
-from src.studies import focus_condition, study_conditions
+from src.studies import focus_condition, trained_conditions
 from src.tasks import get_task
 
 
@@ -38,6 +44,15 @@ def finished(path: Path, key: str) -> dict | None:
     return result if result.get("fingerprint") == key else None
 
 
+def finished_in_studies(studies_dir: Path, condition: Condition, key: str) -> tuple[dict, Path] | None:
+    """(result, its file) of a study that finished this exact run (same fingerprint), if any."""
+    for study in sorted(p for p in studies_dir.iterdir() if p.is_dir()):
+        path = condition.result_path(study)
+        if (result := finished(path, key)) is not None:
+            return result, path
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     group = parser.add_mutually_exclusive_group(required=True)
@@ -47,6 +62,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=Path, required=True, help="the data stage's output folder")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--summary", type=Path, help="write mean and CI here (focus stage)")
+    parser.add_argument("--reuse", type=Path, help="the studies' output folder: copy a result found there with the same fingerprint")
     args = parser.parse_args()
 
     num_layers, num_heads = model_shape(args.model)
@@ -54,7 +70,7 @@ def main() -> None:
     if args.focus:
         conditions, where, log_epochs = [focus_condition(params, t) for t in range(params["trials"])], "the focus condition", False
     else:
-        conditions, where = study_conditions(params, args.study, num_layers), f"studies.{args.study}"
+        conditions, where = trained_conditions(params, args.study, num_layers), f"studies.{args.study}"
         log_epochs = "epochs" in params["studies"][args.study]
     for condition in conditions:
         condition.check(num_layers, num_heads)
@@ -63,10 +79,16 @@ def main() -> None:
     pad_id = load_tokenizer(args.model).pad_token_id
     paths = [condition.result_path(args.out) for condition in conditions]
     keys = [fingerprint(condition, params, args.model, args.tasks) for condition in conditions]
-    results = [finished(path, key) for path, key in zip(paths, keys)]
-    for i, (condition, result) in enumerate(zip(conditions, results), 1):
+    results = []
+    for i, (condition, path, key) in enumerate(zip(conditions, paths, keys), 1):
+        result = finished(path, key)
         if result is not None:
             print(f"[{i}/{len(conditions)}] {condition.describe()}: finished earlier, kept")
+        elif args.reuse is not None and (twin := finished_in_studies(args.reuse, condition, key)) is not None:
+            result, source = twin
+            write_json_atomically(path, result)
+            print(f"[{i}/{len(conditions)}] {condition.describe()}: the same run as in {source}, copied")
+        results.append(result)
     todo = [i for i, result in enumerate(results) if result is None]
     jobs = [(conditions[i], paths[i].with_suffix(".ckpt"), keys[i]) for i in todo]
     for done, (job, result) in enumerate(run_conditions(jobs, params, args.model, args.tasks, pad_id, log_epochs), 1):
@@ -76,6 +98,7 @@ def main() -> None:
         results[i] = result
         print(f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}: {result['status']} {result['scores']} ({result['train_seconds']} s)")
 
+    args.out.mkdir(parents=True, exist_ok=True)  # DVC's output, even for a study whose runs all belong to others
     kept = set(paths) | {path.with_suffix(".ckpt") for path in paths}
     for stale in [p for p in args.out.rglob("*") if p.is_file() and p not in kept]:
         stale.unlink()

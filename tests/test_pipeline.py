@@ -79,7 +79,7 @@ def scratch_repo(tmp_path_factory):
 
 
 def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scratch_repo):
-    repo, _, _ = scratch_repo
+    repo, first, _ = scratch_repo
     runs = pd.read_csv(repo / "metrics/runs.csv")
     progressive = runs[runs["study"] == "progressive"]
     assert len(progressive.drop_duplicates(["task", "size", "slug", "trial"])) == 2 * 2 * 2
@@ -110,6 +110,17 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     assert sorted(permuted["layer_order"]) == list(range(6)) and permuted["layer_order"] == same_trial["layer_order"]
     epochs = json.loads((repo / "data/runs/studies/epochs/sst2/n8/k6_e2/trial0.json").read_text())
     assert [e["epoch"] for e in epochs["epoch_eval"]] == [1, 2]
+    # One training run, many conditions: at L=6 with window 5, keeping layers 2-6 is
+    # reinitialising layer 1, so the single_layer study trains nothing and reports the
+    # blocks study's runs; the focus condition (k=6, n=16) is the progressive study's.
+    assert not list((repo / "data/runs/studies/single_layer").rglob("*.json"))
+    headline = runs[runs["headline"]].set_index(["study", "task", "size", "slug", "trial"])["value"]
+    for trial in (0, 1):
+        assert headline[("single_layer", "sst2", 8, "single1_e1", trial)] == headline[("blocks", "sst2", 8, "block_preserve2-6_e1", trial)]
+        assert headline[("single_layer", "sst2", 8, "single6_e1", trial)] == headline[("blocks", "sst2", 8, "block_preserve1-5_e1", trial)]
+        focus_run = f"sst2/n16/k6_e1/trial{trial}.json"
+        assert (repo / "data/runs/focus" / focus_run).read_bytes() == (repo / "data/runs/studies/progressive" / focus_run).read_bytes()
+    assert first.count("the same run as in data/runs/studies/progressive") == 2
     rt_info = json.loads((repo / "data/tasks/rt_sentiment/info.json").read_text())
     assert (rt_info["train_examples"], rt_info["eval_examples"]) == (9560, 50)
 

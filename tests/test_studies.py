@@ -6,8 +6,9 @@ import pytest
 import torch
 import yaml
 
-from src.studies import focus_condition, study_conditions
-from src.weights import weight_change
+from src.condition import Condition
+from src.studies import focus_condition, study_conditions, trained_conditions
+from src.weights import spectral_norm, weight_change
 
 with open("params.yaml") as f:
     DEFAULT = yaml.safe_load(f)
@@ -41,6 +42,37 @@ def test_modifier_and_sequential_studies():
     assert {c.epochs for c in epochs} == {6}
 
 
+def test_conditions_share_a_training_run_only_when_they_train_the_same():
+    def run(**fields):
+        return Condition(**{"task": "rt_sentiment", "size": 256, "trial": 0, "epochs": 3, **fields}).training_run(6)
+
+    # At L=6 with window 3: reinitialising layers 4-6 is keeping layers 1-3 is k=3.
+    assert run(scheme="block_reinit", layer=4, window=3) == run(scheme="block_preserve", layer=1, window=3) == run(k=3)
+    assert run(scheme="block_preserve", layer=4, window=3) == run(scheme="block_reinit", layer=1, window=3)
+    assert run(scheme="single_layer", layer=6) == run(k=5)
+    assert run(k=6, lr_multiplier=5.0, keep_layernorm=True) == run(k=6)  # nothing reinitialised: modifiers act on nothing
+    different = [
+        run(k=3), run(k=2), run(k=3, trial=1), run(k=3, size=64), run(k=3, epochs=6), run(k=3, task="bigram_shift"),
+        run(k=3, lr_multiplier=5.0), run(k=3, keep_layernorm=True), run(k=3, intermediate_task="bigram_shift"),
+        run(k=3, recipe="authors_code"), run(k=3, pooling="cls"), run(scheme="permutation"), run(k=6),
+        run(scheme="head", layer=1, head_index=0), run(scheme="head", layer=1, head_index=6), run(scheme="head", layer=2, head_index=0),
+    ]
+    assert len(set(different)) == len(different)
+
+
+def test_each_training_run_is_trained_by_one_study_only():
+    trained = {name: trained_conditions(DEFAULT, name, 6) for name in DEFAULT["studies"]}
+    runs = [c.training_run(6) for conditions in trained.values() for c in conditions]
+    assert len(runs) == len(set(runs))
+    # ... and every condition a study reports has its run trained by some study
+    assert {c.training_run(6) for name in DEFAULT["studies"] for c in study_conditions(DEFAULT, name, 6)} == set(runs)
+    # blocks per trial: 8 conditions, of which reinit 4-6 and preserve 1-3 are progressive k=3, preserve 4-6 is reinit 1-3
+    assert slugs(trained["blocks"]) == sorted(["block_reinit1-3_e3", "block_reinit2-4_e3", "block_preserve2-4_e3", "block_reinit3-5_e3", "block_preserve3-5_e3"])
+    assert "single6_e3" not in slugs(trained["single_layer"])  # = progressive k=5
+    assert slugs(trained["sequential"], "bigram_shift") == ["k6_after_rt_sentiment_e3"]  # the direct run is permutation's reference
+    assert len(runs) == sum(len(study_conditions(DEFAULT, name, 6)) for name in DEFAULT["studies"]) - 15
+
+
 def test_the_focus_condition_is_the_grid_point_it_names():
     params = copy.deepcopy(DEFAULT)
     focus = focus_condition(params, trial=1)
@@ -56,3 +88,10 @@ def test_weight_change_norms_by_hand():
     rank_one = {(1, "output"): torch.ones(3, 3)}  # singular values 3, 0, 0
     (row,) = weight_change({(1, "output"): torch.zeros(3, 3)}, rank_one)
     assert row["spectral"] == pytest.approx(3.0) and row["frobenius"] == pytest.approx(3.0)
+
+
+def test_spectral_norm_is_the_largest_singular_value_of_wide_and_tall_matrices():
+    generator = torch.Generator().manual_seed(0)
+    for shape in [(5, 12), (12, 5), (7, 7)]:
+        matrix = torch.randn(*shape, generator=generator)
+        assert spectral_norm(matrix) == pytest.approx(float(torch.linalg.matrix_norm(matrix.double(), 2)), rel=1e-5)

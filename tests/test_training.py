@@ -32,6 +32,16 @@ def test_a_condition_is_reproducible(tiny_model_dir, tiny_tasks_root):
     assert other_trial["train_subset_sha256"] != first["train_subset_sha256"]
 
 
+def test_conditions_with_the_same_training_run_end_with_the_same_result(tiny_model_dir, tiny_tasks_root):
+    # The pipeline trains such conditions once and shares the result (Condition.training_run):
+    # at L=3, keeping layer 1 with a window of 1 is reinitialising layers 2-3 is k=1.
+    twins = [Condition("rt_sentiment", 64, 0, epochs=2, k=1), Condition("rt_sentiment", 64, 0, epochs=2, scheme="block_preserve", layer=1, window=1)]
+    assert twins[0].training_run(3) == twins[1].training_run(3)
+    first, second = (run_condition(c, tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0) for c in twins)
+    for field in ("scores", "eval_loss", "epoch_losses", "weight_change", "reinitialised", "layer_order", "train_subset_sha256"):
+        assert first[field] == second[field], field
+
+
 def test_finetuning_learns_the_toy_task(tiny_model_dir, tiny_tasks_root):
     result = run_condition(Condition("rt_sentiment", 200, 0, epochs=4, k=3), tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0)
     assert result["status"] == "ok"
