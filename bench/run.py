@@ -72,18 +72,18 @@ def fresh_model():
     return model
 
 
-def run_ours(train, eval_, pad_id, precision: str, epochs: int) -> dict:
+def run_ours(train, eval_, precision: str, epochs: int) -> dict:
     model = fresh_model()
     cfg = TrainConfig(2e-5, 8, epochs, 0.0, 128, group_by_length=True, precision=precision, checkpoint_every=0)
-    outcome = finetune(model, TASK, train, cfg, pad_id, seed=0, desc=f"ours {precision}")
-    accuracy = evaluate(model, TASK, eval_, 128, pad_id, precision)["scores"]["accuracy"]
+    outcome = finetune(model, TASK, train, cfg, seed=0, desc=f"ours {precision}")
+    accuracy = evaluate(model, TASK, eval_, 128, precision)["scores"]["accuracy"]
     return {"examples_per_s": epochs * len(train) / outcome["train_seconds"], "seconds": outcome["train_seconds"], "accuracy": accuracy}
 
 
-def ours(train, eval_, pad_id, precision: str, epochs: int) -> dict:
+def ours(train, eval_, precision: str, epochs: int) -> dict:
     reuse_freed_memory()  # as every finetuning process of the pipeline does
-    run_ours(train.subset(np.arange(32)), eval_, pad_id, precision, 1)  # first-call costs are not throughput
-    return run_ours(train, eval_, pad_id, precision, epochs)
+    run_ours(train.subset(np.arange(32)), eval_, precision, 1)  # first-call costs are not throughput
+    return run_ours(train, eval_, precision, epochs)
 
 
 def in_fresh_processes(fn, args: tuple, processes: int = 1, threads: int | None = None) -> list:
@@ -155,18 +155,18 @@ def run_trainer(train, eval_, padding: str, group_by_length: bool, bf16: bool, e
     return {"examples_per_s": epochs * len(train) / seconds, "seconds": seconds, "accuracy": float((predictions.argmax(-1) == eval_.labels).mean())}
 
 
-def probing(n_train: int, n_eval: int, epochs: int, pad_id) -> dict:
+def probing(n_train: int, n_eval: int, epochs: int) -> dict:
     train, eval_ = splits(n_train, n_eval)
     encoder = load_encoder(MODEL, with_pooler=False)
     start = time.perf_counter()
-    train_x, eval_x = layer_features(encoder, train, 64, pad_id), layer_features(encoder, eval_, 64, pad_id)
+    train_x, eval_x = layer_features(encoder, train, 64), layer_features(encoder, eval_, 64)
     ours = train_probes(TASK, train_x, train.labels, eval_x, eval_.labels, epochs, 1e-3, 64, seed=0)
     ours_s = time.perf_counter() - start
     # The released code's way: a separate run per layer, re-encoding every batch every epoch.
     start, per_layer = time.perf_counter(), []
     for layer in range(train_x.shape[1]):
         for _ in range(epochs):
-            layer_features(encoder, train, 64, pad_id)  # the forward pass an uncached probe pays
+            layer_features(encoder, train, 64)  # the forward pass an uncached probe pays
         per_layer.append(train_probes(TASK, train_x[:, layer : layer + 1], train.labels, eval_x[:, layer : layer + 1], eval_.labels, epochs, 1e-3, 64, seed=0)[0])
     per_layer_s = time.perf_counter() - start
     return {
@@ -240,12 +240,11 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "dvc", "repro", "prepare_model", "data"], check=True)
     params = yaml.safe_load(Path("params.yaml").read_text())
     workers, threads, precision = params["train"]["workers"], params["train"]["threads"], params["train"]["precision"]
-    pad_id = load_tokenizer(MODEL).pad_token_id
     train, eval_ = splits(args.train_examples, args.eval_examples)
     contenders = {
-        "ours": lambda: in_fresh_processes(ours, (train, eval_, pad_id, precision, args.epochs))[0],
-        "ours_fp32": lambda: in_fresh_processes(ours, (train, eval_, pad_id, "fp32", args.epochs))[0],
-        "ours_pipeline": lambda: summed(in_fresh_processes(ours, (train, eval_, pad_id, precision, args.epochs), workers, threads)),
+        "ours": lambda: in_fresh_processes(ours, (train, eval_, precision, args.epochs))[0],
+        "ours_fp32": lambda: in_fresh_processes(ours, (train, eval_, "fp32", args.epochs))[0],
+        "ours_pipeline": lambda: summed(in_fresh_processes(ours, (train, eval_, precision, args.epochs), workers, threads)),
         **{name: (lambda c=c: in_fresh_processes(trainer, (train, eval_, c, args.epochs))[0]) for name, c in TRAINER_CONFIGS.items()},
     }
     runs = {name: [] for name in contenders}
@@ -267,7 +266,7 @@ def main() -> None:
     results = {
         "date": str(date.today()), "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
         "finetune": {"train_examples": len(train), "epochs": args.epochs, "runs": runs, "ratio_min_max": ratios},
-        "probing": probing(args.probe_examples, args.eval_examples, 10, pad_id),
+        "probing": probing(args.probe_examples, args.eval_examples, 10),
         "dvc": {
             "workspace_s": {"noop_repro": dvc_overhead.dvc_seconds(Path.cwd(), "repro"), "status": dvc_overhead.dvc_seconds(Path.cwd(), "status")},
             "default_grid": dvc_overhead.measure(params, num_layers, num_heads),

@@ -25,6 +25,7 @@ class TokenizedSplit:
     type_ids: np.ndarray  # int8, segment A/B for sentence pairs
     offsets: np.ndarray  # int64, len = n + 1
     labels: np.ndarray  # int64 (classes) or float32 (scores)
+    pad_id: int  # the tokenizer's padding id: the tokens carry it, so no stage loads a tokenizer to batch them
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -37,7 +38,7 @@ class TokenizedSplit:
         lengths = self.lengths[indices]
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         take = np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in indices]) if len(indices) else []
-        return TokenizedSplit(self.ids[take], self.type_ids[take], offsets, self.labels[indices])
+        return TokenizedSplit(self.ids[take], self.type_ids[take], offsets, self.labels[indices], self.pad_id)
 
 
 def tokenize(df: pd.DataFrame, text_fields: tuple[str, ...], label_kind: str, tokenizer, max_length: int) -> TokenizedSplit:
@@ -50,17 +51,19 @@ def tokenize(df: pd.DataFrame, text_fields: tuple[str, ...], label_kind: str, to
         type_ids=np.concatenate(encoded["token_type_ids"]).astype(np.int8),
         offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
         labels=df["label"].to_numpy().astype(dtype),
+        pad_id=tokenizer.pad_token_id,
     )
 
 
 def save_splits(path: Path, splits: dict[str, TokenizedSplit]) -> None:
-    arrays = {f"{name}.{field}": getattr(split, field) for name, split in splits.items() for field in TokenizedSplit.__dataclass_fields__}
+    arrays = {f"{name}.{field}": np.asarray(getattr(split, field)) for name, split in splits.items() for field in TokenizedSplit.__dataclass_fields__}
     np.savez(path, **arrays)
 
 
 def load_split(path: Path, name: str) -> TokenizedSplit:
     with np.load(path) as z:
-        return TokenizedSplit(**{field: z[f"{name}.{field}"] for field in TokenizedSplit.__dataclass_fields__})
+        fields = {field: z[f"{name}.{field}"] for field in TokenizedSplit.__dataclass_fields__}
+    return TokenizedSplit(**{**fields, "pad_id": int(fields["pad_id"])})
 
 
 def training_subset(pool_size: int, size: int, task: str, trial: int, seed: int) -> np.ndarray:
@@ -100,11 +103,11 @@ def batches(lengths: np.ndarray, batch_size: int, generator: np.random.Generator
     return [plan[i] for i in generator.permutation(len(plan))]
 
 
-def collate(split: TokenizedSplit, indices: np.ndarray, pad_id: int) -> dict[str, torch.Tensor]:
+def collate(split: TokenizedSplit, indices: np.ndarray) -> dict[str, torch.Tensor]:
     """Pad one batch to its own longest sequence (dynamic padding)."""
     lengths = split.lengths[indices]
     width = int(lengths.max())
-    input_ids = np.full((len(indices), width), pad_id, dtype=np.int64)
+    input_ids = np.full((len(indices), width), split.pad_id, dtype=np.int64)
     type_ids = np.zeros((len(indices), width), dtype=np.int64)
     mask = np.zeros((len(indices), width), dtype=np.int64)
     for row, (i, n) in enumerate(zip(indices, lengths)):

@@ -72,7 +72,7 @@ def _load(tasks_dir: Path, task: str, split: str) -> data.TokenizedSplit:
     return data.load_split(tasks_dir / task / "tokens.npz", split)
 
 
-def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir: Path, pad_id: int, log_epochs: bool = False, checkpoint: Path | None = None, key: str = "") -> dict:
+def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir: Path, log_epochs: bool = False, checkpoint: Path | None = None, key: str = "") -> dict:
     task = get_task(condition.task)
     seed = params["seed"]
     cfg = train_config(params, condition.epochs)
@@ -86,7 +86,7 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
     if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
         pool = _load(tasks_dir, first.name, "train")
         indices = data.training_subset(len(pool), condition.size, first.name, condition.trial, seed)
-        outcome = finetune(model, first, pool.subset(indices), cfg, pad_id, condition.seed(seed, "train-intermediate"), fresh, condition.lr_multiplier, desc=f"{condition.describe()} (intermediate)")
+        outcome = finetune(model, first, pool.subset(indices), cfg, condition.seed(seed, "train-intermediate"), fresh, condition.lr_multiplier, desc=f"{condition.describe()} (intermediate)")
         if outcome["status"] != "ok":
             return _result(condition, record, outcome, {}, [], task.metrics[0], key)
         record["reinitialised"] += new_task_head(model, task.num_labels, condition, seed, model.encoder.config.initializer_range)
@@ -96,10 +96,10 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
     indices = data.training_subset(len(pool), condition.size, task.name, condition.trial, seed)
     start = layer_weights(encoder_layers(model.encoder))
     outcome = finetune(
-        model, task, pool.subset(indices), cfg, pad_id, condition.seed(seed, "train"), fresh, condition.lr_multiplier,
+        model, task, pool.subset(indices), cfg, condition.seed(seed, "train"), fresh, condition.lr_multiplier,
         eval_split=eval_split if log_epochs else None, checkpoint=checkpoint, checkpoint_key=key, desc=condition.describe(),
     )
-    evaluation = evaluate(model, task, eval_split, cfg.eval_batch_size, pad_id, cfg.precision) if outcome["status"] == "ok" else {}
+    evaluation = evaluate(model, task, eval_split, cfg.eval_batch_size, cfg.precision) if outcome["status"] == "ok" else {}
     changes = weight_change(start, layer_weights(encoder_layers(model.encoder))) if outcome["status"] == "ok" else []
     record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
     record["eval_examples"] = len(eval_split)
@@ -107,7 +107,7 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
     return _result(condition, record, outcome, evaluation, changes, task.metrics[0], key)
 
 
-def run_conditions(jobs: list[tuple[Condition, Path, str]], params: dict, model_dir: Path, tasks_dir: Path, pad_id: int, log_epochs: bool):
+def run_conditions(jobs: list[tuple[Condition, Path, str]], params: dict, model_dir: Path, tasks_dir: Path, log_epochs: bool):
     """Finetune every job (condition, checkpoint path, fingerprint); yield (job index,
     result) as each one finishes, so the caller can save it at once.
 
@@ -120,12 +120,12 @@ def run_conditions(jobs: list[tuple[Condition, Path, str]], params: dict, model_
     if workers == 1 or len(jobs) <= 1:
         _set_up_for_training(threads)
         for i, (condition, checkpoint, key) in enumerate(jobs):
-            yield i, run_condition(condition, params, model_dir, tasks_dir, pad_id, log_epochs, checkpoint, key)
+            yield i, run_condition(condition, params, model_dir, tasks_dir, log_epochs, checkpoint, key)
         return
     # spawn, not fork: a forked child inherits torch's thread pools in an unusable state.
     pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(threads,))
     try:
-        futures = {pool.submit(run_condition, c, params, model_dir, tasks_dir, pad_id, log_epochs, ckpt, key): i for i, (c, ckpt, key) in enumerate(jobs)}
+        futures = {pool.submit(run_condition, c, params, model_dir, tasks_dir, log_epochs, ckpt, key): i for i, (c, ckpt, key) in enumerate(jobs)}
         for future in as_completed(futures):
             yield futures[future], future.result()
     finally:

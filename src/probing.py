@@ -21,13 +21,13 @@ from src.tasks import TaskSpec
 
 
 @torch.inference_mode()
-def layer_features(encoder: nn.Module, split: TokenizedSplit, batch_size: int, pad_id: int, desc: str = "") -> np.ndarray:
+def layer_features(encoder: nn.Module, split: TokenizedSplit, batch_size: int, desc: str = "") -> np.ndarray:
     """[examples, layers + 1, hidden] masked-mean features, float16 to halve the cache."""
     encoder.eval()
     config = encoder.config
     features = np.empty((len(split), config.num_hidden_layers + 1, config.hidden_size), dtype=np.float16)
     for indices in tqdm(batches(split.lengths, batch_size, None), desc=desc, leave=False, mininterval=5):
-        batch = collate(split, indices, pad_id)
+        batch = collate(split, indices)
         batch.pop("labels")
         hidden = encoder(**batch, output_hidden_states=True).hidden_states
         pooled = torch.stack([masked_mean(h, batch["attention_mask"]) for h in hidden], dim=1)

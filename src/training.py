@@ -81,7 +81,6 @@ def finetune(
     task: TaskSpec,
     train: TokenizedSplit,
     cfg: TrainConfig,
-    pad_id: int,
     seed: int,
     fresh: set[str] = frozenset(),
     lr_multiplier: float = 1.0,
@@ -119,7 +118,7 @@ def finetune(
         plan = batches(train.lengths, cfg.batch_size, order, cfg.group_by_length)
         total = torch.tensor(state["loss_sum"], device=device)  # summed on-device: no host sync per step
         for step in tqdm(range(state["step"], len(plan)), desc=f"{desc} epoch {epoch + 1}/{cfg.epochs}", leave=False, mininterval=5):
-            batch = {name: t.to(device) for name, t in collate(train, plan[step], pad_id).items()}
+            batch = {name: t.to(device) for name, t in collate(train, plan[step]).items()}
             labels = batch.pop("labels")
             with autocast(cfg.precision, device):
                 loss = loss_fn(task, model(**batch), labels)
@@ -135,7 +134,7 @@ def finetune(
         if not math.isfinite(state["epoch_losses"][-1]):
             return {"status": "diverged", "epoch_losses": state["epoch_losses"], "epoch_eval": state["epoch_eval"], "train_seconds": time.perf_counter() - start}
         if eval_split is not None:
-            state["epoch_eval"].append({"epoch": epoch + 1, "train_loss": state["epoch_losses"][-1], **evaluate(model, task, eval_split, cfg.eval_batch_size, pad_id, cfg.precision)})
+            state["epoch_eval"].append({"epoch": epoch + 1, "train_loss": state["epoch_losses"][-1], **evaluate(model, task, eval_split, cfg.eval_batch_size, cfg.precision)})
             model.train()
     return {"status": "ok", "epoch_losses": state["epoch_losses"], "epoch_eval": state["epoch_eval"], "train_seconds": time.perf_counter() - start}
 
@@ -148,7 +147,7 @@ def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, state: d
 
 
 @torch.inference_mode()
-def evaluate(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size: int, pad_id: int, precision: str) -> dict:
+def evaluate(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size: int, precision: str) -> dict:
     """Scores, mean loss, and the share of the most common prediction (1.0 = the model
     predicts one class for everything: collapsed, whatever its accuracy says)."""
     model.eval()
@@ -157,7 +156,7 @@ def evaluate(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size
     outputs = np.empty(len(split), dtype=np.float32 if regression else np.int64)
     loss_sum = 0.0
     for indices in batches(split.lengths, batch_size, None):
-        batch = {name: t.to(device) for name, t in collate(split, indices, pad_id).items()}
+        batch = {name: t.to(device) for name, t in collate(split, indices).items()}
         labels = batch.pop("labels")
         with autocast(precision, device):
             logits = model(**batch).float()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from src import data
-from src.model import load_encoder, load_tokenizer
+from src.model import load_encoder
 from src.params import load_params
 from src.probing import layer_features
 
@@ -24,9 +24,8 @@ def main() -> None:
 
     params = load_params()
     encoder = load_encoder(args.model, with_pooler=False)
-    pad_id = load_tokenizer(args.model).pad_token_id
     features = {
-        split: layer_features(encoder, data.load_split(args.tokens, split), params["probe"]["batch_size"], pad_id, desc=f"features {split}")
+        split: layer_features(encoder, data.load_split(args.tokens, split), params["probe"]["batch_size"], desc=f"features {split}")
         for split in ("train", "eval")
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

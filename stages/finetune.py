@@ -19,7 +19,7 @@ from pathlib import Path
 
 from src.condition import Condition
 from src.experiment import fingerprint, run_conditions, write_json_atomically
-from src.model import load_tokenizer, model_shape
+from src.model import model_shape
 from src.params import ParamsError, load_params
 from src.stats import mean_ci
 from src.studies import focus_condition, trained_conditions
@@ -53,6 +53,11 @@ def finished_in_studies(studies_dir: Path, condition: Condition, key: str) -> tu
     return None
 
 
+def examples_trained(condition: Condition) -> int:
+    """Examples a condition's run passes through, its intermediate task's included."""
+    return condition.size * condition.epochs * (2 if condition.intermediate_task else 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     group = parser.add_mutually_exclusive_group(required=True)
@@ -76,7 +81,6 @@ def main() -> None:
         condition.check(num_layers, num_heads)
     check_sizes(conditions, args.tasks, where)
 
-    pad_id = load_tokenizer(args.model).pad_token_id
     paths = [condition.result_path(args.out) for condition in conditions]
     keys = [fingerprint(condition, params, args.model, args.tasks) for condition in conditions]
     results = []
@@ -89,9 +93,10 @@ def main() -> None:
             write_json_atomically(path, result)
             print(f"[{i}/{len(conditions)}] {condition.describe()}: the same run as in {source}, copied")
         results.append(result)
-    todo = [i for i, result in enumerate(results) if result is None]
+    # Longest runs first, so that a stage ends on a short one and the other workers idle less.
+    todo = sorted((i for i, result in enumerate(results) if result is None), key=lambda i: -examples_trained(conditions[i]))
     jobs = [(conditions[i], paths[i].with_suffix(".ckpt"), keys[i]) for i in todo]
-    for done, (job, result) in enumerate(run_conditions(jobs, params, args.model, args.tasks, pad_id, log_epochs), 1):
+    for done, (job, result) in enumerate(run_conditions(jobs, params, args.model, args.tasks, log_epochs), 1):
         i = todo[job]
         write_json_atomically(paths[i], result)  # saved as soon as it finishes: a kill loses only runs in flight
         paths[i].with_suffix(".ckpt").unlink(missing_ok=True)

@@ -1,6 +1,7 @@
 """Training subsets, batching and padding."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from src import data
@@ -36,12 +37,26 @@ def test_length_grouping_cuts_padding():
 
 def test_collate_pads_and_masks(tiny_task_dir):
     split = data.load_split(tiny_task_dir / "tokens.npz", "train")
-    batch = data.collate(split, np.array([0, 5, 7]), pad_id=0)
+    batch = data.collate(split, np.array([0, 5, 7]))
     lengths = split.lengths[[0, 5, 7]]
     assert batch["input_ids"].shape == (3, lengths.max())
     assert batch["attention_mask"].sum(1).tolist() == lengths.tolist()
     assert batch["input_ids"][0, : lengths[0]].tolist() == split.ids[split.offsets[0] : split.offsets[1]].tolist()
-    assert (batch["input_ids"][batch["attention_mask"] == 0] == 0).all()
+    assert (batch["input_ids"][batch["attention_mask"] == 0] == split.pad_id).all()
+
+
+def test_tokens_carry_the_tokenizers_padding_id(tmp_path, tiny_model_dir):
+    from src.model import load_tokenizer
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    tokenizer.pad_token = "[MASK]"  # any id but 0, which a zero-filled array would give anyway
+    split = data.tokenize(pd.DataFrame({"sentence": ["a good film", "bad"], "label": [1, 0]}), ("sentence",), "classification", tokenizer, 16)
+    data.save_splits(tmp_path / "tokens.npz", {"train": split})
+    loaded = data.load_split(tmp_path / "tokens.npz", "train")
+    assert loaded.pad_id == tokenizer.pad_token_id == 4
+    assert loaded.subset(np.array([0, 1])).pad_id == 4
+    batch = data.collate(loaded, np.array([0, 1]))
+    assert batch["input_ids"][1, -1] == 4 and batch["attention_mask"][1, -1] == 0
 
 
 def test_subset_keeps_examples_intact(tiny_task_dir):

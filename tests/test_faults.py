@@ -212,7 +212,7 @@ def toy_training(tiny_model_dir, tiny_task_dir):
 
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr("src.training.collate", counting_collate)
-            outcome = finetune(model, task, train, cfg, 0, 1234, fresh, 5.0, eval_split=eval_split, checkpoint=checkpoint, checkpoint_key=key)
+            outcome = finetune(model, task, train, cfg, 1234, fresh, 5.0, eval_split=eval_split, checkpoint=checkpoint, checkpoint_key=key)
         return model.state_dict(), outcome, len(calls)
 
     weights, outcome, calls = run()
@@ -267,8 +267,8 @@ def test_a_checkpoint_into_a_folder_not_made_yet(tmp_path, toy_training):
 
 
 def test_diverged_and_collapsed_runs_are_counted_but_not_averaged(tmp_path, tiny_model_dir, tasks_dir):
-    ok = [run_condition(Condition("rt_sentiment", 80, trial, 3, k=1), tiny_params(), tiny_model_dir, tasks_dir, pad_id=0) for trial in (0, 1)]
-    diverged = run_condition(Condition("rt_sentiment", 80, 2, 3, k=1), tiny_params(lr=1e12), tiny_model_dir, tasks_dir, pad_id=0)
+    ok = [run_condition(Condition("rt_sentiment", 80, trial, 3, k=1), tiny_params(), tiny_model_dir, tasks_dir) for trial in (0, 1)]
+    diverged = run_condition(Condition("rt_sentiment", 80, 2, 3, k=1), tiny_params(lr=1e12), tiny_model_dir, tasks_dir)
     assert [r["status"] for r in ok] == ["ok", "ok"]
     assert diverged["status"] == "diverged" and diverged["scores"] == {} and diverged["majority_share"] is None
     assert not np.isfinite(diverged["epoch_losses"][-1])

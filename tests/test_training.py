@@ -25,10 +25,10 @@ def tiny_params(**train):
 
 def test_a_condition_is_reproducible(tiny_model_dir, tiny_tasks_root):
     condition = Condition("rt_sentiment", 64, trial=0, epochs=3, k=1)
-    first = run_condition(condition, tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0)
-    second = run_condition(condition, tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0)
+    first = run_condition(condition, tiny_params(), tiny_model_dir, tiny_tasks_root)
+    second = run_condition(condition, tiny_params(), tiny_model_dir, tiny_tasks_root)
     assert first["scores"] == second["scores"] and first["epoch_losses"] == second["epoch_losses"]
-    other_trial = run_condition(Condition("rt_sentiment", 64, trial=1, epochs=3, k=1), tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0)
+    other_trial = run_condition(Condition("rt_sentiment", 64, trial=1, epochs=3, k=1), tiny_params(), tiny_model_dir, tiny_tasks_root)
     assert other_trial["train_subset_sha256"] != first["train_subset_sha256"]
 
 
@@ -37,29 +37,29 @@ def test_conditions_with_the_same_training_run_end_with_the_same_result(tiny_mod
     # at L=3, keeping layer 1 with a window of 1 is reinitialising layers 2-3 is k=1.
     twins = [Condition("rt_sentiment", 64, 0, epochs=2, k=1), Condition("rt_sentiment", 64, 0, epochs=2, scheme="block_preserve", layer=1, window=1)]
     assert twins[0].training_run(3) == twins[1].training_run(3)
-    first, second = (run_condition(c, tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0) for c in twins)
+    first, second = (run_condition(c, tiny_params(), tiny_model_dir, tiny_tasks_root) for c in twins)
     for field in ("scores", "eval_loss", "epoch_losses", "weight_change", "reinitialised", "layer_order", "train_subset_sha256"):
         assert first[field] == second[field], field
 
 
 def test_finetuning_learns_the_toy_task(tiny_model_dir, tiny_tasks_root):
-    result = run_condition(Condition("rt_sentiment", 200, 0, epochs=4, k=3), tiny_params(), tiny_model_dir, tiny_tasks_root, pad_id=0)
+    result = run_condition(Condition("rt_sentiment", 200, 0, epochs=4, k=3), tiny_params(), tiny_model_dir, tiny_tasks_root)
     assert result["status"] == "ok"
     assert result["epoch_losses"][-1] < result["epoch_losses"][0]
     assert result["scores"]["accuracy"] > 0.8
 
 
 def test_absurd_learning_rate_is_recorded_as_diverged(tiny_model_dir, tiny_tasks_root):
-    result = run_condition(Condition("rt_sentiment", 64, 0, epochs=2, k=3), tiny_params(lr=1e12), tiny_model_dir, tiny_tasks_root, pad_id=0)
+    result = run_condition(Condition("rt_sentiment", 64, 0, epochs=2, k=3), tiny_params(lr=1e12), tiny_model_dir, tiny_tasks_root)
     assert result["status"] == "diverged" and result["scores"] == {}
 
 
 def test_features_equal_per_layer_masked_means(tiny_model_dir, tiny_task_dir):
     encoder = load_encoder(tiny_model_dir, with_pooler=False)
     split = data.load_split(tiny_task_dir / "tokens.npz", "eval")
-    features = layer_features(encoder, split, batch_size=16, pad_id=0)
+    features = layer_features(encoder, split, batch_size=16)
     assert features.shape == (len(split), 4, 64)
-    batch = data.collate(split, np.array([2]), pad_id=0)
+    batch = data.collate(split, np.array([2]))
     with torch.no_grad():
         hidden = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True).hidden_states
     for layer in range(4):  # one example alone, no padding: the batched pass must agree
