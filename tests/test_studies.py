@@ -95,3 +95,26 @@ def test_spectral_norm_is_the_largest_singular_value_of_wide_and_tall_matrices()
     for shape in [(5, 12), (12, 5), (7, 7)]:
         matrix = torch.randn(*shape, generator=generator)
         assert spectral_norm(matrix) == pytest.approx(float(torch.linalg.matrix_norm(matrix.double(), 2)), rel=1e-5)
+
+
+def test_aggregate_gives_each_condition_its_shared_run_and_refuses_a_missing_one(tmp_path):
+    from src.experiment import write_json_atomically
+    from stages.aggregate import load_results
+
+    params = copy.deepcopy(DEFAULT)
+    params["studies"] = {name: {**DEFAULT["studies"][name], "trials": 1} for name in ("progressive", "blocks")}
+    score_of_run = {}  # a distinct score per training run, to see which run a condition got
+    for name in params["studies"]:
+        for condition in trained_conditions(params, name, 6):
+            score = score_of_run.setdefault(condition.training_run(6), len(score_of_run) / 100)
+            write_json_atomically(condition.result_path(tmp_path / name), {"condition": condition.as_dict(), "scores": {"accuracy": score}})
+    blocks = {Condition(**r["condition"]): r for r in load_results(tmp_path, params, 6)["blocks"]}
+    assert set(blocks) == set(study_conditions(params, "blocks", 6))  # every condition it reports, trained there or not
+    for condition, result in blocks.items():
+        assert result["scores"]["accuracy"] == score_of_run[condition.training_run(6)]
+    preserve = Condition("rt_sentiment", 256, 0, 3, scheme="block_preserve", layer=1, window=3)
+    assert not preserve.result_path(tmp_path / "blocks").exists() and preserve in blocks  # progressive k=3 trained it
+
+    Condition("rt_sentiment", 256, 0, 3, scheme="block_reinit", layer=2, window=3).result_path(tmp_path / "blocks").unlink()
+    with pytest.raises(SystemExit, match="studies.blocks has 4 finished runs under .*, expected 5"):
+        load_results(tmp_path, params, 6)
