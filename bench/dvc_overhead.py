@@ -87,7 +87,8 @@ def _placeholders(root: Path, params: dict, num_layers: int, num_heads: int) -> 
 
 
 def measure(params: dict, num_layers: int, num_heads: int) -> dict:
-    """Stage count, study finetuning runs, and seconds of dvc status / no-op repro / exp run --dry."""
+    """Stage count, study finetuning runs, and seconds of dvc status / no-op repro / exp run
+    with the k already in params (a real experiment that finds nothing to rerun)."""
     checked = validate(copy.deepcopy(params), num_layers, num_heads)  # a grid the pipeline would accept
     with tempfile.TemporaryDirectory(prefix="bench_dvc_") as tmp:
         root = Path(tmp) / "repo"

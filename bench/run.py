@@ -21,7 +21,7 @@ instead, DVC's overhead, and the default pipeline end to end.
    Every contender trains the same module (our mean head), so only the loop differs.
 2. Probing all L+1 layers from one cached forward pass against one run per layer
    that re-encodes the data every epoch (the released code's way).
-3. DVC overhead: `dvc status`, no-op `dvc repro` and `dvc exp run --dry -S k=...` on
+3. DVC overhead: `dvc status`, no-op `dvc repro` and `dvc exp run -S k=<same k>` on
    the default grid and on the paper's (bench/dvc_overhead.py), and no-op repro /
    status on this workspace.
 4. End to end: `dvc repro` of the default grid from clean in a fresh clone: wall time
@@ -184,8 +184,9 @@ def matmul_flops(dtype: torch.dtype) -> float:
     return reps * 2 * 2048**3 / (time.perf_counter() - start)
 
 
-# What the default `dvc repro` from clean took before this benchmark's levers (fused AdamW,
-# workers); bf16 autocast was already on, so the pre-issue fp32 pipeline took longer still.
+# What the default `dvc repro` from clean took before the later levers (fused AdamW, heap
+# reuse, workers, runs shared between conditions); bf16 autocast was already on, so the
+# pipeline before any lever (fp32) took longer still.
 END_TO_END_BASELINE = {"seconds": 2431, "what": "commit 68b8bf6: every family, one 2-thread process, bf16, per-tensor AdamW; 2026-11-21, this 2-core machine"}
 
 
