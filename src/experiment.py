@@ -25,7 +25,8 @@ from src.model import build_finetuner, new_task_head
 from src.reinit import encoder_layers
 from src.tasks import get_task
 from src.training import TrainConfig, evaluate, finetune, reuse_freed_memory
-from src.weights import layer_weights, weight_change
+from src.metrics import encode_predictions
+from src.weights import layer_change_tracker, layer_weights, weight_change
 
 # The code a finetuning result depends on: its fingerprint hashes these files, and the
 # finetune stages in dvc.yaml list exactly these as deps (a test keeps both in step).
@@ -98,6 +99,7 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
     outcome = finetune(
         model, task, pool.subset(indices), cfg, condition.seed(seed, "train"), fresh, condition.lr_multiplier,
         eval_split=eval_split if log_epochs else None, checkpoint=checkpoint, checkpoint_key=key, desc=condition.describe(),
+        layer_change=layer_change_tracker(encoder_layers(model.encoder)),
     )
     evaluation = evaluate(model, task, eval_split, cfg.eval_batch_size, cfg.precision) if outcome["status"] == "ok" else {}
     changes = weight_change(start, layer_weights(encoder_layers(model.encoder))) if outcome["status"] == "ok" else []
@@ -152,10 +154,13 @@ def _result(condition: Condition, record: dict, outcome: dict, evaluation: dict,
         "scores": evaluation.get("scores", {}),
         "eval_loss": evaluation.get("loss"),
         "majority_share": evaluation.get("majority_share"),
+        "predictions": encode_predictions(evaluation["predictions"]) if evaluation else None,
         "epoch_losses": outcome["epoch_losses"],
         "epoch_eval": outcome["epoch_eval"],
         "train_seconds": round(outcome["train_seconds"], 2),
         "weight_change": changes,
+        "steps": outcome.get("steps"),
+        "layer_change_by_step": outcome.get("layer_change", []),
         **record,
     }
 

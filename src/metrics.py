@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 from scipy import stats
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
@@ -17,3 +19,17 @@ def score(metric_names: tuple[str, ...], predictions: np.ndarray, labels: np.nda
         "spearman": lambda: stats.spearmanr(predictions, labels).statistic,
     }
     return {name: float(functions[name]()) for name in metric_names}
+
+
+def encode_predictions(predictions: np.ndarray) -> dict:
+    """Per-example predictions, compact enough to keep in every result JSON: class ids as
+    int8 (or int16 beyond 127 classes), regression scores as float16, base64-encoded."""
+    if np.issubdtype(predictions.dtype, np.integer):
+        dtype = "int8" if predictions.max(initial=0) < 128 else "int16"
+    else:
+        dtype = "float16"
+    return {"dtype": dtype, "base64": base64.b64encode(predictions.astype(dtype).tobytes()).decode("ascii")}
+
+
+def decode_predictions(encoded: dict) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(encoded["base64"]), dtype=encoded["dtype"])

@@ -40,3 +40,19 @@ def spectral_norm(matrix: torch.Tensor) -> float:
     (matrix_norm(·, 2)) took 0.8 s; relative difference ~3e-6."""
     gram = matrix @ matrix.T if matrix.shape[0] <= matrix.shape[1] else matrix.T @ matrix
     return float(torch.linalg.eigvalsh(gram)[-1].clamp(min=0).sqrt())
+
+
+def layer_change_tracker(layers: nn.ModuleList):
+    """A function giving, for each layer (1..L), the Frobenius norm of all its sublayer
+    weights' change since this call: finetune() records it at steps 1, 2, 4, ... so
+    runs of different lengths can be compared at the same step count."""
+    start = layer_weights(layers)
+
+    def frobenius_by_layer() -> list[float]:
+        squares = [0.0] * len(layers)
+        with torch.no_grad():
+            for (position, _), now in layer_weights(layers).items():
+                squares[position - 1] += float(torch.linalg.matrix_norm((now - start[(position, _)]).float(), "fro")) ** 2
+        return [round(s**0.5, 6) for s in squares]
+
+    return frobenius_by_layer
