@@ -1,10 +1,23 @@
-"""Verdicts on the studies' claims, computed from the finished runs, the probes and the weight changes.
+"""The registry of the studies' claims, each a stated test, and the report that reads it.
 
-Every claim returns {"id", "claim", "source", "verdict", "statistic"}. The verdict comes from the
-numbers only; "not run" means the rows the claim needs are absent, never a guess. Diverged runs
-are excluded from every statistic and counted in its text. Conditions are compared paired by
-trial: the same (task, size, trial) shares its training subset and seeds across conditions, so
-pairing removes the subset-to-subset variance from the comparison.
+Every claim is tested per unit (a task and size, or a layer of one): a directional claim by
+a paired contrast with its CI, a "no effect" claim by an equivalence test (TOST) against a
+margin declared in params.yaml (`report:`) before the data are seen, k90 and correlations of
+curves by a bootstrap over trials (and eval examples). All p-values of the report form one
+family, Holm-adjusted at `report.alpha`.
+
+A unit is *for* the claim when its adjusted test resolves in the claim's direction (for a
+"no effect" claim: equivalence shown), *against* when it resolves the other way (a
+difference beyond the margin), else unresolved. The rule for combining units (the claims
+are universal, "at every task and size"): a claim is **supported** when every counted unit
+is for it, **contradicted** when any counted unit is against it, else **inconclusive**
+("not run" without rows). A unit of a claim that needs the full-vs-scratch gap is not
+counted where that gap is itself unresolved: with no transfer to measure, it can say
+nothing about transfer. For every inconclusive claim the report gives the trials that
+would decide it at `report.power` and the `dvc exp run` command that adds them.
+
+Runs are never dropped for their outcome: collapsed runs (one class predicted) count like
+any other; only a training failure (non-finite loss) removes a run, and it is counted.
 """
 
 from __future__ import annotations
@@ -13,260 +26,441 @@ import base64
 import html
 import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from src.stats import mean_ci, summarise
+from src import inference
+from src.inference import Bootstrap, Estimate
 
-GROUP = ["task", "size"]
 NOT_RUN = "not run"
-
-CLAIMS = {  # id: (the claim in one sentence, where it is made)
-    "full_beats_scratch": ("The fully pretrained model (k = L) finetunes better than the model trained from scratch (k = 0) at every task and size.", "Tamkin et al. 2020 §2, Fig. 1"),
-    "k90_grows_as_data_shrinks": ("The less finetuning data, the more pretrained layers are needed to reach 90% of the full model's gain over scratch.", "Tamkin et al. 2020 §2"),
-    "permuted_closer_to_scratch": ("Shuffling the order of the pretrained layers brings finetuning down closer to scratch than to the full model.", "Tamkin et al. 2020 §5"),
-    "probes_do_not_predict_finetuning": ("A layer's probing score does not predict how much keeping layers up to it helps finetuning.", "Tamkin et al. 2020 §3"),
-    "agreement_grows_as_data_shrinks": ("Probing and progressive finetuning curves agree more when finetuning data is scarce.", "Tamkin et al. 2020 §3"),
-    "later_layers_move_more": ("Finetuning changes the weights of later layers more than those of earlier layers.", "Singh & Giovanardi §4.5, §6.3"),
-    "more_data_moves_weights_more": ("The more finetuning data, the more finetuning changes the weights.", "Singh & Giovanardi §4.5, §6.3"),
-    "single_layer_barely_matters": ("Reinitialising any single layer barely changes the finetuned score.", "Tamkin et al. 2020 App. C"),
+CLAIMS = {  # id: (the claim in one sentence, where it is made, its test)
+    "full_beats_scratch": ("The fully pretrained model (k = L) finetunes better than the model trained from scratch (k = 0) at every task and size.", "Tamkin et al. 2020 §2, Fig. 1", "paired contrast full − scratch > 0"),
+    "k90_grows_as_data_shrinks": ("The less finetuning data, the more pretrained layers are needed to reach 90% of the full model's gain over scratch.", "Tamkin et al. 2020 §2", "bootstrap of k90(smallest size) − k90(largest size) > 0; needs the gap"),
+    "permuted_closer_to_scratch": ("Shuffling the order of the pretrained layers brings finetuning down closer to scratch than to the full model.", "Tamkin et al. 2020 §5", "paired contrast (full + scratch)/2 − permuted > 0 (below the midpoint); needs the gap"),
+    "probes_do_not_predict_finetuning": ("A layer's probing score does not predict how much keeping layers up to it helps finetuning.", "Tamkin et al. 2020 §3", "equivalence: bootstrap |Spearman ρ(probe curve, finetuning curve)| < correlation margin at each task's largest size; needs the gap"),
+    "agreement_grows_as_data_shrinks": ("Probing and progressive finetuning curves agree more when finetuning data is scarce.", "Tamkin et al. 2020 §3", "bootstrap of ρ(smallest size) − ρ(largest size) > 0; needs the gap"),
+    "later_layers_move_more": ("Finetuning changes the weights of later layers more than those of earlier layers.", "Singh & Giovanardi §4.5, §6.3", "bootstrap of Spearman ρ(layer, ‖ΔW‖ of the full model) > 0"),
+    "more_data_moves_weights_more": ("The more finetuning data, the more finetuning changes the weights.", "Singh & Giovanardi §4.5, §6.3", "Welch t: ‖ΔW‖ (all layers, full model) at the largest size − at the smallest > 0, at equal step counts"),
+    "single_layer_barely_matters": ("Reinitialising any single layer barely changes the finetuned score.", "Tamkin et al. 2020 App. C", "equivalence (TOST): |single layer − full| < single-layer margin, paired by trial; needs the gap"),
 }
+NEEDS_GAP = {"k90_grows_as_data_shrinks", "permuted_closer_to_scratch", "probes_do_not_predict_finetuning", "agreement_grows_as_data_shrinks", "single_layer_barely_matters"}
 
 
-def first_reaching(values_by_k, fraction: float = 0.9) -> int | None:
+@dataclass
+class Evidence:
+    """What the claims are tested on. `runs`: one headline row per run of a plain condition
+    (task, size, slug, trial, scheme, k, layer, value, status, collapsed, study); predictions
+    by (task, size, slug, trial) and eval labels by task; `layer_change`: the full model's
+    per-layer ‖ΔW‖ by step (task, size, trial, step, layer, frobenius)."""
+
+    runs: pd.DataFrame
+    predictions: dict
+    labels: dict
+    probe: pd.DataFrame
+    layer_change: pd.DataFrame
+    num_layers: int
+    settings: dict  # params.yaml `report:`
+
+
+@dataclass(eq=False)  # compared and hashed by identity: a unit is one test
+class Unit:
+    """One test of one claim on one unit."""
+
+    claim: str
+    name: str  # e.g. "rt_sentiment n=256"
+    kind: str  # difference | equivalence | bootstrap | bootstrap-equivalence | welch
+    result: object  # Estimate, Bootstrap or a Welch dict
+    direction: int = 1  # +1: the claim says > 0
+    gaps: tuple = ()  # the (task, size) whose full-vs-scratch gap the unit needs
+    studies: tuple = ()  # studies that report the unit's runs (for the planner's command)
+    notes: list = field(default_factory=list)
+    key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
+    p_for: float = math.nan  # raw p of the test supporting the claim
+    p_against: float = math.nan  # raw p of the test contradicting it (equivalence kinds only)
+    adjusted_for: float = math.nan
+    adjusted_against: float = math.nan
+    status: str = "unresolved"
+    counted: bool = True
+
+
+# --- building units ----------------------------------------------------------------------------------
+
+
+def _plain_progressive(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[runs["scheme"] == "progressive"]
+
+
+def _trials(runs: pd.DataFrame, task: str, size: int, slugs: list[str]) -> tuple[list[int], int, int]:
+    """(trials every slug finished at (task, size), diverged runs left out, collapsed runs kept)."""
+    rows = runs[(runs["task"] == task) & (runs["size"] == size) & runs["slug"].isin(slugs)]
+    ok = rows[rows["status"] == "ok"]
+    common = set.intersection(*(set(ok.loc[ok["slug"] == s, "trial"]) for s in slugs)) if slugs else set()
+    used = ok[ok["trial"].isin(common)]
+    return sorted(int(t) for t in common), int((rows["status"] != "ok").sum()), int(used["collapsed"].fillna(False).astype(bool).sum())
+
+
+def _stack(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(predictions [T, N], scores [T]) of one condition over `trials`."""
+    rows = ev.runs[(ev.runs["task"] == task) & (ev.runs["size"] == size) & (ev.runs["slug"] == slug)].drop_duplicates("trial").set_index("trial")
+    scores = rows.loc[trials, "value"].to_numpy(dtype=float)
+    keys = [(task, size, slug, t) for t in trials]
+    if all(k in ev.predictions for k in keys) and task in ev.labels:
+        return np.stack([ev.predictions[k] for k in keys]), scores
+    return None, scores  # results without predictions: resampled over trials only
+
+
+def _studies(runs: pd.DataFrame, task: str, size: int, slugs: list[str]) -> tuple:
+    rows = runs[(runs["task"] == task) & (runs["size"] == size) & runs["slug"].isin(slugs)]
+    return tuple(sorted(set(rows["study"])))
+
+
+def _metric(runs: pd.DataFrame, task: str) -> str:
+    return str(runs.loc[runs["task"] == task, "metric"].iloc[0])
+
+
+def contrast_unit(ev: Evidence, claim: str, task: str, size: int, weights: dict[str, float], kind: str = "difference", direction: int = 1, name: str | None = None, gap: bool = False) -> Unit:
+    """A paired contrast sum_slug weight * score over the trials every slug finished."""
+    slugs = list(weights)
+    trials, diverged, collapsed = _trials(ev.runs, task, size, slugs)
+    metric, labels = _metric(ev.runs, task), np.asarray(ev.labels.get(task, np.zeros(1)))
+    terms = [(w, *_stack(ev, task, size, slug, trials)) for slug, w in weights.items()]
+    if any(predictions is None for _, predictions, _ in terms):
+        metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), scores) for w, _, scores in terms]
+    estimate = inference.paired_contrast(terms, labels, metric, ev.settings["bootstrap_resamples"], seed=0) if trials else Estimate(math.nan, math.nan, 0)
+    notes = [f"{diverged} diverged run(s) left out"] if diverged else []
+    notes += [f"{collapsed} collapsed run(s) kept"] if collapsed else []
+    return Unit(claim, name or f"{task} n={size}", kind, estimate, direction, ((task, size),) if gap else (), _studies(ev.runs, task, size, slugs), notes, key=(task, size))
+
+
+def _curve_draws(ev: Evidence, task: str, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, list[int], list[str]] | None:
+    """(mean curve over k = 0..L, bootstrap draws of it [B, L+1], trials, notes) from the trials
+    that finished at every k (the same trial set across the curve), resampling trials and,
+    for accuracy, eval examples, the same draw at every k."""
+    slugs = [f"k{k}" for k in range(ev.num_layers + 1)]
+    rows = _plain_progressive(ev.runs)
+    rows = rows[(rows["task"] == task) & (rows["size"] == size)]
+    by_k = {int(k): s for k, s in zip(rows["k"], rows["slug"])}
+    if sorted(by_k) != list(range(ev.num_layers + 1)):
+        return None
+    slugs = [by_k[k] for k in range(ev.num_layers + 1)]
+    trials, diverged, collapsed = _trials(ev.runs, task, size, slugs)
+    if not trials:
+        return None
+    B = ev.settings["bootstrap_resamples"]
+    labels = np.asarray(ev.labels.get(task, np.zeros(1)))
+    trial_counts = rng.multinomial(len(trials), np.full(len(trials), 1 / len(trials)), size=B)
+    example_counts = rng.multinomial(labels.size, np.full(labels.size, 1 / labels.size), size=B).astype(float)
+    metric = _metric(ev.runs, task)
+    curve, draws = [], []
+    for slug in slugs:
+        predictions, scores = _stack(ev, task, size, slug, trials)
+        if predictions is None:
+            metric, predictions = "trials only", np.zeros((len(trials), labels.size))
+        per_trial = inference.example_weighted_metric(metric, predictions, labels, example_counts, scores)
+        curve.append(scores.mean())
+        draws.append((per_trial * trial_counts).sum(axis=1) / len(trials))
+    notes = [f"{diverged} diverged run(s) left out"] if diverged else []
+    notes += [f"{collapsed} collapsed run(s) kept"] if collapsed else []
+    return np.array(curve), np.stack(draws, axis=1), trials, notes
+
+
+def first_reaching(values_by_k, fraction: float = 0.9) -> float:
     """First index whose gain over index 0 reaches `fraction` of the gain at the last index (L);
-    None when that gain is not positive, since "90% of no gain" is undefined."""
+    NaN when that gain is not positive, since "90% of no gain" is undefined."""
     gains = np.asarray(values_by_k, dtype=float)
     gains = gains - gains[0]
-    if not gains[-1] > 0:  # also catches NaN
-        return None
+    if not gains[-1] > 0:
+        return math.nan
     target = fraction * gains[-1]
-    # isclose: a curve landing exactly on the target must count despite float rounding
-    return int(np.argmax((gains >= target) | np.isclose(gains, target)))
+    return float(np.argmax((gains >= target) | np.isclose(gains, target)))
 
 
-def mean_curves(runs: pd.DataFrame, num_layers: int) -> pd.DataFrame:
-    """Mean progressive score (diverged runs excluded), one row per (task, size), one column per
-    k = 0..L; only curves where every k has a finished run."""
-    ks = list(range(num_layers + 1))
-    progressive = runs[runs["scheme"] == "progressive"]
-    if progressive.empty:
-        return pd.DataFrame(columns=ks)
-    means = summarise(progressive.astype({"k": int}), [*GROUP, "k"]).set_index([*GROUP, "k"])["mean"]
-    return means.unstack("k").reindex(columns=ks).dropna()
+def _sizes(runs: pd.DataFrame, task: str) -> list[int]:
+    return sorted(int(s) for s in set(_plain_progressive(runs).loc[lambda r: r["task"] == task, "size"]))
 
 
-def paired_differences(a: pd.DataFrame, b: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Mean and 95% CI of the per-trial difference a − b, for each group of `a` over `by`.
-
-    `b` is matched on (task, size) and trial. A trial counts only when both sides finished;
-    diverged runs on either side are counted in `diverged`. `reference` is False where `b` has
-    no runs at all for the group.
-    """
-    rows = []
-    for key, group in a.groupby(by):
-        labels = dict(zip(by, key))
-        reference = b[(b["task"] == labels["task"]) & (b["size"] == labels["size"])]
-        mean, half, n = mean_ci((_trial_means(group) - _trial_means(reference)).dropna())
-        diverged = _count_diverged(group) + _count_diverged(reference)
-        rows.append({**labels, "mean": mean, "low": mean - half, "high": mean + half, "n": n, "diverged": diverged, "reference": not reference.empty})
-    return pd.DataFrame(rows, columns=[*by, "mean", "low", "high", "n", "diverged", "reference"])
+def _bootstrap_unit(claim, name, estimate, draws, n, gaps, studies, notes, kind="bootstrap") -> Unit:
+    return Unit(claim, name, kind, Bootstrap(float(estimate), draws, n), 1, tuple(gaps), studies, list(notes))
 
 
-def agreement(runs: pd.DataFrame, probe: pd.DataFrame, num_layers: int) -> pd.DataFrame:
-    """Per (task, size): Spearman rho and two-sided p between the probe curve over layers 0..L and
-    the mean progressive curve over k = 0..L, and where each first reaches 90% of its gain."""
-    columns = [*GROUP, "rho", "p", "k90_finetune", "k90_probe", "diverged"]
-    layers = list(range(num_layers + 1))
-    probes = probe.astype({"layer": int}).groupby(["task", "layer"])["value"].mean().unstack("layer").reindex(columns=layers).dropna()
-    diverged = _diverged_by_group(runs[runs["scheme"] == "progressive"])
-    rows = []
-    for (task, size), curve in mean_curves(runs, num_layers).iterrows():
-        if task not in probes.index:
-            continue
-        rho, p = stats.spearmanr(probes.loc[task], curve)
-        rows.append({"task": task, "size": size, "rho": rho, "p": p, "k90_finetune": first_reaching(curve), "k90_probe": first_reaching(probes.loc[task]), "diverged": diverged.get((task, size), 0)})
-    return pd.DataFrame(rows, columns=columns)
+# --- the claims ----------------------------------------------------------------------------------------
 
 
-def layer_changes(runs: pd.DataFrame, weights: pd.DataFrame, num_layers: int) -> pd.DataFrame:
-    """Weight change of each encoder layer of the full model (k = L), averaged over trials: one row
-    per (task, size, layer) with `change` and `trials`.
+def claim_units(ev: Evidence) -> dict[str, list[Unit]]:
+    """Every claim's units, untested claims with none."""
+    runs, L = ev.runs, ev.num_layers
+    rng = np.random.default_rng(0)
+    units = {claim: [] for claim in CLAIMS}
+    if runs.empty:
+        return units
+    progressive = _plain_progressive(runs)
+    curves = {}
+    for (task, size), rows in progressive.groupby(["task", "size"]):
+        ref = rows.iloc[0]
+        if {ref["ref_full"], ref["ref_scratch"]} <= set(rows["slug"]):
+            units["full_beats_scratch"].append(contrast_unit(ev, "full_beats_scratch", task, int(size), {ref["ref_full"]: 1.0, ref["ref_scratch"]: -1.0}))
+        drawn = _curve_draws(ev, task, int(size), rng)
+        if drawn is not None:
+            curves[(task, int(size))] = drawn
 
-    A layer's change is sqrt(sum of its sublayers' frobenius²), i.e. the Frobenius norm of all its
-    matrices together. Weights of runs that diverged are dropped.
-    """
-    full = _progressive(runs, num_layers)
-    diverged = full.loc[full["status"] != "ok", [*GROUP, "trial"]].drop_duplicates()
-    moved = weights[weights["k"] == num_layers].merge(diverged, on=[*GROUP, "trial"], how="left", indicator=True)
-    moved = moved[moved["_merge"] == "left_only"]
-    per_trial = moved.assign(squared=moved["frobenius"] ** 2).groupby([*GROUP, "trial", "layer"])["squared"].sum() ** 0.5
-    return per_trial.groupby([*GROUP, "layer"]).agg(change="mean", trials="size").reset_index()
+    probe_curves = ev.probe.astype({"layer": int}).groupby(["task", "layer"])["value"].mean().unstack("layer").reindex(columns=range(L + 1)).dropna() if not ev.probe.empty else pd.DataFrame()
+    for task in sorted({t for t, _ in curves}):
+        sizes = sorted(s for t, s in curves if t == task)
+        studies = _studies(runs, task, sizes[0], list(runs["slug"].unique()))
+        if len(sizes) >= 2:
+            small, large = curves[(task, sizes[0])], curves[(task, sizes[-1])]
+            k90 = lambda draws: np.apply_along_axis(first_reaching, 1, draws)  # noqa: E731
+            estimate = first_reaching(small[0]) - first_reaching(large[0])
+            unit = _bootstrap_unit("k90_grows_as_data_shrinks", f"{task} n={sizes[0]} vs n={sizes[-1]}", estimate, k90(small[1]) - k90(large[1]), min(len(small[2]), len(large[2])), [(task, sizes[0]), (task, sizes[-1])], studies, small[3] + large[3])
+            unit.notes.append(f"k90 {_k(first_reaching(small[0]))} at n={sizes[0]}, {_k(first_reaching(large[0]))} at n={sizes[-1]}")
+            units["k90_grows_as_data_shrinks"].append(unit)
+        if task in probe_curves.index:
+            probe_curve = probe_curves.loc[task].to_numpy()
+            rho = {s: (inference.spearman(probe_curve, curves[(task, s)][0]), np.apply_along_axis(lambda c: inference.spearman(probe_curve, c), 1, curves[(task, s)][1])) for s in sizes}
+            largest = sizes[-1]
+            unit = _bootstrap_unit("probes_do_not_predict_finetuning", f"{task} n={largest}", rho[largest][0], rho[largest][1], len(curves[(task, largest)][2]), [(task, largest)], studies, curves[(task, largest)][3], kind="bootstrap-equivalence")
+            unit.notes.append(f"exact permutation p of ρ over the {L + 1} points = {_p(inference.exact_permutation_p(probe_curve, curves[(task, largest)][0]))}")
+            units["probes_do_not_predict_finetuning"].append(unit)
+            if len(sizes) >= 2:
+                difference = rho[sizes[0]][1] - rho[sizes[-1]][1]
+                unit = _bootstrap_unit("agreement_grows_as_data_shrinks", f"{task} n={sizes[0]} vs n={sizes[-1]}", rho[sizes[0]][0] - rho[sizes[-1]][0], difference, min(len(curves[(task, s)][2]) for s in (sizes[0], sizes[-1])), [(task, sizes[0]), (task, sizes[-1])], studies, [])
+                unit.notes.append(f"ρ {rho[sizes[0]][0]:.3f} at n={sizes[0]}, {rho[sizes[-1]][0]:.3f} at n={sizes[-1]}")
+                units["agreement_grows_as_data_shrinks"].append(unit)
 
+    permuted = runs[runs["scheme"] == "permutation"]
+    for (task, size), rows in permuted.groupby(["task", "size"]):
+        ref = rows.iloc[0]
+        units["permuted_closer_to_scratch"].append(contrast_unit(ev, "permuted_closer_to_scratch", task, int(size), {ref["ref_full"]: 0.5, ref["ref_scratch"]: 0.5, ref["slug"]: -1.0}, gap=True))
+    single = runs[runs["scheme"] == "single_layer"]
+    for (task, size, layer), rows in single.groupby(["task", "size", "layer"]):
+        ref = rows.iloc[0]
+        units["single_layer_barely_matters"].append(contrast_unit(ev, "single_layer_barely_matters", task, int(size), {ref["slug"]: 1.0, ref["ref_full"]: -1.0}, kind="equivalence", name=f"{task} n={size} layer {int(layer)}", gap=True))
 
-# --- the claims -------------------------------------------------------------------------------
-
-
-def full_beats_scratch(runs: pd.DataFrame, num_layers: int) -> dict:
-    diffs = paired_differences(_progressive(runs, num_layers), _progressive(runs, 0), GROUP)
-    if not diffs["reference"].any():
-        return _claim("full_beats_scratch", NOT_RUN, "needs progressive runs at k = L and k = 0")
-    # a NaN interval (one trial) fails both tests: one run cannot decide the claim
-    verdict = _verdict((diffs["low"] > 0).all(), ((diffs["mean"] < 0) & (diffs["high"] < 0)).any())
-    return _claim("full_beats_scratch", verdict, "full − scratch, paired by trial: " + "; ".join(_difference_text(row) for _, row in diffs.iterrows()))
-
-
-def k90_grows_as_data_shrinks(runs: pd.DataFrame, num_layers: int) -> dict:
-    diverged = _diverged_by_group(runs[runs["scheme"] == "progressive"])
-    k90 = _by_task({key: first_reaching(curve) for key, curve in mean_curves(runs, num_layers).iterrows()})
-    if not k90:
-        return _claim("k90_grows_as_data_shrinks", NOT_RUN, "needs complete progressive curves at two sizes or more of a task")
-    supported = all(None not in ks and ks[0] > ks[-1] and all(x >= y for x, y in zip(ks, ks[1:])) for ks in _values(k90))
-    contradicted = any(None not in (ks[0], ks[-1]) and ks[0] < ks[-1] for ks in _values(k90))
-    text = "; ".join(
-        f"{task}: " + ", ".join(f"k90={'undefined' if k is None else k} at size={size}{_note(diverged.get((task, size), 0))}" for size, k in pairs)
-        for task, pairs in k90.items()
-    )
-    return _claim("k90_grows_as_data_shrinks", _verdict(supported, contradicted), text)
-
-
-def permuted_closer_to_scratch(runs: pd.DataFrame, num_layers: int) -> dict:
-    conditions = {"permuted": runs[runs["scheme"] == "permutation"], "full": _progressive(runs, num_layers), "scratch": _progressive(runs, 0)}
-    if any(rows.empty for rows in conditions.values()):
-        return _claim("permuted_closer_to_scratch", NOT_RUN, "needs permutation runs and progressive runs at k = L and k = 0")
-    table = summarise(pd.concat(rows.assign(condition=name) for name, rows in conditions.items()), [*GROUP, "condition"])
-    table = table.set_index([*GROUP, "condition"]).unstack("condition")
-    table = table.loc[table[("n", "permuted")].notna()]  # only the (task, size) that have permutation runs
-    means = table["mean"]
-    to_scratch, to_full = (means["permuted"] - means["scratch"]).abs(), (means["full"] - means["permuted"]).abs()
-    verdict = _verdict((to_scratch < to_full).all(), (to_full < to_scratch).all())  # NaN (no finished run) fails both
-    text = "; ".join(
-        f"{task} size={size}: " + ", ".join(f"{name} {row[('mean', name)]:.3f} n={_int(row[('n', name)])}{_note(_int(row[('diverged', name)]))}" for name in conditions)
-        for (task, size), row in table.iterrows()
-    )
-    return _claim("permuted_closer_to_scratch", verdict, text)
+    units["later_layers_move_more"], units["more_data_moves_weights_more"] = weight_units(ev, rng)
+    return units
 
 
-def probes_do_not_predict_finetuning(runs: pd.DataFrame, probe: pd.DataFrame, num_layers: int) -> dict:
-    table = agreement(runs, probe, num_layers)
-    if table.empty:
-        return _claim("probes_do_not_predict_finetuning", NOT_RUN, "needs a probe over layers 0..L and a complete progressive curve of the same task")
-    # the paper's claim is about plentiful data, where the curves differ most: each task's largest size
-    largest = table.loc[table.groupby("task")["size"].idxmax()]
-    predicts = (largest["rho"] > 0) & (largest["p"] < 0.05)
-    verdict = _verdict(largest["rho"].notna().all() and not predicts.any(), predicts.all())
-    text = "; ".join(f"{row.task} size={row.size}: rho={row.rho:.3f}, p={row.p:.3g} over {num_layers + 1} points{_note(row.diverged)}" for row in largest.itertuples())
-    return _claim("probes_do_not_predict_finetuning", verdict, text)
-
-
-def agreement_grows_as_data_shrinks(runs: pd.DataFrame, probe: pd.DataFrame, num_layers: int) -> dict:
-    rhos = _by_task({(row.task, row.size): (row.rho, row.p, row.diverged) for row in agreement(runs, probe, num_layers).itertuples()})
-    if not rhos:
-        return _claim("agreement_grows_as_data_shrinks", NOT_RUN, "needs a probe and complete progressive curves at two sizes or more of a task")
-    supported = all(values[0][0] > values[-1][0] for values in _values(rhos))
-    contradicted = all(values[0][0] < values[-1][0] for values in _values(rhos))
-    text = "; ".join(
-        f"{task}: " + ", ".join(f"rho={rho:.3f}, p={p:.3g} at size={size}{_note(diverged)}" for size, (rho, p, diverged) in pairs)
-        for task, pairs in rhos.items()
-    )
-    return _claim("agreement_grows_as_data_shrinks", _verdict(supported, contradicted), text)
-
-
-def later_layers_move_more(runs: pd.DataFrame, weights: pd.DataFrame, num_layers: int) -> dict:
-    changes = layer_changes(runs, weights, num_layers)
+def weight_units(ev: Evidence, rng: np.random.Generator) -> tuple[list[Unit], list[Unit]]:
+    """later_layers_move_more per (task, size) at the last recorded step; more_data_moves_weights_more
+    per task between its smallest and largest size at the largest step both reached."""
+    changes = ev.layer_change
+    later, more = [], []
     if changes.empty:
-        return _claim("later_layers_move_more", NOT_RUN, "needs weight changes of progressive runs at k = L")
-    diverged = _diverged_by_group(_progressive(runs, num_layers))
-    parts, correlations = [], []
-    for (task, size), group in changes.groupby(GROUP):
-        rho, p = stats.spearmanr(group["layer"], group["change"])
-        correlations.append((rho, p))
-        parts.append(f"{task} size={size}: rho={rho:.3f}, p={p:.3g} over {len(group)} layers, n={group['trials'].max()} trials{_note(diverged.get((task, size), 0))}")
-    supported = all(rho > 0 and p < 0.05 for rho, p in correlations)
-    contradicted = all(rho < 0 for rho, _ in correlations)
-    return _claim("later_layers_move_more", _verdict(supported, contradicted), "Spearman(layer, change): " + "; ".join(parts))
+        return later, more
+    for (task, size), rows in changes.groupby(["task", "size"]):
+        last = rows[rows["step"] == rows.groupby("trial")["step"].transform("max")]
+        by_trial = last.pivot_table(index="trial", columns="layer", values="frobenius")
+        layers = by_trial.columns.to_numpy(dtype=float)
+        mean = by_trial.mean().to_numpy()
+        draws = inference.resampled_means(by_trial.to_numpy(), ev.settings["bootstrap_resamples"], rng)
+        rho_draws = np.apply_along_axis(lambda c: inference.spearman(layers, c), 1, draws)
+        unit = _bootstrap_unit("later_layers_move_more", f"{task} n={size}", inference.spearman(layers, mean), rho_draws, len(by_trial), [], _studies(ev.runs, task, size, list(ev.runs["slug"].unique())), [])
+        unit.notes.append(f"after all {int(last['step'].max())} steps; exact permutation p of ρ over {len(layers)} layers = {_p(inference.exact_permutation_p(layers, mean))}")
+        later.append(unit)
+    for task, rows in changes.groupby("task"):
+        sizes = sorted(set(rows["size"]))
+        if len(sizes) < 2:
+            continue
+        small, large = rows[rows["size"] == sizes[0]], rows[rows["size"] == sizes[-1]]
+        step = min(small.groupby("trial")["step"].max().min(), large.groupby("trial")["step"].max().min())
+        totals = [r[r["step"] == step].groupby("trial")["frobenius"].apply(lambda f: float(np.sqrt((f**2).sum()))).to_numpy() for r in (large, small)]
+        unit = Unit("more_data_moves_weights_more", f"{task} n={sizes[-1]} vs n={sizes[0]}", "welch", _welch(*totals), 1, (), _studies(ev.runs, task, sizes[-1], list(ev.runs["slug"].unique())) + _studies(ev.runs, task, sizes[0], list(ev.runs["slug"].unique())))
+        unit.notes.append(f"at step {step} for both sizes (equal steps): controls the number of Adam steps, not how often each example was seen")
+        more.append(unit)
+    return later, more
 
 
-def more_data_moves_weights_more(runs: pd.DataFrame, weights: pd.DataFrame, num_layers: int) -> dict:
-    diverged = _diverged_by_group(_progressive(runs, num_layers))
-    means = layer_changes(runs, weights, num_layers).groupby(GROUP).agg(change=("change", "mean"), trials=("trials", "max"))
-    by_task = _by_task({row.Index: (row.change, row.trials) for row in means.itertuples()})
-    if not by_task:
-        return _claim("more_data_moves_weights_more", NOT_RUN, "needs weight changes of progressive runs at k = L at two sizes or more of a task")
-    steps = [np.diff([change for change, _ in values]) for values in _values(by_task)]
-    verdict = _verdict(all((step > 0).all() for step in steps), all((step < 0).all() for step in steps))
-    text = "; ".join(
-        f"{task}: " + ", ".join(f"{change:.4g} at size={size}, n={trials} trials{_note(diverged.get((task, size), 0))}" for size, (change, trials) in pairs)
-        for task, pairs in by_task.items()
-    )
-    return _claim("more_data_moves_weights_more", verdict, "mean layer change: " + text)
+def _welch(a: np.ndarray, b: np.ndarray) -> dict:
+    """Welch's two-sample t test of mean(a) − mean(b), with its 95% CI (scipy)."""
+    if len(a) < 2 or len(b) < 2:
+        return {"estimate": float(np.mean(a) - np.mean(b)) if len(a) and len(b) else math.nan, "low": math.nan, "high": math.nan, "p": math.nan, "n": (len(a), len(b)), "sd": math.nan}
+    test = stats.ttest_ind(a, b, equal_var=False)
+    ci = test.confidence_interval(0.95)
+    sd = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2)
+    return {"estimate": float(np.mean(a) - np.mean(b)), "low": float(ci.low), "high": float(ci.high), "p": float(test.pvalue), "n": (len(a), len(b)), "sd": sd}
 
 
-def single_layer_barely_matters(runs: pd.DataFrame, num_layers: int, tolerance: float = 0.02) -> dict:
-    diffs = paired_differences(runs[runs["scheme"] == "single_layer"], _progressive(runs, num_layers), [*GROUP, "layer"])
-    if not diffs["reference"].any():
-        return _claim("single_layer_barely_matters", NOT_RUN, "needs single-layer runs and progressive runs at k = L")
-    # Supported only by small effects: a wide CI that contains 0 is absence of evidence
-    # (inconclusive), not evidence of no effect.
-    small = diffs["mean"].abs() <= tolerance
-    excludes_zero = (diffs["low"] > 0) | (diffs["high"] < 0)  # False for a NaN interval (one trial)
-    verdict = _verdict(small.all(), (excludes_zero & ~small).any())
-    text = f"single − full, paired by trial, tolerance {tolerance}: " + "; ".join(_difference_text(row) for _, row in diffs.iterrows())
-    return _claim("single_layer_barely_matters", verdict, text)
+# --- testing, combining, planning ------------------------------------------------------------------------
 
 
-def all_claims(runs: pd.DataFrame, probe: pd.DataFrame, weights: pd.DataFrame, num_layers: int) -> list[dict]:
-    return [
-        full_beats_scratch(runs, num_layers),
-        k90_grows_as_data_shrinks(runs, num_layers),
-        permuted_closer_to_scratch(runs, num_layers),
-        probes_do_not_predict_finetuning(runs, probe, num_layers),
-        agreement_grows_as_data_shrinks(runs, probe, num_layers),
-        later_layers_move_more(runs, weights, num_layers),
-        more_data_moves_weights_more(runs, weights, num_layers),
-        single_layer_barely_matters(runs, num_layers),
-    ]
+def _raw_pvalues(unit: Unit, settings: dict) -> None:
+    result = unit.result
+    if unit.kind == "difference":
+        unit.p_for = result.p_zero()
+    elif unit.kind == "equivalence":
+        unit.p_for, unit.p_against = result.p_equivalent(settings["single_layer_margin"]), result.p_beyond(settings["single_layer_margin"])
+    elif unit.kind == "welch":
+        unit.p_for = result["p"]
+    elif result.n < settings["bootstrap_min_trials"]:
+        unit.notes.append(f"no bootstrap verdict below {settings['bootstrap_min_trials']} trials (n = {result.n}): percentile intervals under-cover")
+    elif unit.kind == "bootstrap":
+        unit.p_for = result.p_zero()
+    else:  # bootstrap-equivalence
+        unit.p_for, unit.p_against = result.p_equivalent(settings["correlation_margin"]), result.p_beyond(settings["correlation_margin"])
 
 
-# --- the report -------------------------------------------------------------------------------
+def estimate_of(unit: Unit) -> float:
+    return unit.result["estimate"] if unit.kind == "welch" else unit.result.estimate
+
+
+def interval_of(unit: Unit) -> tuple[float, float]:
+    return (unit.result["low"], unit.result["high"]) if unit.kind == "welch" else unit.result.interval(0.95)
+
+
+def n_of(unit: Unit):
+    return unit.result["n"] if unit.kind == "welch" else unit.result.n
+
+
+def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
+    """Every claim's verdict (with its units and the trials planner) from `ev`."""
+    alpha = ev.settings["alpha"]
+    by_claim = claim_units(ev)
+    units = [u for us in by_claim.values() for u in us]
+    for unit in units:
+        _raw_pvalues(unit, ev.settings)
+    adjusted = inference.holm([u.p_for for u in units] + [u.p_against for u in units])
+    for unit, p_for, p_against in zip(units, adjusted[: len(units)], adjusted[len(units):]):
+        unit.adjusted_for, unit.adjusted_against = p_for, p_against
+        sign = np.sign(estimate_of(unit)) * unit.direction
+        if unit.kind in ("equivalence", "bootstrap-equivalence"):
+            unit.status = "for" if p_for < alpha else "against" if p_against < alpha else "unresolved"
+        elif p_for < alpha:
+            unit.status = "for" if sign > 0 else "against"
+    gaps = {u.key: u.status == "for" for u in by_claim["full_beats_scratch"]}
+    verdicts = []
+    for claim, claim_units_ in by_claim.items():
+        for unit in claim_units_:
+            if claim in NEEDS_GAP and not all(gaps.get(g, False) for g in unit.gaps):
+                unit.notes.append("not counted: full vs scratch unresolved at " + ", ".join(f"{t} n={s}" for t, s in unit.gaps))
+                unit.counted = False
+        verdicts.append(_verdict(claim, claim_units_, by_claim["full_beats_scratch"], ev, len([p for p in adjusted if np.isfinite(p)])))
+    return verdicts, units
+
+
+def _verdict(claim: str, units: list[Unit], gap_units: list[Unit], ev: Evidence, family: int) -> dict:
+    text, source, test = CLAIMS[claim]
+    counted = [u for u in units if u.counted]
+    if not units:
+        verdict = NOT_RUN
+    elif any(u.status == "against" for u in counted):
+        verdict = "contradicted"
+    elif counted and all(u.status == "for" for u in counted):
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    plan = plan_trials(claim, units, gap_units, ev, family) if verdict == "inconclusive" else None
+    return {"id": claim, "claim": text, "source": source, "test": test, "verdict": verdict, "units": units, "plan": plan}
+
+
+def plan_trials(claim: str, units: list[Unit], gap_units: list[Unit], ev: Evidence, family: int) -> dict:
+    """Trials that would resolve every unresolved unit of `claim` (and the gaps it needs) at
+    report.power, from the observed per-trial variance: Bonferroni alpha / family, the
+    strictest Holm step, so the number is conservative."""
+    s = ev.settings
+    alpha = s["alpha"] / max(family, 1)
+    needs, studies, reasons = [], set(), []
+    blocking = [u for u in units if u.status != "for"]
+    for unit in units:
+        blocking += [gu for gu in gap_units if gu.key in unit.gaps and gu.status != "for"]
+    for unit in dict.fromkeys(blocking):
+        n = None
+        if unit.kind == "difference":
+            n = inference.trials_for_difference(unit.result.estimate, unit.result.trial_sd, alpha, s["power"])
+        elif unit.kind == "equivalence":
+            n = inference.trials_for_equivalence(unit.result.estimate, unit.result.trial_sd, s["single_layer_margin"], alpha, s["power"])
+        elif unit.kind == "welch":
+            n = inference.trials_for_two_samples(unit.result["estimate"], unit.result["sd"], alpha, s["power"])
+        else:
+            n = s["bootstrap_min_trials"] if n_of(unit) < s["bootstrap_min_trials"] else None
+            reasons.append(f"{unit.name}: a bootstrap statistic; power is not computed, {s['bootstrap_min_trials']} trials is the minimum for its interval")
+        if n is None:
+            reasons.append(f"{unit.name}: no number of trials resolves it if the observed effect is the true one")
+            continue
+        needs.append(n)
+        studies |= set(unit.studies)
+    if not needs:
+        return {"trials": None, "command": None, "reasons": reasons}
+    n = max(needs)
+    command = "dvc exp run " + " ".join(f"-S studies.{study}.trials={n}" for study in sorted(studies))
+    return {"trials": n, "command": command, "reasons": reasons}
+
+
+# --- the report ---------------------------------------------------------------------------------------
 
 VERDICT_COLOURS = {"supported": "#d4edda", "contradicted": "#f8d7da", "inconclusive": "#fff3cd", NOT_RUN: "#e2e3e5"}
 TITLE = "Claims: Tamkin et al. 2020 and follow-ups"
 
 
-def write_report(claims: list[dict], agreement_table: pd.DataFrame, figures: list[tuple[str, Path]], md_path: Path, html_path: Path) -> None:
-    """The claims table, the probe/finetune agreement table and the figures, as Markdown (figures
-    linked relative to md_path) and as a standalone HTML page (figures inlined as base64)."""
-    md_path, html_path = Path(md_path), Path(html_path)
-    tables = [
-        ("Claims", ["claim", "source", "verdict", "statistic"], [[f"{c['claim']} ({c['id']})", c["source"], c["verdict"], c["statistic"]] for c in claims]),
-        ("Probing vs finetuning agreement", list(agreement_table.columns), [[_cell(v) for v in row] for row in agreement_table.itertuples(index=False)]),
-    ]
-    figures = [(title, Path(png)) for title, png in figures]
+def unit_rows(verdicts: list[dict], settings: dict) -> list[list]:
+    """One row per unit: claim, unit, test, estimate, 95% CI, margin, n, raw and Holm-adjusted p, status, notes."""
+    rows = []
+    for verdict in verdicts:
+        for u in verdict["units"]:
+            low, high = interval_of(u)
+            margin = settings["single_layer_margin"] if u.kind == "equivalence" else settings["correlation_margin"] if u.kind == "bootstrap-equivalence" else ""
+            status = u.status if u.counted else "not counted"
+            rows.append([verdict["id"], u.name, u.kind, _num(estimate_of(u)), f"[{_num(low)}, {_num(high)}]", margin, n_of(u), _p(u.p_for), _p(u.adjusted_for), _p(u.adjusted_against) if u.kind.endswith("equivalence") else "", status, "; ".join(u.notes)])
+    return rows
 
-    md = [f"# {TITLE}"]
+
+UNIT_HEADER = ["claim", "unit", "test", "estimate", "95% CI", "margin", "n trials", "p", "Holm p (for)", "Holm p (against)", "unit", "notes"]
+
+
+def summary_rows(verdicts: list[dict]) -> list[list]:
+    rows = []
+    for v in verdicts:
+        plan = v["plan"] or {}
+        decide = f"{plan['trials']} trials: `{plan['command']}`" if plan.get("trials") else ""
+        if plan.get("reasons"):
+            decide += (" " if decide else "") + "(" + "; ".join(plan["reasons"]) + ")"
+        rows.append([f"{v['claim']} ({v['id']})", v["source"], v["test"], v["verdict"], decide])
+    return rows
+
+
+def write_report(verdicts: list[dict], settings: dict, extra_tables: list[tuple[str, pd.DataFrame]], figures: list[tuple[str, Path | str]], md_path: Path, html_path: Path) -> None:
+    """The claims (verdict, test, trials that would decide it), every unit's statistics, the
+    extra tables, and the figures (or why each was not drawn), as Markdown (figures linked
+    relative to md_path) and a standalone HTML page (figures inlined)."""
+    md_path, html_path = Path(md_path), Path(html_path)
+    rule = (
+        f"Every p-value below is one of a single family, Holm-adjusted at α = {settings['alpha']}. Directional units use the paired "
+        f"multi-bootstrap (trials and eval examples resampled together; t interval with n − 1 df); equivalence units a TOST against "
+        f"the margin declared in params.yaml before the runs (single layer ±{settings['single_layer_margin']}, correlations ±{settings['correlation_margin']}); "
+        f"k90 and correlations of curves a percentile bootstrap over trials (and eval examples), which needs ≥ {settings['bootstrap_min_trials']} trials. "
+        "A claim is supported when every counted unit is resolved for it, contradicted when any is resolved against it, else inconclusive. "
+        "Units of claims that need the full-vs-scratch gap are not counted where that gap is unresolved. Collapsed runs (one class predicted) are kept; "
+        "only runs whose loss became non-finite are left out, and counted."
+    )
+    tables = [
+        ("Claims", ["claim", "source", "test", "verdict", "trials that would decide it"], summary_rows(verdicts)),
+        ("Tests, per unit", UNIT_HEADER, unit_rows(verdicts, settings)),
+        *[(title, list(table.columns), [[_cell(v) for v in row] for row in table.itertuples(index=False)]) for title, table in extra_tables],
+    ]
+    md = [f"# {TITLE}", "", rule]
     for heading, header, rows in tables:
-        md += ["", f"## {heading}", "", _pipe_table(header, rows)]
+        md += ["", f"## {heading}", "", _pipe_table(header, rows) if rows else "(none)"]
     md += ["", "## Figures", ""]
     for title, png in figures:
-        md.append(f"![{title}]({Path(os.path.relpath(png, md_path.parent)).as_posix()})" if png.is_file() else f"{title}: figure not produced")
+        png = Path(png) if not isinstance(png, str) else png
+        md.append(f"![{title}]({Path(os.path.relpath(png, md_path.parent)).as_posix()})" if isinstance(png, Path) else f"{title}: {png}")
         md.append("")
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text("\n".join(md))
 
-    page = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>", "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}td,th{border:1px solid #999;padding:4px 8px;vertical-align:top}img{max-width:100%}</style></head><body>", f"<h1>{html.escape(TITLE)}</h1>"]
+    page = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>", "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}td,th{border:1px solid #999;padding:4px 8px;vertical-align:top}img{max-width:100%}</style></head><body>", f"<h1>{html.escape(TITLE)}</h1>", f"<p>{html.escape(rule)}</p>"]
     for heading, header, rows in tables:
         page += [f"<h2>{html.escape(heading)}</h2>", _html_table(header, rows)]
     page.append("<h2>Figures</h2>")
     for title, png in figures:
-        if png.is_file():
+        if isinstance(png, Path) and png.is_file():
             data = base64.b64encode(png.read_bytes()).decode("ascii")
             page.append(f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'><figcaption>{html.escape(title)}</figcaption></figure>")
         else:
-            page.append(f"<p>{html.escape(title)}: figure not produced</p>")
+            page.append(f"<p>{html.escape(title)}: {html.escape(str(png))}</p>")
     page.append("</body></html>")
     html_path.parent.mkdir(parents=True, exist_ok=True)
     html_path.write_text("\n".join(page))
@@ -291,66 +485,41 @@ def _html_table(header: list[str], rows: list[list]) -> str:
     return "<table>" + head + "".join(body) + "</table>"
 
 
-# --- helpers ----------------------------------------------------------------------------------
+def _k(value: float) -> str:
+    return "undefined" if not np.isfinite(value) else str(int(value))
 
 
-def _claim(claim_id: str, verdict: str, statistic: str) -> dict:
-    claim, source = CLAIMS[claim_id]
-    return {"id": claim_id, "claim": claim, "source": source, "verdict": verdict, "statistic": statistic}
+def _num(value) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:+.3f}"
 
 
-def _verdict(supported: bool, contradicted: bool) -> str:
-    return "supported" if supported else "contradicted" if contradicted else "inconclusive"
-
-
-def _progressive(runs: pd.DataFrame, k: int) -> pd.DataFrame:
-    """Progressive runs at one k, whatever study they were run for: k = L is "full", k = 0 "scratch"."""
-    return runs[(runs["scheme"] == "progressive") & (runs["k"] == k)]
-
-
-def _trial_means(rows: pd.DataFrame) -> pd.Series:
-    return rows[rows["status"] == "ok"].groupby("trial")["value"].mean()
-
-
-def _count_diverged(rows: pd.DataFrame) -> int:
-    return int((rows["status"] != "ok").sum())
-
-
-def _diverged_by_group(rows: pd.DataFrame) -> pd.Series:
-    """Diverged runs per (task, size), for the statistic text."""
-    return rows[rows["status"] != "ok"].groupby(GROUP).size()
-
-
-def _by_task(values: dict) -> dict:
-    """{(task, size): value} -> {task: [(size, value), ...] by increasing size}, for the tasks
-    measured at two sizes or more (a trend over size needs two)."""
-    grouped = {}
-    for (task, size), value in sorted(values.items(), key=lambda item: item[0]):
-        grouped.setdefault(task, []).append((size, value))
-    return {task: pairs for task, pairs in grouped.items() if len(pairs) >= 2}
-
-
-def _values(by_task: dict) -> list[list]:
-    """The values of each task of a _by_task dict, sizes dropped."""
-    return [[value for _, value in pairs] for pairs in by_task.values()]
-
-
-def _difference_text(row: pd.Series) -> str:
-    name = f"{row['task']} size={row['size']}" + (f" layer {int(row['layer'])}" if "layer" in row else "")
-    missing = "" if row["reference"] else " (no reference runs)"
-    return f"{name}: {row['mean']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}], n={row['n']}{_note(row['diverged'])}{missing}"
-
-
-def _note(diverged: int) -> str:
-    return f" ({diverged} diverged)" if diverged else ""
-
-
-def _int(value) -> int:
-    """Counts come back as float after unstack (NaN where a condition has no rows)."""
-    return 0 if pd.isna(value) else int(value)
+def _p(value) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:.3g}"
 
 
 def _cell(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def agreement_table(ev: Evidence) -> pd.DataFrame:
+    """Per task and size with a complete curve and a probe: Spearman ρ between the probe curve
+    and the mean finetuning curve (same trials at every k), its exact permutation p over the
+    L + 1 points and bootstrap 95% interval over trials, and where each curve first reaches
+    90% of its gain."""
+    columns = ["task", "size", "trials", "rho", "rho_p_exact", "rho_ci_low", "rho_ci_high", "k90_finetune", "k90_probe"]
+    if ev.probe.empty:
+        return pd.DataFrame(columns=columns)
+    probes = ev.probe.astype({"layer": int}).groupby(["task", "layer"])["value"].mean().unstack("layer").reindex(columns=range(ev.num_layers + 1)).dropna()
+    rng, rows = np.random.default_rng(0), []
+    for (task, size), _ in _plain_progressive(ev.runs).groupby(["task", "size"]):
+        drawn = _curve_draws(ev, task, int(size), rng)
+        if drawn is None or task not in probes.index:
+            continue
+        curve, draws, trials, _ = drawn
+        probe_curve = probes.loc[task].to_numpy()
+        rho = Bootstrap(inference.spearman(probe_curve, curve), np.apply_along_axis(lambda c: inference.spearman(probe_curve, c), 1, draws), len(trials))
+        low, high = rho.interval()
+        rows.append([task, int(size), len(trials), rho.estimate, inference.exact_permutation_p(probe_curve, curve), low, high, first_reaching(curve), first_reaching(probe_curve)])
+    return pd.DataFrame(rows, columns=columns)

@@ -10,7 +10,7 @@ reproducible on its own, on any machine. Layers are numbered 1..L like k.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +93,32 @@ class Condition:
             self.lr_multiplier if fresh else 1.0,
             self.keep_layernorm if fresh else False,
         )
+
+    @property
+    def modified(self) -> bool:
+        """Trained differently from plain finetuning (App. E/F modifiers, or an intermediate task first)."""
+        return self.lr_multiplier != 1.0 or self.keep_layernorm or self.intermediate_task is not None
+
+    def references(self, num_layers: int) -> dict[str, "Condition"]:
+        """The conditions this one is compared with, paired by trial (same task, size,
+        trial, epochs, recipe and pooling): the one definition that studies, tables,
+        figures and claims use. `full` is k = L (nothing reinitialised), `scratch` k = 0;
+        a modified progressive condition also has `baseline`, the same k trained plainly
+        (for sequential finetuning: direct finetuning on the final task)."""
+        plain = Condition(self.task, self.size, self.trial, self.epochs, recipe=self.recipe, pooling=self.pooling)
+        refs = {"full": replace(plain, k=num_layers), "scratch": replace(plain, k=0)}
+        if self.scheme == "progressive" and self.modified:
+            refs["baseline"] = replace(plain, k=self.k)
+        return refs
+
+    def reported_references(self, num_layers: int) -> list["Condition"]:
+        """The references a study reports beside this condition (its figure draws them):
+        full and scratch for the non-progressive schemes, the baseline for a modified
+        progressive condition, none for a plain progressive one (it is the curve)."""
+        refs = self.references(num_layers)
+        if self.scheme != "progressive":
+            return [refs["full"], refs["scratch"]]
+        return [refs["baseline"]] if "baseline" in refs else []
 
     def layer_order(self, num_layers: int, base_seed: int) -> list[int]:
         """Which pretrained layer sits at each position. Permutation: a shuffle drawn from

@@ -133,6 +133,17 @@ def validate(params: dict, num_layers: int | None = None, num_heads: int | None 
     _positive(params, "probe.lr")
     _int(params, "probe.train_batch_size", 1)
 
+    # how the report tests claims (src/claims.py)
+    alpha = _get(params, "report.alpha")
+    _check(_is_number(alpha) and 0 < alpha < 1, "report.alpha", alpha, "a number in (0, 1)")
+    power = _get(params, "report.power")
+    _check(_is_number(power) and 0 < power < 1, "report.power", power, "a number in (0, 1)")
+    _positive(params, "report.single_layer_margin")
+    margin = _get(params, "report.correlation_margin")
+    _check(_is_number(margin) and 0 < margin < 1, "report.correlation_margin", margin, "a number in (0, 1)")
+    _int(params, "report.bootstrap_resamples", 100)
+    _int(params, "report.bootstrap_min_trials", 2)
+
     studies = _get(params, "studies")
     _check(isinstance(studies, dict) and "progressive" in studies, "studies", studies, "a mapping of named studies, including 'progressive'")
     for study in studies:

@@ -1,4 +1,12 @@
-"""Figures, drawn with matplotlib from the aggregated tables (never from raw runs)."""
+"""Figures, drawn with matplotlib from the aggregated tables (never from raw runs).
+
+Only measured points are drawn, and a line joins only neighbours that were both measured
+(k = 0 and k = 6 alone are two points, not a line across k = 1..5). Interval bands stay
+inside the metric's range, and a mean of fewer than MIN_TRIALS_FOR_BAND trials gets no
+band but a note: at n = 2 the t interval is ±12.7 standard errors, wider than any score.
+Collapsed runs (one class predicted) are in the means and counted in the legends;
+diverged runs (non-finite loss) are left out and counted.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +22,41 @@ from matplotlib.text import Text
 from scipy.stats import gaussian_kde
 
 from src.stats import mean_ci
+
+MIN_TRIALS_FOR_BAND = 3
+# Where a quantity can lie: bands are clipped to it.
+VALUE_RANGE = {"accuracy": (0.0, 1.0), "f1": (0.0, 1.0), "mcc": (-1.0, 1.0), "pearson": (-1.0, 1.0), "spearman": (-1.0, 1.0), "eval_loss": (0.0, np.inf)}
+
+
+class NothingToDraw(ValueError):
+    """A figure has no rows: aggregate skips it and lists it as not run, with this reason."""
+
+
+def segments(x) -> list[np.ndarray]:
+    """Positions (into sorted `x`) of runs of consecutive integers: the points a line may join."""
+    x = np.asarray(x, dtype=float)
+    breaks = np.flatnonzero(np.diff(x) != 1) + 1
+    return np.split(np.arange(len(x)), breaks)
+
+
+def _band(ax, x, low, high, n, colour, value_range=(-np.inf, np.inf)) -> bool:
+    """Draw the CI band over consecutive measured points with n >= MIN_TRIALS_FOR_BAND, clipped
+    to the value range; return whether any point had too few trials for one."""
+    x, low, high, n = (np.asarray(v, dtype=float) for v in (x, low, high, n))
+    enough = n >= MIN_TRIALS_FOR_BAND
+    for part in segments(x):
+        part = part[enough[part]]
+        for run in segments(x[part]):
+            idx = part[run]
+            ax.fill_between(x[idx], np.clip(low[idx], *value_range), np.clip(high[idx], *value_range), color=colour, alpha=0.2, linewidth=0)
+    return bool((~enough).any())
+
+
+def _measured_line(ax, x, y, colour, label, style="o-", **kwargs) -> None:
+    """Markers at every measured point, lines only between measured neighbours."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    for i, part in enumerate(segments(x)):
+        ax.plot(x[part], y[part], style, color=colour, label=label if i == 0 else None, **kwargs)
 
 
 def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
@@ -32,13 +75,11 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
         for i, size in enumerate(sizes):
             line = finetune[finetune["size"] == size].sort_values("k")
             shade = plt.cm.Blues(0.45 + 0.55 * (i + 1) / len(sizes))
-            diverged = int(line["diverged"].sum())
-            label = f"finetune, n={size}" + (f" ({diverged} diverged runs excluded)" if diverged else "")
-            ax.plot(line["k"], line["mean"], "o-", color=shade, label=label, markersize=4)
-            ax.fill_between(line["k"], line["ci_low"], line["ci_high"], color=shade, alpha=0.2, linewidth=0)
+            thin = _band(ax, line["k"], line["ci_low"], line["ci_high"], line["n"], shade, VALUE_RANGE.get(line["metric"].iloc[0], (-np.inf, np.inf)))
+            _measured_line(ax, line["k"], line["mean"], shade, f"finetune, n={size}" + _excluded(line) + (_THIN if thin else ""), markersize=4)
         probe = rows[rows["curve"] == "probe"].sort_values("k")
         if len(probe):
-            ax.plot(probe["k"], probe["mean"], "--", color="0.3", label="probe of layer k (frozen)")
+            _measured_line(ax, probe["k"], probe["mean"], "0.3", "probe of layer k (frozen)", style="--")
         ax.set_title(task)
         ax.set_xlabel("k: pretrained encoder layers kept (0 = all reinitialised)")
         ax.set_ylabel(rows["metric"].iloc[0])
@@ -58,15 +99,20 @@ REFERENCES = {"full": ("all layers pretrained (k=L)", "tab:green"), "scratch": (
 K_LABEL = "k: pretrained encoder layers kept (0 = all reinitialised)"
 
 
+_THIN = f" (no band where n < {MIN_TRIALS_FOR_BAND} trials)"
+
+
 def _require(table: pd.DataFrame, figure: str) -> None:
     if table.empty:
-        raise ValueError(f"no rows to plot for {figure}")
+        raise NothingToDraw(f"no rows to plot for {figure}")
 
 
 def _excluded(rows: pd.DataFrame) -> str:
-    """Legend suffix naming the diverged runs left out of a mean (tables without the column have none)."""
+    """Legend suffix counting the diverged runs left out of a mean and the collapsed runs kept in it."""
     diverged = int(rows["diverged"].sum()) if "diverged" in rows else 0
-    return f" ({diverged} diverged run{'s' if diverged != 1 else ''} excluded)" if diverged else ""
+    collapsed = int(rows["collapsed"].sum()) if "collapsed" in rows else 0
+    parts = [f"{diverged} diverged run{'s' if diverged != 1 else ''} excluded" if diverged else "", f"{collapsed} collapsed run{'s' if collapsed != 1 else ''} included" if collapsed else ""]
+    return f" ({'; '.join(filter(None, parts))})" if any(parts) else ""
 
 
 def _groups(table: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
@@ -95,16 +141,24 @@ def _label(ax, task: str, size: int, xlabel: str, ylabel: str) -> None:
     ax.legend(fontsize=7)
 
 
-def _line_with_band(ax, rows: pd.DataFrame, x: str, label: str, colour) -> None:
-    """Means joined over `x` with their 95% CI as a band (a NaN bound leaves a gap)."""
+def _line_with_band(ax, rows: pd.DataFrame, x: str, label: str, colour, quantity: str | None = None) -> None:
+    """Means over `x`, joined between measured neighbours, with their 95% CI as a band
+    (clipped to the quantity's range; none where n is too small, and the legend says so)."""
     rows = rows.sort_values(x)
-    ax.plot(rows[x], rows["mean"], "o-", color=colour, markersize=4, label=label + _excluded(rows))
-    ax.fill_between(rows[x], rows["ci_low"], rows["ci_high"], color=colour, alpha=0.2, linewidth=0)
+    quantity = quantity or (rows["metric"].iloc[0] if "metric" in rows and len(rows) else "")
+    thin = _band(ax, rows[x], rows["ci_low"], rows["ci_high"], rows["n"], colour, VALUE_RANGE.get(quantity, (-np.inf, np.inf)))
+    _measured_line(ax, rows[x], rows["mean"], colour, label + _excluded(rows) + (_THIN if thin else ""), markersize=4)
 
 
-def _errorbar(ax, x, mean, low, high, **style) -> None:
-    """Means with their 95% CI as error bars; a NaN bound (a single trial) leaves the bare point."""
-    yerr = np.array([np.atleast_1d(mean - low), np.atleast_1d(high - mean)], dtype=float)
+def _errorbar(ax, x, mean, low, high, n=None, value_range=(-np.inf, np.inf), **style) -> None:
+    """Means with their 95% CI as error bars, clipped to the value range; a point with fewer
+    than MIN_TRIALS_FOR_BAND trials (or a NaN bound) is drawn bare."""
+    mean, low, high = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (mean, low, high))
+    low, high = np.clip(low, *value_range), np.clip(high, *value_range)
+    if n is not None:
+        thin = np.atleast_1d(np.asarray(n, dtype=float)) < MIN_TRIALS_FOR_BAND
+        low, high = np.where(thin, mean, low), np.where(thin, mean, high)
+    yerr = np.array([mean - low, high - mean], dtype=float)
     ax.errorbar(x, mean, yerr=yerr, fmt="o", capsize=3, markersize=5, **style)
 
 
@@ -172,7 +226,8 @@ def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Path
     fig, panels = _panels(points)
     for ax, task, size, rows in panels:
         rows = rows.sort_values("layer")
-        _errorbar(ax, rows["layer"], rows["mean"], rows["ci_low"], rows["ci_high"], color="tab:blue", label="only this layer reinitialised" + _excluded(rows))
+        thin = bool((rows["n"] < MIN_TRIALS_FOR_BAND).any())
+        _errorbar(ax, rows["layer"], rows["mean"], rows["ci_low"], rows["ci_high"], rows["n"], VALUE_RANGE.get(rows["metric"].iloc[0], (-np.inf, np.inf)), color="tab:blue", label="only this layer reinitialised" + _excluded(rows) + (_THIN.replace("band", "bar") if thin else ""))
         _references(ax, references, task, size)
         ax.set_xticks(rows["layer"])
         _label(ax, task, size, "reinitialised layer", rows["metric"].iloc[0])
@@ -187,17 +242,22 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
     rng = np.random.default_rng(0)  # same jitter on every redraw
     fig, panels = _panels(runs)
     for ax, task, size, rows in panels:
-        ok = rows.loc[rows["status"] == "ok", "value"].to_numpy(dtype=float)
-        diverged = int((rows["status"] == "diverged").sum())
-        label = f"permuted-layer runs ({len(ok)} ok" + (f"; {diverged} diverged, not plotted)" if diverged else ")")
-        ax.scatter(rng.uniform(-0.06, 0.06, len(ok)), ok, s=14, color="tab:blue", alpha=0.7, label=label)
+        finished = rows[rows["status"] == "ok"]
+        ok = finished["value"].to_numpy(dtype=float)
+        collapsed = finished["collapsed"].fillna(False).to_numpy(dtype=bool) if "collapsed" in finished else np.zeros(len(ok), dtype=bool)
+        diverged = int((rows["status"] != "ok").sum())
+        label = f"permuted-layer runs ({len(ok)} finished" + (f"; {diverged} diverged, not plotted" if diverged else "") + ")"
+        jitter = rng.uniform(-0.06, 0.06, len(ok))
+        ax.scatter(jitter[~collapsed], ok[~collapsed], s=14, color="tab:blue", alpha=0.7, label=label)
+        if collapsed.any():  # hollow: predicted one class for the whole eval set (kept in the mean)
+            ax.scatter(jitter[collapsed], ok[collapsed], s=14, facecolors="none", edgecolors="tab:blue", label=f"of which collapsed to one class: {int(collapsed.sum())} (hollow; in the mean)")
         if len(np.unique(ok)) >= 2:  # a KDE needs spread
             ys = np.linspace(ok.min() - np.ptp(ok) * 0.3, ok.max() + np.ptp(ok) * 0.3, 200)
             density = gaussian_kde(ok)(ys)
             ax.fill_betweenx(ys, -0.15 - 0.4 * density / density.max(), -0.15, color="tab:blue", alpha=0.25, linewidth=0, label="density of ok runs (KDE)")
         if len(ok):
-            mean, half, _ = mean_ci(ok)
-            _errorbar(ax, 0.25, mean, mean - half, mean + half, color="black", label="mean, 95% t CI")
+            mean, half, n = mean_ci(ok)
+            _errorbar(ax, 0.25, mean, mean - half, mean + half, n, VALUE_RANGE.get(rows["metric"].iloc[0], (-np.inf, np.inf)), color="black", label="mean, 95% t CI" + (_THIN.replace("band", "bar") if n < MIN_TRIALS_FOR_BAND else ""))
         _references(ax, references, task, size, two_sigma=True)
         ax.set_xlim(-0.7, 0.5)
         ax.set_xticks([])
@@ -251,7 +311,7 @@ def plot_epochs(curves: pd.DataFrame, path: Path) -> list[str]:
         for ax, quantity in zip(axis_row, names):
             for i, k in enumerate(ks):
                 line = rows[(rows["quantity"] == quantity) & (rows["k"] == k)]
-                _line_with_band(ax, line, "epoch", f"k={k}", plt.cm.viridis(i / max(1, len(ks) - 1)))
+                _line_with_band(ax, line, "epoch", f"k={k}", plt.cm.viridis(i / max(1, len(ks) - 1)), quantity)
             ax.set_xticks(sorted(rows["epoch"].unique()))
             _label(ax, task, size, "epoch", "eval loss" if quantity == "eval_loss" else quantity)
         for ax in axis_row[len(names):]:

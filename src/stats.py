@@ -29,11 +29,16 @@ def mean_ci(values, confidence: float = 0.95) -> tuple[float, float, int]:
     return float(x.mean()), float(half), n
 
 
-def summarise(table: pd.DataFrame, by: list[str], carry: tuple[str, ...] = ()) -> pd.DataFrame:
-    """Mean, CI bounds, std, n and the number of diverged runs per group of a long table
-    (`carry`: columns constant within a group, kept as they are).
+COLLAPSE_SHARE = 0.99  # a run predicting one class for >= 99% of the eval set is "collapsed"
 
-    Diverged runs are excluded from the mean and CI but counted, never silently dropped.
+
+def summarise(table: pd.DataFrame, by: list[str], carry: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Mean, CI bounds, std, n, and the numbers of diverged and collapsed runs per group of a
+    long table (`carry`: columns constant within a group, kept as they are).
+
+    Only diverged runs (a training failure: non-finite loss) are left out of the mean and
+    CI, and they are counted. Collapsed runs (one class predicted) are a real outcome: they
+    are in the mean and CI, and counted so a reader sees how often it happens.
     """
     rows = []
     for key, group in table.groupby(by, sort=True, dropna=False):
@@ -41,40 +46,32 @@ def summarise(table: pd.DataFrame, by: list[str], carry: tuple[str, ...] = ()) -
         mean, half, n = mean_ci(ok["value"])
         std = float(ok["value"].std(ddof=1)) if n > 1 else math.nan
         carried = {column: group[column].iloc[0] for column in carry}
-        rows.append({**dict(zip(by, key)), **carried, "mean": mean, "ci_low": mean - half, "ci_high": mean + half, "std": std, "n": n, "diverged": int((group["status"] != "ok").sum())})
+        collapsed = int(ok["collapsed"].fillna(False).astype(bool).sum()) if "collapsed" in ok else 0
+        rows.append({**dict(zip(by, key)), **carried, "mean": mean, "ci_low": mean - half, "ci_high": mean + half, "std": std, "n": n, "diverged": int((group["status"] != "ok").sum()), "collapsed": collapsed})
     return pd.DataFrame(rows)
 
 
-def results_table(results: list[dict], study: str) -> pd.DataFrame:
+def results_table(results: list[dict], study: str, num_layers: int) -> pd.DataFrame:
     """The long-form table of every run of `study`: one row per (condition, metric), with
-    its status and the condition's slug (src/condition.py names it; nothing re-derives it).
+    its status, whether it collapsed, the condition's slug and the slugs of its references
+    (src/condition.py names both; nothing re-derives them).
 
     A diverged run has no scores; it still gets one row (value NaN) per metric of its
     task, so it is counted wherever its siblings are.
     """
     rows = []
     for result in results:
-        slug = Condition(**result["condition"]).slug
+        condition = Condition(**result["condition"])
+        refs = {f"ref_{role}": ref.slug for role, ref in condition.references(num_layers).items()}
+        share = result.get("majority_share")
         for metric in result["scores"] or {result["metric"]: None}:
             value = result["scores"].get(metric, math.nan)
-            rows.append({"study": study, **result["condition"], "slug": slug, "metric": metric, "headline": metric == result["metric"], "value": value, "status": result["status"], "majority_share": result.get("majority_share")})
+            rows.append({
+                "study": study, **result["condition"], "slug": condition.slug, "metric": metric, "headline": metric == result["metric"], "value": value,
+                "status": result["status"], "majority_share": share, "collapsed": share is not None and share >= COLLAPSE_SHARE,
+                "ref_full": refs["ref_full"], "ref_scratch": refs["ref_scratch"], "ref_baseline": refs.get("ref_baseline"),
+            })
     return pd.DataFrame(rows)
-
-
-def flag_collapsed(table: pd.DataFrame, threshold: float = 0.99, margin: float = 0.05) -> pd.DataFrame:
-    """Mark as `diverged` a run that predicts one class for >= `threshold` of the eval set
-    while a sibling (same condition, another trial) that did not collapse scores at least
-    `margin` higher on the headline metric: it failed to train, and its chance-level score
-    must not be averaged into the curve. Where the siblings are at chance too (a task not
-    learnable at this size), that is the result, not a failure."""
-    key = ["study", "task", "size", "slug"]
-    runs = table[table["headline"]]
-    collapsed = (runs["majority_share"].fillna(0) >= threshold) & (runs["status"] == "ok")
-    learned = runs["value"].where(~collapsed & (runs["status"] == "ok"))
-    best_sibling = learned.groupby([runs[c] for c in key]).transform("max")
-    failed = runs.loc[collapsed & (best_sibling >= runs["value"] + margin), [*key, "trial"]]
-    flagged = table[[*key, "trial"]].merge(failed.assign(failed=True), how="left", on=[*key, "trial"])["failed"].fillna(False).to_numpy(dtype=bool)
-    return table.assign(status=table["status"].where(~flagged, "diverged"))
 
 
 def plain(table: pd.DataFrame, params: dict, unique: list[str]) -> pd.DataFrame:
@@ -85,8 +82,7 @@ def plain(table: pd.DataFrame, params: dict, unique: list[str]) -> pd.DataFrame:
     return table[keep].drop_duplicates(unique)
 
 
-def full_model_weights(weights: pd.DataFrame, params: dict, num_layers: int) -> pd.DataFrame:
-    """Weight-change rows of the unmodified full model (k = L: nothing reinitialised, pure
-    finetuning), each (task, size, trial, layer, sublayer) once."""
-    full = weights[(weights["scheme"] == "progressive") & (weights["k"] == num_layers)]
-    return plain(full, params, ["task", "size", "trial", "layer", "sublayer"])
+def full_model(table: pd.DataFrame, params: dict, unique: list[str]) -> pd.DataFrame:
+    """Rows of the unmodified full model (k = L: nothing reinitialised, pure finetuning),
+    each once by `unique`: the conditions that are their own `full` reference."""
+    return plain(table[table["slug"] == table["ref_full"]], params, unique)

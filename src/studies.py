@@ -35,18 +35,6 @@ def _scheme_conditions(study: dict, base: dict, num_layers: int) -> list[Conditi
     return [Condition(**base, scheme="head", layer=layer, head_index=head) for layer in study["layers"] for head in study["heads"]]
 
 
-def _references(study: dict, condition: Condition, num_layers: int) -> list[Condition]:
-    """The unmodified conditions a study's figure compares against: the full model (k=L)
-    and scratch (k=0) for the non-progressive schemes, the same k without the modifier
-    for modified progressive studies."""
-    plain = Condition(condition.task, condition.size, condition.trial, condition.epochs, recipe=condition.recipe, pooling=condition.pooling)
-    if condition.scheme != "progressive":
-        return [Condition(**{**plain.as_dict(), "k": k}) for k in (num_layers, 0)]
-    if condition.lr_multiplier != 1.0 or condition.keep_layernorm or condition.intermediate_task:
-        return [Condition(**{**plain.as_dict(), "k": condition.k})]
-    return []
-
-
 def study_conditions(params: dict, name: str, num_layers: int) -> list[Condition]:
     """Every condition study `name` reports, references included unless the progressive
     study already reports them."""
@@ -65,7 +53,7 @@ def study_conditions(params: dict, name: str, num_layers: int) -> list[Condition
                     })
                     variants = [Condition(**{**modified.as_dict(), "intermediate_task": t}) for t in study.get("intermediate_tasks", []) if t != task] or [modified]
                     for variant in variants:
-                        conditions += [variant, *_references(study, variant, num_layers)]
+                        conditions += [variant, *variant.reported_references(num_layers)]
     progressive = set() if name == "progressive" else set(study_conditions(params, "progressive", num_layers))
     return [c for c in dict.fromkeys(conditions) if c not in progressive]
 

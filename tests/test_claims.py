@@ -1,225 +1,162 @@
-"""Claims get their verdicts from the numbers: each flips when the table is changed to contradict it,
-is "not run" without its rows, and ignores (but reports) diverged runs. Tables are built by hand."""
+"""Tests of intent for the claims registry, on hand-built evidence (not the live params.yaml):
+a verdict follows its stated test, never a point estimate; non-significance is
+inconclusive; "no effect" needs equivalence within the declared margin; a task without a
+resolved full-vs-scratch gap is not counted; collapsed runs stay in; an inconclusive
+verdict says how many trials would decide it and how to add them."""
 
-import base64
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from src.claims import agreement, all_claims, first_reaching, write_report
+from src.claims import Evidence, first_reaching, judge_claims, write_report
 
 L = 4
-RUN_COLUMNS = ["study", "task", "size", "trial", "scheme", "k", "layer", "metric", "value", "status"]
-EARLY = [0.50, 0.90, 0.91, 0.92, 0.93]  # most of the gain from layer 1: k90 = 1
-LATE = [0.50, 0.52, 0.55, 0.60, 0.90]  # the gain comes with the last layer: k90 = 4
+N = 400  # eval examples
+LABELS = np.random.default_rng(0).integers(0, 2, N)
+SETTINGS = {"alpha": 0.05, "power": 0.8, "single_layer_margin": 0.02, "correlation_margin": 0.5, "bootstrap_resamples": 2000, "bootstrap_min_trials": 10}
 
 
-def run(task="sst2", size=500, trial=0, scheme="progressive", value=0.5, k=math.nan, layer=math.nan, status="ok"):
-    return {"study": scheme, "task": task, "size": size, "trial": trial, "scheme": scheme, "k": k, "layer": layer, "metric": "accuracy", "value": value, "status": status}
+def predictions_with_accuracy(accuracy: float, seed: int) -> np.ndarray:
+    """Predictions whose accuracy on LABELS is `accuracy` (errors at random examples)."""
+    wrong = np.random.default_rng(seed).permutation(N)[: round((1 - accuracy) * N)]
+    predictions = LABELS.copy()
+    predictions[wrong] = 1 - predictions[wrong]
+    return predictions
 
 
-def noise(trial, k):
-    """Small run-to-run spread that averages to exactly 0 over trials 0..2, so mean curves are the curves given."""
-    return 0.002 * ((trial + k) % 3 - 1)
+class Builder:
+    """Runs of plain conditions with their predictions, as the report stage reads them."""
+
+    def __init__(self):
+        self.rows, self.predictions = [], {}
+
+    def add(self, slug, accuracy, task="sst2", size=500, trial=0, scheme="progressive", k=math.nan, layer=math.nan, status="ok", collapsed=False, study="progressive"):
+        value = math.nan if status != "ok" else accuracy
+        self.rows.append({"study": study, "task": task, "size": size, "slug": slug, "trial": trial, "scheme": scheme, "k": k, "layer": layer, "metric": "accuracy", "value": value,
+                          "status": status, "collapsed": collapsed, "ref_full": f"k{L}", "ref_scratch": "k0"})
+        if status == "ok":
+            self.predictions[(task, size, slug, trial)] = predictions_with_accuracy(accuracy, hash((task, size, slug, trial)) % 2**32)
+        return self
+
+    def curve(self, values, trials, spread=0.01, task="sst2", size=500):
+        for t in range(trials):
+            for k, v in enumerate(values):
+                self.add(f"k{k}", v + spread * ((t + k) % 3 - 1), task, size, t, k=k)
+        return self
+
+    def evidence(self, probe=None, layer_change=None, **settings):
+        return Evidence(pd.DataFrame(self.rows), self.predictions, {"sst2": LABELS, "cola": LABELS}, probe if probe is not None else pd.DataFrame(columns=["task", "layer", "value"]),
+                        layer_change if layer_change is not None else pd.DataFrame(columns=["task", "size", "trial", "step", "layer", "frobenius"]), L, {**SETTINGS, **settings})
 
 
-def progressive(curve, task="sst2", size=500, trials=3):
-    return [run(task, size, t, value=v + noise(t, k), k=k) for t in range(trials) for k, v in enumerate(curve)]
+def verdicts(evidence) -> dict:
+    return {v["id"]: v for v in judge_claims(evidence)[0]}
 
 
-def probe(curve, task="sst2"):
-    return pd.DataFrame({"task": task, "layer": range(len(curve)), "metric": "accuracy", "value": curve})
-
-
-def weights(per_layer, task="sst2", size=500, trials=3):
-    """Every sublayer of layer l moves by per_layer[l - 1] (times a per-trial factor)."""
-    sublayers = ["query", "key", "value", "attention_output", "intermediate", "output"]
-    rows = [
-        {"task": task, "size": size, "trial": t, "k": L, "layer": layer, "sublayer": s, "frobenius": change * (1 + 0.01 * t), "spectral": change / 10}
-        for t in range(trials) for layer, change in enumerate(per_layer, start=1) for s in sublayers
-    ]
-    return pd.DataFrame(rows)
-
-
-def runs_table(rows):
-    return pd.DataFrame(rows, columns=RUN_COLUMNS)
-
-
-NO_RUNS = runs_table([])
-NO_PROBE = pd.DataFrame(columns=["task", "layer", "metric", "value"])
-NO_WEIGHTS = pd.DataFrame(columns=["task", "size", "trial", "k", "layer", "sublayer", "frobenius", "spectral"])
-
-
-def claim(claim_id, runs=(), probe=NO_PROBE, weights=NO_WEIGHTS):
-    found = {c["id"]: c for c in all_claims(runs_table(list(runs)), probe, weights, L)}
-    return found[claim_id]
-
-
-def verdict(claim_id, **tables):
-    return claim(claim_id, **tables)["verdict"]
-
-
-# --- first_reaching and agreement ---------------------------------------------------------------
+RISING = [0.50, 0.70, 0.80, 0.85, 0.90]
 
 
 def test_first_reaching_by_hand():
-    assert first_reaching(EARLY) == 1
-    assert first_reaching(LATE) == 4
-    assert first_reaching(pd.Series([0.5, 0.59, 0.95, 1.0])) == 2  # exactly on the target: 0.45 of a 0.5 gain
-    assert first_reaching([0.0, 0.3, 0.6, 1.0], fraction=0.5) == 2
-    assert first_reaching([0.7, 0.8, 0.7]) is None  # no gain: undefined
-    assert first_reaching([0.7, 0.9, 0.6]) is None  # a loss: undefined
+    assert first_reaching([0.5, 0.9, 0.91, 0.92, 0.93]) == 1
+    assert first_reaching([0.5, 0.52, 0.55, 0.60, 0.90]) == 4
+    assert math.isnan(first_reaching([0.5, 0.5, 0.4]))
 
 
-def test_agreement_same_shape_is_rho_one_reversed_is_minus_one():
-    runs = runs_table(progressive(EARLY, size=500) + progressive(EARLY, size=5000))
-    table = agreement(runs, pd.concat([probe([0.1, 0.5, 0.6, 0.75, 0.8]), probe([0.8, 0.7, 0.6, 0.5, 0.1], task="qnli")]), L)
-    assert list(table["size"]) == [500, 5000]  # no qnli curves: no qnli rows
-    assert table["rho"].tolist() == pytest.approx([1.0, 1.0])
-    assert table.iloc[0][["k90_finetune", "k90_probe"]].tolist() == [1, 3]
-
-    reversed_probe = agreement(runs, probe([0.8, 0.7, 0.6, 0.5, 0.1]), L)
-    assert reversed_probe["rho"].tolist() == pytest.approx([-1.0, -1.0])
+def test_a_large_paired_effect_over_enough_trials_is_supported_and_its_reverse_contradicted():
+    v = verdicts(Builder().curve(RISING, trials=6).evidence())
+    assert v["full_beats_scratch"]["verdict"] == "supported"
+    (unit,) = v["full_beats_scratch"]["units"]
+    assert unit.result.estimate == pytest.approx(0.40, abs=0.02) and unit.result.n == 6 and unit.adjusted_for < 0.05
+    v = verdicts(Builder().curve(RISING[::-1], trials=6).evidence())
+    assert v["full_beats_scratch"]["verdict"] == "contradicted"
 
 
-def test_agreement_needs_every_k():
-    incomplete = [row for row in progressive(EARLY) if row["k"] != 2]
-    assert agreement(runs_table(incomplete), probe(EARLY), L).empty
+def test_one_trial_or_a_wide_interval_is_inconclusive_whatever_the_point_estimate():
+    assert verdicts(Builder().curve(RISING, trials=1).evidence())["full_beats_scratch"]["verdict"] == "inconclusive"
+    noisy = Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08)
+    v = verdicts(noisy.evidence())["full_beats_scratch"]
+    assert v["units"][0].result.estimate > 0 and v["verdict"] == "inconclusive"
+    assert v["plan"]["trials"] > 3 and v["plan"]["command"] == f"dvc exp run -S studies.progressive.trials={v['plan']['trials']}"
 
 
-# --- each claim: supported, then contradicted by a changed table ---------------------------------
+def single_layer_study(drop: float, trials: int, spread: float):
+    b = Builder().curve(RISING, trials=trials)
+    for t in range(trials):
+        b.add("single2", RISING[-1] - drop + spread * (t % 3 - 1), trial=t, scheme="single_layer", layer=2, study="single_layer")
+    return b
 
 
-def test_full_beats_scratch():
-    assert verdict("full_beats_scratch", runs=progressive(EARLY)) == "supported"
-    assert verdict("full_beats_scratch", runs=progressive(EARLY) + progressive(EARLY[::-1], task="cola")) == "contradicted"
+def test_a_small_mean_with_a_wide_interval_does_not_show_that_a_layer_barely_matters():
+    v = verdicts(single_layer_study(drop=0.005, trials=3, spread=0.06).evidence())["single_layer_barely_matters"]
+    (unit,) = v["units"]
+    assert abs(unit.result.estimate) < SETTINGS["single_layer_margin"] and v["verdict"] == "inconclusive"
 
 
-def test_full_beats_scratch_single_trial_is_inconclusive():
-    assert verdict("full_beats_scratch", runs=progressive(EARLY, trials=1)) == "inconclusive"
+def test_equivalence_within_the_declared_margin_is_supported_and_a_large_drop_contradicts():
+    assert verdicts(single_layer_study(drop=0.0, trials=12, spread=0.0005).evidence(single_layer_margin=0.03))["single_layer_barely_matters"]["verdict"] == "supported"
+    assert verdicts(single_layer_study(drop=0.2, trials=12, spread=0.001).evidence())["single_layer_barely_matters"]["verdict"] == "contradicted"
 
 
-def test_k90_grows_as_data_shrinks():
-    assert verdict("k90_grows_as_data_shrinks", runs=progressive(LATE, size=500) + progressive(EARLY, size=5000)) == "supported"
-    assert verdict("k90_grows_as_data_shrinks", runs=progressive(EARLY, size=500) + progressive(LATE, size=5000)) == "contradicted"
-    assert verdict("k90_grows_as_data_shrinks", runs=progressive(LATE, size=500)) == "not run"  # one size: no trend
+def test_where_full_and_scratch_do_not_differ_a_claim_that_needs_the_gap_is_not_counted():
+    b = Builder().curve([0.5] * (L + 1), trials=6, spread=0.002)  # a task at chance: no transfer to measure
+    for t in range(6):
+        b.add("permutation", 0.2, trial=t, scheme="permutation", study="permutation")  # far below both
+    v = verdicts(b.evidence())["permuted_closer_to_scratch"]
+    (unit,) = v["units"]
+    assert unit.status == "for" and not unit.counted and v["verdict"] == "inconclusive"
+    assert any("not counted: full vs scratch unresolved" in note for note in unit.notes)
 
 
-def test_permuted_closer_to_scratch():
-    def permuted(value):
-        return [run(scheme="permutation", trial=t, value=value + noise(t, 0)) for t in range(3)]
-
-    assert verdict("permuted_closer_to_scratch", runs=progressive(EARLY) + permuted(0.55)) == "supported"
-    assert verdict("permuted_closer_to_scratch", runs=progressive(EARLY) + permuted(0.90)) == "contradicted"
-
-
-def test_probes_do_not_predict_finetuning():
-    runs = progressive(LATE, size=500) + progressive(EARLY, size=5000)
-    assert verdict("probes_do_not_predict_finetuning", runs=runs, probe=probe(EARLY[::-1])) == "supported"
-    assert verdict("probes_do_not_predict_finetuning", runs=runs, probe=probe(EARLY)) == "contradicted"
+def test_a_non_significant_correlation_is_not_evidence_that_probes_do_not_predict():
+    probe = pd.DataFrame({"task": "sst2", "layer": range(L + 1), "value": [0.6, 0.62, 0.61, 0.63, 0.62]})
+    v = verdicts(Builder().curve(RISING, trials=3).evidence(probe=probe))["probes_do_not_predict_finetuning"]
+    assert v["verdict"] == "inconclusive"
+    assert any("no bootstrap verdict below 10 trials" in note for note in v["units"][0].notes)
 
 
-def test_agreement_grows_as_data_shrinks():
-    linear = probe([0.5, 0.6, 0.7, 0.8, 0.9])
-    unlike = [0.50, 0.90, 0.85, 0.88, 0.87]  # ranks unlike the probe's
-    assert verdict("agreement_grows_as_data_shrinks", runs=progressive(LATE, size=500) + progressive(unlike, size=5000), probe=linear) == "supported"
-    assert verdict("agreement_grows_as_data_shrinks", runs=progressive(unlike, size=500) + progressive(LATE, size=5000), probe=linear) == "contradicted"
+def test_collapsed_runs_stay_in_the_contrast():
+    b = Builder().curve(RISING, trials=4)
+    b.add("k0", 0.5, trial=4, k=0, collapsed=True).add(f"k{L}", 0.9, trial=4, k=L)
+    for k in range(1, L):
+        b.add(f"k{k}", RISING[k], trial=4, k=k)
+    (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
+    assert unit.result.n == 5 and "1 collapsed run(s) kept" in unit.notes
 
 
-def test_later_layers_move_more():
-    assert verdict("later_layers_move_more", weights=weights([1.0, 2.0, 3.0, 4.0])) == "supported"
-    assert verdict("later_layers_move_more", weights=weights([4.0, 3.0, 2.0, 1.0])) == "contradicted"
+def test_a_diverged_run_leaves_its_trial_out_of_the_pair_and_is_counted():
+    b = Builder().curve(RISING, trials=4)
+    b.rows = [r for r in b.rows if not (r["trial"] == 3 and r["slug"] == "k0")]
+    b.add("k0", 0.0, trial=3, k=0, status="diverged")
+    (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
+    assert unit.result.n == 3 and "1 diverged run(s) left out" in unit.notes
 
 
-def test_more_data_moves_weights_more():
-    def sized(small, large):
-        return pd.concat([weights([small * layer for layer in range(1, L + 1)], size=500), weights([large * layer for layer in range(1, L + 1)], size=5000)])
-
-    assert verdict("more_data_moves_weights_more", weights=sized(1.0, 2.0)) == "supported"
-    assert verdict("more_data_moves_weights_more", weights=sized(2.0, 1.0)) == "contradicted"
-
-
-def single_layer(drop_at_layer_1=0.0, trials=3):
-    """Single-layer runs scoring like the full model (paired noise), except layer 1 minus the drop."""
-    full = EARLY[-1]
-    return [
-        run(scheme="single_layer", trial=t, layer=layer, value=full + noise(t, L) + 0.003 * (layer - 2.5) * (t - 1) - (drop_at_layer_1 if layer == 1 else 0))
-        for t in range(trials) for layer in range(1, L + 1)
-    ]
-
-
-def test_single_layer_barely_matters():
-    assert verdict("single_layer_barely_matters", runs=progressive(EARLY) + single_layer()) == "supported"
-    assert verdict("single_layer_barely_matters", runs=progressive(EARLY) + single_layer(drop_at_layer_1=0.2)) == "contradicted"
-    # a large mean drop whose CI still contains 0 (one trial far off) is no evidence either way
-    noisy = [dict(r, value=r["value"] - (0.3 if r["trial"] == 0 and r["layer"] == 1 else 0)) for r in single_layer()]
-    assert verdict("single_layer_barely_matters", runs=progressive(EARLY) + noisy) == "inconclusive"
+def test_weight_change_is_compared_at_equal_steps():
+    rows = []
+    for size, steps, per_step in ((64, 40, 1.0), (256, 96, 1.0)):  # the same change per step at both sizes
+        for trial in range(3):
+            for step in [s for s in (1, 2, 4, 8, 16, 32, 64) if s <= steps]:
+                rows += [{"task": "sst2", "size": size, "trial": trial, "steps": steps, "step": step, "layer": layer, "frobenius": per_step * step * layer * (1 + 0.01 * trial)} for layer in range(1, L + 1)]
+    v = verdicts(Builder().curve(RISING, trials=3).evidence(layer_change=pd.DataFrame(rows)))["more_data_moves_weights_more"]
+    (unit,) = v["units"]
+    assert unit.result["estimate"] == pytest.approx(0.0, abs=1e-9)  # at step 32 for both: no difference
+    assert "at step 32 for both sizes" in unit.notes[0] and v["verdict"] == "inconclusive"
 
 
 def test_every_claim_is_not_run_without_its_rows():
-    claims = all_claims(NO_RUNS, NO_PROBE, NO_WEIGHTS, L)
-    assert [c["id"] for c in claims] == [
-        "full_beats_scratch", "k90_grows_as_data_shrinks", "permuted_closer_to_scratch", "probes_do_not_predict_finetuning",
-        "agreement_grows_as_data_shrinks", "later_layers_move_more", "more_data_moves_weights_more", "single_layer_barely_matters",
-    ]
-    assert {c["verdict"] for c in claims} == {"not run"}
-    # the references alone do not run the comparisons that need other schemes
-    for claim_id in ["permuted_closer_to_scratch", "single_layer_barely_matters", "probes_do_not_predict_finetuning"]:
-        assert verdict(claim_id, runs=progressive(EARLY)) == "not run"
+    v = verdicts(Builder().evidence())
+    assert {claim["verdict"] for claim in v.values()} == {"not run"}
 
 
-# --- diverged runs: excluded from the numbers, counted in the text --------------------------------
-
-ABSURD = 1e6
-DIVERGED_CASES = {
-    "full_beats_scratch": (progressive(EARLY), [run(trial=3, k=L, value=ABSURD, status="diverged"), run(trial=3, k=0, value=0.5)]),
-    "k90_grows_as_data_shrinks": (progressive(LATE, size=500) + progressive(EARLY, size=5000), [run(trial=3, k=2, value=ABSURD, status="diverged")]),
-    "permuted_closer_to_scratch": (progressive(EARLY) + [run(scheme="permutation", trial=t, value=0.55) for t in range(3)], [run(scheme="permutation", trial=3, value=ABSURD, status="diverged")]),
-    "single_layer_barely_matters": (progressive(EARLY) + single_layer(), [run(scheme="single_layer", trial=3, layer=2, value=ABSURD, status="diverged"), run(trial=3, k=L, value=0.93)]),
-}
-
-
-@pytest.mark.parametrize("claim_id", DIVERGED_CASES)
-def test_diverged_runs_are_excluded_and_counted(claim_id):
-    supporting, diverged = DIVERGED_CASES[claim_id]
-    before, after = claim(claim_id, runs=supporting), claim(claim_id, runs=supporting + diverged)
-    assert before["verdict"] == after["verdict"] == "supported"
-    assert " (1 diverged)" in after["statistic"]
-    assert after["statistic"].replace(" (1 diverged)", "") == before["statistic"]
-
-
-def test_weights_of_diverged_runs_are_excluded_and_counted():
-    moved = weights([1.0, 2.0, 3.0, 4.0])
-    absurd = weights([ABSURD, 0.0, 0.0, 0.0], trials=4).query("trial == 3")  # would reverse the trend
-    before = claim("later_layers_move_more", weights=moved)
-    after = claim("later_layers_move_more", runs=[run(trial=3, k=L, value=math.nan, status="diverged")], weights=pd.concat([moved, absurd]))
-    assert before["verdict"] == after["verdict"] == "supported"
-    assert " (1 diverged)" in after["statistic"]
-    assert after["statistic"].replace(" (1 diverged)", "") == before["statistic"]
-
-
-# --- the report -----------------------------------------------------------------------------------
-
-
-def test_report_has_every_verdict_and_inlines_figures(tmp_path):
-    verdicts = ["supported", "contradicted", "inconclusive", "not run"]
-    claims = [{"id": f"claim_{i}", "claim": f"Claim {i} <a|b>", "source": "Tamkin et al. 2020 §3", "verdict": v, "statistic": f"rho={i}"} for i, v in enumerate(verdicts)]
-    table = pd.DataFrame({"task": ["sst2"], "size": [500], "rho": [0.12345], "p": [0.5], "k90_finetune": [np.nan], "k90_probe": [3.0], "diverged": [1]})
-    png = tmp_path / "plots" / "fig1.png"
-    png.parent.mkdir()
-    png.write_bytes(b"\x89PNG\r\n\x1a\n fake image bytes")
-    md, page = tmp_path / "report" / "claims.md", tmp_path / "report" / "claims.html"
-
-    write_report(claims, table, [("Fig. 1", png), ("Fig. 3", tmp_path / "plots" / "missing.png")], md, page)
-
-    md_text, html_text = md.read_text(), page.read_text()
-    for v in verdicts:
-        assert f"| {v} |" in md_text and f">{v}</td>" in html_text
-    assert "Claim 0 <a\\|b>" in md_text and "Claim 0 &lt;a|b&gt;" in html_text  # pipes escaped in Markdown, markup in HTML
-    assert "| sst2 | 500 | 0.123 | 0.5 | n/a | 3 | 1 |" in md_text
-    assert "![Fig. 1](../plots/fig1.png)" in md_text
-    assert base64.b64encode(png.read_bytes()).decode() in html_text
-    assert "Fig. 3: figure not produced" in md_text and "Fig. 3: figure not produced" in html_text
-    assert "background:" in html_text and "src='http" not in html_text
+def test_report_names_test_estimate_interval_p_n_and_the_trials_that_would_decide(tmp_path):
+    b = Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08)
+    png = tmp_path / "progressive.png"
+    png.write_bytes(b"\x89PNG fake")
+    verdict_list, _ = judge_claims(b.evidence())
+    write_report(verdict_list, SETTINGS, [("extra", pd.DataFrame({"a": [1.5]}))], [("progressive", png), ("heads", "not run: no rows to plot")], tmp_path / "r.md", tmp_path / "r.html")
+    md = (tmp_path / "r.md").read_text()
+    assert "paired contrast full − scratch > 0" in md and "dvc exp run -S studies.progressive.trials=" in md
+    assert "| full_beats_scratch | sst2 n=500 | difference |" in md and "Holm" in md
+    assert "heads: not run: no rows to plot" in md and "base64," in (tmp_path / "r.html").read_text()

@@ -1,4 +1,5 @@
-"""Every figure draws from small hand-made aggregated tables, names excluded diverged runs, and refuses an empty table."""
+"""Every figure draws from small hand-made aggregated tables, names excluded diverged and included
+collapsed runs, keeps bands in range, joins only measured neighbours, and refuses an empty table."""
 
 import math
 
@@ -59,8 +60,8 @@ def test_permutation_counts_but_does_not_plot_diverged_runs(tmp_path):
     same = runs.assign(task="mrpc", value=0.6, status="ok", metric="f1").head(3)  # no spread: no density shade, still drawn
     texts = plotting.plot_permutation(pd.concat([runs, same]), references(), tmp_path / "permutation.png")
     assert_png(tmp_path / "permutation.png")
-    assert "permuted-layer runs (4 ok; 1 diverged, not plotted)" in texts
-    assert "permuted-layer runs (3 ok)" in texts
+    assert "permuted-layer runs (4 finished; 1 diverged, not plotted)" in texts
+    assert "permuted-layer runs (3 finished)" in texts
     assert texts.count("density of ok runs (KDE)") == 1
     assert texts.count("mean, 95% t CI") == 2
 
@@ -90,7 +91,7 @@ def test_epochs_has_a_loss_and_a_metric_column_per_task(tmp_path):
         for k in (0, 6):
             for epoch in (1, 2, 3):
                 for quantity, value in (("eval_loss", 0.7 / epoch + 0.01 * k), (metric, 0.6 + 0.05 * epoch)):
-                    rows.append({"task": task, "size": 50, "k": k, "epoch": epoch, "quantity": quantity, "mean": value, "ci_low": value - 0.02, "ci_high": value + 0.02})
+                    rows.append({"task": task, "size": 50, "k": k, "epoch": epoch, "quantity": quantity, "mean": value, "ci_low": value - 0.02, "ci_high": value + 0.02, "n": 3})
     curves = pd.DataFrame(rows)
     curves.loc[0, ["ci_low", "ci_high"]] = NAN
     texts = plotting.plot_epochs(curves, tmp_path / "epochs.png")
@@ -141,3 +142,23 @@ def test_empty_table_is_refused(tmp_path, draw, name):
     with pytest.raises(ValueError, match=f"no rows to plot for {name}"):
         draw(empty, tmp_path / "empty.png")
     assert not (tmp_path / "empty.png").exists()
+
+
+def test_lines_join_only_measured_neighbours():
+    assert [list(p) for p in plotting.segments([0, 6])] == [[0], [1]]
+    assert [list(p) for p in plotting.segments([0, 1, 2, 5, 6])] == [[0, 1, 2], [3, 4]]
+
+
+def test_bands_stay_in_the_metric_range_and_too_few_trials_get_a_note_not_a_band(tmp_path):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    thin = plotting._band(ax, [1, 2, 3], [-0.4, 0.5, 0.6], [1.3, 0.9, 0.95], [3, 3, 2], "C0", plotting.VALUE_RANGE["accuracy"])
+    (band,) = ax.collections  # one band, over epochs 1-2 only: epoch 3 has n = 2
+    ys = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
+    xs = np.concatenate([path.vertices[:, 0] for path in band.get_paths()])
+    assert thin and ys.min() >= 0.0 and ys.max() <= 1.0 and xs.max() <= 2
+    plt.close(fig)
+    curves = pd.DataFrame({"task": "rt_sentiment", "size": 64, "k": [0, 6] * 2, "epoch": [1, 1, 2, 2], "quantity": "accuracy", "mean": [0.6, 0.7, 0.65, 0.75], "ci_low": [-0.5] * 4, "ci_high": [1.6] * 4, "n": 2, "diverged": 0, "collapsed": [0, 1, 0, 0]})
+    texts = plotting.plot_epochs(pd.concat([curves, curves.assign(quantity="eval_loss")]), tmp_path / "epochs.png")
+    assert any("no band where n < 3 trials" in t for t in texts) and any("1 collapsed run included" in t for t in texts)
