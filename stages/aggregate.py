@@ -23,7 +23,7 @@ import numpy as np
 
 from src import data, inference, plotting
 from src.condition import Condition
-from src.experiment import read_results
+from src.experiment import json_safe, read_results
 from src.metrics import decode_predictions
 from src.model import model_shape
 from src.params import load_params
@@ -210,11 +210,6 @@ def summarise_weights(weights: pd.DataFrame, params: dict) -> pd.DataFrame:
     return rows.groupby(["task", "size", "layer", "sublayer"])[["frobenius", "spectral"]].mean().reset_index()
 
 
-def json_safe(value):
-    """A mean that is undefined (no finished run) is written as null, never as NaN (not JSON)."""
-    return None if value is None or (isinstance(value, float) and not np.isfinite(value)) else value
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=Path, required=True)
@@ -277,8 +272,8 @@ def main() -> None:
     metrics = {}
     for row in points.itertuples():
         key = row.slug if row.headline else f"{row.slug}.{row.metric}"
-        metrics.setdefault(row.study, {}).setdefault(row.task, {}).setdefault(f"n{row.size}", {})[key] = json_safe(round(row.mean, 5))
-    (args.tables / "studies.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        metrics.setdefault(row.study, {}).setdefault(row.task, {}).setdefault(f"n{row.size}", {})[key] = round(row.mean, 5)
+    (args.tables / "studies.json").write_text(json.dumps(json_safe(metrics), indent=2, allow_nan=False) + "\n")  # no finished run: null
     print(headline_points[["study", "task", "size", "slug", "mean", "ci_low", "ci_high", "n", "diverged", "collapsed"]].to_string(index=False))
 
 

@@ -114,7 +114,10 @@ def main() -> None:
     if args.summary:
         metric = get_task(params["task"]).metrics[0]
         mean, half, n = mean_ci([r["scores"][metric] for r in results if r["status"] == "ok"])
-        summary = {"task": params["task"], "size": params["size"], "k": params["k"], "metric": metric, "mean": mean, "ci95": half, "n": n, "diverged": len(results) - n}
+        # an undefined statistic is null (NaN is not JSON), with the reason beside it
+        summary = {"task": params["task"], "size": params["size"], "k": params["k"], "metric": metric, "mean": mean if n else None, "ci95": half if n >= 2 else None, "n": n, "diverged": len(results) - n}
+        if n < 2:
+            summary["ci95_note"] = f"a confidence interval needs at least 2 finished runs; this condition has {n}"
         write_json_atomically(args.summary, summary)
 
 

@@ -372,8 +372,6 @@ def test_every_training_code_file_is_a_dep_of_the_finetune_and_focus_stages():
     for name, deps in (("finetune", stages["finetune"]["do"]["deps"]), ("focus", stages["focus"]["deps"])):
         missing = [f for f in TRAINING_CODE if f not in deps]
         assert not missing, f"dvc.yaml stage {name} lacks deps {missing}"
-        code_deps = [d for d in deps if d.endswith(".py")]
-        assert sorted(code_deps) == sorted(TRAINING_CODE), f"dvc.yaml stage {name}: code deps differ from TRAINING_CODE"
     assert all((REPO / f).is_file() for f in TRAINING_CODE)
 
 

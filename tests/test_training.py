@@ -79,3 +79,27 @@ def test_probes_are_independent_per_layer():
     scores = train_probes(get_task("rt_sentiment"), train_x, train_y, eval_x, eval_y, epochs=10, lr=1e-2, batch_size=32, seed=0)
     accuracy = [s["accuracy"] for s in scores]
     assert accuracy[1] > 0.95 and accuracy[0] < 0.65 and accuracy[2] < 0.65
+
+
+def test_the_lr_multiplier_reaches_the_reinitialised_layers_through_run_condition(tiny_model_dir, tiny_tasks_root):
+    # With Adam, a step's size is about the lr: over one short epoch, the reinitialised
+    # layers (2-3 at k=1) must move several times more at 5x lr, the kept layer about the same.
+    def moved(multiplier):
+        result = run_condition(Condition("rt_sentiment", 32, 0, epochs=1, k=1, lr_multiplier=multiplier), tiny_params(lr=1e-4, precision="fp32"), tiny_model_dir, tiny_tasks_root)
+        return {layer: np.mean([r["frobenius"] for r in result["weight_change"] if r["layer"] == layer]) for layer in (1, 2, 3)}
+
+    plain, boosted = moved(1.0), moved(5.0)
+    assert boosted[2] / plain[2] > 3 and boosted[3] / plain[3] > 3
+    assert 0.5 < boosted[1] / plain[1] < 2
+
+
+def test_a_result_keeps_its_predictions_and_the_weight_change_at_power_of_two_steps(tiny_model_dir, tiny_tasks_root):
+    from src.metrics import decode_predictions, score
+
+    result = run_condition(Condition("rt_sentiment", 40, 0, epochs=2, k=3), tiny_params(), tiny_model_dir, tiny_tasks_root)
+    eval_split = data.load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "eval")
+    predictions = decode_predictions(result["predictions"])
+    assert len(predictions) == len(eval_split) and score(("accuracy",), predictions, eval_split.labels) == result["scores"]
+    assert result["steps"] == 10 and [r["step"] for r in result["layer_change_by_step"]] == [1, 2, 4, 8]
+    changes = [r["frobenius"] for r in result["layer_change_by_step"]]
+    assert all(len(c) == 3 for c in changes) and changes[0][0] > 0
