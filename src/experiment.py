@@ -100,7 +100,7 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
     outcome = finetune(
         model, task, pool.subset(indices), cfg, condition.seed(seed, "train"), fresh, condition.lr_multiplier,
         eval_split=eval_split if log_epochs else None, checkpoint=checkpoint, checkpoint_key=key, desc=condition.describe(),
-        layer_change=layer_change_tracker(encoder_layers(model.encoder)),
+        layer_change=layer_change_tracker(lambda: layer_weights(encoder_layers(model.encoder))),
     )
     evaluation = evaluate(model, task, eval_split, cfg.eval_batch_size, cfg.precision) if outcome["status"] == "ok" else {}
     changes = weight_change(start, layer_weights(encoder_layers(model.encoder))) if outcome["status"] == "ok" else []

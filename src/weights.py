@@ -6,6 +6,8 @@ checkpoints never need to be kept (the paper grid would need hundreds of GB).
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import nn
 
@@ -42,17 +44,18 @@ def spectral_norm(matrix: torch.Tensor) -> float:
     return float(torch.linalg.eigvalsh(gram)[-1].clamp(min=0).sqrt())
 
 
-def layer_change_tracker(layers: nn.ModuleList):
+def layer_change_tracker(weights_now: Callable[[], dict]) -> Callable[[], list[float]]:
     """A function giving, for each layer (1..L), the Frobenius norm of all its sublayer
-    weights' change since this call: finetune() records it at steps 1, 2, 4, ... so
-    runs of different lengths can be compared at the same step count."""
-    start = layer_weights(layers)
+    weights' change since this call (`weights_now` is layer_weights bound to the model):
+    finetune() records it at steps 1, 2, 4, ... so runs of different lengths can be
+    compared at the same step count."""
+    start = weights_now()
+    num_layers = max(position for position, _ in start)
 
     def frobenius_by_layer() -> list[float]:
-        squares = [0.0] * len(layers)
-        with torch.no_grad():
-            for (position, _), now in layer_weights(layers).items():
-                squares[position - 1] += float(torch.linalg.matrix_norm((now - start[(position, _)]).float(), "fro")) ** 2
-        return [round(s**0.5, 6) for s in squares]
+        squares = [0.0] * num_layers
+        for key, now in weights_now().items():
+            squares[key[0] - 1] += float(torch.linalg.matrix_norm((now - start[key]).float(), "fro")) ** 2
+        return [round(square**0.5, 6) for square in squares]
 
     return frobenius_by_layer
