@@ -118,6 +118,10 @@ def _studies(runs: pd.DataFrame, task: str, size: int, slugs: list[str]) -> tupl
     return tuple(sorted(set(rows["study"])))
 
 
+def _full_slugs(runs: pd.DataFrame) -> list[str]:
+    return list(runs["ref_full"].unique())
+
+
 def _metric(runs: pd.DataFrame, task: str) -> str:
     return str(runs.loc[runs["task"] == task, "metric"].iloc[0])
 
@@ -210,7 +214,8 @@ def claim_units(ev: Evidence) -> dict[str, list[Unit]]:
     probe_curves = ev.probe.astype({"layer": int}).groupby(["task", "layer"])["value"].mean().unstack("layer").reindex(columns=range(L + 1)).dropna() if not ev.probe.empty else pd.DataFrame()
     for task in sorted({t for t, _ in curves}):
         sizes = sorted(s for t, s in curves if t == task)
-        studies = _studies(runs, task, sizes[0], list(runs["slug"].unique()))
+        progressive_slugs = list(progressive.loc[progressive["task"] == task, "slug"].unique())
+        studies = tuple(sorted({study for size in sizes for study in _studies(runs, task, size, progressive_slugs)}))
         if len(sizes) >= 2:
             small, large = curves[(task, sizes[0])], curves[(task, sizes[-1])]
             k90 = lambda draws: np.apply_along_axis(first_reaching, 1, draws)  # noqa: E731
@@ -258,8 +263,8 @@ def weight_units(ev: Evidence, rng: np.random.Generator) -> tuple[list[Unit], li
         mean = by_trial.mean().to_numpy()
         draws = inference.resampled_means(by_trial.to_numpy(), ev.settings["bootstrap_resamples"], rng)
         rho_draws = np.apply_along_axis(lambda c: inference.spearman(layers, c), 1, draws)
-        unit = _bootstrap_unit("later_layers_move_more", f"{task} n={size}", inference.spearman(layers, mean), rho_draws, len(by_trial), [], _studies(ev.runs, task, size, list(ev.runs["slug"].unique())), [])
-        unit.notes.append(f"after all {int(last['step'].max())} steps; exact permutation p of ρ over {len(layers)} layers = {_p(inference.exact_permutation_p(layers, mean))}")
+        unit = _bootstrap_unit("later_layers_move_more", f"{task} n={size}", inference.spearman(layers, mean), rho_draws, len(by_trial), [], _studies(ev.runs, task, size, _full_slugs(ev.runs)), [])
+        unit.notes.append(f"‖ΔW‖ per layer at step {int(last['step'].max())} (the last power of two of the run); exact permutation p of ρ over {len(layers)} layers = {_p(inference.exact_permutation_p(layers, mean))}")
         later.append(unit)
     for task, rows in changes.groupby("task"):
         sizes = sorted(set(rows["size"]))
@@ -268,7 +273,7 @@ def weight_units(ev: Evidence, rng: np.random.Generator) -> tuple[list[Unit], li
         small, large = rows[rows["size"] == sizes[0]], rows[rows["size"] == sizes[-1]]
         step = min(small.groupby("trial")["step"].max().min(), large.groupby("trial")["step"].max().min())
         totals = [r[r["step"] == step].groupby("trial")["frobenius"].apply(lambda f: float(np.sqrt((f**2).sum()))).to_numpy() for r in (large, small)]
-        unit = Unit("more_data_moves_weights_more", f"{task} n={sizes[-1]} vs n={sizes[0]}", "welch", _welch(*totals), 1, (), _studies(ev.runs, task, sizes[-1], list(ev.runs["slug"].unique())) + _studies(ev.runs, task, sizes[0], list(ev.runs["slug"].unique())))
+        unit = Unit("more_data_moves_weights_more", f"{task} n={sizes[-1]} vs n={sizes[0]}", "welch", _welch(*totals), 1, (), tuple(sorted(set(_studies(ev.runs, task, sizes[-1], _full_slugs(ev.runs)) + _studies(ev.runs, task, sizes[0], _full_slugs(ev.runs))))))
         unit.notes.append(f"at step {step} for both sizes (equal steps): controls the number of Adam steps, not how often each example was seen")
         more.append(unit)
     return later, more

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -98,9 +99,14 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     metrics = json.dumps(json.loads(dvc(repo, "metrics", "show", "--json")))
     assert "metrics/studies.json" in metrics and "metrics/focus.json" in metrics
     report = (repo / "metrics/report.md").read_text()
-    assert "full_beats_scratch" in report and "single_layer_barely_matters" in report
+    assert "full_beats_scratch" in report and "single_layer_barely_matters" in report and "Holm" in report
     assert "base64," in (repo / "metrics/report.html").read_text()
-    assert {"rho", "p", "k90_finetune", "k90_probe"} <= set(pd.read_csv(repo / "metrics/agreement.csv").columns)
+    assert {"rho", "rho_p_exact", "k90_finetune", "k90_probe"} <= set(pd.read_csv(repo / "metrics/agreement.csv").columns)
+    assert set(pd.read_csv(repo / "metrics/figures.csv")["status"]) == {"drawn"}
+    with np.load(repo / "data/predictions.npz") as predictions:  # every finished run's eval predictions, and the labels
+        assert len(predictions["labels|sst2"]) == len(predictions["sst2|8|k0_e1|0"]) and "rt_sentiment|8|permutation_e1|2" in predictions.files
+    points = pd.read_csv(repo / "metrics/points.csv")
+    assert {"collapsed", "diverged", "ref_full"} <= set(points.columns) and (points["n"] >= 1).all()
     # a condition's record lists every reinitialised tensor of layers 1..6 at k=0
     trial = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k0_e1/trial0.json").read_text())
     layers = {int(e["name"].split(".")[2]) for e in trial["reinitialised"] if e["name"].startswith("encoder.layer.")}
@@ -134,11 +140,12 @@ def test_exp_run_with_a_new_k_reruns_only_the_focus_stage(scratch_repo):
     repo, _, git = scratch_repo
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "-m", "results"], cwd=repo, check=True)
-    out = dvc(repo, "exp", "run", "-S", "k=3")
+    out = dvc(repo, "exp", "run", "-S", "k=3", "-S", "trials=1")
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
     assert ran == ["Running stage 'focus':"]
-    focus = json.loads((repo / "metrics/focus.json").read_text())
-    assert focus["k"] == 3 and focus["n"] == 2
+    # one trial has no CI: null (NaN is not JSON), with the reason
+    focus = json.loads((repo / "metrics/focus.json").read_text(), parse_constant=lambda name: pytest.fail(f"{name} in focus.json"))
+    assert (focus["k"], focus["n"], focus["ci95"]) == (3, 1, None) and "at least 2 finished runs" in focus["ci95_note"]
 
 
 @pytest.mark.slow
