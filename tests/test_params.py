@@ -39,7 +39,7 @@ def test_default_params_are_valid():
         ("k", "3", "k = '3' is invalid; allowed: an integer >= 0"),
         ("studies.progressive.ks", [0, 13], "studies.progressive.ks = [0, 13] is invalid; allowed: 0..6"),
         ("task", "sst5", "task = 'sst5' is invalid; allowed: rt_sentiment | bigram_shift"),
-        ("data.tasks", ["rt_sentiment", "sst5"], "data.tasks[1] = 'sst5' is invalid; allowed: rt_sentiment | bigram_shift | sst2"),
+        ("data.tasks", ["rt_sentiment", "sst5"], "data.tasks[1] = 'sst5' is invalid; allowed: rt_sentiment | bigram_shift | subjectivity | tweet_sentiment | sst2"),
         ("studies.blocks.tasks", ["rt_sentiment", "cola"], "studies.blocks.tasks[1] = 'cola' is invalid; allowed: tasks listed in data.tasks"),
         ("recipe", "xavier", "recipe = 'xavier' is invalid; allowed: paper | authors_code"),
         ("pooling", "max", "pooling = 'max' is invalid; allowed: mean | cls"),
