@@ -38,7 +38,7 @@ def test_default_params_are_valid():
         ("k", -1, "k = -1 is invalid; allowed: an integer >= 0"),
         ("k", "3", "k = '3' is invalid; allowed: an integer >= 0"),
         ("studies.progressive.ks", [0, 13], "studies.progressive.ks = [0, 13] is invalid; allowed: 0..6"),
-        ("task", "sst5", "task = 'sst5' is invalid; allowed: rt_sentiment | bigram_shift"),
+        ("task", "sst5", "task = 'sst5' is invalid; allowed: rt_sentiment | subjectivity | tweet_sentiment"),
         ("data.tasks", ["rt_sentiment", "sst5"], "data.tasks[1] = 'sst5' is invalid; allowed: rt_sentiment | bigram_shift | subjectivity | tweet_sentiment | sst2"),
         ("studies.blocks.tasks", ["rt_sentiment", "cola"], "studies.blocks.tasks[1] = 'cola' is invalid; allowed: tasks listed in data.tasks"),
         ("recipe", "xavier", "recipe = 'xavier' is invalid; allowed: paper | authors_code"),
