@@ -11,7 +11,24 @@ from src.studies import focus_condition, study_conditions, trained_conditions
 from src.weights import spectral_norm, weight_change
 
 with open("params.yaml") as f:
-    DEFAULT = yaml.safe_load(f)
+    LIVE = yaml.safe_load(f)
+
+# A fixed grid, not the live params.yaml's: editing the experiment must not break these tests.
+# It has every family, and twins of every kind (window 3 at L = 6, single 6 = k = 5, a
+# sequential direct run that is another study's reference).
+TASKS = ["rt_sentiment", "bigram_shift"]
+GRID = {
+    "progressive": {"scheme": "progressive", "tasks": ["rt_sentiment"], "sizes": [64, 256], "ks": [0, 1, 2, 3, 4, 5, 6], "trials": 3},
+    "blocks": {"scheme": "block", "window": 3, "tasks": ["rt_sentiment"], "sizes": [256], "trials": 3},
+    "single_layer": {"scheme": "single_layer", "layers": [1, 2, 3, 4, 5, 6], "tasks": ["rt_sentiment"], "sizes": [256], "trials": 3},
+    "permutation": {"scheme": "permutation", "tasks": TASKS, "sizes": [256], "trials": 4},
+    "heads": {"scheme": "head", "layers": [1, 2, 3, 4, 5, 6], "heads": [0, 6], "tasks": ["rt_sentiment"], "sizes": [256], "trials": 1},
+    "lr_multiplier": {"scheme": "progressive", "ks": [0, 3], "reinit_lr_multiplier": 5, "tasks": ["rt_sentiment"], "sizes": [256], "trials": 3},
+    "keep_layernorm": {"scheme": "progressive", "ks": [0, 3], "keep_layernorm": True, "tasks": ["rt_sentiment"], "sizes": [256], "trials": 3},
+    "epochs": {"scheme": "progressive", "ks": [0, 6], "epochs": 6, "tasks": ["rt_sentiment"], "sizes": [64, 256], "trials": 2},
+    "sequential": {"scheme": "progressive", "ks": [6], "intermediate_tasks": TASKS, "tasks": TASKS, "sizes": [256], "trials": 3},
+}
+DEFAULT = {**LIVE, "task": "rt_sentiment", "size": 256, "k": 6, "trials": 3, "data": {**LIVE["data"], "tasks": TASKS}, "train": {**LIVE["train"], "epochs": 3, "small_size": 64, "small_epochs": 5}, "studies": GRID}
 
 
 def slugs(conditions, task="rt_sentiment", trial=0):
@@ -27,7 +44,7 @@ def test_block_study_runs_every_window_both_ways_and_borrows_references():
 
 def test_a_study_runs_its_own_references_where_the_progressive_study_does_not():
     conditions = study_conditions(DEFAULT, "permutation", 6)
-    assert slugs(conditions, "subjectivity") == ["k0_e3", "k6_e3", "permutation_e3"]
+    assert slugs(conditions, "bigram_shift") == ["k0_e3", "k6_e3", "permutation_e3"]
     assert slugs(conditions, "rt_sentiment", trial=0) == ["permutation_e3"]
     assert slugs(conditions, "rt_sentiment", trial=3) == ["k0_e3", "k6_e3", "permutation_e3"]  # progressive has 3 trials
 
@@ -36,8 +53,8 @@ def test_modifier_and_sequential_studies():
     lr = study_conditions(DEFAULT, "lr_multiplier", 6)
     assert {(c.k, c.lr_multiplier) for c in lr} == {(0, 5.0), (3, 5.0)}
     sequential = study_conditions(DEFAULT, "sequential", 6)
-    assert slugs(sequential, "rt_sentiment") == ["k6_after_tweet_sentiment_e3"]
-    assert slugs(sequential, "tweet_sentiment") == ["k6_after_rt_sentiment_e3", "k6_e3"]  # its direct run
+    assert slugs(sequential, "rt_sentiment") == ["k6_after_bigram_shift_e3"]
+    assert slugs(sequential, "bigram_shift") == ["k6_after_rt_sentiment_e3", "k6_e3"]  # its direct run
     epochs = study_conditions(DEFAULT, "epochs", 6)
     assert {c.epochs for c in epochs} == {6}
 
@@ -69,8 +86,8 @@ def test_each_training_run_is_trained_by_one_study_only():
     # blocks per trial: 8 conditions, of which reinit 4-6 and preserve 1-3 are progressive k=3, preserve 4-6 is reinit 1-3
     assert slugs(trained["blocks"]) == sorted(["block_reinit1-3_e3", "block_reinit2-4_e3", "block_preserve2-4_e3", "block_reinit3-5_e3", "block_preserve3-5_e3"])
     assert "single6_e3" not in slugs(trained["single_layer"])  # = progressive k=5
-    assert slugs(trained["sequential"], "tweet_sentiment") == ["k6_after_rt_sentiment_e3", "k6_e3"]  # no other study runs tweet_sentiment
-    assert len(runs) == sum(len(study_conditions(DEFAULT, name, 6)) for name in DEFAULT["studies"]) - 12  # 131 runs for 143 conditions
+    assert slugs(trained["sequential"], "bigram_shift") == ["k6_after_rt_sentiment_e3"]  # the direct run is permutation's reference
+    assert len(runs) == sum(len(study_conditions(DEFAULT, name, 6)) for name in DEFAULT["studies"]) - 15  # 128 runs for 143 conditions
 
 
 def test_the_focus_condition_is_the_grid_point_it_names():
