@@ -91,7 +91,7 @@ def reinit_head(encoder: nn.Module, layer: int, head: int, recipe: str, seed: in
     block = encoder.get_submodule(family.stack)[layer]
     heads = encoder.config.num_attention_heads
     prefix = f"{family.stack}.{layer}"
-    targets = []  # (manifest name, Linear, weight index, bias rows)
+    targets = []  # (manifest name, which head, Linear, index of the head in its weight, its bias rows or None)
     for path, part in family.head_projections(block):
         linear = block.get_submodule(path)
         if part is None:
@@ -127,18 +127,18 @@ def permute_layers(encoder: nn.Module, order: list[int]) -> None:
     stack = encoder.get_submodule(family.stack)
     if sorted(order) != list(range(len(stack))):
         raise ValueError(f"layer order {order} is not a permutation of 0..{len(stack) - 1}")
-    positional = [{path: _attribute(layer, path) for path in family.position_attributes} for layer in stack]
+    positional = [{path: getattr(*_owner(layer, path)) for path in family.position_attributes} for layer in stack]
     permuted = nn.ModuleList([stack[i] for i in order])
     for layer, attributes in zip(permuted, positional):
         for path, value in attributes.items():
-            owner, _, name = path.rpartition(".")
-            setattr(layer.get_submodule(owner), name, value)
+            setattr(*_owner(layer, path), value)
     encoder.set_submodule(family.stack, permuted)
 
 
-def _attribute(layer: nn.Module, path: str):
+def _owner(layer: nn.Module, path: str) -> tuple[nn.Module, str]:
+    """(the submodule holding attribute `path`, the attribute's name): "attn.layer_idx" -> (layer.attn, "layer_idx")."""
     owner, _, name = path.rpartition(".")
-    return getattr(layer.get_submodule(owner), name)
+    return layer.get_submodule(owner), name
 
 
 def pooler_looks_untrained(encoder: nn.Module) -> bool:

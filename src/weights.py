@@ -11,6 +11,7 @@ from torch import nn
 
 from src.families import family_of
 
+
 def layer_weights(encoder: nn.Module) -> dict[tuple[int, str], torch.Tensor]:
     """A copy of every sublayer weight (query, key, value, attention_output, intermediate,
     output: the study's names), keyed by (1-based position, sublayer)."""
