@@ -82,7 +82,7 @@ def _placeholders(root: Path, params: dict, num_layers: int, num_heads: int) -> 
         for file in files:
             file.parent.mkdir(parents=True, exist_ok=True)
             file.write_text(f"{file.name}\n")
-    (root / "data/model/config.json").write_text(f'{{"num_hidden_layers": {num_layers}, "num_attention_heads": {num_heads}}}\n')
+    (root / "data/model/base.json").write_text(f'{{"num_layers": {num_layers}, "num_heads": {num_heads}}}\n')
     return runs
 
 

@@ -22,8 +22,7 @@ import torch
 from src import data
 from src.artifacts import sha256_of
 from src.condition import Condition
-from src.model import build_finetuner, new_task_head
-from src.reinit import encoder_layers
+from src.model import build_finetuner, new_task_head, reinitialised_layer_parameters
 from src.tasks import get_task
 from src.training import TrainConfig, evaluate, finetune, reuse_freed_memory
 from src.metrics import encode_predictions
@@ -38,6 +37,7 @@ TRAINING_CODE = (
     "src/studies.py",
     "src/condition.py",
     "src/model.py",
+    "src/families.py",
     "src/reinit.py",
     "src/training.py",
     "src/weights.py",
@@ -83,7 +83,7 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
     model.to("cuda" if torch.cuda.is_available() else "cpu")
     # The multiplier is for the whole tensors the scheme reinitialised (not head slices,
     # not the always-new task head).
-    fresh = {f"encoder.{e['name']}" for e in record["reinitialised"] if e["name"].startswith("encoder.layer.") and "[" not in e["name"]}
+    fresh = reinitialised_layer_parameters(model, record["reinitialised"])
 
     if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
         pool = _load(tasks_dir, first.name, "train")
@@ -96,14 +96,14 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
 
     pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
     indices = data.training_subset(len(pool), condition.size, task.name, condition.trial, seed)
-    start = layer_weights(encoder_layers(model.encoder))
+    start = layer_weights(model.encoder)
     outcome = finetune(
         model, task, pool.subset(indices), cfg, condition.seed(seed, "train"), fresh, condition.lr_multiplier,
         eval_split=eval_split if log_epochs else None, checkpoint=checkpoint, checkpoint_key=key, desc=condition.describe(),
-        layer_change=layer_change_tracker(lambda: layer_weights(encoder_layers(model.encoder))),
+        layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
     )
     evaluation = evaluate(model, task, eval_split, cfg.eval_batch_size, cfg.precision) if outcome["status"] == "ok" else {}
-    changes = weight_change(start, layer_weights(encoder_layers(model.encoder))) if outcome["status"] == "ok" else []
+    changes = weight_change(start, layer_weights(model.encoder)) if outcome["status"] == "ok" else []
     record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
     record["eval_examples"] = len(eval_split)
     record["base_weights_sha256"] = json.loads((model_dir / "base.json").read_text())["weights_sha256"]

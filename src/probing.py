@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from src.data import TokenizedSplit, batches, collate
 from src.metrics import score
-from src.model import masked_mean
+from src.model import encode, masked_mean
 from src.tasks import TaskSpec
 
 
@@ -29,7 +29,7 @@ def layer_features(encoder: nn.Module, split: TokenizedSplit, batch_size: int, d
     for indices in tqdm(batches(split.lengths, batch_size, None), desc=desc, leave=False, mininterval=5):
         batch = collate(split, indices)
         batch.pop("labels")
-        hidden = encoder(**batch, output_hidden_states=True).hidden_states
+        hidden = encode(encoder, **batch, output_hidden_states=True).hidden_states
         pooled = torch.stack([masked_mean(h, batch["attention_mask"]) for h in hidden], dim=1)
         features[indices] = pooled.numpy().astype(np.float16)
     return features

@@ -11,20 +11,15 @@ from typing import Callable
 import torch
 from torch import nn
 
-# The six weight matrices of a BERT layer, by the names the study used.
-SUBLAYERS = {
-    "query": "attention.self.query",
-    "key": "attention.self.key",
-    "value": "attention.self.value",
-    "attention_output": "attention.output.dense",
-    "intermediate": "intermediate.dense",
-    "output": "output.dense",
-}
+from src.families import family_of
 
 
-def layer_weights(layers: nn.ModuleList) -> dict[tuple[int, str], torch.Tensor]:
-    """A copy of every sublayer weight, keyed by (1-based position, sublayer)."""
-    return {(i + 1, name): layer.get_submodule(path).weight.detach().clone() for i, layer in enumerate(layers) for name, path in SUBLAYERS.items()}
+def layer_weights(encoder: nn.Module) -> dict[tuple[int, str], torch.Tensor]:
+    """A copy of every sublayer weight (query, key, value, attention_output, intermediate,
+    output: the study's names), keyed by (1-based position, sublayer)."""
+    family = family_of(encoder)
+    layers = encoder.get_submodule(family.stack)
+    return {(i + 1, name): weight.detach().clone() for i, layer in enumerate(layers) for name, weight in family.sublayer_weights(layer).items()}
 
 
 def weight_change(before: dict, after: dict) -> list[dict]:

@@ -28,7 +28,7 @@ def tiny_model_dir(tmp_path_factory):
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(out, safe_serialization=True)
-    (out / "base.json").write_text(json.dumps({"name": "tiny", "weights_sha256": "test"}))
+    (out / "base.json").write_text(json.dumps({"name": "tiny", "weights_sha256": "test", "num_layers": 3, "num_heads": 4}))
     return out
 
 

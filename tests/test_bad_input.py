@@ -192,7 +192,7 @@ def tiny_gpt2():
 
 
 def test_a_gpt2_model_is_refused_by_reinit():
-    with pytest.raises(ValueError, match=re.escape("GPT2Model has no encoder.layer stack to reinitialise; use a BERT-family model")):
+    with pytest.raises(ValueError, match=re.escape("model_type 'gpt2' is refused: it is not one of the supported encoder families (decoders such as GPT-2 are not encoders)")):
         reinit.encoder_layers(tiny_gpt2())
 
 
@@ -209,7 +209,7 @@ def test_a_non_bert_model_is_refused_before_anything_is_written(tmp_path, tiny_m
     tiny_gpt2().save_pretrained(source)
     with_tokenizer(source, tiny_model_dir)
     out = tmp_path / "model"
-    with pytest.raises(ValueError, match=re.escape("GPT2Model has no encoder.layer stack to reinitialise; use a BERT-family model")):
+    with pytest.raises(ValueError, match=re.escape("model_type 'gpt2' is refused: it is not one of the supported encoder families (decoders such as GPT-2 are not encoders)")):
         export_base_model(str(source), out)  # a local folder stands in for a hub id
     assert list(out.iterdir()) == []
 

@@ -88,8 +88,8 @@ def test_cls_head_reinitialises_an_untrained_pooler_only(tiny_model_dir, tmp_pat
     assert not torch.equal(model.encoder.pooler.dense.weight, reference["pooler.dense.weight"])
 
 
-def test_non_bert_model_is_refused():
-    with pytest.raises(ValueError, match="no encoder.layer stack"):
+def test_a_module_that_is_no_supported_encoder_is_refused():
+    with pytest.raises(ValueError, match="model_type None is refused: it is not one of the supported encoder families"):
         reinit.encoder_layers(torch.nn.Linear(2, 2))
 
 

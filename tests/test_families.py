@@ -1,0 +1,338 @@
+"""Every supported encoder family, through the family table and the real export.
+
+Structural tests: each family is a tiny randomly initialised checkpoint (3 layers, hidden
+32, 4 heads) written to a local folder as safetensors with the word-level BERT tokenizer
+of conftest.py, then exported by prepare_model's code. Their numbers mean nothing; what
+is checked is which tensors each scheme writes, per family, against the state dict.
+"""
+
+import json
+import re
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from src.condition import Condition
+from src.families import FAMILIES, family_of
+from src.model import build_finetuner, encode, export_base_model, load_encoder, reinitialised_layer_parameters
+from src.training import parameter_groups
+from src.weights import layer_weights
+
+LAYERS, HEADS, HIDDEN = 3, 4, 32
+SHAPE = dict(hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS, intermediate_size=64, max_position_embeddings=64, pad_token_id=0)
+
+
+def tiny_config(kind: str, vocab_size: int):
+    """A tiny config of each family (DeBERTa twice: v2's per-head positional projections, v3's shared ones)."""
+    import transformers as t
+
+    configs = {
+        "bert": lambda: t.BertConfig(**SHAPE),
+        "roberta": lambda: t.RobertaConfig(**SHAPE, type_vocab_size=1),
+        "xlm-roberta": lambda: t.XLMRobertaConfig(**SHAPE, type_vocab_size=1),
+        "electra": lambda: t.ElectraConfig(**SHAPE, embedding_size=16),  # the discriminator's base model
+        "distilbert": lambda: t.DistilBertConfig(dim=HIDDEN, n_layers=LAYERS, n_heads=HEADS, hidden_dim=64, max_position_embeddings=64, pad_token_id=0),
+        "deberta-v2": lambda: t.DebertaV2Config(**SHAPE, relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=8, share_att_key=False),
+        "deberta-v3": lambda: t.DebertaV2Config(
+            **SHAPE, relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=8, share_att_key=True, norm_rel_ebd="layer_norm", type_vocab_size=0, position_biased_input=False
+        ),
+        "modernbert": lambda: t.ModernBertConfig(**SHAPE, global_attn_every_n_layers=2, local_attention=8, bos_token_id=2, cls_token_id=2, eos_token_id=3, sep_token_id=3),
+        "albert": lambda: t.AlbertConfig(**SHAPE, embedding_size=16),
+    }
+    config = configs[kind]()
+    config.vocab_size = vocab_size
+    return config
+
+
+KINDS = ["bert", "roberta", "xlm-roberta", "electra", "distilbert", "deberta-v2", "deberta-v3", "modernbert"]
+
+
+def write_checkpoint(kind: str, folder, tokenizer_dir) -> None:
+    """A randomly initialised model of `kind` as a local folder: config, safetensors, tokenizer."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    torch.manual_seed(0)
+    model = AutoModel.from_config(tiny_config(kind, len(tokenizer)))
+    with torch.no_grad():  # "pretrained": unlike any fresh init (LayerNorms not 1/0, biases not 0)
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def family_model(request, tmp_path_factory, tiny_model_dir):
+    """(kind, the exported base model folder, its weights) as prepare_model leaves them."""
+    root = tmp_path_factory.mktemp(request.param)
+    write_checkpoint(request.param, root / "checkpoint", tiny_model_dir)
+    info = export_base_model(str(root / "checkpoint"), root / "model")
+    (root / "model" / "base.json").write_text(json.dumps(info))
+    return request.param, root / "model", load_file(str(root / "model" / "model.safetensors"))
+
+
+def state(encoder) -> dict:
+    return {name: t.detach().clone() for name, t in encoder.state_dict().items()}
+
+
+def changed(after: dict, before: dict) -> set[str]:
+    assert after.keys() == before.keys()
+    return {name for name in after if not torch.equal(after[name], before[name])}
+
+
+def layer_params(encoder, layers, without_layernorm=False) -> set[str]:
+    """State-dict names of every parameter of encoder layers `layers` (0-based)."""
+    family = family_of(encoder)
+    names = set()
+    for i in layers:
+        layer = encoder.get_submodule(family.stack)[i]
+        skip = {f"{ln}." for ln in family.layernorms} if without_layernorm else set()
+        names |= {f"{family.stack}.{i}.{n}" for n, _ in layer.named_parameters() if not any(n.startswith(s) for s in skip)}
+    return names
+
+
+def start(model_dir, condition):
+    """Pretrained state (loaded as the stage loads it) and the condition's starting encoder."""
+    before = state(load_encoder(model_dir, with_pooler=condition.pooling == "cls"))
+    model, record = build_finetuner(model_dir, condition, num_labels=2, seed=0)
+    return before, model, record
+
+
+def test_the_table_names_every_parameter_of_every_layer(family_model):
+    kind, model_dir, _ = family_model
+    encoder = load_encoder(model_dir, with_pooler=True)
+    family = family_of(encoder)
+    assert json.loads((model_dir / "base.json").read_text())["num_layers"] == LAYERS
+    for layer in encoder.get_submodule(family.stack):
+        named = [family.attention_output, family.ffn_in, family.ffn_out, *family.layernorms, *(p for p, _ in family.head_projections(layer))]
+        covered = {f"{path}.{n}" for path in set(named) for n, _ in layer.get_submodule(path).named_parameters()}
+        assert covered == {n for n, _ in layer.named_parameters()}, kind
+        norms = {n for n, m in layer.named_modules() if isinstance(m, torch.nn.LayerNorm)}
+        assert norms <= set(family.layernorms) and len(norms) >= len(family.layernorms) - 1  # ModernBERT layer 0: no attn_norm
+    assert hasattr(encoder, "pooler") == family.pooler
+    assert set(layer_weights(encoder)) == {(i, s) for i in range(1, LAYERS + 1) for s in ("query", "key", "value", "attention_output", "intermediate", "output")}
+    assert all(w.shape == (HIDDEN, HIDDEN) for (_, s), w in layer_weights(encoder).items() if s in ("query", "key", "value", "attention_output"))
+
+
+@pytest.mark.parametrize(
+    "condition, layers",
+    [
+        (Condition("t", 10, 0, 1, k=1), {1, 2}),
+        (Condition("t", 10, 0, 1, k=0), {0, 1, 2}),
+        (Condition("t", 10, 0, 1, scheme="block_reinit", layer=2, window=2), {1, 2}),
+        (Condition("t", 10, 0, 1, scheme="block_preserve", layer=2, window=2), {0}),
+        (Condition("t", 10, 0, 1, scheme="single_layer", layer=2), {1}),
+        (Condition("t", 10, 0, 1, k=1, keep_layernorm=True), {1, 2}),
+    ],
+    ids=["progressive_k1", "progressive_k0", "block_reinit", "block_preserve", "single_layer", "keep_layernorm"],
+)
+def test_layer_schemes_change_exactly_their_layers_and_boost_exactly_them(family_model, condition, layers):
+    kind, model_dir, _ = family_model
+    condition = Condition(**{**condition.as_dict(), "lr_multiplier": 5.0})
+    before, model, record = start(model_dir, condition)
+    expected = layer_params(model.encoder, layers, without_layernorm=condition.keep_layernorm)
+    assert changed(state(model.encoder), before) == expected  # embeddings, other layers, kept LayerNorms: bit for bit
+    assert {e["name"] for e in record["reinitialised"]} == expected | {"classifier.weight", "classifier.bias"}
+    # The lr multiplier's group is exactly the reinitialised tensors, by the model's own names.
+    fresh = reinitialised_layer_parameters(model, record["reinitialised"])
+    groups = parameter_groups(model, fresh, lr=2e-5, multiplier=5.0)
+    assert sorted(n for g in groups for n in g["names"]) == sorted(n for n, _ in model.named_parameters())
+    assert set(groups[1]["names"]) == {f"encoder.{n}" for n in expected} and groups[1]["lr"] == pytest.approx(1e-4)
+
+
+def test_permutation_moves_whole_layers_and_nothing_else(family_model):
+    kind, model_dir, reference = family_model
+    for trial in range(4):
+        condition = Condition("t", 10, trial, 1, scheme="permutation")
+        before, model, record = start(model_dir, condition)
+        order, family = record["layer_order"], family_of(model.encoder)
+        if order == list(range(LAYERS)):
+            continue
+        after, outside = state(model.encoder), lambda names: {n for n in names if not n.startswith(f"{family.stack}.")}
+        assert outside(after) == outside(before) and not changed({n: after[n] for n in outside(after)}, {n: before[n] for n in outside(before)})
+        # (a ModernBERT layer 0 has no attn_norm, so the layer names move with it)
+        layouts = lambda weights: sorted(sorted(stack_names(weights, family, p)) for p in range(LAYERS))  # noqa: E731
+        assert layouts(after) == layouts(before)
+        assert [e["name"] for e in record["reinitialised"]] == ["classifier.weight", "classifier.bias"]
+        stack = model.encoder.get_submodule(family.stack)
+        for position, source in enumerate(order):
+            for name, value in stack[position].state_dict().items():
+                assert torch.equal(value, reference[f"{family.stack}.{source}.{name}"]), (kind, position, name)
+        if kind == "modernbert":  # the global/local schedule stays with the position
+            assert [layer.attention_type for layer in stack] == list(model.encoder.config.layer_types)
+            assert [layer.attn.layer_idx for layer in stack] == list(range(LAYERS))
+        model.eval()
+        tokens = torch.tensor([[2, 5, 6, 3, 0]])
+        assert torch.isfinite(model(tokens, (tokens != 0).long(), torch.zeros_like(tokens))).all()
+        return
+    pytest.fail("no trial drew a permutation other than the identity")
+
+
+def stack_names(weights: dict, family, position: int) -> set[str]:
+    return {n.removeprefix(f"{family.stack}.{position}.") for n in weights if n.startswith(f"{family.stack}.{position}.")}
+
+
+def head_rows(family, layer, head):
+    """{state-dict name: (rows, columns) index of `head`} that head reinit may change."""
+    rows = slice(head * 8, (head + 1) * 8)
+    if family.fused_qkv:
+        parts = {f"{family.fused_qkv}.weight": [slice(p * HIDDEN + head * 8, p * HIDDEN + (head + 1) * 8) for p in range(3)]}
+    else:
+        parts = {f"{p}.{t}": [rows] for p, _ in family.head_projections(layer) for t in ("weight", "bias")}
+    parts[f"{family.attention_output}.weight"] = "columns"
+    return parts
+
+
+@pytest.mark.parametrize("head", [0, 3])
+def test_head_reinit_changes_only_that_heads_slices(family_model, head):
+    kind, model_dir, _ = family_model
+    before, model, record = start(model_dir, Condition("t", 10, 0, 1, scheme="head", layer=2, head_index=head))
+    family = family_of(model.encoder)
+    layer = model.encoder.get_submodule(family.stack)[1]
+    prefix = f"{family.stack}.1."
+    parts = {prefix + n: p for n, p in head_rows(family, layer, head).items() if prefix + n in before}
+    after = state(model.encoder)
+    assert changed(after, before) == set(parts)
+    for name, index in parts.items():
+        diff = after[name] != before[name]
+        if index == "columns":
+            diff = diff.T
+        mine = torch.zeros(diff.shape[0], dtype=torch.bool)
+        for rows in [slice(head * 8, (head + 1) * 8)] if index == "columns" else index:
+            mine[rows] = True
+        assert diff[mine].reshape(mine.sum(), -1).any(-1).all(), (kind, name)  # every row of the head is new
+        assert not diff[~mine].any(), (kind, name)  # no other head's row moved
+    # head slices are named with [...]: never in the lr multiplier's group
+    assert reinitialised_layer_parameters(model, record["reinitialised"]) == set()
+    assert all(re.search(r"\[((query|key|value) )?head \d\]$", e["name"]) for e in record["reinitialised"] if not e["name"].startswith("classifier"))
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_both_poolings_run_and_cls_is_the_pooler_or_the_first_token(family_model, pooling):
+    kind, model_dir, _ = family_model
+    model, _ = build_finetuner(model_dir, Condition("t", 10, 0, 1, k=LAYERS, pooling=pooling), num_labels=2, seed=0)
+    model.eval()
+    ids = torch.tensor([[2, 5, 6, 3, 7, 8, 3], [2, 9, 3, 10, 3, 0, 0]])
+    mask, types = (ids != 0).long(), torch.tensor([[0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 0, 0]])  # a sentence pair
+    logits = model(ids, mask, types)
+    assert logits.shape == (2, 2) and torch.isfinite(logits).all()
+    if pooling == "cls":
+        out = encode(model.encoder, ids, mask, types)
+        pooled = out.pooler_output if family_of(model.encoder).pooler else out.last_hidden_state[:, 0]
+        assert torch.allclose(logits, model.classifier(pooled))
+    if not family_of(model.encoder).token_type_ids:  # segment ids never reach a family trained without them
+        assert torch.equal(logits, model(ids, mask, torch.zeros_like(types)))
+
+
+def test_albert_is_refused_with_the_reason_before_anything_is_written(tmp_path, tiny_model_dir):
+    write_checkpoint("albert", tmp_path / "albert", tiny_model_dir)
+    with pytest.raises(ValueError, match="model_type 'albert' is refused: ALBERT shares one set of layer weights across every depth"):
+        export_base_model(str(tmp_path / "albert"), tmp_path / "model")
+    assert list((tmp_path / "model").iterdir()) == []
+
+
+def test_a_local_folder_without_safetensors_is_refused_with_what_it_needs(tmp_path, tiny_model_dir):
+    write_checkpoint("bert", tmp_path / "ckpt", tiny_model_dir)
+    (tmp_path / "ckpt" / "model.safetensors").unlink()
+    with pytest.raises(RuntimeError, match=re.escape(f"could not load model {str(tmp_path / 'ckpt')!r} from local folder {tmp_path / 'ckpt'}")) as error:
+        export_base_model(str(tmp_path / "ckpt"), tmp_path / "model")
+    assert "it needs config.json, model.safetensors and the tokenizer files" in str(error.value)
+
+
+def test_the_table_covers_the_listed_families():
+    assert set(FAMILIES) == {"bert", "roberta", "xlm-roberta", "electra", "distilbert", "deberta-v2", "modernbert"}
+
+
+def scratch_repo(root, model_folder):
+    """A git + DVC copy of this project whose params point model.name at a local folder and
+    run a tiny grid: one SST-2-layout task, progressive k = 0 and L, head and permutation."""
+    import shutil
+    import subprocess
+
+    import yaml
+
+    from tests.test_pipeline import REPO, write_tiny_glue
+
+    for item in ("dvc.yaml", "params.yaml", "src", "stages", ".dvcignore", ".gitignore"):
+        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, root / item)
+    shutil.copytree(REPO / ".dvc", root / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
+    write_tiny_glue(root / "glue")
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params.update(task="sst2", size=8, k=LAYERS, trials=1)
+    params["model"].update(name=str(model_folder), max_length=32)
+    params["data"].update(tasks=["sst2"], glue_dir="glue")
+    params["train"].update(epochs=1, small_epochs=1, workers=1, threads=1)
+    params["probe"].update(epochs=1, tasks=["sst2"])
+    tiny = {"tasks": ["sst2"], "sizes": [8], "trials": 1}
+    params["studies"] = {
+        "progressive": {"scheme": "progressive", **tiny, "ks": [0, LAYERS]},
+        "heads": {"scheme": "head", "layers": [2], "heads": [3], **tiny},
+        "permutation": {"scheme": "permutation", **tiny, "trials": 2},
+    }
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(git + ["add", "-A"], cwd=root, check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "tiny grid"], cwd=root, check=True)
+
+
+def run_stages_in_process(repo, monkeypatch, studies) -> None:
+    """prepare_model -> data -> finetune@<study> -> features -> probe -> aggregate, each by
+    its dvc.yaml command, run in this process: DVC and a fresh interpreter per stage made
+    one family's `dvc repro` take 250-369 s on this loaded 2-core machine (the slow test
+    below runs exactly that for every family)."""
+    import runpy
+    import shlex
+    import sys
+
+    import yaml
+
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+    commands = [stages["prepare_model"]["cmd"], stages["data"]["cmd"]]
+    commands += [stages["finetune"]["do"]["cmd"].replace("${key}", study) for study in studies]
+    commands += [stages[name]["cmd"].replace("${item.task}", "sst2") for name in ("features", "probe", "aggregate")]
+    monkeypatch.chdir(repo)
+    for command in commands:
+        _python, _dash_m, module, *args = shlex.split(command)
+        monkeypatch.setattr(sys, "argv", [module, *args])
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
+
+
+def check_outputs(repo, kind, source) -> None:
+    import pandas as pd
+
+    base = json.loads((repo / "data/model/base.json").read_text())
+    assert base["source"] == f"local folder {source}" and base["num_layers"] == LAYERS
+    runs = pd.read_csv(repo / "metrics/runs.csv")
+    assert set(runs["study"]) == {"progressive", "heads", "permutation"} and (runs["status"] == "ok").all()
+    stack = FAMILIES[tiny_config(kind, 1).model_type].stack
+    k0 = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k0_e1/trial0.json").read_text())
+    assert {e["name"].split(".")[stack.count(".") + 1] for e in k0["reinitialised"] if e["name"].startswith(stack)} == {"0", "1", "2"}
+    weights = pd.read_csv(repo / "metrics/weight_change.csv")
+    assert len(weights.drop_duplicates(["layer", "sublayer"])) == 6 * LAYERS
+    assert len(pd.read_csv(repo / "metrics/probe.csv")) >= LAYERS + 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_family_goes_through_the_stages_from_a_local_folder(tmp_path, tiny_model_dir, kind, monkeypatch):
+    write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    scratch_repo(repo, tmp_path / "checkpoint")
+    run_stages_in_process(repo, monkeypatch, ("progressive", "heads", "permutation"))
+    check_outputs(repo, kind, tmp_path / "checkpoint")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_dvc_repro_of_a_tiny_study_from_a_local_folder(tmp_path, tiny_model_dir, kind):
+    from tests.test_pipeline import dvc
+
+    write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    scratch_repo(repo, tmp_path / "checkpoint")
+    dvc(repo, "repro")
+    check_outputs(repo, kind, tmp_path / "checkpoint")
+    assert (repo / "metrics/report.md").exists()
