@@ -60,21 +60,19 @@ def execute(run: Callable[..., dict], runs: list[tuple], params: dict, gpus: lis
     """Call `run(*runs[i])` for every i on the configured backend; yield (i, result or Failure)
     in the order runs finish. `gpus` (local backend): the GPU ids to place runs on; None =
     this machine's visible GPUs (a test passes fake ones)."""
-    kind, threads, device = params["executor"]["kind"], params["train"]["threads"], run_device(params)
+    kind, threads = params["executor"]["kind"], params["train"]["threads"]
     if kind == "slurm":
-        yield from _slurm(run, runs, params["executor"], threads, device)
+        yield from _slurm(run, runs, params["executor"], threads)
     elif kind == "ray":
-        yield from _ray(run, runs, params["executor"], threads, device)
+        yield from _ray(run, runs, params["executor"], threads)
     else:
         gpus = visible_gpus() if gpus is None else gpus
         slots = [gpu for gpu in gpus for _ in range(params["executor"]["runs_per_gpu"])]
         yield from _local(run, runs, len(slots) if slots else params["train"]["workers"], threads, slots or None)
 
 
-def run_in_worker(threads: int, device: str, run: Callable[..., dict], *args) -> dict:
+def run_in_worker(threads: int, run: Callable[..., dict], *args) -> dict:
     """One run in a fresh worker process (SLURM, Ray): the same process settings as a local worker."""
-    if device == "cuda" and not torch.cuda.is_available():  # its fingerprint says cuda: never train it on the CPU
-        raise RuntimeError(f"this run's fingerprint is for cuda, but the worker on {os.uname().nodename} sees no GPU")
     _set_up_for_training(threads)
     return run(*args)
 
@@ -146,7 +144,7 @@ def _cause() -> str:
 ALIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SUSPENDED", "PREEMPTED", "SIGNALING", "STAGE_OUT"}
 
 
-def _slurm(run, runs: list[tuple], executor: dict, threads: int, device: str) -> Iterator[tuple[int, dict | Failure]]:
+def _slurm(run, runs: list[tuple], executor: dict, threads: int) -> Iterator[tuple[int, dict | Failure]]:
     import submitit
 
     class Run(submitit.helpers.Checkpointable):
@@ -162,13 +160,13 @@ def _slurm(run, runs: list[tuple], executor: dict, threads: int, device: str) ->
     slurm.update_parameters(
         partition=executor["partition"], time=executor["time_limit_min"], cpus_per_task=executor["cpus_per_run"],
         mem=f"{executor['mem_gb_per_run']}GB", array_parallelism=executor["array_parallelism"], job_name="finetune",
-        gpus_per_task=gpus or None, setup=[f"export PYTHONPATH={ROOT}"], stderr_to_stdout=True,
+        gpus_per_task=gpus or None, setup=[f"export PYTHONPATH={ROOT}${{PYTHONPATH:+:$PYTHONPATH}}"], stderr_to_stdout=True,
     )
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` / dvc's stop: cancel the array below
 
     def submit(indices: list[int]) -> dict:
         with slurm.batch():  # one job array for all of them
-            jobs = [slurm.submit(Run(), threads, device, run, *runs[i]) for i in indices]
+            jobs = [slurm.submit(Run(), threads, run, *runs[i]) for i in indices]
         return {job: i for job, i in zip(jobs, indices)}
 
     attempts = {i: 1 for i in range(len(runs))}
@@ -193,7 +191,7 @@ def _slurm(run, runs: list[tuple], executor: dict, threads: int, device: str) ->
                         yield i, job.result()
                         continue
                     except Exception as error:  # noqa: BLE001 - the run raised: submitit re-raises it with its traceback
-                        cause = str(error).strip().splitlines()[-1]
+                        cause = _last_exception_line(str(error))
                 if attempts[i] > executor["max_retries"]:
                     yield i, Failure(f"{cause} (log: {job.paths.stdout})", attempts[i])
                 else:
@@ -204,6 +202,13 @@ def _slurm(run, runs: list[tuple], executor: dict, threads: int, device: str) ->
     finally:
         for job in pending:  # stopped early: runs in flight are lost, as locally
             job.cancel(check=False)
+
+
+def _last_exception_line(message: str) -> str:
+    """`ValueError: ...` out of submitit's FailedJobError text (header, ---- traceback ----, log paths)."""
+    parts = message.split("-" * 22)
+    lines = [line for line in (parts[1] if len(parts) > 2 else message).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else message
 
 
 def _squeue_states(job_ids: list[str]) -> dict[str, str]:
@@ -219,16 +224,17 @@ def _squeue_states(job_ids: list[str]) -> dict[str, str]:
 # --- Ray ------------------------------------------------------------------------------------
 
 
-def _ray(run, runs: list[tuple], executor: dict, threads: int, device: str) -> Iterator[tuple[int, dict | Failure]]:
+def _ray(run, runs: list[tuple], executor: dict, threads: int) -> Iterator[tuple[int, dict | Failure]]:
     import ray
 
-    # The workers import src/ from this checkout: the shared-filesystem requirement.
-    ray.init(address=executor["address"], runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}}, log_to_driver=False)
-    task = ray.remote(run_in_worker).options(
+    connect = not ray.is_initialized()  # a caller (a test) may have set up its own cluster
+    if connect:  # the workers import src/ from this checkout: the shared-filesystem requirement
+        ray.init(address=executor["address"], runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}}, log_to_driver=False)
+    task = ray.remote(
         num_cpus=threads, num_gpus=executor["gpus_per_run"], max_calls=1,  # a fresh process per run: its GPU memory is freed
         max_retries=executor["max_retries"],  # resubmitted when its worker or node is lost
-    )
-    pending = {task.remote(threads, device, run, *args): i for i, args in enumerate(runs)}
+    )(run_in_worker)
+    pending = {task.remote(threads, run, *args): i for i, args in enumerate(runs)}
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -240,7 +246,8 @@ def _ray(run, runs: list[tuple], executor: dict, threads: int, device: str) -> I
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)
-        ray.shutdown()
+        if connect:
+            ray.shutdown()
 
 
 # --- progress -------------------------------------------------------------------------------

@@ -87,6 +87,8 @@ def _run_condition(condition: Condition, params: dict, model_dir: Path, tasks_di
     first = get_task(condition.intermediate_task) if condition.intermediate_task else task
     model, record = build_finetuner(model_dir, condition, first.num_labels, seed)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type != executors.run_device(params):  # e.g. a SLURM node without the GPU the run asked for
+        raise RuntimeError(f"this run's fingerprint is for {executors.run_device(params)}, but {os.uname().nodename} trains on {device.type}")
     model.to(device)
     progress(f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, {torch.get_num_threads()} threads)")
     # The multiplier is for the whole tensors the scheme reinitialised (not head slices,

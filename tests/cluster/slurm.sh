@@ -42,7 +42,7 @@ MpiDefault=none
 JobRequeue=1
 MinJobAge=3600
 ReturnToService=2
-NodeName=$NODE CPUs=$(nproc) State=UNKNOWN
+NodeName=$NODE CPUs=$(nproc) RealMemory=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 )) State=UNKNOWN
 PartitionName=local Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
   alive "$STATE"/slurmctld.pid || slurmctld -i
