@@ -75,7 +75,7 @@ def fresh_model():
 def run_ours(train, eval_, precision: str, epochs: int) -> dict:
     model = fresh_model()
     cfg = TrainConfig(2e-5, 8, epochs, 0.0, 128, group_by_length=True, precision=precision, checkpoint_every=0)
-    outcome = finetune(model, TASK, train, cfg, seed=0, desc=f"ours {precision}")
+    outcome = finetune(model, TASK, train, cfg, seed=0)
     accuracy = evaluate(model, TASK, eval_, 128, precision)["scores"]["accuracy"]
     return {"examples_per_s": epochs * len(train) / outcome["train_seconds"], "seconds": outcome["train_seconds"], "accuracy": accuracy}
 

@@ -6,26 +6,21 @@ end-to-end tests, so what the tests run is what the pipeline runs.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import math
-import multiprocessing
 import os
-import signal
-import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import torch
 
-from src import data
+from src import data, executors
 from src.artifacts import sha256_of
 from src.condition import Condition
 from src.model import build_finetuner, new_task_head, reinitialised_layer_parameters
 from src.tasks import get_task
-from src.training import TrainConfig, evaluate, finetune, reuse_freed_memory
 from src.metrics import encode_predictions
+from src.training import TrainConfig, evaluate, finetune
 from src.weights import layer_change_tracker, layer_weights, weight_change
 
 # The code a finetuning result depends on: its fingerprint hashes these files, and the
@@ -55,8 +50,9 @@ def train_config(params: dict, epochs: int) -> TrainConfig:
 
 def fingerprint(condition: Condition, params: dict, model_dir: Path, tasks_dir: Path) -> str:
     """Everything a result depends on: condition, training settings, seed, base weights,
-    token ids and code. A finished result whose fingerprint matches is reused as it is;
-    any other file in its place is recomputed."""
+    token ids, code, and the device type and torch version it trains with (kernels differ,
+    so CPU and GPU results never mix in one folder). A finished result whose fingerprint
+    matches is reused as it is; any other file in its place is recomputed."""
     tasks = [condition.task] + ([condition.intermediate_task] if condition.intermediate_task else [])
     inputs = {
         "condition": condition.as_dict(),
@@ -66,6 +62,8 @@ def fingerprint(condition: Condition, params: dict, model_dir: Path, tasks_dir: 
         "base": json.loads((model_dir / "base.json").read_text())["weights_sha256"],
         "tokens": [sha256_of(tasks_dir / t / "tokens.npz") for t in tasks],
         "code": [sha256_of(ROOT / f) for f in TRAINING_CODE],
+        "device": executors.run_device(params),  # never the executor kind or the worker count: those do not change a result
+        "torch": torch.__version__,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
@@ -74,13 +72,27 @@ def _load(tasks_dir: Path, task: str, split: str) -> data.TokenizedSplit:
     return data.load_split(tasks_dir / task / "tokens.npz", split)
 
 
-def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir: Path, log_epochs: bool = False, checkpoint: Path | None = None, key: str = "") -> dict:
+def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir: Path, log_epochs: bool = False, checkpoint: Path | None = None, key: str = "", log: Path | None = None) -> dict:
+    """Finetune and score one condition. With `log`, its per-epoch progress is appended
+    there (the stage's own output stays one line per run)."""
+    if log is None:
+        return _run_condition(condition, params, model_dir, tasks_dir, log_epochs, checkpoint, key, lambda line: None)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as f:  # appended: a resumed or requeued run adds to its earlier attempt's lines
+        return _run_condition(condition, params, model_dir, tasks_dir, log_epochs, checkpoint, key, lambda line: print(line, file=f, flush=True))
+
+
+def _run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir: Path, log_epochs: bool, checkpoint: Path | None, key: str, progress) -> dict:
     task = get_task(condition.task)
     seed = params["seed"]
     cfg = train_config(params, condition.epochs)
     first = get_task(condition.intermediate_task) if condition.intermediate_task else task
     model, record = build_finetuner(model_dir, condition, first.num_labels, seed)
-    model.to("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type != executors.run_device(params):  # e.g. a SLURM node without the GPU the run asked for
+        raise RuntimeError(f"this run's fingerprint is for {executors.run_device(params)}, but {os.uname().nodename} trains on {device.type}")
+    model.to(device)
+    progress(f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, {torch.get_num_threads()} threads)")
     # The multiplier is for the whole tensors the scheme reinitialised (not head slices,
     # not the always-new task head).
     fresh = reinitialised_layer_parameters(model, record["reinitialised"])
@@ -88,7 +100,7 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
     if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
         pool = _load(tasks_dir, first.name, "train")
         indices = data.training_subset(len(pool), condition.size, first.name, condition.trial, seed)
-        outcome = finetune(model, first, pool.subset(indices), cfg, condition.seed(seed, "train-intermediate"), fresh, condition.lr_multiplier, desc=f"{condition.describe()} (intermediate)")
+        outcome = finetune(model, first, pool.subset(indices), cfg, condition.seed(seed, "train-intermediate"), fresh, condition.lr_multiplier, progress=lambda line: progress(f"intermediate {first.name}: {line}"))
         if outcome["status"] != "ok":
             return _result(condition, record, outcome, {}, [], task.metrics[0], key)
         record["reinitialised"] += new_task_head(model, task.num_labels, condition, seed, model.encoder.config.initializer_range)
@@ -99,7 +111,7 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
     start = layer_weights(model.encoder)
     outcome = finetune(
         model, task, pool.subset(indices), cfg, condition.seed(seed, "train"), fresh, condition.lr_multiplier,
-        eval_split=eval_split if log_epochs else None, checkpoint=checkpoint, checkpoint_key=key, desc=condition.describe(),
+        eval_split=eval_split if log_epochs else None, checkpoint=checkpoint, checkpoint_key=key, progress=progress,
         layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
     )
     evaluation = evaluate(model, task, eval_split, cfg.eval_batch_size, cfg.precision) if outcome["status"] == "ok" else {}
@@ -107,43 +119,22 @@ def run_condition(condition: Condition, params: dict, model_dir: Path, tasks_dir
     record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
     record["eval_examples"] = len(eval_split)
     record["base_weights_sha256"] = json.loads((model_dir / "base.json").read_text())["weights_sha256"]
+    record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
     return _result(condition, record, outcome, evaluation, changes, task.metrics[0], key)
 
 
-def run_conditions(jobs: list[tuple[Condition, Path, str]], params: dict, model_dir: Path, tasks_dir: Path, log_epochs: bool):
-    """Finetune every job (condition, checkpoint path, fingerprint); yield (job index,
-    result) as each one finishes, so the caller can save it at once.
+def run_conditions(jobs: list[tuple[Condition, Path, str, Path]], params: dict, model_dir: Path, tasks_dir: Path, log_epochs: bool):
+    """Finetune every job (condition, checkpoint path, fingerprint, log path) on the backend
+    of params.yaml `executor:` (src/executors.py); yield (job index, result or
+    executors.Failure) as each one finishes, so the caller can save it at once.
 
-    train.workers processes run side by side, each with train.threads torch threads:
-    batch-8 steps of a small model cannot keep two threads busy, and on 2 CPU cores two
-    1-thread processes train ~1.4x the examples/s of one 2-thread process (bench/). A result
-    depends on the thread count (in the fingerprint), never on the worker count or on
-    which conditions a worker ran before (every run seeds its own generators)."""
-    workers, threads = params["train"]["workers"], params["train"]["threads"]
-    if workers == 1 or len(jobs) <= 1:
-        _set_up_for_training(threads)
-        for i, (condition, checkpoint, key) in enumerate(jobs):
-            yield i, run_condition(condition, params, model_dir, tasks_dir, log_epochs, checkpoint, key)
-        return
-    # spawn, not fork: a forked child inherits torch's thread pools in an unusable state.
-    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(threads,))
-    try:
-        futures = {pool.submit(run_condition, c, params, model_dir, tasks_dir, log_epochs, ckpt, key): i for i, (c, ckpt, key) in enumerate(jobs)}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # on an error, start no further condition
-
-
-def _set_up_for_training(threads: int) -> None:
-    torch.set_num_threads(threads)
-    reuse_freed_memory()
-
-
-def _start_worker(threads: int) -> None:
-    _set_up_for_training(threads)
-    if sys.platform == "linux":  # die with the stage: a killed stage must leave no run training on
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    Locally on CPU, train.workers processes of train.threads torch threads: batch-8 steps of
+    a small model cannot keep two threads busy, and on 2 CPU cores two 1-thread processes
+    train ~1.4x the examples/s of one 2-thread process (bench/). A result depends on the
+    thread count (in the fingerprint), never on the backend, the worker count or which
+    conditions a worker ran before (every run seeds its own generators)."""
+    runs = [(condition, params, model_dir, tasks_dir, log_epochs, checkpoint, key, log) for condition, checkpoint, key, log in jobs]
+    yield from executors.execute(run_condition, runs, params)
 
 
 def _result(condition: Condition, record: dict, outcome: dict, evaluation: dict, changes: list, metric: str, key: str) -> dict:

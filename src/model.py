@@ -137,9 +137,15 @@ def reinitialised_layer_parameters(model: Finetuner, manifest: list[dict]) -> se
 
 
 def new_task_head(model: Finetuner, num_labels: int, condition: Condition, seed: int, sigma: float) -> list[dict]:
-    """A fresh classifier (BERT's init: normal weights, zero bias); the head is always new."""
-    model.classifier = nn.Linear(model.classifier.in_features, num_labels, device=model.classifier.weight.device)
-    return reinit.init_module(model.classifier, "classifier", "paper", sigma, seed, condition.trial)
+    """A fresh classifier (BERT's init: normal weights, zero bias); the head is always new.
+    Initialised on the CPU, then moved to the model's device: reinit's generators are CPU
+    torch.Generators, which torch refuses for a CUDA tensor (sequential finetuning builds a
+    second head after the model moved to the GPU), and CPU draws keep a head identical on
+    every device."""
+    head = nn.Linear(model.classifier.in_features, num_labels)
+    written = reinit.init_module(head, "classifier", "paper", sigma, seed, condition.trial)
+    model.classifier = head.to(model.classifier.weight.device)
+    return written
 
 
 def build_finetuner(model_dir: Path, condition: Condition, num_labels: int, seed: int) -> tuple[Finetuner, dict]:

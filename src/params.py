@@ -14,6 +14,7 @@ import yaml
 import re
 
 from src.condition import POOLINGS, RECIPES
+from src.executors import KINDS as EXECUTOR_KINDS
 from src.tasks import TASKS
 from src.training import PRECISIONS
 
@@ -126,6 +127,24 @@ def validate(params: dict, num_layers: int | None = None, num_heads: int | None 
     _int(params, "train.checkpoint_every", 0)
     _int(params, "train.workers", 1)
     _int(params, "train.threads", 1)
+
+    # executor: where a finetune stage's runs execute (src/executors.py). Never part of a
+    # fingerprint: every backend gives the same numbers.
+    kind = _choice(params, "executor.kind", EXECUTOR_KINDS)
+    address = _get(params, "executor.address")
+    _check(isinstance(address, str) and (address in ("auto", "local") or address.startswith("ray://")), "executor.address", address, "auto | local (a fresh Ray cluster in this process) | ray://host:port")
+    gpus_per_run = _get(params, "executor.gpus_per_run")
+    _check(_is_number(gpus_per_run) and gpus_per_run >= 0 and (kind != "slurm" or _is_int(gpus_per_run)), "executor.gpus_per_run", gpus_per_run, "a number >= 0 (a fraction shares a GPU, Ray only; SLURM: an integer)")
+    _int(params, "executor.runs_per_gpu", 1)
+    partition = _get(params, "executor.partition")
+    _check(partition is None or (isinstance(partition, str) and partition.strip() != ""), "executor.partition", partition, "null (the cluster's default) or a partition name")
+    _int(params, "executor.time_limit_min", 1)
+    _int(params, "executor.cpus_per_run", 1)
+    _positive(params, "executor.mem_gb_per_run")
+    _int(params, "executor.array_parallelism", 1)
+    log_dir = _get(params, "executor.log_dir")
+    _check(isinstance(log_dir, str) and log_dir.strip() != "", "executor.log_dir", log_dir, "a folder on the filesystem the workers share")
+    _int(params, "executor.max_retries", 0)
 
     _list(params, "probe.tasks", lambda v: v in data_tasks, f"tasks listed in data.tasks {data_tasks}")
     _int(params, "probe.batch_size", 1)

@@ -24,14 +24,14 @@ from src.tasks import TaskSpec
 def layer_features(encoder: nn.Module, split: TokenizedSplit, batch_size: int, desc: str = "") -> np.ndarray:
     """[examples, layers + 1, hidden] masked-mean features, float16 to halve the cache."""
     encoder.eval()
-    config = encoder.config
+    config, device = encoder.config, next(encoder.parameters()).device
     features = np.empty((len(split), config.num_hidden_layers + 1, config.hidden_size), dtype=np.float16)
     for indices in tqdm(batches(split.lengths, batch_size, None), desc=desc, leave=False, mininterval=5):
-        batch = collate(split, indices)
+        batch = {name: t.to(device) for name, t in collate(split, indices).items()}
         batch.pop("labels")
         hidden = encode(encoder, **batch, output_hidden_states=True).hidden_states
         pooled = torch.stack([masked_mean(h, batch["attention_mask"]) for h in hidden], dim=1)
-        features[indices] = pooled.numpy().astype(np.float16)
+        features[indices] = pooled.float().cpu().numpy().astype(np.float16)
     return features
 
 
@@ -59,17 +59,20 @@ def train_probes(
     batch_size: int,
     seed: int,
 ) -> list[dict[str, float]]:
-    """Train the probes with Adam; return each layer's metrics on the eval split."""
+    """Train the probes with Adam (on the GPU when there is one); return each layer's
+    metrics on the eval split."""
     torch.manual_seed(seed)
     order = np.random.default_rng(seed)
     num_layers, hidden = train_x.shape[1:]
-    probes = LayerProbes(num_layers, hidden, task.num_labels)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    probes = LayerProbes(num_layers, hidden, task.num_labels).to(device)  # drawn on the CPU: the same start on every device
     optimizer = torch.optim.Adam(probes.parameters(), lr=lr)
-    x, y = torch.from_numpy(train_x.astype(np.float32)), torch.from_numpy(train_y)
+    x, y = torch.from_numpy(train_x.astype(np.float32)).to(device), torch.from_numpy(train_y).to(device)
     for _ in range(epochs):
         for indices in np.array_split(order.permutation(len(x)), max(1, len(x) // batch_size)):
-            logits = probes(x[indices])  # [n, layers, labels]
-            target = y[indices]
+            picked = torch.from_numpy(indices).to(device)
+            logits = probes(x[picked])  # [n, layers, labels]
+            target = y[picked]
             if task.label_kind == "regression":
                 loss = nn.functional.mse_loss(logits.squeeze(-1), target[:, None].expand(-1, num_layers).float(), reduction="sum")
             else:
@@ -78,6 +81,6 @@ def train_probes(
             (loss / len(indices)).backward()
             optimizer.step()
     with torch.inference_mode():
-        logits = probes(torch.from_numpy(eval_x.astype(np.float32)))
+        logits = probes(torch.from_numpy(eval_x.astype(np.float32)).to(device)).cpu()
     per_layer = logits.squeeze(-1).numpy() if task.label_kind == "regression" else logits.argmax(-1).numpy()
     return [score(task.metrics, per_layer[:, layer], eval_y) for layer in range(num_layers)]

@@ -14,13 +14,13 @@ from typing import Callable
 import numpy as np
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from src.data import TokenizedSplit, batches, collate
 from src.metrics import score
 from src.tasks import TaskSpec
 
-PRECISIONS = ("bf16", "fp32")
+PRECISIONS = ("bf16", "fp16", "fp32")
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class TrainConfig:
     weight_decay: float
     eval_batch_size: int
     group_by_length: bool
-    precision: str  # bf16: autocast the forward pass (weights, grads and Adam stay fp32)
+    precision: str  # bf16 / fp16: autocast the forward pass (weights, grads and Adam stay fp32); fp16 scales the loss
     checkpoint_every: int  # steps between resumable checkpoints; 0 = none
 
 
@@ -57,8 +57,9 @@ def loss_fn(task: TaskSpec, logits: torch.Tensor, labels: torch.Tensor) -> torch
 
 def autocast(precision: str, device: torch.device):
     # Only around forward + loss: with the optimizer step inside autocast too, Adam's
-    # update ran in bf16 and lr 2e-5 steps vanished (the loss stayed at ln 2).
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+    # update ran in bf16 and lr 2e-5 steps vanished (the loss stayed at ln 2). fp16 is for
+    # GPUs before Ampere, which have no bf16: its gradients need a GradScaler (finetune).
+    return torch.autocast(device.type, dtype=AUTOCAST_DTYPES.get(precision), enabled=precision in AUTOCAST_DTYPES)
 
 
 def parameter_groups(model: nn.Module, fresh: set[str], lr: float, multiplier: float) -> list[dict]:
@@ -88,7 +89,7 @@ def finetune(
     eval_split: TokenizedSplit | None = None,
     checkpoint: Path | None = None,
     checkpoint_key: str = "",
-    desc: str = "",
+    progress=lambda line: None,
     layer_change: Callable[[], list[float]] | None = None,
 ) -> dict:
     """Train every parameter with AdamW (weight decay 0 = the paper's Adam), constant lr, no
@@ -97,8 +98,9 @@ def finetune(
     stops being finite (the run is then not averaged into curves).
 
     With `checkpoint` and cfg.checkpoint_every, the full training state (weights, Adam,
-    both RNGs, position in the epoch) is saved every N steps; a run started again with
-    the same `checkpoint_key` resumes there and ends with the same weights.
+    the loss scale, the CPU and CUDA RNGs, position in the epoch) is saved every N steps; a
+    run started again with the same `checkpoint_key` resumes there and ends with the same
+    weights. `progress` gets one line per epoch (the per-run log).
 
     `layer_change` (per-layer size of the weight change so far) is recorded after steps
     1, 2, 4, 8, ...: runs of different lengths can then be compared at equal step counts
@@ -107,7 +109,9 @@ def finetune(
     # fused: one kernel for all tensors. The default per-tensor loop took 106 ms of a
     # ~230 ms step on one CPU thread (the 11.7M-parameter embedding is updated every step).
     optimizer = torch.optim.AdamW(parameter_groups(model, set(fresh), cfg.lr, lr_multiplier), lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
-    torch.manual_seed(seed)  # dropout masks
+    # fp16 gradients underflow without loss scaling; with bf16 / fp32 the scaler is a no-op.
+    scaler = torch.amp.GradScaler(device.type, enabled=cfg.precision == "fp16")
+    torch.manual_seed(seed)  # dropout masks (CPU and every CUDA device)
     order = np.random.default_rng(seed)
     state = {"epoch": 0, "step": 0, "loss_sum": 0.0, "order": order.bit_generator.state, "epoch_losses": [], "epoch_eval": [], "layer_change": [], "seconds": 0.0}
     if checkpoint is not None and checkpoint.exists():
@@ -115,7 +119,8 @@ def finetune(
         if saved["key"] == checkpoint_key:
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
-            torch.set_rng_state(saved["torch_rng"])
+            scaler.load_state_dict(saved["scaler"])
+            set_rng_states(saved["rng"])
             state = saved["state"]
     start = time.perf_counter() - state["seconds"]
     model.train()
@@ -123,23 +128,26 @@ def finetune(
         order.bit_generator.state = state["order"]  # the epoch's batches come from its starting state
         plan = batches(train.lengths, cfg.batch_size, order, cfg.group_by_length)
         total = torch.tensor(state["loss_sum"], device=device)  # summed on-device: no host sync per step
-        for step in tqdm(range(state["step"], len(plan)), desc=f"{desc} epoch {epoch + 1}/{cfg.epochs}", leave=False, mininterval=5):
+        for step in range(state["step"], len(plan)):
             batch = {name: t.to(device) for name, t in collate(train, plan[step]).items()}
             labels = batch.pop("labels")
             with autocast(cfg.precision, device):
                 loss = loss_fn(task, model(**batch), labels)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
             total += loss.detach() * len(labels)
             done = epoch * len(plan) + step + 1
             if layer_change is not None and done & (done - 1) == 0:  # a power of two
                 state["layer_change"].append({"step": done, "frobenius": layer_change()})
             if checkpoint is not None and cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0 and step + 1 < len(plan):
                 state.update(epoch=epoch, step=step + 1, loss_sum=float(total), seconds=time.perf_counter() - start)
-                _save_checkpoint(checkpoint, checkpoint_key, model, optimizer, state)
+                _save_checkpoint(checkpoint, checkpoint_key, model, optimizer, scaler, state)
         state["epoch_losses"].append(float(total) / len(train))
         state.update(epoch=epoch + 1, step=0, loss_sum=0.0, order=order.bit_generator.state)
+        elapsed = time.perf_counter() - start
+        progress(f"epoch {epoch + 1}/{cfg.epochs}: train loss {state['epoch_losses'][-1]:.4f}, {elapsed:.1f} s, {(epoch + 1) * len(train) / elapsed:.1f} examples/s")
         if not math.isfinite(state["epoch_losses"][-1]):
             return {"status": "diverged", "epoch_losses": state["epoch_losses"], "epoch_eval": state["epoch_eval"], "layer_change": state["layer_change"], "train_seconds": time.perf_counter() - start}
         if eval_split is not None:
@@ -149,10 +157,22 @@ def finetune(
     return {"status": "ok", "epoch_losses": state["epoch_losses"], "epoch_eval": state["epoch_eval"], "layer_change": state["layer_change"], "steps": cfg.epochs * math.ceil(len(train) / cfg.batch_size), "train_seconds": time.perf_counter() - start}
 
 
-def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, state: dict) -> None:
+def rng_states() -> dict:
+    """torch's RNG states: the CPU one and, when CUDA is up, every CUDA device's (dropout
+    on a GPU draws from the device's generator: without it a resumed run is not bit-exact)."""
+    return {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["cpu"])
+    if states["cuda"]:
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, scaler, state: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    torch.save({"key": key, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(), "state": state}, tmp)
+    torch.save({"key": key, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(), "rng": rng_states(), "state": state}, tmp)
     os.replace(tmp, path)  # a kill mid-save leaves the previous checkpoint, never half of one
 
 

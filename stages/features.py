@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from src import data
 from src.model import load_encoder
@@ -23,7 +24,7 @@ def main() -> None:
     args = parser.parse_args()
 
     params = load_params()
-    encoder = load_encoder(args.model, with_pooler=False)
+    encoder = load_encoder(args.model, with_pooler=False).to("cuda" if torch.cuda.is_available() else "cpu")  # the GPU when there is one
     features = {
         split: layer_features(encoder, data.load_split(args.tokens, split), params["probe"]["batch_size"], desc=f"features {split}")
         for split in ("train", "eval")

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from src.condition import Condition
+from src.executors import Failure, Progress, concurrency
 from src.experiment import fingerprint, run_conditions, write_json_atomically
 from src.model import model_shape
 from src.params import ParamsError, load_params
@@ -95,21 +96,34 @@ def main() -> None:
         results.append(result)
     # Longest runs first, so that a stage ends on a short one and the other workers idle less.
     todo = sorted((i for i, result in enumerate(results) if result is None), key=lambda i: -examples_trained(conditions[i]))
-    jobs = [(conditions[i], paths[i].with_suffix(".ckpt"), keys[i]) for i in todo]
-    for done, (job, result) in enumerate(run_conditions(jobs, params, args.model, args.tasks, log_epochs), 1):
+    # Absolute paths: SLURM and Ray workers do not start in this folder (it must be on a shared filesystem).
+    jobs = [(conditions[i], paths[i].with_suffix(".ckpt").resolve(), keys[i], paths[i].with_suffix(".log").resolve()) for i in todo]
+    progress = Progress([examples_trained(conditions[i]) for i in todo], concurrency(params))
+    failed = []
+    for done, (job, result) in enumerate(run_conditions(jobs, params, args.model.resolve(), args.tasks.resolve(), log_epochs), 1):
         i = todo[job]
+        line = f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}"
+        if isinstance(result, Failure):  # recorded with its cause; the other runs go on
+            write_json_atomically(paths[i].with_suffix(".failed"), {"condition": conditions[i].as_dict(), "fingerprint": keys[i], "attempts": result.attempts, "cause": result.cause})
+            failed.append(f"{conditions[i].describe()}: {result.cause}")
+            progress.finished(job, f"{line}: failed after {result.attempts} attempt(s): {result.cause}", failed=True)
+            continue
         write_json_atomically(paths[i], result)  # saved as soon as it finishes: a kill loses only runs in flight
         paths[i].with_suffix(".ckpt").unlink(missing_ok=True)
+        paths[i].with_suffix(".failed").unlink(missing_ok=True)
         results[i] = result
-        print(f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}: {result['status']} {result['scores']} ({result['train_seconds']} s)")
+        progress.finished(job, f"{line}: {result['status']} {result['scores']} ({result['train_seconds']} s)")
 
     args.out.mkdir(parents=True, exist_ok=True)  # DVC's output, even for a study whose runs all belong to others
-    kept = set(paths) | {path.with_suffix(".ckpt") for path in paths}
+    kept = {path.with_suffix(suffix) for path in paths for suffix in (".json", ".ckpt", ".log", ".failed")}
     for stale in [p for p in args.out.rglob("*") if p.is_file() and p not in kept]:
         stale.unlink()
     for folder in sorted((p for p in args.out.rglob("*") if p.is_dir()), reverse=True):
         if not any(folder.iterdir()):
             folder.rmdir()
+
+    if failed:  # every finished result is saved above; a rerun trains only these
+        raise SystemExit(f"finetune {where}: {len(failed)} of {len(conditions)} runs failed (their causes are in <run>.failed next to each result):\n  " + "\n  ".join(failed))
 
     if args.summary:
         metric = get_task(params["task"]).metrics[0]
