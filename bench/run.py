@@ -55,7 +55,7 @@ from src.condition import Condition
 from src.model import build_finetuner, load_encoder, load_tokenizer, model_shape
 from src.probing import layer_features, train_probes
 from src.tasks import get_task
-from src.training import TrainConfig, evaluate, finetune, reuse_freed_memory
+from src.training import TrainConfig, evaluate, finetune, resolve_precision, reuse_freed_memory
 
 MODEL, TASK_DIR = Path("data/model"), Path("data/tasks/rt_sentiment")
 TASK = get_task("rt_sentiment")
@@ -240,7 +240,8 @@ def main() -> None:
 
     subprocess.run([sys.executable, "-m", "dvc", "repro", "prepare_model", "data"], check=True)
     params = yaml.safe_load(Path("params.yaml").read_text())
-    workers, threads, precision = params["train"]["workers"], params["train"]["threads"], params["train"]["precision"]
+    workers, threads = params["train"]["workers"], params["train"]["threads"]
+    precision = resolve_precision(params["train"]["precision"], "cpu")
     train, eval_ = splits(args.train_examples, args.eval_examples)
     contenders = {
         "ours": lambda: in_fresh_processes(ours, (train, eval_, precision, args.epochs))[0],

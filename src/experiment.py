@@ -20,7 +20,7 @@ from src.condition import Condition
 from src.model import build_finetuner, new_task_head, reinitialised_layer_parameters
 from src.tasks import get_task
 from src.metrics import encode_predictions
-from src.training import TrainConfig, evaluate, finetune
+from src.training import TrainConfig, evaluate, finetune, resolve_precision
 from src.weights import layer_change_tracker, layer_weights, weight_change
 
 # The code a finetuning result depends on: its fingerprint hashes these files, and the
@@ -44,8 +44,11 @@ TRAINING_CODE = (
 
 
 def train_config(params: dict, epochs: int) -> TrainConfig:
+    """The training settings of a run; `precision: auto` resolved for the device the run
+    trains on, so the fingerprint holds the precision actually used."""
     train = params["train"]
-    return TrainConfig(train["lr"], train["batch_size"], epochs, train["weight_decay"], train["eval_batch_size"], train["group_by_length"], train["precision"], train["checkpoint_every"])
+    precision = resolve_precision(train["precision"], executors.run_device(params))
+    return TrainConfig(train["lr"], train["batch_size"], epochs, train["weight_decay"], train["eval_batch_size"], train["group_by_length"], precision, train["checkpoint_every"])
 
 
 def fingerprint(condition: Condition, params: dict, model_dir: Path, tasks_dir: Path) -> str:

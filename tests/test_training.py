@@ -103,3 +103,15 @@ def test_a_result_keeps_its_predictions_and_the_weight_change_at_power_of_two_st
     assert result["steps"] == 10 and [r["step"] for r in result["layer_change_by_step"]] == [1, 2, 4, 8]
     changes = [r["frobenius"] for r in result["layer_change_by_step"]]
     assert all(len(c) == 3 for c in changes) and changes[0][0] > 0
+
+
+def test_auto_precision_is_native_bf16_or_fp32_on_a_cpu_and_the_fingerprint_holds_the_resolved_one(monkeypatch):
+    from src import training
+    from src.experiment import train_config
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
+    assert training.resolve_precision("auto", "cpu") == "fp32"  # emulated bf16 trained ~10x slower on an AVX2 CPU
+    assert training.resolve_precision("bf16", "cpu") == "bf16"  # an explicit choice stands
+    assert train_config(tiny_params(precision="auto"), 1).precision == "fp32"
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)
+    assert training.resolve_precision("auto", "cpu") == "bf16"
