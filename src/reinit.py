@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from src.condition import derive_seed
+from src.errors import ModelError
 
 
 def _generator(seed: int, trial: int, name: str) -> torch.Generator:
@@ -67,7 +68,7 @@ def encoder_layers(encoder: nn.Module) -> nn.ModuleList:
     """The stack of transformer layers of a BERT-family encoder (refuses anything else)."""
     layers = getattr(getattr(encoder, "encoder", None), "layer", None)
     if not isinstance(layers, nn.ModuleList) or len(layers) == 0:
-        raise ValueError(f"{type(encoder).__name__} has no encoder.layer stack to reinitialise; use a BERT-family model")
+        raise ModelError(f"{type(encoder).__name__} has no encoder.layer stack to reinitialise; use a BERT-family model")
     return layers
 
 

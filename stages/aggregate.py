@@ -16,6 +16,7 @@ from scipy import stats as scipy_stats
 
 from src import plotting
 from src.condition import Condition
+from src.errors import run_stage
 from src.experiment import read_results
 from src.model import model_shape
 from src.params import load_params
@@ -213,4 +214,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from src import data
+from src.errors import run_stage
 from src.model import load_encoder
 from src.params import load_params
 from src.probing import layer_features
@@ -34,4 +35,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from src.condition import Condition
+from src.errors import run_stage
 from src.experiment import fingerprint, run_conditions, write_json_atomically
 from src.model import model_shape
 from src.params import ParamsError, load_params
@@ -119,4 +120,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from src import claims
+from src.errors import run_stage
 from src.model import model_shape
 from src.params import load_params
 from src.stats import full_model_weights, plain
@@ -45,4 +46,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)
