@@ -6,13 +6,10 @@ end-to-end tests, so what the tests run is what the pipeline runs.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import multiprocessing
 import os
-import signal
-import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -21,6 +18,7 @@ import torch
 from src import data
 from src.artifacts import sha256_of
 from src.condition import Condition
+from src.errors import die_with_parent
 from src.model import build_finetuner, new_task_head
 from src.reinit import encoder_layers
 from src.tasks import get_task
@@ -123,7 +121,7 @@ def run_conditions(jobs: list[tuple[Condition, Path, str]], params: dict, model_
             yield i, run_condition(condition, params, model_dir, tasks_dir, log_epochs, checkpoint, key)
         return
     # spawn, not fork: a forked child inherits torch's thread pools in an unusable state.
-    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(threads,))
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(threads, os.getpid()))
     try:
         futures = {pool.submit(run_condition, c, params, model_dir, tasks_dir, log_epochs, ckpt, key): i for i, (c, ckpt, key) in enumerate(jobs)}
         for future in as_completed(futures):
@@ -137,10 +135,9 @@ def _set_up_for_training(threads: int) -> None:
     reuse_freed_memory()
 
 
-def _start_worker(threads: int) -> None:
+def _start_worker(threads: int, stage: int) -> None:
+    die_with_parent(stage)  # a killed stage must leave no run training on, even one killed while this worker started
     _set_up_for_training(threads)
-    if sys.platform == "linux":  # die with the stage: a killed stage must leave no run training on
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
 
 
 def _result(condition: Condition, record: dict, outcome: dict, evaluation: dict, changes: list, metric: str, key: str) -> dict:

@@ -19,8 +19,6 @@ from src.data import TokenizedSplit, batches, collate
 from src.metrics import score
 from src.tasks import TaskSpec
 
-PRECISIONS = ("bf16", "fp32")
-
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -104,13 +102,12 @@ def finetune(
     torch.manual_seed(seed)  # dropout masks
     order = np.random.default_rng(seed)
     state = {"epoch": 0, "step": 0, "loss_sum": 0.0, "order": order.bit_generator.state, "epoch_losses": [], "epoch_eval": [], "seconds": 0.0}
-    if checkpoint is not None and checkpoint.exists():
-        saved = torch.load(checkpoint, weights_only=True)
-        if saved["key"] == checkpoint_key:
-            model.load_state_dict(saved["model"])
-            optimizer.load_state_dict(saved["optimizer"])
-            torch.set_rng_state(saved["torch_rng"])
-            state = saved["state"]
+    saved = _read_checkpoint(checkpoint) if checkpoint is not None and checkpoint.exists() else None
+    if saved is not None and saved["key"] == checkpoint_key:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        torch.set_rng_state(saved["torch_rng"])
+        state = saved["state"]
     start = time.perf_counter() - state["seconds"]
     model.train()
     for epoch in range(state["epoch"], cfg.epochs):
@@ -137,6 +134,22 @@ def finetune(
             state["epoch_eval"].append({"epoch": epoch + 1, "train_loss": state["epoch_losses"][-1], **evaluate(model, task, eval_split, cfg.eval_batch_size, cfg.precision)})
             model.train()
     return {"status": "ok", "epoch_losses": state["epoch_losses"], "epoch_eval": state["epoch_eval"], "train_seconds": time.perf_counter() - start}
+
+
+def _read_checkpoint(path: Path) -> dict | None:
+    """A saved training state, or None (with a warning naming the file, which is deleted)
+    when it cannot be read: a damaged checkpoint costs the run its progress, not the stage."""
+    try:
+        # Never weights_only=False, which torch's error message suggests: it can run code.
+        saved = torch.load(path, weights_only=True)
+        if isinstance(saved, dict) and {"key", "model", "optimizer", "torch_rng", "state"} <= saved.keys():
+            return saved
+        error = "not a training checkpoint"
+    except Exception as failure:  # truncated, overwritten, another format: torch raises many kinds
+        error = type(failure).__name__
+    print(f"warning: checkpoint {path} cannot be read ({error}); discarded, the run restarts from scratch", file=sys.stderr, flush=True)
+    path.unlink(missing_ok=True)
+    return None
 
 
 def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, state: dict) -> None:
