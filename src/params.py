@@ -38,7 +38,8 @@ def _get(params: dict, key: str):
     node = params
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
-            raise ParamsError(f"params.yaml: missing key {key!r}")
+            typo = difflib.get_close_matches(part, [str(k) for k in node], n=1) if isinstance(node, dict) else []
+            raise ParamsError(f"params.yaml: missing key {key!r}" + (f" (is {typo[0]} a typo of {part}?)" if typo else ""))
         node = node[part]
     _read.add(key)
     return node

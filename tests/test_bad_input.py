@@ -264,7 +264,7 @@ def assert_one_line_error(run: subprocess.CompletedProcess, message: str) -> Non
 def test_a_bad_value_stops_the_validate_stage_in_one_line(tmp_path):
     (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text().replace("\ntrials: 3\n", "\ntirals: 3\n", 1))
     run = run_module(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
-    assert_one_line_error(run, "params.yaml: missing key 'trials'")
+    assert_one_line_error(run, "params.yaml: missing key 'trials' (is tirals a typo of trials?)")
 
 
 def test_a_non_utf8_glue_file_names_file_line_and_byte_offset_in_one_line(tmp_path, tiny_model_dir):

@@ -3,7 +3,7 @@
 Runs `dvc repro` from clean (real all-MiniLM-L6-v2 from its pinned wheel, the embedded
 RT task built from the VADER sdist, SST-2 from a local folder in GLUE's TSV layout),
 with every study family at a tiny size, then checks that a second repro is a no-op
-and that `dvc exp run -S k=3` reruns only the focus stage. About three minutes on 2 cores.
+and that `dvc exp run -S k=3` reruns only the validate and focus stages. About three minutes on 2 cores.
 """
 
 import json
@@ -136,7 +136,7 @@ def test_exp_run_with_a_new_k_reruns_only_the_focus_stage(scratch_repo):
     subprocess.run(git + ["commit", "-q", "-m", "results"], cwd=repo, check=True)
     out = dvc(repo, "exp", "run", "-S", "k=3")
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
-    assert ran == ["Running stage 'focus':"]
+    assert ran == ["Running stage 'validate':", "Running stage 'focus':"]  # validate's output is unchanged: nothing else reruns
     focus = json.loads((repo / "metrics/focus.json").read_text())
     assert focus["k"] == 3 and focus["n"] == 2
 
