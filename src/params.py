@@ -120,6 +120,7 @@ def validate(params: dict, num_layers: int | None = None, num_heads: int | None 
 
     glue_dir = _get(params, "data.glue_dir")
     _check(glue_dir is None or isinstance(glue_dir, str), "data.glue_dir", glue_dir, "null (the hub) or a folder path")
+    # Carving train out of dev is per GLUE task: asked for QNLI, SST-2 must keep its train file.
     glue_tasks = [t for t in data_tasks if t in GLUE_TASKS]
     carve = _get(params, "data.glue_carve_train_from_dev")
     _check(isinstance(carve, list), "data.glue_carve_train_from_dev", carve, "a list of GLUE tasks whose train split is carved out of dev ([] for none)")
@@ -127,7 +128,7 @@ def validate(params: dict, num_layers: int | None = None, num_heads: int | None 
     for i, task in enumerate(carve):
         _check(task in glue_tasks, f"data.glue_carve_train_from_dev[{i}]", task, f"GLUE tasks listed in data.tasks {glue_tasks}")
     _int(params, "data.eval_size", 1)
-    band = _positive(params, "data.neutral_band")
+    band = _positive(params, "data.neutral_band")  # above the scale's maximum it would drop every sentence
     _check(band < MAX_RATING, "data.neutral_band", band, f"a number > 0 and < {MAX_RATING} (|mean rating| on the -{MAX_RATING}..{MAX_RATING} scale)")
     _int(params, "data.split_seed", 0)
 
@@ -158,7 +159,7 @@ def validate(params: dict, num_layers: int | None = None, num_heads: int | None 
     _check(studies["progressive"].get("scheme") == "progressive", "studies.progressive.scheme", studies["progressive"].get("scheme"), "progressive (Fig. 1)")
     if num_layers is not None:
         _check(params["k"] <= num_layers, "k", params["k"], f"0..{num_layers} (the model has {num_layers} encoder layers)")
-    _refuse_unread(params, "")
+    _refuse_unread(params, "")  # last: every check above has marked the keys it knows
     return params
 
 
