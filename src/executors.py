@@ -17,7 +17,6 @@ only by their backends (requirements-cluster.txt), never by the default install.
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import os
 import signal
@@ -33,9 +32,9 @@ from pathlib import Path
 
 import torch
 
+from src.errors import die_with_parent
 from src.training import reuse_freed_memory
 
-KINDS = ("local", "slurm", "ray")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -105,7 +104,7 @@ def _local(run, runs: list[tuple], workers: int, threads: int, slots: list[str] 
         free_slots = context.Queue()
         for slot in slots:
             free_slots.put(slot)
-    pool = ProcessPoolExecutor(min(workers, len(runs)), mp_context=context, initializer=_start_worker, initargs=(threads, free_slots))
+    pool = ProcessPoolExecutor(min(workers, len(runs)), mp_context=context, initializer=_start_worker, initargs=(threads, free_slots, os.getpid()))
     try:
         futures = {pool.submit(run, *args): i for i, args in enumerate(runs)}
         for future in as_completed(futures):
@@ -124,12 +123,11 @@ def _set_up_for_training(threads: int) -> None:
     reuse_freed_memory()
 
 
-def _start_worker(threads: int, free_slots) -> None:
+def _start_worker(threads: int, free_slots, stage: int) -> None:
+    die_with_parent(stage)  # a killed stage must leave no run training on, even one killed while this worker started
     if free_slots is not None:  # before anything touches CUDA: torch reads it when CUDA initialises
         os.environ["CUDA_VISIBLE_DEVICES"] = free_slots.get()
     _set_up_for_training(threads)
-    if sys.platform == "linux":  # die with the stage: a killed stage must leave no run training on
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
 
 
 def _cause() -> str:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from src.errors import ModelError
+
 
 @dataclass(frozen=True)
 class Family:
@@ -150,7 +152,7 @@ REFUSED = {
 }
 
 
-class UnsupportedModelError(ValueError):
+class UnsupportedModelError(ModelError):
     """A model whose family is not in the table (one clear message, no traceback)."""
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from src.errors import UserError
+
 HF_DATASET = "nyu-mll/glue"
 
 # Raw label strings in the TSV files -> HF `glue` label ids. The HF dataset maps
@@ -90,7 +92,7 @@ GLUE_TASKS: dict[str, GlueFormat] = {
 STSB_SCORE_RANGE = (0.0, 5.0)
 
 
-class GlueFormatError(ValueError):
+class GlueFormatError(UserError, ValueError):
     """A GLUE folder or file is missing or malformed (message names file and line)."""
 
 
@@ -153,7 +155,7 @@ def _load_local(task: str, fmt: GlueFormat, glue_dir: Path, need_train: bool):
     if need_train and not train_path.is_file():
         raise GlueFormatError(
             f"{train_path} not found (GLUE task {task!r}). Evaluation always uses "
-            f"dev.tsv; set data.glue_carve_train_from_dev: true in params.yaml "
+            f"dev.tsv; add {task!r} to data.glue_carve_train_from_dev in params.yaml "
             f"(carve_train_from_dev=True) to carve train/eval out of dev instead "
             f"(seeded split, reported in eval_source/note)."
         )
@@ -169,9 +171,16 @@ def _load_local(task: str, fmt: GlueFormat, glue_dir: Path, need_train: bool):
 def read_glue_tsv(path: Path, fmt: GlueFormat) -> pd.DataFrame:
     """Parse one GLUE TSV file into text fields + label, validating every row."""
     # GLUE text contains unbalanced quotes, so split on tabs only (QUOTE_NONE
-    # semantics). utf-8-sig drops the BOM that MRPC files start with. read_text's
-    # universal newlines also accepts CRLF copies of the files.
-    lines = Path(path).read_text(encoding="utf-8-sig").split("\n")
+    # semantics). utf-8-sig drops the BOM that MRPC files start with; CRLF copies of
+    # the files are read like the originals.
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        offset = error.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)  # the decoder does not count the BOM
+        line = raw.count(b"\n", 0, offset) + 1
+        raise GlueFormatError(f"{path}, line {line}: not UTF-8 (byte {raw[offset]:#04x} at byte offset {offset}); GLUE files are UTF-8") from None
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     while lines and lines[-1] == "":  # final newline (CoLA dev has none)
         lines.pop()
 
@@ -252,6 +261,13 @@ def _load_hub(fmt: GlueFormat, need_train: bool):
     # Imported here: `datasets` is slow to import and not needed for local folders.
     import datasets
 
+    from src.artifacts import hub_reachable
+
+    if not hub_reachable():  # fail in seconds, not after the hub client's ~30 s of retries
+        raise GlueFormatError(
+            f"could not load {HF_DATASET}/{fmt.hf_name}: the Hugging Face hub is unreachable. Set a local "
+            f"GLUE folder (data.glue_dir, original GLUE TSV layout) or use the embedded offline tasks instead."
+        )
     try:
         ds = datasets.load_dataset(HF_DATASET, fmt.hf_name)
     except (ConnectionError, OSError) as e:  # requests/hub network errors are OSErrors

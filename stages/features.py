@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from src import data
+from src.errors import run_stage
 from src.model import load_encoder
 from src.params import load_params
 from src.probing import layer_features
@@ -35,4 +36,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from src.condition import Condition
+from src.errors import run_stage
 from src.executors import Failure, Progress, concurrency
 from src.experiment import fingerprint, run_conditions, write_json_atomically
 from src.model import model_shape
@@ -136,4 +137,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

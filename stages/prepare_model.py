@@ -8,8 +8,9 @@ import argparse
 import json
 from pathlib import Path
 
+from src.errors import run_stage
 from src.model import export_base_model
-from src.params import load_params
+from src.params import load_params, model_limits
 
 
 def main() -> None:
@@ -19,10 +20,10 @@ def main() -> None:
 
     params = load_params()
     info = export_base_model(params["model"]["name"], args.out)
-    load_params(num_layers=info["num_layers"], num_heads=info["num_heads"])  # k, layers, heads against the real model
+    load_params(**model_limits(args.out))  # k, layers, heads and max_length against the real model
     (args.out / "base.json").write_text(json.dumps(info, indent=2) + "\n")
     print(f"base model: {info['name']} ({info['num_layers']} layers, sha256 {info['weights_sha256'][:12]}) from {info['source']}")
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

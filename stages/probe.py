@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from src import data
+from src.errors import run_stage
 from src.experiment import write_json_atomically
 from src.params import load_params
 from src.probing import train_probes
@@ -31,4 +32,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

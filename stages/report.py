@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from src import claims
+from src.errors import run_stage
 from src.model import model_shape
 from src.params import load_params
 from src.stats import plain
@@ -73,4 +74,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

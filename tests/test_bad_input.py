@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 import yaml
@@ -95,6 +96,200 @@ def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
     refused(with_change(key, value), message)
 
 
+# --- keys the schema does not know ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        pytest.param("tirals", 5, "params.yaml: tirals = 5 is invalid; allowed: the keys known here: data, k, model, pooling, probe, recipe, seed, size, studies, task, train, trials (did you mean trials?)", id="top-level-typo"),
+        pytest.param("train.max_steps", 10, "params.yaml: train.max_steps = 10 is invalid; allowed: the keys known here: batch_size, checkpoint_every, epochs,", id="key-added-to-a-section"),
+        pytest.param("data.glue_dri", "glue", "params.yaml: data.glue_dri = 'glue' is invalid; allowed: the keys known here: eval_size, glue_carve_train_from_dev, glue_dir, neutral_band, split_seed, tasks (did you mean glue_dir?)", id="section-typo"),
+        pytest.param("model.nmae", "bert-base-uncased", "params.yaml: model.nmae = 'bert-base-uncased' is invalid; allowed: the keys known here: max_length, name (did you mean name?)", id="model-typo"),
+        pytest.param("studies.blocks.trails", 3, "params.yaml: studies.blocks.trails = 3 is invalid; allowed: keys of a block study: scheme, tasks, sizes, trials, window, reinit_lr_multiplier, keep_layernorm, epochs, intermediate_tasks (did you mean trials?)", id="study-typo"),
+    ],
+)
+def test_an_unknown_key_is_refused_with_the_nearest_known_name(key, value, message):
+    refused(with_change(key, value), message)
+
+
+def test_a_key_another_check_reads_becomes_known():
+    # The schema is what validate() reads through _get: nothing to keep in step by hand.
+    from src import params as params_module
+
+    params = with_change("train.max_steps", 10)
+    original = params_module._positive
+
+    def also_reading_max_steps(params, key):
+        if key == "train.lr":
+            params_module._int(params, "train.max_steps", 1)
+        return original(params, key)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(params_module, "_positive", also_reading_max_steps)
+        validate(params, num_layers=L, num_heads=H)
+
+
+# --- numbers as DVC writes them (YAML 1.2) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("written, value", [("3e-05", 3e-05), ("0.00003", 3e-05), ("1e-3", 1e-3), ("2.0e-5", 2e-05), ("1.0E-4", 1e-4)])
+def test_floats_in_every_notation_dvc_writes_are_numbers(tmp_path, written, value):
+    path = tmp_path / "params.yaml"
+    path.write_text((REPO / "params.yaml").read_text().replace("  lr: 2.0e-5\n", f"  lr: {written}\n", 1))
+    assert load_params(path)["train"]["lr"] == value
+
+
+def test_yaml_1_2_reads_yes_as_a_string_as_dvc_does(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text((REPO / "params.yaml").read_text().replace("  group_by_length: true ", "  group_by_length: yes ", 1))
+    with pytest.raises(ParamsError, match=re.escape("params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false")):
+        load_params(path)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_non_finite_number_is_refused(value):
+    refused(with_change("train.lr", value), f"params.yaml: train.lr = {value} is invalid; allowed: a number > 0")
+
+
+def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("task: rt_sentiment\nsize: [256\n")
+    with pytest.raises(ParamsError, match=re.escape(f"{path}: not valid YAML:") + ".*line 3"):
+        load_params(path)
+
+
+# --- limits from the model and the data ----------------------------------------------------------
+
+
+def test_max_length_longer_than_the_models_positions_is_refused():
+    with pytest.raises(ParamsError, match=re.escape("params.yaml: model.max_length = 1024 is invalid; allowed: 8..512 (the model has 512 positions)")):
+        validate(with_change("model.max_length", 1024), num_layers=L, num_heads=H, max_positions=512)
+
+
+@pytest.mark.parametrize(
+    "config, positions",
+    [
+        pytest.param({"model_type": "bert", "max_position_embeddings": 512, "pad_token_id": 0}, 512, id="bert"),
+        pytest.param({"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1}, 512, id="roberta-padding-offset"),
+        pytest.param({"model_type": "xlm-roberta", "max_position_embeddings": 514, "pad_token_id": 1}, 512, id="xlm-roberta-padding-offset"),
+    ],
+)
+def test_the_models_position_limit(tmp_path, config, positions):
+    from src.params import model_limits
+
+    (tmp_path / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 12, "num_attention_heads": 12}))
+    assert model_limits(tmp_path) == {"num_layers": 12, "num_heads": 12, "max_positions": positions}
+
+
+def test_the_validate_stage_checks_max_length_against_the_prepared_model(tmp_path, tiny_model_dir):
+    params = stage_params({})
+    params["model"].update(name="tiny", max_length=128)  # base.json of the tiny model names it "tiny"; it has 64 positions
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    run = run_module(tmp_path, "stages.validate", "--model", str(tiny_model_dir), "--out", "valid.txt")
+    assert_one_line_error(run, "params.yaml: model.max_length = 128 is invalid; allowed: 8..64 (the model has 64 positions)")
+    assert not (tmp_path / "valid.txt").exists()
+
+
+@pytest.mark.parametrize("band", [4, 5, 4.5])
+def test_a_neutral_band_beyond_the_rating_scale_names_neutral_band(band):
+    refused(with_change("data.neutral_band", band), f"params.yaml: data.neutral_band = {band} is invalid; allowed: a number > 0 and < 4 (|mean rating| on the -4..4 scale)")
+
+
+def test_a_neutral_band_that_keeps_one_sign_only_names_neutral_band():
+    from src.tasks import rt_sentiment
+
+    sentences = pd.DataFrame({"sentence": ["a", "b", "c"], "rating": [3.5, 1.0, -2.0]})
+    with pytest.raises(ParamsError, match=re.escape("params.yaml: data.neutral_band = 3.0 is invalid; allowed: a band that keeps sentences of both signs (it keeps 1 of 3)")):
+        rt_sentiment(sentences, 3.0)
+
+
+def test_an_eval_size_that_leaves_no_training_data_names_eval_size():
+    from src.tasks import split_eval
+
+    with pytest.raises(ParamsError, match=re.escape("params.yaml: data.eval_size = 3 is invalid; allowed: fewer than the task's 3 examples")):
+        split_eval(pd.DataFrame({"sentence": ["a", "b", "c"], "label": [0, 1, 0]}), 3, 0)
+
+
+# --- data.glue_carve_train_from_dev: per task ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "carve, message",
+    [
+        pytest.param(True, "params.yaml: data.glue_carve_train_from_dev = True is invalid; allowed: a list of GLUE tasks whose train split is carved out of dev ([] for none)", id="old-boolean"),
+        pytest.param(["qnli"], "params.yaml: data.glue_carve_train_from_dev[0] = 'qnli' is invalid; allowed: GLUE tasks listed in data.tasks ['sst2']", id="not-in-data-tasks"),
+        pytest.param(["rt_sentiment"], "params.yaml: data.glue_carve_train_from_dev[0] = 'rt_sentiment' is invalid; allowed: GLUE tasks listed in data.tasks ['sst2']", id="not-a-glue-task"),
+        pytest.param(["sst2", "sst2"], "params.yaml: data.glue_carve_train_from_dev = ['sst2', 'sst2'] is invalid; allowed: a list without duplicates", id="duplicate"),
+    ],
+)
+def test_carving_names_glue_tasks_in_data_tasks(carve, message):
+    params = with_change("data.tasks", ["rt_sentiment", "bigram_shift", "sst2"])
+    params["data"]["glue_carve_train_from_dev"] = carve
+    refused(params, message)
+
+
+def test_carving_applies_only_to_the_tasks_listed(tmp_path):
+    from stages.build_data import build_splits
+
+    sst2 = "sentence\tlabel\n" + "".join(f"film {i}\t{i % 2}\n" for i in range(30))
+    qnli = "index\tquestion\tsentence\tlabel\n" + "".join(f"{i}\tq {i}?\ts {i}.\t{'entailment' if i % 2 else 'not_entailment'}\n" for i in range(20))
+    for folder, files in (("SST-2", {"train.tsv": sst2, "dev.tsv": sst2[:60]}), ("QNLI", {"dev.tsv": qnli})):
+        (tmp_path / folder).mkdir()
+        for name, text in files.items():
+            (tmp_path / folder / name).write_text(text)
+    params = copy.deepcopy(DEFAULT)
+    params["data"].update(tasks=["sst2", "qnli"], glue_dir=str(tmp_path), glue_carve_train_from_dev=["qnli"])
+    sst2_train, _, sst2_note = build_splits("sst2", params)
+    qnli_train, qnli_eval, qnli_note = build_splits("qnli", params)
+    assert len(sst2_train) == 30 and "carved" not in sst2_note  # SST-2 keeps its own train file
+    assert (len(qnli_train), len(qnli_eval)) == (10, 10) and "train = 10 of 20 dev rows" in qnli_note
+
+
+# --- one line for a user error, a traceback for a bug -------------------------------------------------
+
+
+def run_module(cwd: Path, module: str, *args: str, **env) -> subprocess.CompletedProcess:
+    environment = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", **env)
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=300)
+
+
+def assert_one_line_error(run: subprocess.CompletedProcess, message: str) -> None:
+    assert run.returncode == 1, f"exit {run.returncode}:\n{run.stderr[-3000:]}"
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {message}"], run.stderr[-3000:]
+
+
+def test_a_bad_value_stops_the_validate_stage_in_one_line(tmp_path):
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text().replace("\ntrials: 3\n", "\ntirals: 3\n", 1))
+    run = run_module(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
+    assert_one_line_error(run, "params.yaml: missing key 'trials' (is tirals a typo of trials?)")
+
+
+def test_a_non_utf8_glue_file_names_file_line_and_byte_offset_in_one_line(tmp_path, tiny_model_dir):
+    folder = tmp_path / "glue" / "SST-2"
+    folder.mkdir(parents=True)
+    (folder / "train.tsv").write_bytes("sentence\tlabel\ngood movie\t1\ncaf\u00e9 ok\t1\n".encode("latin-1"))  # é as one byte: 0xe9
+    (folder / "dev.tsv").write_text("sentence\tlabel\ngood movie\t1\nbad movie\t0\n")
+    params = stage_params({})
+    params["model"]["max_length"] = 32
+    params["data"].update(tasks=["sst2"], glue_dir="glue")
+    params["probe"]["tasks"] = ["sst2"]
+    params.update(task="sst2")
+    params["studies"]["progressive"]["tasks"] = ["sst2"]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    run = run_module(tmp_path, "stages.build_data", "--model", str(tiny_model_dir), "--out", "tasks")
+    assert_one_line_error(run, f"{Path('glue/SST-2/train.tsv')}, line 3: not UTF-8 (byte 0xe9 at byte offset 31); GLUE files are UTF-8")
+    assert not (tmp_path / "tasks").exists()
+
+
+def test_a_bug_keeps_its_traceback(tmp_path):
+    code = "from src.errors import run_stage\ndef main():\n    {}['missing']\nrun_stage(main)\n"
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and "Traceback" in run.stderr and "KeyError: 'missing'" in run.stderr
+
+
 def test_params_file_that_is_not_a_mapping(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("- task\n- size\n")
@@ -160,9 +355,8 @@ def test_the_stage_refuses_a_size_larger_than_the_pool_before_training(tmp_path,
     command = [sys.executable, "-m", "stages.finetune", "--study", "progressive", "--model", str(tiny_model_dir), "--tasks", "tasks", "--out", "out"]
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
     run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode != 0
     message = f"params.yaml: studies.progressive asks for {pool + 1} training examples of task 'rt_sentiment', which has {pool}"
-    assert f"ParamsError: {message}" in run.stderr, run.stderr[-3000:]
+    assert_one_line_error(run, message)
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*")), "nothing may be written, not even the size-40 conditions"
 
 

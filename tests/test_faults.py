@@ -388,10 +388,11 @@ def _src_imports(path: Path) -> set[str]:
 
 def test_every_src_module_the_finetune_stage_imports_is_fingerprinted():
     # src/params.py (validation, epochs_for -> condition.epochs, which is fingerprinted),
-    # src/stats.py (the focus summary, recomputed every run) and src/artifacts.py (sha256_of)
-    # cannot change a stored result; src/executors.py (where runs execute) changes only the
-    # device type, and that is in the fingerprint itself.
-    harmless = {"src/params.py", "src/stats.py", "src/artifacts.py", "src/executors.py"}
+    # src/stats.py (the focus summary, recomputed every run), src/artifacts.py (sha256_of)
+    # and src/errors.py (error classes, the stage entry point) cannot change a stored result;
+    # src/executors.py (where runs execute) changes only the device type, and that is in the
+    # fingerprint itself.
+    harmless = {"src/params.py", "src/stats.py", "src/artifacts.py", "src/errors.py", "src/executors.py"}
     seen, todo = set(), ["stages/finetune.py"]
     while todo:
         module = todo.pop()
@@ -415,3 +416,85 @@ def test_a_truncated_result_file_is_recomputed_not_fatal(tmp_path):
     path = tmp_path / "trial0.json"
     path.write_text("")  # a result cut short (e.g. by a crash of the file system)
     assert finished(path, "any-key") is None
+
+
+# --- 6. a damaged checkpoint, and a kill of DVC itself ---------------------------------------
+
+
+def test_a_damaged_checkpoint_is_discarded_with_a_warning_and_the_run_restarts(tmp_path, tiny_model_dir, tiny_task_dir):
+    study = {**STUDY, "sizes": [40], "ks": [3], "trials": 1}
+    root = make_scratch(tmp_path / "damaged", tiny_task_dir, tiny_params(study, checkpoint_every=2))
+    checkpoint = Path("out/rt_sentiment/n40/k3_e1/trial0.ckpt")
+    (root / checkpoint).parent.mkdir(parents=True)
+    (root / checkpoint).write_bytes(b"PK\x03\x04 garbage: a zip cut short")
+    run = subprocess.run(stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    warning = [line for line in run.stderr.splitlines() if line.startswith("warning: checkpoint")]
+    assert len(warning) == 1 and warning[0].startswith(f"warning: checkpoint {checkpoint} cannot be read (") and warning[0].endswith("); discarded, the run restarts from scratch"), run.stderr[-3000:]
+    assert "weights_only=False" not in run.stderr
+    result = json.loads((root / checkpoint.with_suffix(".json")).read_text())
+    assert result["status"] == "ok" and not (root / checkpoint).exists()
+
+
+def _process_tree(pid: int) -> set[int]:
+    """pid and every live descendant (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = set(), [pid]
+    while todo:
+        tree.add(todo[-1])
+        todo.extend(children.get(todo.pop(), []))
+    return tree
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace").replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:  # a zombie has finished: only its exit status is left for a parent that may never reap it
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_kill_9_of_dvc_repro_leaves_no_stage_or_worker_running(tmp_path, tiny_model_dir, tiny_task_dir):
+    root = make_scratch(tmp_path / "killed_dvc", tiny_task_dir, tiny_params({**STUDY, "trials": 4}, checkpoint_every=2))  # 16 conditions, 2 workers
+    stage = {"cmd": f"python -m stages.finetune --study progressive --model {tiny_model_dir} --tasks tasks --out out", "outs": [{"out": {"persist": True}}]}
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"finetune": stage}}))
+    env = dict(stage_env(), PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", DVC_NO_ANALYTICS="1")
+    subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=root, env=env, check=True)
+    log = (tmp_path / "dvc.log").open("w")
+    dvc = subprocess.Popen([sys.executable, "-m", "dvc", "repro"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    tree: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while dvc.poll() is None and time.monotonic() < deadline:  # dvc, the stage, its 2 workers
+            tree = _process_tree(dvc.pid)
+            workers = [p for p in tree if "spawn_main" in _cmdline(p)]
+            if len(workers) >= 2 and list((root / "out").rglob("*.ckpt")):  # both workers started, training under way
+                break
+            time.sleep(0.2)
+        assert dvc.poll() is None, f"dvc repro ended before the kill:\n{(tmp_path / 'dvc.log').read_text()[-3000:]}"
+        tree = _process_tree(dvc.pid) - {dvc.pid}
+        dvc.kill()  # SIGKILL: DVC cannot pass anything on
+        dvc.wait()
+        deadline = time.monotonic() + 5
+        while any(map(_alive, tree)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        survivors = {p: _cmdline(p)[:120] for p in tree if _alive(p)}
+        assert not survivors, f"still running 5 s after kill -9 of dvc: {survivors}"
+    finally:
+        log.close()
+        for pid in tree | {dvc.pid}:  # leave nothing behind, whatever failed
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)

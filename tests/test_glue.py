@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from src.glue import GLUE_TASKS, GlueFormatError, GlueSplits, load_glue, read_glue_tsv
+from src.glue import GLUE_TASKS, GlueFormatError, GlueSplits, load_glue, read_glue_tsv, task_format
 
 REAL_GLUE = Path("/work/shared/glue")
 
@@ -173,7 +173,7 @@ def test_missing_train(tmp_path):
     write_task(tmp_path, "SST-2", None, SST2_OK)
     with raises(f"{tmp_path / 'SST-2' / 'train.tsv'} not found") as e:
         load_glue("sst2", tmp_path)
-    assert "data.glue_carve_train_from_dev: true in params.yaml (carve_train_from_dev=True) to carve train/eval out of dev" in str(e.value)
+    assert "add 'sst2' to data.glue_carve_train_from_dev in params.yaml (carve_train_from_dev=True) to carve train/eval out of dev" in str(e.value)
 
 
 def test_missing_dev(tmp_path):
@@ -256,9 +256,19 @@ def test_empty_file(tmp_path):
 # --- hub path -------------------------------------------------------------------------
 
 
-def test_hub_unreachable(monkeypatch):
+def test_hub_unreachable_fails_at_once(monkeypatch):
     datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: pytest.fail("an unreachable hub must not be asked (its client retries for ~30 s)"))
+    with raises("could not load nyu-mll/glue/rte: the Hugging Face hub is unreachable") as e:
+        load_glue("rte", None)
+    assert "Set a local GLUE folder" in str(e.value)
+    assert "embedded offline tasks" in str(e.value)
+
+
+def test_hub_that_fails_mid_load(monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setattr("src.artifacts.hub_reachable", lambda: True)
     calls = []
 
     def offline(*args, **kwargs):
@@ -269,7 +279,6 @@ def test_hub_unreachable(monkeypatch):
     with raises("could not load nyu-mll/glue/rte: the Hugging Face hub is unreachable") as e:
         load_glue("rte", None)
     assert "Set a local GLUE folder" in str(e.value)
-    assert "embedded offline tasks" in str(e.value)
     assert calls == [("nyu-mll/glue", "rte")]
 
 
@@ -285,7 +294,15 @@ def test_hub_conversion(monkeypatch):
         return datasets.DatasetDict({"train": split, "validation": split})
 
     monkeypatch.setattr(datasets, "load_dataset", fake)
+    monkeypatch.setattr("src.artifacts.hub_reachable", lambda: True)
     s = load_glue("qnli", None)
     assert list(s.train.columns) == ["question", "sentence", "label"]
     assert s.eval.loc[0, "label"] == 1 and str(s.eval["label"].dtype) == "int64"
     assert s.eval_source == "dev"
+
+
+def test_non_utf8_file_names_line_and_byte_offset_bom_included(tmp_path):
+    folder = write_task(tmp_path, "MRPC", None, None)
+    (folder / "train.tsv").write_bytes(b"\xef\xbb\xbfQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\tna\xefve\tok\n")
+    with raises(f"{folder / 'train.tsv'}, line 2: not UTF-8 (byte 0xef at byte offset 51); GLUE files are UTF-8"):
+        read_glue_tsv(folder / "train.tsv", task_format("mrpc"))

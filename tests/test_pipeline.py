@@ -3,7 +3,7 @@
 Runs `dvc repro` from clean (real all-MiniLM-L6-v2 from its pinned wheel, the embedded
 RT task built from the VADER sdist, SST-2 from a local folder in GLUE's TSV layout),
 with every study family at a tiny size, then checks that a second repro is a no-op
-and that `dvc exp run -S k=3` reruns only the focus stage. About three minutes on 2 cores.
+and that `dvc exp run -S k=3` reruns only the validate and focus stages. About three minutes on 2 cores.
 """
 
 import json
@@ -142,7 +142,7 @@ def test_exp_run_with_a_new_k_reruns_only_the_focus_stage(scratch_repo):
     subprocess.run(git + ["commit", "-q", "-m", "results"], cwd=repo, check=True)
     out = dvc(repo, "exp", "run", "-S", "k=3", "-S", "trials=1")
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
-    assert ran == ["Running stage 'focus':"]
+    assert ran == ["Running stage 'validate':", "Running stage 'focus':"]  # validate's output is unchanged: nothing else reruns
     # one trial has no CI: null (NaN is not JSON), with the reason
     focus = json.loads((repo / "metrics/focus.json").read_text(), parse_constant=lambda name: pytest.fail(f"{name} in focus.json"))
     assert (focus["k"], focus["n"], focus["ci95"]) == (3, 1, None) and "at least 2 finished runs" in focus["ci95_note"]

@@ -1,0 +1,47 @@
+"""Stage validate: all of params.yaml checked before any other stage runs.
+
+Every other stage depends on this stage's output, so `dvc repro` runs it first, and DVC
+deletes a stage's outputs just before running that stage: a bad value (a typo'd key, a
+focus value out of range, an empty probe.tasks) must stop the pipeline here, before any
+result is removed. The output's content is the same for every valid params.yaml, so a
+valid change invalidates nothing downstream. Cheap on purpose: no torch import.
+
+Once the base model is prepared (and is the one params.yaml names), k, layers, heads and
+model.max_length are checked against it too; a newly named model is checked by the
+prepare_model stage, whose only output is that model.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+from src.errors import run_stage
+from src.params import load_params, model_limits
+
+VALID = "params.yaml is valid (src/params.py)\n"
+
+
+def prepared_model_limits(model_dir: Path, name: str) -> dict:
+    """The prepared model's limits if `model_dir` holds the model params.yaml names, else none."""
+    try:
+        prepared = json.loads((model_dir / "base.json").read_text())["name"]
+        return model_limits(model_dir) if prepared == name else {}
+    except (OSError, ValueError, KeyError, TypeError):  # not prepared yet, or a partial folder
+        return {}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", type=Path, required=True, help="the prepared base model, if any (not a dependency: it may not exist yet)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+
+    params = load_params()
+    load_params(**prepared_model_limits(args.model, params["model"]["name"]))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(VALID)
+    print(VALID.strip())
+
+
+if __name__ == "__main__":
+    run_stage(main)

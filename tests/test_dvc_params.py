@@ -1,0 +1,169 @@
+"""params.yaml through DVC itself: `dvc exp run -S` sweeps as DVC writes them, keys DVC
+lets through, and the validate stage that stops `dvc repro` before any output is removed.
+
+Two scratch git + DVC repositories, so nothing trains: one whose dvc.yaml is the real
+validate stage alone, and one with the real dvc.yaml whose outputs are placeholders
+recorded with `dvc commit` (a finished pipeline of the real shape). About 30 s.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from src.params import read_params
+
+REPO = Path(__file__).resolve().parents[1]
+GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
+
+
+def dvc(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", DVC_NO_ANALYTICS="1", OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+
+
+def ok(run: subprocess.CompletedProcess) -> str:
+    assert run.returncode == 0, f"{run.args} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    return run.stdout
+
+
+def scratch_repo(root: Path, stages: dict) -> Path:
+    """A git + DVC repository with this project's code, params.yaml and `stages`."""
+    for item in ("params.yaml", "src", "stages", ".dvcignore", ".gitignore"):
+        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, root / item)
+    shutil.copytree(REPO / ".dvc", root / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False))
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+def commit(root: Path, message: str) -> None:
+    subprocess.run(GIT + ["add", "-A"], cwd=root, check=True)
+    subprocess.run(GIT + ["commit", "-q", "-m", message], cwd=root, check=True)
+
+
+def restore(root: Path) -> None:
+    """Back to the last commit (an experiment run in the workspace leaves its changes there)."""
+    subprocess.run(["git", "reset", "-q", "--hard"], cwd=root, check=True)  # DVC stages params.yaml in git's index
+
+
+def ran_stages(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("Running stage")]
+
+
+# --- the validate stage alone: sweeps as DVC writes them --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def validate_repo(tmp_path_factory):
+    real = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    root = scratch_repo(tmp_path_factory.mktemp("validate_only"), {"validate": real["validate"]})
+    ok(dvc(root, "repro"))
+    commit(root, "validated")
+    return root
+
+
+@pytest.mark.parametrize(
+    "override, key, value",
+    [
+        pytest.param("train.lr=3e-5", ("train", "lr"), 3e-5, id="lr-scientific"),  # DVC writes 3e-05
+        pytest.param("train.lr=0.00003", ("train", "lr"), 3e-5, id="lr-decimal"),
+        pytest.param("probe.lr=3e-5", ("probe", "lr"), 3e-5, id="probe-lr-scientific"),
+    ],
+)
+def test_a_float_sweep_in_either_notation_passes_validation(validate_repo, override, key, value):
+    try:
+        out = ok(dvc(validate_repo, "exp", "run", "--force", "-S", override))  # --force: run it, even if DVC's run cache has these params
+        assert ran_stages(out) == ["Running stage 'validate':"]
+        section, name = key
+        assert read_params(validate_repo / "params.yaml")[section][name] == value
+    finally:
+        restore(validate_repo)
+
+
+def test_exp_run_with_one_value_changes_one_line_of_params_yaml(validate_repo):
+    try:
+        ok(dvc(validate_repo, "exp", "run", "-S", "k=3"))
+        diff = subprocess.run(["git", "diff", "--numstat", "--", "params.yaml"], cwd=validate_repo, capture_output=True, text=True, check=True).stdout
+        assert diff.split()[:2] == ["1", "1"], subprocess.run(["git", "diff", "--", "params.yaml"], cwd=validate_repo, capture_output=True, text=True).stdout
+        comments = lambda text: [line.split("#", 1)[1] for line in text.splitlines() if "#" in line]  # noqa: E731
+        assert comments((validate_repo / "params.yaml").read_text()) == comments((REPO / "params.yaml").read_text())
+    finally:
+        restore(validate_repo)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        pytest.param("+train.max_steps=10", "params.yaml: train.max_steps = 10 is invalid; allowed: the keys known here:", id="new-key-in-a-section"),
+        pytest.param("+tirals=5", "params.yaml: tirals = 5 is invalid; allowed: the keys known here:", id="new-top-level-key"),
+    ],
+)
+def test_exp_run_with_a_key_or_value_the_schema_refuses_fails_in_validate(validate_repo, override, message):
+    try:
+        run = dvc(validate_repo, "exp", "run", "-S", override)
+        assert run.returncode != 0 and f"error: {message}" in run.stderr + run.stdout, run.stderr[-3000:]
+        assert "Traceback" not in run.stderr + run.stdout
+    finally:
+        restore(validate_repo)
+
+
+# --- the real pipeline, finished with placeholders: a refusal removes nothing ----------------------
+
+
+@pytest.fixture(scope="module")
+def finished_repo(tmp_path_factory):
+    from dvc.repo import Repo
+
+    root = scratch_repo(tmp_path_factory.mktemp("placeholders"), yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
+    commit(root, "pipeline")
+    with Repo(str(root)) as repo:
+        outs = [str(out.def_path) for stage in repo.index.stages for out in stage.outs]
+    for out in outs:
+        path = root / out
+        file = path if path.suffix else path / "placeholder"
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(f"{out}\n")
+    # the prepared default model, as validate reads it: shape and positions of all-MiniLM-L6-v2
+    (root / "data/model/config.json").write_text('{"model_type": "bert", "num_hidden_layers": 6, "num_attention_heads": 12, "max_position_embeddings": 512}\n')
+    (root / "data/model/base.json").write_text('{"name": "embedded"}\n')
+    ok(dvc(root, "commit", "-f", "-q"))
+    commit(root, "finished pipeline (placeholders)")
+    return root, outs
+
+
+def every_output(root: Path, outs: list[str]) -> dict[str, str]:
+    return {out: "".join(p.read_text() for p in sorted((root / out).rglob("*")) if p.is_file()) if (root / out).is_dir() else (root / out).read_text() for out in outs if (root / out).exists()}
+
+
+@pytest.mark.parametrize(
+    "command, override, message",
+    [
+        pytest.param("exp run", "trials=0", "params.yaml: trials = 0 is invalid; allowed: an integer >= 1", id="exp-run-focus-trials-zero"),
+        pytest.param("exp run", "k=7", "params.yaml: k = 7 is invalid; allowed: 0..6 (the model has 6 encoder layers)", id="exp-run-focus-k-beyond-the-prepared-model"),
+        # `dvc repro`: `dvc exp run` first checks out the workspace, which unlinks the outputs
+        # of stages gone from dvc.yaml (an empty matrix has none) before any stage runs.
+        pytest.param("repro", "probe.tasks=[]", "params.yaml: probe.tasks = [] is invalid; allowed: a non-empty list", id="repro-empty-probe-tasks"),
+    ],
+)
+def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(finished_repo, command, override, message):
+    from dvc.utils.hydra import apply_overrides
+
+    root, outs = finished_repo
+    before = every_output(root, outs)
+    assert "metrics/focus.json" in before and len(before) == len(outs), sorted(set(outs) - set(before))
+    try:
+        if command == "repro":
+            apply_overrides(root / "params.yaml", [override])  # what `-S` writes
+            run = dvc(root, "repro")
+        else:
+            run = dvc(root, "exp", "run", "-S", override)
+        assert run.returncode != 0 and f"error: {message}" in run.stderr + run.stdout, run.stdout[-3000:] + run.stderr[-3000:]
+        assert ran_stages(run.stdout) == ["Running stage 'validate':"], run.stdout[-3000:]
+        assert every_output(root, outs) == before
+    finally:
+        restore(root)
