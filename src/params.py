@@ -267,13 +267,15 @@ def load_params(path: str | Path = "params.yaml", num_layers: int | None = None,
 
 
 def model_limits(model_dir: str | Path) -> dict:
-    """num_layers, num_heads and max_positions (the longest input in tokens) of a prepared
-    base model, from its config.json (no torch import: the validate stage stays cheap)."""
+    """num_layers, num_heads (as prepare_model recorded them in base.json: config keys
+    differ by family) and max_positions (the longest input in tokens, from config.json) of
+    a prepared base model; no torch import, so the validate stage stays cheap."""
+    shape = json.loads((Path(model_dir) / "base.json").read_text())
     config = json.loads((Path(model_dir) / "config.json").read_text())
     positions = config["max_position_embeddings"]
     if config.get("model_type") in PADDING_OFFSET_MODELS:
         positions -= config.get("pad_token_id", 1) + 1  # RoBERTa: 514 - 2 = 512
-    return {"num_layers": config["num_hidden_layers"], "num_heads": config["num_attention_heads"], "max_positions": positions}
+    return {"num_layers": shape["num_layers"], "num_heads": shape["num_heads"], "max_positions": positions}
 
 
 def epochs_for(train: dict, size: int) -> int:

@@ -20,8 +20,8 @@ def main() -> None:
 
     params = load_params()
     info = export_base_model(params["model"]["name"], args.out)
-    load_params(**model_limits(args.out))  # k, layers, heads and max_length against the real model
     (args.out / "base.json").write_text(json.dumps(info, indent=2) + "\n")
+    load_params(**model_limits(args.out))  # k, layers, heads and max_length against the real model
     print(f"base model: {info['name']} ({info['num_layers']} layers, sha256 {info['weights_sha256'][:12]}) from {info['source']}")
 
 

@@ -102,7 +102,7 @@ def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
 @pytest.mark.parametrize(
     "key, value, message",
     [
-        pytest.param("tirals", 5, "params.yaml: tirals = 5 is invalid; allowed: the keys known here: data, k, model, pooling, probe, recipe, seed, size, studies, task, train, trials (did you mean trials?)", id="top-level-typo"),
+        pytest.param("tirals", 5, "params.yaml: tirals = 5 is invalid; allowed: the keys known here: data, executor, k, model, pooling, probe, recipe, report, seed, size, studies, task, train, trials (did you mean trials?)", id="top-level-typo"),
         pytest.param("train.max_steps", 10, "params.yaml: train.max_steps = 10 is invalid; allowed: the keys known here: batch_size, checkpoint_every, epochs,", id="key-added-to-a-section"),
         pytest.param("data.glue_dri", "glue", "params.yaml: data.glue_dri = 'glue' is invalid; allowed: the keys known here: eval_size, glue_carve_train_from_dev, glue_dir, neutral_band, split_seed, tasks (did you mean glue_dir?)", id="section-typo"),
         pytest.param("model.nmae", "bert-base-uncased", "params.yaml: model.nmae = 'bert-base-uncased' is invalid; allowed: the keys known here: max_length, name (did you mean name?)", id="model-typo"),

@@ -130,7 +130,7 @@ def finished_repo(tmp_path_factory):
         file.write_text(f"{out}\n")
     # the prepared default model, as validate reads it: shape and positions of all-MiniLM-L6-v2
     (root / "data/model/config.json").write_text('{"model_type": "bert", "num_hidden_layers": 6, "num_attention_heads": 12, "max_position_embeddings": 512}\n')
-    (root / "data/model/base.json").write_text('{"name": "embedded"}\n')
+    (root / "data/model/base.json").write_text('{"name": "embedded", "num_layers": 6, "num_heads": 12}\n')
     ok(dvc(root, "commit", "-f", "-q"))
     commit(root, "finished pipeline (placeholders)")
     return root, outs
@@ -150,10 +150,13 @@ def every_output(root: Path, outs: list[str]) -> dict[str, str]:
         pytest.param("repro", "probe.tasks=[]", "params.yaml: probe.tasks = [] is invalid; allowed: a non-empty list", id="repro-empty-probe-tasks"),
     ],
 )
-def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(finished_repo, command, override, message):
+def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(finished_repo, command, override, message, tmp_path):
     from dvc.utils.hydra import apply_overrides
 
-    root, outs = finished_repo
+    template, outs = finished_repo
+    # a copy per case: a failed `dvc exp run` leaves experiment state that the next one in
+    # the same repo would pick up (its -S values applied again)
+    root = Path(shutil.copytree(template, tmp_path / "repo", symlinks=True))
     before = every_output(root, outs)
     assert "metrics/focus.json" in before and len(before) == len(outs), sorted(set(outs) - set(before))
     try:

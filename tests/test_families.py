@@ -14,6 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from src.condition import Condition
+from src.errors import ModelError
 from src.families import FAMILIES, family_of
 from src.model import build_finetuner, encode, export_base_model, load_encoder, reinitialised_layer_parameters
 from src.training import parameter_groups
@@ -235,7 +236,7 @@ def test_albert_is_refused_with_the_reason_before_anything_is_written(tmp_path, 
 def test_a_local_folder_without_safetensors_is_refused_with_what_it_needs(tmp_path, tiny_model_dir):
     write_checkpoint("bert", tmp_path / "ckpt", tiny_model_dir)
     (tmp_path / "ckpt" / "model.safetensors").unlink()
-    with pytest.raises(RuntimeError, match=re.escape(f"could not load model {str(tmp_path / 'ckpt')!r} from local folder {tmp_path / 'ckpt'}")) as error:
+    with pytest.raises(ModelError, match=re.escape(f"params.yaml: model.name = {str(tmp_path / 'ckpt')!r}: could not load it (local folder {tmp_path / 'ckpt'}")) as error:
         export_base_model(str(tmp_path / "ckpt"), tmp_path / "model")
     assert "it needs config.json, model.safetensors and the tokenizer files" in str(error.value)
 

@@ -430,7 +430,7 @@ def test_a_damaged_checkpoint_is_discarded_with_a_warning_and_the_run_restarts(t
     run = subprocess.run(stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     warning = [line for line in run.stderr.splitlines() if line.startswith("warning: checkpoint")]
-    assert len(warning) == 1 and warning[0].startswith(f"warning: checkpoint {checkpoint} cannot be read (") and warning[0].endswith("); discarded, the run restarts from scratch"), run.stderr[-3000:]
+    assert len(warning) == 1 and warning[0].startswith(f"warning: checkpoint {root.resolve() / checkpoint} cannot be read (") and warning[0].endswith("); discarded, the run restarts from scratch"), run.stderr[-3000:]
     assert "weights_only=False" not in run.stderr
     result = json.loads((root / checkpoint.with_suffix(".json")).read_text())
     assert result["status"] == "ok" and not (root / checkpoint).exists()

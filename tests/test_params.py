@@ -60,7 +60,7 @@ def test_default_params_are_valid():
         ("studies.heads.keep_layernorm", True, "studies.heads.keep_layernorm = True is invalid; allowed: only on schemes that reinitialise whole layers"),
         ("studies.blocks.ks", [0], "studies.blocks.ks = [0] is invalid; allowed: keys of a block study"),
         ("studies.blocks.scheme", "window", "studies.blocks.scheme = 'window' is invalid; allowed: progressive | block"),
-        ("train.precision", "fp8", "train.precision = 'fp8' is invalid; allowed: bf16 | fp16 | fp32"),
+        ("train.precision", "fp8", "train.precision = 'fp8' is invalid; allowed: auto | bf16 | fp16 | fp32"),
         ("executor.kind", "kubernetes", "executor.kind = 'kubernetes' is invalid; allowed: local | slurm | ray"),
         ("executor.address", "http://head:8265", "executor.address = 'http://head:8265' is invalid; allowed: auto | local"),
         ("executor.gpus_per_run", -1, "executor.gpus_per_run = -1 is invalid; allowed: a number >= 0"),

@@ -95,7 +95,8 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     weights = pd.read_csv(repo / "metrics/weight_change.csv")
     assert set(weights["sublayer"]) == {"query", "key", "value", "attention_output", "intermediate", "output"} and weights["layer"].max() == 6
     correlations = pd.read_csv(repo / "metrics/permutation_correlations.csv")
-    assert correlations[["task_a", "task_b"]].values.tolist() == [["rt_sentiment", "sst2"]] and (correlations["permutations"] == 3).all()
+    # Table 1 over the 3 shared permutations, and its control over the unpermuted full model's runs
+    assert correlations[["runs", "task_a", "task_b", "trials"]].values.tolist() == [["permuted (Table 1)", "rt_sentiment", "sst2", 3], ["unpermuted full model (control)", "rt_sentiment", "sst2", 3]]
     metrics = json.dumps(json.loads(dvc(repo, "metrics", "show", "--json")))
     assert "metrics/studies.json" in metrics and "metrics/focus.json" in metrics
     report = (repo / "metrics/report.md").read_text()

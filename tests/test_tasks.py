@@ -101,8 +101,9 @@ def test_the_data_stage_builds_the_new_tasks_the_same_every_time(tmp_path, tiny_
     with open(REPO / "params.yaml") as f:
         params = yaml.safe_load(f)
     params = copy.deepcopy(params)
-    params.update(task="subjectivity")
+    params.update(task="subjectivity", k=3)  # the tiny model has 3 layers
     params["data"]["tasks"] = ["subjectivity", "tweet_sentiment"]
+    params["model"]["max_length"] = 64  # the tiny model's positions
     params["probe"]["tasks"] = ["subjectivity"]
     params["studies"] = {"progressive": {"scheme": "progressive", "tasks": ["subjectivity"], "sizes": [256], "ks": [0, 3], "trials": 3}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
