@@ -47,3 +47,14 @@ def test_a_collapsed_run_stays_in_the_mean_whatever_its_siblings_scored():
 def test_every_run_names_its_references_by_slug():
     table = results_table([result(3, 0, 0.8)], "progressive", 6)
     assert table[["slug", "ref_full", "ref_scratch"]].iloc[0].tolist() == ["k3_e3", "k6_e3", "k0_e3"]
+
+
+def test_every_metric_a_task_declares_is_summarised_with_one_headline():
+    # STS-B declares Pearson and Spearman; GLUE reports both, so every summary has both
+    condition = Condition("stsb", 50, 0, 3, k=6).as_dict()
+    results = [{"condition": {**condition, "trial": t}, "status": "ok", "metric": "pearson", "scores": {"pearson": 0.8 + t / 100, "spearman": 0.7 + t / 100}, "majority_share": None} for t in range(3)]
+    table = results_table(results, "progressive", 6)
+    points = summarise(table, ["task", "size", "slug", "metric"], carry=("headline",)).set_index("metric")
+    assert points.loc["pearson", "mean"] == pytest.approx(0.81) and points.loc["spearman", "mean"] == pytest.approx(0.71)
+    assert points["headline"].to_dict() == {"pearson": True, "spearman": False}
+    assert not table["collapsed"].any()  # regression runs have no majority class
