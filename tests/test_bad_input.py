@@ -178,7 +178,8 @@ def test_max_length_longer_than_the_models_positions_is_refused():
 def test_the_models_position_limit(tmp_path, config, positions):
     from src.params import model_limits
 
-    (tmp_path / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 12, "num_attention_heads": 12}))
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "base.json").write_text(json.dumps({"num_layers": 12, "num_heads": 12}))  # the shape prepare_model records, whatever the family's config keys
     assert model_limits(tmp_path) == {"num_layers": 12, "num_heads": 12, "max_positions": positions}
 
 
