@@ -183,10 +183,6 @@ def first_reaching(values_by_k, fraction: float = 0.9) -> float:
     return float(np.argmax((gains >= target) | np.isclose(gains, target)))
 
 
-def _sizes(runs: pd.DataFrame, task: str) -> list[int]:
-    return sorted(int(s) for s in set(_plain_progressive(runs).loc[lambda r: r["task"] == task, "size"]))
-
-
 def _bootstrap_unit(claim, name, estimate, draws, n, gaps, studies, notes, kind="bootstrap") -> Unit:
     return Unit(claim, name, kind, Bootstrap(float(estimate), draws, n), 1, tuple(gaps), studies, list(notes))
 
