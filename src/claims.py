@@ -74,7 +74,6 @@ class Unit:
     name: str  # e.g. "rt_sentiment n=256"
     kind: str  # difference | equivalence | bootstrap | bootstrap-equivalence | welch
     result: object  # Estimate, Bootstrap or a Welch dict
-    direction: int = 1  # +1: the claim says > 0
     gaps: tuple = ()  # the (task, size) whose full-vs-scratch gap the unit needs
     studies: tuple = ()  # studies that report the unit's runs (for the planner's command)
     notes: list = field(default_factory=list)
@@ -126,7 +125,7 @@ def _metric(runs: pd.DataFrame, task: str) -> str:
     return str(runs.loc[runs["task"] == task, "metric"].iloc[0])
 
 
-def contrast_unit(ev: Evidence, claim: str, task: str, size: int, weights: dict[str, float], kind: str = "difference", direction: int = 1, name: str | None = None, gap: bool = False) -> Unit:
+def contrast_unit(ev: Evidence, claim: str, task: str, size: int, weights: dict[str, float], kind: str = "difference", name: str | None = None, gap: bool = False) -> Unit:
     """A paired contrast sum_slug weight * score over the trials every slug finished."""
     slugs = list(weights)
     trials, diverged, collapsed = _trials(ev.runs, task, size, slugs)
@@ -137,7 +136,7 @@ def contrast_unit(ev: Evidence, claim: str, task: str, size: int, weights: dict[
     estimate = inference.paired_contrast(terms, labels, metric, ev.settings["bootstrap_resamples"], seed=0) if trials else Estimate(math.nan, math.nan, 0)
     notes = [f"{diverged} diverged run(s) left out"] if diverged else []
     notes += [f"{collapsed} collapsed run(s) kept"] if collapsed else []
-    return Unit(claim, name or f"{task} n={size}", kind, estimate, direction, ((task, size),) if gap else (), _studies(ev.runs, task, size, slugs), notes, key=(task, size))
+    return Unit(claim, name or f"{task} n={size}", kind, estimate, ((task, size),) if gap else (), _studies(ev.runs, task, size, slugs), notes, key=(task, size))
 
 
 def _curve_draws(ev: Evidence, task: str, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, list[int], list[str]] | None:
@@ -184,7 +183,7 @@ def first_reaching(values_by_k, fraction: float = 0.9) -> float:
 
 
 def _bootstrap_unit(claim, name, estimate, draws, n, gaps, studies, notes, kind="bootstrap") -> Unit:
-    return Unit(claim, name, kind, Bootstrap(float(estimate), draws, n), 1, tuple(gaps), studies, list(notes))
+    return Unit(claim, name, kind, Bootstrap(float(estimate), draws, n), tuple(gaps), studies, list(notes))
 
 
 # --- the claims ----------------------------------------------------------------------------------------
@@ -269,7 +268,7 @@ def weight_units(ev: Evidence, rng: np.random.Generator) -> tuple[list[Unit], li
         small, large = rows[rows["size"] == sizes[0]], rows[rows["size"] == sizes[-1]]
         step = min(small.groupby("trial")["step"].max().min(), large.groupby("trial")["step"].max().min())
         totals = [r[r["step"] == step].groupby("trial")["frobenius"].apply(lambda f: float(np.sqrt((f**2).sum()))).to_numpy() for r in (large, small)]
-        unit = Unit("more_data_moves_weights_more", f"{task} n={sizes[-1]} vs n={sizes[0]}", "welch", _welch(*totals), 1, (), tuple(sorted(set(_studies(ev.runs, task, sizes[-1], _full_slugs(ev.runs)) + _studies(ev.runs, task, sizes[0], _full_slugs(ev.runs))))))
+        unit = Unit("more_data_moves_weights_more", f"{task} n={sizes[-1]} vs n={sizes[0]}", "welch", _welch(*totals), (), tuple(sorted(set(_studies(ev.runs, task, sizes[-1], _full_slugs(ev.runs)) + _studies(ev.runs, task, sizes[0], _full_slugs(ev.runs))))))
         unit.notes.append(f"at step {step} for both sizes (equal steps): controls the number of Adam steps, not how often each example was seen")
         more.append(unit)
     return later, more
@@ -326,7 +325,7 @@ def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
     adjusted = inference.holm([u.p_for for u in units] + [u.p_against for u in units])
     for unit, p_for, p_against in zip(units, adjusted[: len(units)], adjusted[len(units):]):
         unit.adjusted_for, unit.adjusted_against = p_for, p_against
-        sign = np.sign(estimate_of(unit)) * unit.direction
+        sign = np.sign(estimate_of(unit))  # every claim says "> 0" of its estimate
         if unit.kind in ("equivalence", "bootstrap-equivalence"):
             unit.status = "for" if p_for < alpha else "against" if p_against < alpha else "unresolved"
         elif p_for < alpha:
