@@ -28,6 +28,9 @@ instead, DVC's overhead, and the default pipeline end to end.
    and peak memory of the whole process tree, against the baseline named below.
 5. Roofline: training FLOP/s (~6 x non-embedding parameters x real tokens) against
    the FLOP/s of a large matmul in fp32 and in bf16 on the same threads.
+
+The cost of the paper's grid on GPUs (a projection) and its idle tail on fake GPUs:
+bench/cost.py, a command of its own.
 """
 
 from __future__ import annotations
