@@ -58,6 +58,15 @@ def reference_points(plain_runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+CORRELATION_COLUMNS = ["runs", "size", "task_a", "task_b", "trials", "spearman", "spearman_p_exact", "pearson", "pearson_p_exact"]
+# The columns of the tables only some studies fill: written with their header when no such
+# study ran, so every table the stage declares is a readable CSV.
+EXTRA_TABLE_COLUMNS = {
+    "permutation_correlations": [*CORRELATION_COLUMNS, "study"],
+    "heads_summary": ["study", "task", "size", "index", "count", "mean", "std", "min", "25%", "50%", "75%", "max", "by"],
+}
+
+
 def cross_task_correlations(runs: pd.DataFrame, what: str) -> pd.DataFrame:
     """Over the same trials, the Spearman and Pearson correlation of every pair of tasks'
     scores, with exact permutation p (every pairing up to 8 trials)."""
@@ -69,7 +78,7 @@ def cross_task_correlations(runs: pd.DataFrame, what: str) -> pd.DataFrame:
         spearman = inference.spearman(x, y) if len(paired) > 2 else float("nan")
         pearson = float(scipy_stats.pearsonr(x, y).statistic) if len(paired) > 2 and np.ptp(x) and np.ptp(y) else float("nan")
         rows.append({"runs": what, "size": size, "task_a": a, "task_b": b, "trials": len(paired), "spearman": spearman, "spearman_p_exact": inference.exact_permutation_p(x, y, "spearman"), "pearson": pearson, "pearson_p_exact": inference.exact_permutation_p(x, y, "pearson")})
-    return pd.DataFrame(rows, columns=["runs", "size", "task_a", "task_b", "trials", "spearman", "spearman_p_exact", "pearson", "pearson_p_exact"])
+    return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
 
 
 def permutation_correlations(permuted: pd.DataFrame, plain_runs: pd.DataFrame) -> pd.DataFrame:
@@ -97,7 +106,7 @@ def heads_summary(changes: pd.DataFrame) -> pd.DataFrame:
     for by in ("layer", "head_index"):
         described = changes.groupby(["study", "task", "size", by])["change"].describe().reset_index()
         parts.append(described.rename(columns={by: "index"}).assign(by=by))
-    return pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True)[EXTRA_TABLE_COLUMNS["heads_summary"]]
 
 
 def epoch_curves(results: list[dict], metric: str) -> pd.DataFrame:
@@ -237,7 +246,7 @@ def main() -> None:
 
     for folder in (args.tables, args.figures, args.plot_data.parent, args.predictions.parent):
         folder.mkdir(parents=True, exist_ok=True)
-    extra = {"permutation_correlations": [], "heads_summary": []}
+    extra = {name: [] for name in EXTRA_TABLE_COLUMNS}
     plain_points = summarise(plain_runs, ["task", "size", "slug"], carry=(*CONDITION, "metric"))
     drawn = []
     for study, spec in params["studies"].items():
@@ -269,7 +278,7 @@ def main() -> None:
     pd.DataFrame(drawn).to_csv(args.tables / "figures.csv", index=False)
     np.savez_compressed(args.predictions, **predictions_arrays(results, args.tasks))
     for name, parts in extra.items():
-        (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()).round(5).to_csv(args.tables / f"{name}.csv", index=False)
+        (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=EXTRA_TABLE_COLUMNS[name])).round(5).to_csv(args.tables / f"{name}.csv", index=False)
     metrics = {}
     for row in points.itertuples():
         key = row.slug if row.headline else f"{row.slug}.{row.metric}"

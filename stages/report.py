@@ -59,9 +59,10 @@ def main() -> None:
     agreement.to_csv(args.agreement, index=False)
     points = pd.read_csv(args.tables / "points.csv")
     every_metric = points[~points["headline"].astype(bool)]
+    table1 = pd.read_csv(args.tables / "permutation_correlations.csv")
     extra = [
         ("Probing vs finetuning agreement", agreement.round(4)),
-        ("Table 1: cross-task correlation over the same permutations, and its control (unpermuted runs by trial)", pd.read_csv(args.tables / "permutation_correlations.csv")),
+        ("Table 1: cross-task correlation over the same permutations, and its control (unpermuted runs by trial)" + ("" if len(table1) else ": no rows (no permutation study ran)"), table1),
         ("Collapsed runs (one class predicted; kept in every mean)", collapse_rates(points)),
     ]
     if len(every_metric):
