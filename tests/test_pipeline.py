@@ -171,8 +171,8 @@ def test_queued_experiments_run_two_at_a_time_with_results_intact(scratch_repo):
 
 
 def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_run(scratch_repo):
-    """The paper-tasks command (README) drops studies with `-S '~studies.<name>'`: nothing
-    retrains, and aggregate and report still write every table they declare (Table 1 and
+    """The paper-tasks command (README) drops studies with `-S '~studies.<name>'`: only the
+    runs the dropped studies had trained for others retrain, and aggregate and report still write every table they declare (Table 1 and
     the heads summary with their header only) and a report that says Table 1 has no rows."""
     repo, _, git = scratch_repo
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
@@ -183,7 +183,7 @@ def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_r
     # The finetune stages rerun (their params changed) and reuse every run they find, but a
     # run lives in the folder of the study that trained it: the sequential study's direct
     # rt_sentiment runs were the permutation study's references, so they train again
-    # (README: "Choices and what is left"). Nothing else does.
+    # (src/studies.trained_conditions: the earliest study that needs a run trains it). Nothing else does.
     trained = [line for line in out.splitlines() if ": ok {" in line]
     assert len(trained) == 2 and all("rt_sentiment n=8 k6_e1 trial" in line for line in trained), trained
     for table in ("permutation_correlations", "heads_summary"):
