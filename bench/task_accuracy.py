@@ -1,6 +1,6 @@
 """How well finetuning learns a task: the full model (k = L) and scratch (k = 0).
 
-    python -m bench.task_accuracy subjectivity --size 256 --trials 3   # --ks 6,0 (default)
+    python -m bench.task_accuracy subjectivity --size 128 --trials 3   # --ks 6,0 (default)
 
 Runs each condition through src.experiment.run_condition, the finetune stages' own
 path, in one process with train.threads threads, on data/model and data/tasks as
@@ -23,7 +23,7 @@ from src.params import epochs_for, load_params
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("task")
-    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--size", type=int, default=128)  # the default studies' size
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--ks", default="6,0", help="comma-separated k values")
     parser.add_argument("--model", type=Path, default=Path("data/model"))
