@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from src.condition import Condition
-from src.experiment import _set_up_for_training, run_condition
+from src.executors import run_in_worker
+from src.experiment import run_condition
 from src.params import epochs_for, load_params
 
 
@@ -31,7 +32,6 @@ def main() -> None:
     args = parser.parse_args()
 
     params = load_params()
-    _set_up_for_training(params["train"]["threads"])
     for trial in range(args.trials):
         for k in (int(k) for k in args.ks.split(",")):
             condition = Condition(
@@ -39,7 +39,7 @@ def main() -> None:
                 recipe=params["recipe"], pooling=params["pooling"],
             )
             start = time.time()
-            result = run_condition(condition, params, args.model, args.tasks)
+            result = run_in_worker(params["train"]["threads"], run_condition, condition, params, args.model, args.tasks)
             print(json.dumps({
                 "task": args.task, "size": args.size, "k": k, "trial": trial, "status": result["status"],
                 "scores": result["scores"], "majority_share": result["majority_share"],
