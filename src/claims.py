@@ -359,7 +359,8 @@ def _verdict(claim: str, units: list[Unit], gap_units: list[Unit], ev: Evidence,
 def plan_trials(claim: str, units: list[Unit], gap_units: list[Unit], ev: Evidence, family: int) -> dict:
     """Trials that would resolve every unresolved unit of `claim` (and the gaps it needs) at
     report.power, from the observed per-trial variance: Bonferroni alpha / family, the
-    strictest Holm step, so the number is conservative."""
+    strictest Holm step, so the number is conservative; never fewer than one more trial
+    than a blocking unit already has."""
     s = ev.settings
     alpha = s["alpha"] / max(family, 1)
     needs, studies, reasons = [], set(), []
@@ -380,7 +381,9 @@ def plan_trials(claim: str, units: list[Unit], gap_units: list[Unit], ev: Eviden
         if n is None:
             reasons.append(f"{unit.name}: no number of trials resolves it if the observed effect is the true one")
             continue
-        needs.append(n)
+        # The unit is unresolved at the trials it has, so those never decide it, whatever
+        # the power formula says for an effect this size (it ignores the Holm family's order).
+        needs.append(max(n, max(np.atleast_1d(n_of(unit))) + 1))
         studies |= set(unit.studies)
     if not needs:
         return {"trials": None, "command": None, "reasons": reasons}

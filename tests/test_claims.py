@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from src.claims import Evidence, first_reaching, judge_claims, write_report
+from src.claims import Evidence, Unit, first_reaching, judge_claims, plan_trials, write_report
 
 L = 4
 N = 400  # eval examples
@@ -160,3 +160,11 @@ def test_report_names_test_estimate_interval_p_n_and_the_trials_that_would_decid
     assert "paired contrast full − scratch > 0" in md and "dvc exp run -S studies.progressive.trials=" in md
     assert "| full_beats_scratch | sst2 n=500 | difference |" in md and "Holm" in md
     assert "heads: not run: no rows to plot" in md and "base64," in (tmp_path / "r.html").read_text()
+
+
+def test_the_planner_never_asks_for_the_trials_an_unresolved_unit_already_has():
+    # A Welch unit whose power formula asks for 2 per group (sd 0) but that is unresolved at 3
+    # per group (as in a Holm family of 19): the plan must ask for more than 3.
+    unit = Unit("more_data_moves_weights_more", "sst2 n=256 vs n=64", "welch", {"estimate": -0.09, "low": -0.12, "high": -0.05, "p": 0.005, "n": (3, 3), "sd": 0.0}, studies=("progressive",))
+    plan = plan_trials(unit.claim, [unit], [], Builder().evidence(), family=19)
+    assert plan["trials"] == 4 and plan["command"] == "dvc exp run -S studies.progressive.trials=4"
