@@ -383,7 +383,7 @@ def plan_trials(claim: str, units: list[Unit], gap_units: list[Unit], ev: Eviden
             continue
         # The unit is unresolved at the trials it has, so those never decide it, whatever
         # the power formula says for an effect this size (it ignores the Holm family's order).
-        needs.append(max(n, max(np.atleast_1d(n_of(unit))) + 1))
+        needs.append(max(n, int(np.max(n_of(unit))) + 1))
         studies |= set(unit.studies)
     if not needs:
         return {"trials": None, "command": None, "reasons": reasons}
