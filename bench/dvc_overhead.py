@@ -19,8 +19,9 @@ from pathlib import Path
 
 import yaml
 
-from src.params import validate
-from src.studies import trained_conditions
+from src.conditions.studies import all_study_conditions, trained_conditions
+from src.config.load import ModelLimits, validate
+from src.train.result import result_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,9 +47,28 @@ def paper_params(default: dict) -> dict:
         "blocks": {"scheme": "block", "window": 3, **every, "trials": 10},
         "single_layer": {"scheme": "single_layer", "layers": layers, **mid, "trials": 3},
         "permutation": {"scheme": "permutation", **every, "trials": 10},
-        "heads": {"scheme": "head", "layers": layers, "heads": list(range(PAPER_HEADS)), **mid, "tasks": ["cola"], "trials": 1},
-        "lr_multiplier": {"scheme": "progressive", "ks": list(range(PAPER_LAYERS + 1)), "reinit_lr_multiplier": 5, **mid, "trials": 3},
-        "keep_layernorm": {"scheme": "progressive", "ks": list(range(PAPER_LAYERS + 1)), "keep_layernorm": True, **mid, "trials": 3},
+        "heads": {
+            "scheme": "head",
+            "layers": layers,
+            "heads": list(range(PAPER_HEADS)),
+            **mid,
+            "tasks": ["cola"],
+            "trials": 1,
+        },
+        "lr_multiplier": {
+            "scheme": "progressive",
+            "ks": list(range(PAPER_LAYERS + 1)),
+            "reinit_lr_multiplier": 5,
+            **mid,
+            "trials": 3,
+        },
+        "keep_layernorm": {
+            "scheme": "progressive",
+            "ks": list(range(PAPER_LAYERS + 1)),
+            "keep_layernorm": True,
+            **mid,
+            "trials": 3,
+        },
         "epochs": {"scheme": "progressive", "ks": [0, 6, 12], "epochs": 10, **every, "trials": 3},
         "sequential": {"scheme": "progressive", "ks": [12], "intermediate_tasks": PAPER_TASKS, **mid, "trials": 3},
     }
@@ -64,19 +84,19 @@ def dvc_seconds(root: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
-def _placeholders(root: Path, params: dict, num_layers: int, num_heads: int) -> int:
+def _placeholders(root: Path, config, num_layers: int, num_heads: int) -> int:
     """A file at every output path of the pipeline; one per condition in the study folders."""
     from dvc.repo import Repo
 
-    runs = 0
+    runs, reported = 0, all_study_conditions(config, num_layers)
     with Repo(str(root)) as repo:
         outs = [out.def_path for stage in repo.index.stages for out in stage.outs]
     for out in outs:
         path = root / out
         if out.startswith("data/runs/studies/"):
-            conditions = trained_conditions(params, Path(out).name, num_layers)
+            conditions = trained_conditions(reported, Path(out).name, num_layers)
             runs += len(conditions)
-            files = [c.result_path(path) for c in conditions]
+            files = [result_path(path, c) for c in conditions]
         else:
             files = [path] if path.suffix else [path / "placeholder"]
         for file in files:
@@ -89,7 +109,7 @@ def _placeholders(root: Path, params: dict, num_layers: int, num_heads: int) -> 
 def measure(params: dict, num_layers: int, num_heads: int) -> dict:
     """Stage count, study finetuning runs, and seconds of dvc status / no-op repro / exp run
     with the k already in params (a real experiment that finds nothing to rerun)."""
-    checked = validate(copy.deepcopy(params), num_layers, num_heads)  # a grid the pipeline would accept
+    checked = validate(copy.deepcopy(params), ModelLimits(num_layers, num_heads))  # a grid the pipeline would accept
     with tempfile.TemporaryDirectory(prefix="bench_dvc_") as tmp:
         root = Path(tmp) / "repo"
         subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True)
@@ -98,7 +118,11 @@ def measure(params: dict, num_layers: int, num_heads: int) -> dict:
         (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
         runs = _placeholders(root, checked, num_layers, num_heads)
         dvc_seconds(root, "commit", "-f", "-q")  # record the placeholders as the pipeline's finished outputs
-        stages = len(subprocess.run([sys.executable, "-m", "dvc", "stage", "list"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines())
+        stages = len(
+            subprocess.run(
+                [sys.executable, "-m", "dvc", "stage", "list"], cwd=root, capture_output=True, text=True, check=True
+            ).stdout.splitlines()
+        )
         return {
             "stages": stages,
             "study_runs": runs,

@@ -53,12 +53,15 @@ import torch
 import yaml
 
 from bench import dvc_overhead
-from src import data
-from src.condition import Condition
-from src.model import build_finetuner, load_encoder, load_tokenizer, model_shape
-from src.probing import layer_features, train_probes
-from src.tasks import get_task
-from src.training import TrainConfig, evaluate, finetune, resolve_precision, reuse_freed_memory
+from src.conditions.condition import Condition
+from src.config.load import load_config, model_limits
+from src.data import tokens as data
+from src.model.base import load_encoder, load_tokenizer
+from src.model.finetuner import build_finetuner
+from src.probing.probes import layer_features, train_probes
+from src.tasks.registry import get_task
+from src.train.device import resolve_precision
+from src.train.loop import RunSettings, evaluate, finetune, reuse_freed_memory
 
 MODEL, TASK_DIR = Path("data/model"), Path("data/tasks/rt_sentiment")
 TASK = get_task("rt_sentiment")
@@ -77,10 +80,26 @@ def fresh_model():
 
 def run_ours(train, eval_, precision: str, epochs: int) -> dict:
     model = fresh_model()
-    cfg = TrainConfig(2e-5, 8, epochs, 0.0, 128, group_by_length=True, precision=precision, checkpoint_every=0)
+    cfg = RunSettings(
+        2e-5,
+        8,
+        epochs,
+        0.0,
+        128,
+        group_by_length=True,
+        precision=precision,
+        checkpoint_every=0,
+        threads=torch.get_num_threads(),
+        seed=0,
+        device="cpu",
+    )
     outcome = finetune(model, TASK, train, cfg, seed=0)
     accuracy = evaluate(model, TASK, eval_, 128, precision)["scores"]["accuracy"]
-    return {"examples_per_s": epochs * len(train) / outcome["train_seconds"], "seconds": outcome["train_seconds"], "accuracy": accuracy}
+    return {
+        "examples_per_s": epochs * len(train) / outcome["train_seconds"],
+        "seconds": outcome["train_seconds"],
+        "accuracy": accuracy,
+    }
 
 
 def ours(train, eval_, precision: str, epochs: int) -> dict:
@@ -100,7 +119,12 @@ def in_fresh_processes(fn, args: tuple, processes: int = 1, threads: int | None 
 
 def summed(runs: list[dict]) -> dict:
     """Runs trained side by side: their examples/s add up."""
-    return {"examples_per_s": sum(r["examples_per_s"] for r in runs), "seconds": max(r["seconds"] for r in runs), "accuracy": runs[0]["accuracy"], "processes": runs}
+    return {
+        "examples_per_s": sum(r["examples_per_s"] for r in runs),
+        "seconds": max(r["seconds"] for r in runs),
+        "accuracy": runs[0]["accuracy"],
+        "processes": runs,
+    }
 
 
 class WithLoss(torch.nn.Module):
@@ -121,7 +145,14 @@ def as_dataset(split):
 
     rows = [split.ids[split.offsets[i] : split.offsets[i + 1]].tolist() for i in range(len(split))]
     types = [split.type_ids[split.offsets[i] : split.offsets[i + 1]].tolist() for i in range(len(split))]
-    return datasets.Dataset.from_dict({"input_ids": rows, "token_type_ids": types, "attention_mask": [[1] * len(r) for r in rows], "labels": split.labels.tolist()})
+    return datasets.Dataset.from_dict(
+        {
+            "input_ids": rows,
+            "token_type_ids": types,
+            "attention_mask": [[1] * len(r) for r in rows],
+            "labels": split.labels.tolist(),
+        }
+    )
 
 
 # run_glue.py's defaults: pad_to_max_length=True (max_seq_length 128), random order, fp32.
@@ -145,17 +176,35 @@ def run_trainer(train, eval_, padding: str, group_by_length: bool, bf16: bool, e
     tokenizer = load_tokenizer(MODEL)
     collator = DataCollatorWithPadding(tokenizer, padding=padding, max_length=128)
     args = TrainingArguments(
-        output_dir=str(workdir), per_device_train_batch_size=8, per_device_eval_batch_size=128, learning_rate=2e-5,
-        weight_decay=0.0, num_train_epochs=epochs, train_sampling_strategy="group_by_length" if group_by_length else "random", bf16=bf16, use_cpu=True, report_to=[],
-        save_strategy="no", logging_strategy="no", disable_tqdm=True, seed=0, dataloader_num_workers=0,
+        output_dir=str(workdir),
+        per_device_train_batch_size=8,
+        per_device_eval_batch_size=128,
+        learning_rate=2e-5,
+        weight_decay=0.0,
+        num_train_epochs=epochs,
+        train_sampling_strategy="group_by_length" if group_by_length else "random",
+        bf16=bf16,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+        dataloader_num_workers=0,
     )
     model = WithLoss(fresh_model())
-    trainer = Trainer(model=model, args=args, train_dataset=as_dataset(train), eval_dataset=as_dataset(eval_), data_collator=collator)
+    trainer = Trainer(
+        model=model, args=args, train_dataset=as_dataset(train), eval_dataset=as_dataset(eval_), data_collator=collator
+    )
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
     predictions = trainer.predict(as_dataset(eval_)).predictions
-    return {"examples_per_s": epochs * len(train) / seconds, "seconds": seconds, "accuracy": float((predictions.argmax(-1) == eval_.labels).mean())}
+    return {
+        "examples_per_s": epochs * len(train) / seconds,
+        "seconds": seconds,
+        "accuracy": float((predictions.argmax(-1) == eval_.labels).mean()),
+    }
 
 
 def probing(n_train: int, n_eval: int, epochs: int) -> dict:
@@ -170,11 +219,26 @@ def probing(n_train: int, n_eval: int, epochs: int) -> dict:
     for layer in range(train_x.shape[1]):
         for _ in range(epochs):
             layer_features(encoder, train, 64)  # the forward pass an uncached probe pays
-        per_layer.append(train_probes(TASK, train_x[:, layer : layer + 1], train.labels, eval_x[:, layer : layer + 1], eval_.labels, epochs, 1e-3, 64, seed=0)[0])
+        per_layer.append(
+            train_probes(
+                TASK,
+                train_x[:, layer : layer + 1],
+                train.labels,
+                eval_x[:, layer : layer + 1],
+                eval_.labels,
+                epochs,
+                1e-3,
+                64,
+                seed=0,
+            )[0]
+        )
     per_layer_s = time.perf_counter() - start
     return {
-        "ours_seconds": ours_s, "per_layer_seconds": per_layer_s, "speedup": per_layer_s / ours_s,
-        "ours_accuracy": [s["accuracy"] for s in ours], "per_layer_accuracy": [s["accuracy"] for s in per_layer],
+        "ours_seconds": ours_s,
+        "per_layer_seconds": per_layer_s,
+        "speedup": per_layer_s / ours_s,
+        "ours_accuracy": [s["accuracy"] for s in ours],
+        "per_layer_accuracy": [s["accuracy"] for s in per_layer],
     }
 
 
@@ -190,7 +254,10 @@ def matmul_flops(dtype: torch.dtype) -> float:
 # What the default `dvc repro` from clean took before the later levers (fused AdamW, heap
 # reuse, workers, runs shared between conditions); bf16 autocast was already on, so the
 # pipeline before any lever (fp32) took longer still.
-END_TO_END_BASELINE = {"seconds": 2431, "what": "commit 68b8bf6: every family, one 2-thread process, bf16, per-tensor AdamW; 2026-11-21, this 2-core machine"}
+END_TO_END_BASELINE = {
+    "seconds": 2431,
+    "what": "commit 68b8bf6: every family, one 2-thread process, bf16, per-tensor AdamW; 2026-11-21, this 2-core machine",
+}
 
 
 def process_tree_rss(root: int) -> int:
@@ -201,7 +268,10 @@ def process_tree_rss(root: int) -> int:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:  # the process ended while we looked
             continue
-        parents[int(stat.parent.name)], rss[int(stat.parent.name)] = int(fields[1]), int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        parents[int(stat.parent.name)], rss[int(stat.parent.name)] = (
+            int(fields[1]),
+            int(fields[21]) * os.sysconf("SC_PAGE_SIZE"),
+        )
     tree, frontier = {root}, {root}
     while frontier:
         frontier = {pid for pid, parent in parents.items() if parent in frontier} - tree
@@ -215,15 +285,25 @@ def end_to_end() -> dict:
         root = Path(tmp) / "repo"
         subprocess.run(["git", "clone", "-q", str(Path.cwd()), str(root)], check=True)
         start, peak = time.perf_counter(), 0
-        proc = subprocess.Popen([sys.executable, "-m", "dvc", "repro"], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dvc", "repro"], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+        )
         while proc.poll() is None:
             peak = max(peak, process_tree_rss(proc.pid))
             time.sleep(1)
         seconds = time.perf_counter() - start
         if proc.returncode != 0:
             raise RuntimeError(f"dvc repro failed in {root}")
-        runs = len(list((root / "data/runs").rglob("trial*.json")))  # trained runs, and focus trials copied from a study
-    return {"seconds": seconds, "peak_rss_bytes": peak, "result_files": runs, "baseline": END_TO_END_BASELINE, "speedup": END_TO_END_BASELINE["seconds"] / seconds}
+        runs = len(
+            list((root / "data/runs").rglob("trial*.json"))
+        )  # trained runs, and focus trials copied from a study
+    return {
+        "seconds": seconds,
+        "peak_rss_bytes": peak,
+        "result_files": runs,
+        "baseline": END_TO_END_BASELINE,
+        "speedup": END_TO_END_BASELINE["seconds"] / seconds,
+    }
 
 
 def spread(values: list[float]) -> list[float]:
@@ -242,24 +322,36 @@ def main() -> None:
     args = parser.parse_args()
 
     subprocess.run([sys.executable, "-m", "dvc", "repro", "prepare_model", "data"], check=True)
-    params = yaml.safe_load(Path("params.yaml").read_text())
-    workers, threads = params["train"]["workers"], params["train"]["threads"]
-    precision = resolve_precision(params["train"]["precision"], "cpu")
+    config, params_file = load_config(), yaml.safe_load(Path("params.yaml").read_text())
+    workers, threads = config.train.workers, config.train.threads
+    precision = resolve_precision(config.train.precision, "cpu")
     train, eval_ = splits(args.train_examples, args.eval_examples)
     contenders = {
         "ours": lambda: in_fresh_processes(ours, (train, eval_, precision, args.epochs))[0],
         "ours_fp32": lambda: in_fresh_processes(ours, (train, eval_, "fp32", args.epochs))[0],
-        "ours_pipeline": lambda: summed(in_fresh_processes(ours, (train, eval_, precision, args.epochs), workers, threads)),
-        **{name: (lambda c=c: in_fresh_processes(trainer, (train, eval_, c, args.epochs))[0]) for name, c in TRAINER_CONFIGS.items()},
+        "ours_pipeline": lambda: summed(
+            in_fresh_processes(ours, (train, eval_, precision, args.epochs), workers, threads)
+        ),
+        **{
+            name: (lambda c=c: in_fresh_processes(trainer, (train, eval_, c, args.epochs))[0])
+            for name, c in TRAINER_CONFIGS.items()
+        },
     }
     runs = {name: [] for name in contenders}
     for _ in range(args.repeats):  # interleaved, so drift hits every contender alike
         for name, contender in contenders.items():
             runs[name].append(contender())
-            print(f"{name}: {runs[name][-1]['examples_per_s']:.1f} examples/s, accuracy {runs[name][-1]['accuracy']:.3f}", flush=True)
+            print(
+                f"{name}: {runs[name][-1]['examples_per_s']:.1f} examples/s, accuracy {runs[name][-1]['accuracy']:.3f}",
+                flush=True,
+            )
     speed = {name: [r["examples_per_s"] for r in rs] for name, rs in runs.items()}
     # min-max of each ratio over the rounds: worst ours against best rival, and the reverse
-    ratios = {f"{mine}_vs_{rival}": [min(speed[mine]) / max(speed[rival]), max(speed[mine]) / min(speed[rival])] for mine in ("ours", "ours_pipeline") for rival in TRAINER_CONFIGS}
+    ratios = {
+        f"{mine}_vs_{rival}": [min(speed[mine]) / max(speed[rival]), max(speed[mine]) / min(speed[rival])]
+        for mine in ("ours", "ours_pipeline")
+        for rival in TRAINER_CONFIGS
+    }
 
     # 6 N FLOPs per token counts the matmul weights only: embedding lookups do no FLOPs.
     parameters = sum(p.numel() for name, p in fresh_model().named_parameters() if "embeddings" not in name)
@@ -267,17 +359,29 @@ def main() -> None:
     peak = {"fp32": matmul_flops(torch.float32), "bf16": matmul_flops(torch.bfloat16)}
     achieved = {name: flops_per_example * float(np.median(speed[name])) for name in ("ours", "ours_pipeline")}
 
-    num_layers, num_heads = model_shape(MODEL)
+    limits = model_limits(MODEL)
+    num_layers, num_heads = limits.num_layers, limits.num_heads
     results = {
-        "date": str(date.today()), "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+        "date": str(date.today()),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
         "finetune": {"train_examples": len(train), "epochs": args.epochs, "runs": runs, "ratio_min_max": ratios},
         "probing": probing(args.probe_examples, args.eval_examples, 10),
         "dvc": {
-            "workspace_s": {"noop_repro": dvc_overhead.dvc_seconds(Path.cwd(), "repro"), "status": dvc_overhead.dvc_seconds(Path.cwd(), "status")},
-            "default_grid": dvc_overhead.measure(params, num_layers, num_heads),
-            "paper_grid": dvc_overhead.measure(dvc_overhead.paper_params(params), dvc_overhead.PAPER_LAYERS, dvc_overhead.PAPER_HEADS),
+            "workspace_s": {
+                "noop_repro": dvc_overhead.dvc_seconds(Path.cwd(), "repro"),
+                "status": dvc_overhead.dvc_seconds(Path.cwd(), "status"),
+            },
+            "default_grid": dvc_overhead.measure(params_file, num_layers, num_heads),
+            "paper_grid": dvc_overhead.measure(
+                dvc_overhead.paper_params(params_file), dvc_overhead.PAPER_LAYERS, dvc_overhead.PAPER_HEADS
+            ),
         },
-        "roofline": {"train_flops_per_s": achieved, "matmul_flops_per_s": peak, "fraction_of_fp32_peak": {k: v / peak["fp32"] for k, v in achieved.items()}, "fraction_of_bf16_peak": {k: v / peak["bf16"] for k, v in achieved.items()}},
+        "roofline": {
+            "train_flops_per_s": achieved,
+            "matmul_flops_per_s": peak,
+            "fraction_of_fp32_peak": {k: v / peak["fp32"] for k, v in achieved.items()},
+            "fraction_of_bf16_peak": {k: v / peak["bf16"] for k, v in achieved.items()},
+        },
     }
     if not args.skip_end_to_end:
         results["end_to_end"] = end_to_end()

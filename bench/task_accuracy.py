@@ -15,10 +15,11 @@ import json
 import time
 from pathlib import Path
 
-from src.condition import Condition
-from src.executors import run_in_worker
-from src.experiment import run_condition
-from src.params import epochs_for, load_params
+from src.conditions.condition import Condition
+from src.config.load import load_config
+from src.train.executors import run_in_worker
+from src.train.run import run_condition
+from src.train.schedule import run_settings
 
 
 def main() -> None:
@@ -31,20 +32,39 @@ def main() -> None:
     parser.add_argument("--tasks", type=Path, default=Path("data/tasks"))
     args = parser.parse_args()
 
-    params = load_params()
+    config = load_config()
+    epochs = config.train.epochs_for(args.size)
     for trial in range(args.trials):
         for k in (int(k) for k in args.ks.split(",")):
             condition = Condition(
-                task=args.task, size=args.size, trial=trial, epochs=epochs_for(params["train"], args.size), k=k,
-                recipe=params["recipe"], pooling=params["pooling"],
+                task=args.task,
+                size=args.size,
+                trial=trial,
+                epochs=epochs,
+                k=k,
+                recipe=config.recipe,
+                pooling=config.pooling,
             )
             start = time.time()
-            result = run_in_worker(params["train"]["threads"], run_condition, condition, params, args.model, args.tasks)
-            print(json.dumps({
-                "task": args.task, "size": args.size, "k": k, "trial": trial, "status": result["status"],
-                "scores": result["scores"], "majority_share": result["majority_share"],
-                "train_seconds": result["train_seconds"], "wall_seconds": round(time.time() - start, 1),
-            }), flush=True)
+            result = run_in_worker(
+                config.train.threads, run_condition, condition, run_settings(config, epochs), args.model, args.tasks
+            )
+            print(
+                json.dumps(
+                    {
+                        "task": args.task,
+                        "size": args.size,
+                        "k": k,
+                        "trial": trial,
+                        "status": result.status,
+                        "scores": result.scores,
+                        "majority_share": result.majority_share,
+                        "train_seconds": result.train_seconds,
+                        "wall_seconds": round(time.time() - start, 1),
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from src import data
-from src.errors import run_stage
-from src.model import load_encoder
-from src.params import load_params
-from src.probing import layer_features
+from src.config.load import load_config
+from src.data import tokens
+from src.model.base import load_encoder
+from src.probing.probes import layer_features
+from src.stage import run_stage
 
 
 def main() -> None:
@@ -24,10 +24,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    params = load_params()
-    encoder = load_encoder(args.model, with_pooler=False).to("cuda" if torch.cuda.is_available() else "cpu")  # the GPU when there is one
+    batch_size = load_config().probe.batch_size
+    encoder = load_encoder(args.model, with_pooler=False).to(
+        "cuda" if torch.cuda.is_available() else "cpu"
+    )  # the GPU when there is one
     features = {
-        split: layer_features(encoder, data.load_split(args.tokens, split), params["probe"]["batch_size"], desc=f"features {split}")
+        split: layer_features(encoder, tokens.load_split(args.tokens, split), batch_size, desc=f"features {split}")
         for split in ("train", "eval")
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

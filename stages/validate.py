@@ -12,32 +12,36 @@ prepare_model stage, whose only output is that model.
 """
 
 import argparse
-import json
 from pathlib import Path
 
-from src.errors import run_stage
-from src.params import load_params, model_limits
+from src.config.load import ModelLimits, load_config, model_limits
+from src.model.record import BaseModelRecord
+from src.stage import run_stage
 
-VALID = "params.yaml is valid (src/params.py)\n"
+VALID = "params.yaml is valid (src/config/)\n"
 
 
-def prepared_model_limits(model_dir: Path, name: str) -> dict:
+def prepared_model_limits(model_dir: Path, name: str) -> ModelLimits:
     """The prepared model's limits if `model_dir` holds the model params.yaml names, else none."""
     try:
-        prepared = json.loads((model_dir / "base.json").read_text())["name"]
-        return model_limits(model_dir) if prepared == name else {}
+        return model_limits(model_dir) if BaseModelRecord.read(model_dir).name == name else ModelLimits()
     except (OSError, ValueError, KeyError, TypeError):  # not prepared yet, or a partial folder
-        return {}
+        return ModelLimits()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", type=Path, required=True, help="the prepared base model, if any (not a dependency: it may not exist yet)")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        required=True,
+        help="the prepared base model, if any (not a dependency: it may not exist yet)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    params = load_params()
-    load_params(**prepared_model_limits(args.model, params["model"]["name"]))
+    config = load_config()
+    load_config(limits=prepared_model_limits(args.model, config.model.name))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(VALID)
     print(VALID.strip())

@@ -67,3 +67,44 @@ def tiny_tasks_root(tmp_path_factory, tiny_task_dir):
     shutil.copy(tiny_task_dir / "tokens.npz", root / "rt_sentiment" / "tokens.npz")
     (root / "rt_sentiment" / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": 200, "eval_examples": 60}))
     return root
+
+
+def grid_params() -> dict:
+    """The fixed test grid: a complete params.yaml as a dict, independent of the shipped
+    params.yaml (which only tests/test_params.py reads). Every study family is in it, on the
+    embedded tasks, at sizes a test can train in seconds. Tests change a copy of it."""
+    tiny = {"tasks": ["rt_sentiment"], "sizes": [8], "trials": 2}
+    return {
+        "task": "rt_sentiment", "size": 16, "k": 6, "trials": 2, "recipe": "paper", "pooling": "mean", "seed": 0,
+        "model": {"name": "embedded", "max_length": 32},
+        "data": {"tasks": ["rt_sentiment", "subjectivity", "tweet_sentiment"], "glue_dir": None, "glue_carve_train_from_dev": [], "eval_size": 50, "neutral_band": 0.8, "split_seed": 0},
+        "train": {"lr": 2.0e-5, "batch_size": 8, "epochs": 1, "small_size": 8, "small_epochs": 1, "weight_decay": 0.0, "eval_batch_size": 32, "group_by_length": True, "precision": "auto", "checkpoint_every": 0, "workers": 1, "threads": 2},
+        "executor": {"kind": "local", "address": "auto", "gpus_per_run": 1, "runs_per_gpu": 1, "partition": None, "time_limit_min": 60, "cpus_per_run": 1, "mem_gb_per_run": 8, "array_parallelism": 64, "log_dir": "data/cluster_logs", "max_retries": 2},
+        "probe": {"tasks": ["rt_sentiment"], "batch_size": 64, "epochs": 2, "lr": 1.0e-3, "train_batch_size": 64},
+        "report": {"alpha": 0.05, "power": 0.8, "single_layer_margin": 0.02, "correlation_margin": 0.5, "bootstrap_resamples": 200, "bootstrap_min_trials": 10},
+        "studies": {
+            "progressive": {"scheme": "progressive", **tiny, "sizes": [8, 16], "ks": [0, 6]},
+            "blocks": {"scheme": "block", "window": 5, **tiny},
+            "single_layer": {"scheme": "single_layer", "layers": [1, 6], **tiny},
+            "permutation": {"scheme": "permutation", **tiny, "tasks": ["rt_sentiment", "subjectivity"], "trials": 3},
+            "heads": {"scheme": "head", "layers": [2], "heads": [0, 11], **tiny, "trials": 1},
+            "lr_multiplier": {"scheme": "progressive", "ks": [0], "reinit_lr_multiplier": 5, **tiny},
+            "keep_layernorm": {"scheme": "progressive", "ks": [0], "keep_layernorm": True, **tiny},
+            "epochs": {"scheme": "progressive", "ks": [0, 6], "epochs": 2, **tiny},
+            "sequential": {"scheme": "progressive", "ks": [6], "intermediate_tasks": ["rt_sentiment", "tweet_sentiment"], **tiny, "tasks": ["rt_sentiment", "tweet_sentiment"]},
+        },
+    }
+
+
+@pytest.fixture
+def params() -> dict:
+    """A fresh copy of the test grid (tests may change it)."""
+    return grid_params()
+
+
+@pytest.fixture
+def config(params):
+    """The test grid as the typed Config every function takes a section of."""
+    from src.config.load import validate
+
+    return validate(params)

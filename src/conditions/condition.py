@@ -1,0 +1,142 @@
+"""What a "condition" is: the one definition every stage, table and figure shares.
+
+A condition is one finetuning run: a task, a training-set size, a trial index, a
+reinitialisation scheme with its arguments (src/conditions/schemes.py), and the
+modifiers of how the run trains. Everything random in it (training subset, fresh
+weights, layer order, head, data order, dropout) is derived from these fields and one
+base seed, so a condition is reproducible on its own, on any machine. Layers are
+numbered 1..L like k.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from src.conditions.schemes import WHOLE_LAYER_VARIANTS, scheme_of
+
+
+def derive_seed(*parts) -> int:
+    """A stable 63-bit seed from any printable parts (Python's hash() is salted per process)."""
+    digest = hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+@dataclass(frozen=True)
+class Condition:
+    task: str
+    size: int
+    trial: int
+    epochs: int
+    scheme: str = "progressive"  # a scheme variant (schemes.VARIANTS)
+    k: int | None = None  # progressive: encoder layers 1..k keep pretrained weights
+    layer: int | None = None  # block_*: first layer of the window; single_layer, head: the layer
+    window: int | None = None  # block_*: how many consecutive layers
+    head_index: int | None = None  # head: which attention head (0-based) of `layer`
+    lr_multiplier: float = 1.0  # App. E: reinitialised layers train at lr * lr_multiplier
+    keep_layernorm: bool = False  # App. F: reinitialised layers keep their pretrained LayerNorm
+    intermediate_task: str | None = None  # sequential finetuning: train on this task first
+    recipe: str = "paper"
+    pooling: str = "mean"
+
+    def check(self, num_layers: int, num_heads: int) -> None:
+        """Refuse arguments the model cannot take, with one message, before any compute."""
+        if not scheme_of(self.scheme).fits(self, num_layers, num_heads):
+            raise ValueError(
+                f"{self.describe()} does not fit a model with {num_layers} encoder layers and {num_heads} attention heads"
+            )
+        if self.scheme not in WHOLE_LAYER_VARIANTS and (self.lr_multiplier != 1.0 or self.keep_layernorm):
+            raise ValueError(
+                f"{self.describe()}: the lr multiplier and keep-LayerNorm modifiers apply to schemes that reinitialise whole layers ({', '.join(WHOLE_LAYER_VARIANTS)})"
+            )
+        if self.lr_multiplier <= 0:
+            raise ValueError(f"{self.describe()}: lr multiplier must be > 0")
+
+    def reinit_layers(self, num_layers: int) -> list[int]:
+        """0-based indices of the encoder layers that get entirely fresh weights."""
+        return scheme_of(self.scheme).reinit_layers(self, num_layers)
+
+    def training_run(self, num_layers: int) -> tuple:
+        """What this condition's finetuning run does, and nothing else. Every random draw
+        depends on the trial and the tensor, never on the scheme's name, so conditions
+        with the same training run start from the same weights, see the same batches and
+        end with the same result: at L=6, block_preserve 1-3, block_reinit 4-6 and
+        progressive k=3 are one run, and the pipeline trains it once."""
+        fresh = tuple(self.reinit_layers(num_layers))
+        return (
+            self.task,
+            self.size,
+            self.trial,
+            self.epochs,
+            self.recipe,
+            self.pooling,
+            self.intermediate_task,
+            fresh,
+            self.scheme == "permutation",  # the order is drawn from (seed, trial)
+            (self.layer, self.head_index) if self.scheme == "head" else None,
+            # the modifiers act on reinitialised layers only: with none, they change nothing
+            self.lr_multiplier if fresh else 1.0,
+            self.keep_layernorm if fresh else False,
+        )
+
+    @property
+    def modified(self) -> bool:
+        """Trained differently from plain finetuning (App. E/F modifiers, or an intermediate task first)."""
+        return self.lr_multiplier != 1.0 or self.keep_layernorm or self.intermediate_task is not None
+
+    def is_plain(self, default_epochs: int) -> bool:
+        """Unmodified: no modifier and the default epochs for its size (the conditions claims compare)."""
+        return not self.modified and self.epochs == default_epochs
+
+    def references(self, num_layers: int) -> dict[str, Condition]:
+        """The conditions this one is compared with, paired by trial (same task, size,
+        trial, epochs, recipe and pooling): the one definition that studies, tables,
+        figures and claims use. `full` is k = L (nothing reinitialised), `scratch` k = 0;
+        a modified progressive condition also has `baseline`, the same k trained plainly
+        (for sequential finetuning: direct finetuning on the final task)."""
+        plain = Condition(self.task, self.size, self.trial, self.epochs, recipe=self.recipe, pooling=self.pooling)
+        refs = {"full": replace(plain, k=num_layers), "scratch": replace(plain, k=0)}
+        if self.scheme == "progressive" and self.modified:
+            refs["baseline"] = replace(plain, k=self.k)
+        return refs
+
+    def reported_references(self, num_layers: int) -> list[Condition]:
+        """The references a study reports beside this condition (its figure draws them):
+        full and scratch where its scheme's figure draws them, the baseline for a modified
+        progressive condition, none for a plain progressive one (it is the curve)."""
+        refs = self.references(num_layers)
+        if scheme_of(self.scheme).reports_full_and_scratch:
+            return [refs["full"], refs["scratch"]]
+        return [refs["baseline"]] if "baseline" in refs else []
+
+    def layer_order(self, num_layers: int, base_seed: int) -> list[int]:
+        """Which pretrained layer sits at each position. Permutation: a shuffle drawn from
+        (seed, trial) only, so trial n uses the same order on every task (paper §5)."""
+        if self.scheme != "permutation":
+            return list(range(num_layers))
+        return np.random.default_rng(derive_seed(base_seed, "permutation", self.trial)).permutation(num_layers).tolist()
+
+    def seed(self, base_seed: int, purpose: str) -> int:
+        """Seeds for the trial's randomness. They depend on the trial, not on the scheme, so
+        the fresh weights of layer 5 are the same draw whether k is 2 or 4: differences
+        across conditions come from what is kept, not from a luckier initialisation."""
+        return derive_seed(base_seed, purpose, self.trial)
+
+    @property
+    def slug(self) -> str:
+        """The condition's name within its task and size (its result's folder)."""
+        modifiers = [
+            f"lr{self.lr_multiplier:g}x" if self.lr_multiplier != 1.0 else "",
+            "keep_layernorm" if self.keep_layernorm else "",
+            f"after_{self.intermediate_task}" if self.intermediate_task else "",
+            f"e{self.epochs}",
+        ]
+        return "_".join([scheme_of(self.scheme).slug(self), *filter(None, modifiers)])
+
+    def describe(self) -> str:
+        return f"{self.task} n={self.size} {self.slug} trial {self.trial}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)

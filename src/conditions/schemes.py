@@ -1,0 +1,226 @@
+"""The registry of reinitialisation schemes and of the modifiers of how a run trains.
+
+One entry per scheme holds everything the pipeline knows about it: its params.yaml name
+and keys (with their checks and the model limits they must fit), the condition variants
+it expands to, which encoder layers it gives fresh weights, how its conditions are named
+(slug), which references its figure draws, and its figure. Adding a scheme is one entry
+here plus, if it touches weights in a new way, its function in src/model/reinit.py.
+
+Layers are numbered 1..L like k; `reinit_layers` returns 0-based indices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from src.config import checks
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A scheme key's range on the model: `bound(L, H)` is its largest allowed value."""
+
+    bound: Callable[[int, int], int]
+    allowed: Callable[[int, int], str]
+
+
+@dataclass(frozen=True)
+class Scheme:
+    name: str  # `scheme:` in a study of params.yaml
+    help: str
+    keys: dict[str, checks.Check]  # the study keys it takes beside scheme, tasks, sizes, trials
+    limits: dict[str, Limit]  # key -> its range on the model (checked once the model is known)
+    variants: tuple[str, ...]  # Condition.scheme values it expands to
+    expand: Callable  # (study, base condition fields, L) -> [Condition fields]
+    fits: Callable  # (condition, L, H) -> bool
+    reinit_layers: Callable  # (condition, L) -> 0-based layers given entirely fresh weights
+    slug: Callable  # (condition) -> the scheme part of the condition's name
+    whole_layers: bool  # it reinitialises whole layers: the lr and LayerNorm modifiers apply
+    figure: str  # src/figures/studies.py draws a study of this scheme with this figure
+    reports_full_and_scratch: bool  # its figure draws the k = L and k = 0 references
+
+
+def _layers_fit(condition, L: int) -> bool:
+    return condition.layer is not None and 1 <= condition.layer <= L
+
+
+def _block_fits(c, L, H) -> bool:
+    return c.window is not None and c.layer is not None and 1 <= c.window <= L and 1 <= c.layer <= L - c.window + 1
+
+
+def _block_layers(c, L) -> list[int]:
+    window = set(range(c.layer - 1, c.layer - 1 + c.window))
+    keep = c.scheme == "block_preserve"
+    return [i for i in range(L) if (i in window) != keep]
+
+
+_LAYER_RANGE = Limit(lambda L, H: L, lambda L, H: f"0..{L} (the model has {L} encoder layers)")
+
+SCHEMES: dict[str, Scheme] = {
+    scheme.name: scheme
+    for scheme in (
+        Scheme(
+            "progressive",
+            "Fig. 1: keep layers 1..k, reinitialise k+1..L",
+            keys={"ks": checks.listing(checks.integer(0))},
+            limits={"ks": _LAYER_RANGE},
+            variants=("progressive",),
+            expand=lambda study, L: [{"k": k} for k in study.ks],
+            fits=lambda c, L, H: c.k is not None and 0 <= c.k <= L,
+            reinit_layers=lambda c, L: list(range(c.k, L)),
+            slug=lambda c: f"k{c.k}",
+            whole_layers=True,
+            figure="progressive",
+            reports_full_and_scratch=False,
+        ),
+        Scheme(
+            "block",
+            "Fig. 2: every window of `window` layers reinitialised, and alone preserved",
+            keys={"window": checks.integer(1)},
+            limits={"window": Limit(lambda L, H: L, lambda L, H: f"1..{L} (the model has {L} encoder layers)")},
+            variants=("block_reinit", "block_preserve"),
+            expand=lambda study, L: [
+                {"scheme": s, "layer": start, "window": study.window}
+                for start in range(1, L - study.window + 2)
+                for s in ("block_reinit", "block_preserve")
+            ],
+            fits=_block_fits,
+            reinit_layers=_block_layers,
+            slug=lambda c: f"{c.scheme}{c.layer}-{c.layer + c.window - 1}",
+            whole_layers=True,
+            figure="blocks",
+            reports_full_and_scratch=True,
+        ),
+        Scheme(
+            "single_layer",
+            "App. C, Fig. 5: one layer reinitialised",
+            keys={"layers": checks.listing(checks.integer(1))},
+            limits={"layers": Limit(lambda L, H: L, lambda L, H: f"layers 1..{L} (the model has {L} encoder layers)")},
+            variants=("single_layer",),
+            expand=lambda study, L: [{"scheme": "single_layer", "layer": layer} for layer in study.layers],
+            fits=lambda c, L, H: _layers_fit(c, L),
+            reinit_layers=lambda c, L: [c.layer - 1],
+            slug=lambda c: f"single{c.layer}",
+            whole_layers=True,
+            figure="single_layer",
+            reports_full_and_scratch=True,
+        ),
+        Scheme(
+            "permutation",
+            "Fig. 3, Table 1: pretrained layers in a shuffled order (the same per trial on every task)",
+            keys={},
+            limits={},
+            variants=("permutation",),
+            expand=lambda study, L: [{"scheme": "permutation"}],
+            fits=lambda c, L, H: True,
+            reinit_layers=lambda c, L: [],
+            slug=lambda c: "permutation",
+            whole_layers=False,
+            figure="permutation",
+            reports_full_and_scratch=True,
+        ),
+        Scheme(
+            "head",
+            "Huang et al. 4.3: one attention head's q/k/v rows (and its output columns) reinitialised",
+            keys={"layers": checks.listing(checks.integer(1)), "heads": checks.listing(checks.integer(0))},
+            limits={
+                "layers": Limit(lambda L, H: L, lambda L, H: f"layers 1..{L} (the model has {L} encoder layers)"),
+                "heads": Limit(
+                    lambda L, H: H - 1, lambda L, H: f"heads 0..{H - 1} (the model has {H} attention heads per layer)"
+                ),
+            },
+            variants=("head",),
+            expand=lambda study, L: [
+                {"scheme": "head", "layer": layer, "head_index": head} for layer in study.layers for head in study.heads
+            ],
+            fits=lambda c, L, H: _layers_fit(c, L) and c.head_index is not None and 0 <= c.head_index < H,
+            reinit_layers=lambda c, L: [],
+            slug=lambda c: f"layer{c.layer}_head{c.head_index}",
+            whole_layers=False,
+            figure="heads",
+            reports_full_and_scratch=True,
+        ),
+    )
+}
+
+# Condition.scheme (a variant) -> its scheme.
+BY_VARIANT: dict[str, Scheme] = {variant: scheme for scheme in SCHEMES.values() for variant in scheme.variants}
+VARIANTS = tuple(BY_VARIANT)
+WHOLE_LAYER_VARIANTS = tuple(v for v, s in BY_VARIANT.items() if s.whole_layers)
+
+
+def scheme_of(variant: str) -> Scheme:
+    if variant not in BY_VARIANT:
+        raise ValueError(f"unknown scheme {variant!r}; allowed: {' | '.join(VARIANTS)}")
+    return BY_VARIANT[variant]
+
+
+@dataclass(frozen=True)
+class Modifier:
+    """A change to how a study's runs train, on top of its scheme."""
+
+    key: str  # the study key in params.yaml
+    help: str
+    check: checks.Check  # its value (task lists are checked against data.tasks by the loader)
+    whole_layers_only: bool  # it acts on reinitialised whole layers (refused on other schemes)
+    figure: str | None  # the study's figure when this modifier is present (None: the scheme's)
+    figure_rank: int | None  # its figure wins over the scheme's, lowest rank first (None: the scheme's wins)
+
+
+MODIFIERS: dict[str, Modifier] = {
+    modifier.key: modifier
+    for modifier in (
+        Modifier(
+            "reinit_lr_multiplier",
+            "App. E: reinitialised layers train at lr x this",
+            checks.positive,
+            True,
+            "modifier",
+            None,
+        ),
+        Modifier(
+            "keep_layernorm",
+            "App. F: reinitialised layers keep their pretrained LayerNorm",
+            checks.boolean,
+            True,
+            "modifier",
+            None,
+        ),
+        Modifier(
+            "epochs",
+            "App. D: train this many epochs at every size, scoring eval after each",
+            checks.integer(1),
+            False,
+            "epochs",
+            1,
+        ),
+        Modifier(
+            "intermediate_tasks",
+            "Huang et al. 4.1: finetune on each of these tasks first (sequential)",
+            None,
+            False,
+            "sequential",
+            0,
+        ),
+    )
+}
+COMMON_KEYS = ("scheme", "tasks", "sizes", "trials")
+
+
+def study_keys(scheme: Scheme) -> tuple[str, ...]:
+    """Every key a study of `scheme` may have, in the order error messages list them."""
+    return (*COMMON_KEYS, *scheme.keys, *MODIFIERS)
+
+
+def figure_of(study) -> str:
+    """The figure a study draws: a modifier whose figure comes first (sequential, epochs),
+    else a scheme with a figure of its own, else a modifier's, else the progressive curve."""
+    present = [MODIFIERS[key] for key in MODIFIERS if getattr(study, key) not in (None, False)]
+    scheme = SCHEMES[study.scheme]
+    first = sorted((m for m in present if m.figure_rank is not None), key=lambda m: m.figure_rank)
+    if first:
+        return first[0].figure
+    if scheme.figure != "progressive":
+        return scheme.figure
+    return next((m.figure for m in present if m.figure), "progressive")

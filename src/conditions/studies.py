@@ -1,0 +1,101 @@
+"""Studies: named sets of conditions, one per section of `studies:` in params.yaml.
+
+Every experiment family of the seed studies is a study: a scheme with its arguments,
+the tasks, sizes and trials to run it on, and optional modifiers (the registry in
+src/conditions/schemes.py). Each study is one DVC stage (`finetune@<study>`) that runs
+the conditions listed here, so adding a section to params.yaml adds a stage, and this
+file is the only place that turns params into conditions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from src.conditions.condition import Condition
+from src.conditions.schemes import SCHEMES
+from src.config.schema import Config, StudyConfig, TrainConfig
+
+
+def study_conditions(
+    study: StudyConfig,
+    train: TrainConfig,
+    recipe: str,
+    pooling: str,
+    num_layers: int,
+    progressive: StudyConfig | None = None,
+) -> list[Condition]:
+    """Every condition `study` reports, references included unless `progressive` (the
+    progressive study, when this is another study) already reports them."""
+    conditions = []
+    for task in study.tasks:
+        for size in study.sizes:
+            epochs = study.epochs or train.epochs_for(size)
+            for trial in range(study.trials):
+                base = {
+                    "task": task,
+                    "size": size,
+                    "trial": trial,
+                    "epochs": epochs,
+                    "recipe": recipe,
+                    "pooling": pooling,
+                }
+                for fields in SCHEMES[study.scheme].expand(study, num_layers):
+                    modified = Condition(
+                        **base,
+                        **fields,
+                        lr_multiplier=float(study.reinit_lr_multiplier or 1.0),
+                        keep_layernorm=bool(study.keep_layernorm),
+                    )
+                    variants = [
+                        Condition(**{**modified.as_dict(), "intermediate_task": t})
+                        for t in (study.intermediate_tasks or ())
+                        if t != task
+                    ] or [modified]
+                    for variant in variants:
+                        conditions += [variant, *variant.reported_references(num_layers)]
+    reported = set() if progressive is None else set(study_conditions(progressive, train, recipe, pooling, num_layers))
+    return [c for c in dict.fromkeys(conditions) if c not in reported]
+
+
+def reported_conditions(
+    studies: Mapping[str, StudyConfig], train: TrainConfig, recipe: str, pooling: str, num_layers: int
+) -> dict[str, list[Condition]]:
+    """study name -> the conditions it reports (params.yaml order)."""
+    progressive = studies["progressive"]
+    return {
+        name: study_conditions(
+            study, train, recipe, pooling, num_layers, None if name == "progressive" else progressive
+        )
+        for name, study in studies.items()
+    }
+
+
+def all_study_conditions(config: Config, num_layers: int) -> dict[str, list[Condition]]:
+    return reported_conditions(config.studies, config.train, config.recipe, config.pooling, num_layers)
+
+
+def trained_conditions(reported: Mapping[str, list[Condition]], name: str, num_layers: int) -> list[Condition]:
+    """The conditions study `name` trains: those whose training run (Condition.training_run)
+    no earlier study in params.yaml, and no earlier condition of this study, trains. The
+    same run is never trained twice in one repro; aggregate gives its result to every
+    condition that shares it."""
+    seen = set()
+    for study, conditions in reported.items():
+        trained = []
+        for condition in conditions:
+            run = condition.training_run(num_layers)
+            if run not in seen:
+                seen.add(run)
+                trained.append(condition)
+        if study == name:
+            return trained
+    raise KeyError(name)
+
+
+def focus_conditions(config: Config) -> list[Condition]:
+    """The focus condition's trials (`dvc exp run -S k=3`): progressive k on `task` at `size`."""
+    epochs = config.train.epochs_for(config.size)
+    return [
+        Condition(config.task, config.size, trial, epochs, k=config.k, recipe=config.recipe, pooling=config.pooling)
+        for trial in range(config.trials)
+    ]

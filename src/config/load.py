@@ -1,0 +1,273 @@
+"""params.yaml -> Config, validated as a whole before any stage computes anything.
+
+The first stage, `validate`, and every stage after it call `load_config`, so a bad value
+fails before any output is touched, with one message naming the key, the bad value and
+what is allowed. The file is read as DVC reads it (YAML 1.2): `dvc exp run -S
+train.lr=3e-5` writes `3e-05`, a number in YAML 1.2 and a string in YAML 1.1. Every key
+that no section declares is refused, with the nearest known name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+from src.conditions.schemes import MODIFIERS, SCHEMES, study_keys
+from src.config import checks
+from src.config.checks import refuse, require
+from src.config.schema import (
+    EXECUTOR_KINDS,
+    MAX_RATING,
+    Config,
+    DataConfig,
+    ExecutorConfig,
+    ModelConfig,
+    ProbeConfig,
+    ReportConfig,
+    Section,
+    StudyConfig,
+    TrainConfig,
+    forget_keys_read,
+)
+from src.errors import ParamsError
+from src.tasks.registry import GLUE_TASK_NAMES, TASKS
+
+# Models whose position ids start after the padding id (RoBERTa's embeddings): of
+# max_position_embeddings, pad_token_id + 1 are never used by a token.
+PADDING_OFFSET_MODELS = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "data2vec-text", "xmod")
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    """What the prepared base model allows (None: not known yet, not checked)."""
+
+    num_layers: int | None = None
+    num_heads: int | None = None
+    max_positions: int | None = None
+
+
+def read_params(path: str | Path = "params.yaml") -> dict:
+    """params.yaml as DVC reads it: YAML 1.2 (ruamel.yaml's safe loader, as dvc uses)."""
+    try:
+        params = YAML(typ="safe", pure=True).load(Path(path))
+    except Exception as error:  # ruamel's YAMLError: a syntax error, with line and column
+        raise ParamsError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
+    if not isinstance(params, dict):
+        raise ParamsError(f"{path}: expected a mapping of parameters")
+    return params
+
+
+def load_config(path: str | Path = "params.yaml", limits: ModelLimits = ModelLimits()) -> Config:
+    return validate(read_params(path), limits)
+
+
+def _get(node: dict, key: str, name: str):
+    if name not in node:
+        typo = difflib.get_close_matches(name, [str(k) for k in node], n=1)
+        raise ParamsError(f"params.yaml: missing key {key!r}" + (f" (is {typo[0]} a typo of {name}?)" if typo else ""))
+    return node[name]
+
+
+def _section(cls: type[Section], node, key: str, overrides: dict | None = None) -> Section:
+    """A section from its mapping: every field's check applied (`overrides`: checks that need
+    other sections), then every key the section does not declare refused."""
+    _mapping(node, key, cls)
+    values = {}
+    for f in fields(cls):
+        check = (overrides or {}).get(f.name, f.metadata.get("check"))
+        value = _get(node, f"{key}.{f.name}" if key else f.name, f.name)
+        values[f.name] = check(value, f"{key}.{f.name}" if key else f.name) if check else value
+    _refuse_unknown(node, key, [f.name for f in fields(cls)])
+    section = cls(**values)
+    object.__setattr__(section, "_key", key)
+    return section
+
+
+def _refuse_unknown(node: dict, key: str, known: list[str]) -> None:
+    for name, value in node.items():
+        if name not in known:
+            listed = ", ".join(sorted(known))
+            refuse(
+                f"{key}.{name}" if key else name, value, f"the keys known here: {listed}{checks.nearest(name, known)}"
+            )
+
+
+def validate(params: dict, limits: ModelLimits = ModelLimits()) -> Config:
+    """Check every key and refuse keys no section declares; with the model's limits (known
+    once the base model is prepared) check k, layers, heads and max_length against them."""
+    top = [f.name for f in fields(Config)]
+    _refuse_unknown(params, "", top)
+    data = _data(_get(params, "data", "data"))
+    in_data = checks.member_of(data.tasks, f"tasks listed in data.tasks {list(data.tasks)}")
+    focus_k = checks.integer(0)
+    L = limits.num_layers
+
+    def k_check(value, key):
+        focus_k(value, key)
+        require(L is None or value <= L, key, value, f"0..{L} (the model has {L} encoder layers)")
+        return value
+
+    focus = {"task": checks.choice(data.tasks), "k": k_check}
+    scalars = {
+        f.name: focus.get(f.name, f.metadata["check"])(_get(params, f.name, f.name), f.name)
+        for f in fields(Config)
+        if f.name not in SECTIONS
+    }
+    model = _section(ModelConfig, _get(params, "model", "model"), "model")
+    require(
+        limits.max_positions is None or model.max_length <= limits.max_positions,
+        "model.max_length",
+        model.max_length,
+        f"8..{limits.max_positions} (the model has {limits.max_positions} positions)",
+    )
+    config = Config(
+        **scalars,
+        model=model,
+        data=data,
+        train=_section(TrainConfig, _get(params, "train", "train"), "train"),
+        executor=_executor(_get(params, "executor", "executor")),
+        probe=_section(ProbeConfig, _get(params, "probe", "probe"), "probe", {"tasks": checks.listing(in_data)}),
+        report=_section(ReportConfig, _get(params, "report", "report"), "report"),
+        studies=_studies(_get(params, "studies", "studies"), in_data, limits),
+    )
+    forget_keys_read()  # what a stage reads starts here, not in the checks above
+    return config
+
+
+SECTIONS = ("model", "data", "train", "executor", "probe", "report", "studies")
+
+
+def _mapping(node, key: str, cls: type[Section]) -> dict:
+    require(isinstance(node, dict), key, node, f"a mapping with keys {', '.join(f.name for f in fields(cls))}")
+    return node
+
+
+def _data(node) -> DataConfig:
+    task_names = checks.listing(checks.member_of(TASKS, " | ".join(TASKS)))
+    data_tasks = task_names(_get(_mapping(node, "data", DataConfig), "data.tasks", "tasks"), "data.tasks")
+    glue_tasks = [t for t in data_tasks if t in GLUE_TASK_NAMES]
+    carve = checks.listing(
+        checks.member_of(glue_tasks, f"GLUE tasks listed in data.tasks {glue_tasks}"),
+        allow_empty=True,
+        empty_allowed="a list of GLUE tasks whose train split is carved out of dev ([] for none)",
+    )
+
+    def band(value, key):
+        checks.positive(value, key)  # above the scale's maximum it would drop every sentence
+        require(
+            value < MAX_RATING,
+            key,
+            value,
+            f"a number > 0 and < {MAX_RATING} (|mean rating| on the -{MAX_RATING}..{MAX_RATING} scale)",
+        )
+        return value
+
+    return _section(
+        DataConfig, node, "data", {"tasks": task_names, "glue_carve_train_from_dev": carve, "neutral_band": band}
+    )
+
+
+def _executor(node) -> ExecutorConfig:
+    kind = checks.choice(EXECUTOR_KINDS)(
+        _get(_mapping(node, "executor", ExecutorConfig), "executor.kind", "kind"), "executor.kind"
+    )
+
+    def address(value, key):
+        ok = isinstance(value, str) and (value in ("auto", "local") or value.startswith("ray://"))
+        require(ok, key, value, "auto | local (a fresh Ray cluster in this process) | ray://host:port")
+        return value
+
+    def gpus(value, key):
+        ok = checks.is_number(value) and value >= 0 and (kind != "slurm" or checks.is_int(value))
+        require(ok, key, value, "a number >= 0 (a fraction shares a GPU, Ray only; SLURM: an integer)")
+        return value
+
+    return _section(ExecutorConfig, node, "executor", {"address": address, "gpus_per_run": gpus})
+
+
+WHOLE_LAYERS = (
+    f"only on schemes that reinitialise whole layers ({', '.join(s.name for s in SCHEMES.values() if s.whole_layers)})"
+)
+STUDY_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def study_configs(studies: dict, data_tasks: list[str], limits: ModelLimits = ModelLimits()) -> dict[str, StudyConfig]:
+    """The `studies:` section alone, checked against `data_tasks` (bench/cost.py projects grids so)."""
+    return _studies(studies, checks.member_of(data_tasks, f"tasks listed in data.tasks {list(data_tasks)}"), limits)
+
+
+def _studies(node, in_data, limits: ModelLimits) -> dict[str, StudyConfig]:
+    require(
+        isinstance(node, dict) and "progressive" in node,
+        "studies",
+        node,
+        "a mapping of named studies, including 'progressive'",
+    )
+    studies = {name: _study(name, study, in_data, limits) for name, study in node.items()}
+    require(
+        studies["progressive"].scheme == "progressive",
+        "studies.progressive.scheme",
+        studies["progressive"].scheme,
+        "progressive (Fig. 1)",
+    )
+    return studies
+
+
+def _study(name: str, node, in_data, limits: ModelLimits) -> StudyConfig:
+    key = f"studies.{name}"
+    require(
+        STUDY_NAME.fullmatch(str(name)) is not None,
+        key,
+        name,
+        "a study name of lowercase letters, digits and _ (it names a stage and a folder)",
+    )
+    require(isinstance(node, dict), key, node, "a mapping with scheme, tasks, sizes, trials")
+    scheme = SCHEMES[checks.choice(SCHEMES)(_get(node, f"{key}.scheme", "scheme"), f"{key}.scheme")]
+    allowed = study_keys(scheme)
+    for unknown in [k for k in node if k not in allowed]:
+        refuse(
+            f"{key}.{unknown}",
+            node[unknown],
+            f"keys of a {scheme.name} study: {', '.join(allowed)}{checks.nearest(unknown, allowed)}",
+        )
+    values = {
+        "tasks": checks.listing(in_data)(_get(node, f"{key}.tasks", "tasks"), f"{key}.tasks"),
+        "sizes": checks.listing(checks.integer(1))(_get(node, f"{key}.sizes", "sizes"), f"{key}.sizes"),
+        "trials": checks.integer(1)(_get(node, f"{key}.trials", "trials"), f"{key}.trials"),
+    }
+    for arg, check in scheme.keys.items():
+        values[arg] = check(_get(node, f"{key}.{arg}", arg), f"{key}.{arg}")
+        limit = scheme.limits.get(arg)
+        if limit is not None and limits.num_layers is not None:
+            largest = max(values[arg]) if isinstance(values[arg], tuple) else values[arg]
+            bound = limit.bound(limits.num_layers, limits.num_heads)
+            require(largest <= bound, f"{key}.{arg}", node[arg], limit.allowed(limits.num_layers, limits.num_heads))
+    for modifier in MODIFIERS.values():
+        if modifier.key not in node:
+            continue
+        value = node[modifier.key]
+        require(scheme.whole_layers or not modifier.whole_layers_only, f"{key}.{modifier.key}", value, WHOLE_LAYERS)
+        check = modifier.check or checks.listing(in_data)
+        values[modifier.key] = check(value, f"{key}.{modifier.key}")
+    study = StudyConfig(name=name, scheme=scheme.name, **values)
+    object.__setattr__(study, "_key", key)
+    return study
+
+
+def model_limits(model_dir: str | Path) -> ModelLimits:
+    """num_layers, num_heads (as prepare_model recorded them in base.json: config keys
+    differ by family) and max_positions (the longest input in tokens, from config.json) of
+    a prepared base model; no torch import, so the validate stage stays cheap."""
+    from src.model.record import BaseModelRecord
+
+    shape = BaseModelRecord.read(model_dir)
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    positions = config["max_position_embeddings"]
+    if config.get("model_type") in PADDING_OFFSET_MODELS:
+        positions -= config.get("pad_token_id", 1) + 1  # RoBERTa: 514 - 2 = 512
+    return ModelLimits(shape.num_layers, shape.num_heads, positions)

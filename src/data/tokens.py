@@ -1,0 +1,123 @@
+"""Tokenised splits, training subsets and padded batches.
+
+A task is tokenised once (in the data stage) and saved as flat arrays; every
+condition then reads the same token ids, so no condition re-tokenises and no two
+conditions can disagree about the text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from src.conditions.condition import derive_seed
+from src.tasks.kinds import TaskKind
+
+
+@dataclass
+class TokenizedSplit:
+    """Ragged token sequences stored flat: example i is ids[offsets[i]:offsets[i+1]]."""
+
+    ids: np.ndarray  # int32
+    type_ids: np.ndarray  # int8, segment A/B for sentence pairs
+    offsets: np.ndarray  # int64, len = n + 1
+    labels: np.ndarray  # int64 (classes) or float32 (scores)
+    pad_id: int  # the tokenizer's padding id: the tokens carry it, so no stage loads a tokenizer to batch them
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def subset(self, indices: np.ndarray) -> "TokenizedSplit":
+        lengths = self.lengths[indices]
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        take = np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in indices]) if len(indices) else []
+        return TokenizedSplit(self.ids[take], self.type_ids[take], offsets, self.labels[indices], self.pad_id)
+
+
+def tokenize(df: pd.DataFrame, text_fields: tuple[str, ...], kind: TaskKind, tokenizer, max_length: int) -> TokenizedSplit:
+    columns = [df[field].tolist() for field in text_fields]
+    encoded = tokenizer(*columns, truncation=True, max_length=max_length, return_token_type_ids=True)
+    lengths = [len(x) for x in encoded["input_ids"]]
+    return TokenizedSplit(
+        ids=np.concatenate(encoded["input_ids"]).astype(np.int32),
+        type_ids=np.concatenate(encoded["token_type_ids"]).astype(np.int8),
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        labels=df["label"].to_numpy().astype(kind.label_dtype),
+        pad_id=tokenizer.pad_token_id,
+    )
+
+
+def save_splits(path: Path, splits: dict[str, TokenizedSplit]) -> None:
+    arrays = {f"{name}.{field}": np.asarray(getattr(split, field)) for name, split in splits.items() for field in TokenizedSplit.__dataclass_fields__}
+    np.savez(path, **arrays)
+
+
+def load_split(path: Path, name: str) -> TokenizedSplit:
+    with np.load(path) as z:
+        fields = {field: z[f"{name}.{field}"] for field in TokenizedSplit.__dataclass_fields__}
+    return TokenizedSplit(**{**fields, "pad_id": int(fields["pad_id"])})
+
+
+def training_subset(pool_size: int, size: int, task: str, trial: int, seed: int) -> np.ndarray:
+    """The training examples of (task, size, trial): a fresh random subset per trial (paper App. B).
+
+    A pure function of its arguments, so every k of the same trial trains on the same
+    examples (paired comparisons across k), and a condition run alone on another
+    machine draws exactly the same subset.
+    """
+    if size > pool_size:
+        raise ValueError(f"training size {size} is larger than the {pool_size} training examples of task {task!r}")
+    rng = np.random.default_rng(derive_seed(seed, "subset", task, size, trial))
+    return np.sort(rng.choice(pool_size, size=size, replace=False))
+
+
+def batches(lengths: np.ndarray, batch_size: int, generator: np.random.Generator | None, group_by_length: bool = False) -> list[np.ndarray]:
+    """Index batches.
+
+    Evaluation (no generator): sorted by length, so batches pad little and the order
+    never changes the scores. Training: shuffled; with `group_by_length`, each chunk of
+    50 batches is sorted by length before cutting and the batches are shuffled again
+    (HF's group_by_length). Random batches of 8 RT sentences pad to ~1.6x their real
+    tokens; grouped ones to almost none, and CPU time is about linear in tokens.
+    """
+    if generator is None:
+        order = np.argsort(lengths, kind="stable")
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    order = generator.permutation(len(lengths))
+    if not group_by_length:
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    chunk = 50 * batch_size
+    plan = []
+    for start in range(0, len(order), chunk):
+        part = order[start : start + chunk]
+        part = part[np.argsort(-lengths[part], kind="stable")]
+        plan += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
+    return [plan[i] for i in generator.permutation(len(plan))]
+
+
+def collate(split: TokenizedSplit, indices: np.ndarray) -> dict[str, torch.Tensor]:
+    """Pad one batch to its own longest sequence (dynamic padding)."""
+    lengths = split.lengths[indices]
+    width = int(lengths.max())
+    input_ids = np.full((len(indices), width), split.pad_id, dtype=np.int64)
+    type_ids = np.zeros((len(indices), width), dtype=np.int64)
+    mask = np.zeros((len(indices), width), dtype=np.int64)
+    for row, (i, n) in enumerate(zip(indices, lengths)):
+        start = split.offsets[i]
+        input_ids[row, :n] = split.ids[start : start + n]
+        type_ids[row, :n] = split.type_ids[start : start + n]
+        mask[row, :n] = 1
+    return {
+        "input_ids": torch.from_numpy(input_ids),
+        "token_type_ids": torch.from_numpy(type_ids),
+        "attention_mask": torch.from_numpy(mask),
+        "labels": torch.from_numpy(split.labels[indices]),
+    }

@@ -1,0 +1,506 @@
+"""Figures, drawn with matplotlib from the aggregated tables (never from raw runs).
+
+Only measured points are drawn, and a line joins only neighbours that were both measured
+(k = 0 and k = 6 alone are two points, not a line across k = 1..5). Interval bands stay
+inside the metric's range, and a mean of fewer than MIN_TRIALS_FOR_BAND trials gets no
+band but a note: at n = 2 the t interval is ±12.7 standard errors, wider than any score.
+Collapsed runs (one class predicted) are in the means and counted in the legends;
+diverged runs (non-finite loss) are left out and counted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: stages run without a display
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.text import Text
+from scipy.stats import gaussian_kde
+
+from src.stats.intervals import mean_ci
+
+MIN_TRIALS_FOR_BAND = 3
+# Where a quantity can lie: bands are clipped to it.
+VALUE_RANGE = {
+    "accuracy": (0.0, 1.0),
+    "f1": (0.0, 1.0),
+    "mcc": (-1.0, 1.0),
+    "pearson": (-1.0, 1.0),
+    "spearman": (-1.0, 1.0),
+    "eval_loss": (0.0, np.inf),
+}
+
+
+class NothingToDraw(ValueError):
+    """A figure has no rows: aggregate skips it and lists it as not run, with this reason."""
+
+
+def segments(x) -> list[np.ndarray]:
+    """Positions (into sorted `x`) of runs of consecutive integers: the points a line may join."""
+    x = np.asarray(x, dtype=float)
+    breaks = np.flatnonzero(np.diff(x) != 1) + 1
+    return np.split(np.arange(len(x)), breaks)
+
+
+def _band(ax, x, low, high, n, colour, value_range=(-np.inf, np.inf)) -> bool:
+    """Draw the CI band over consecutive measured points with n >= MIN_TRIALS_FOR_BAND, clipped
+    to the value range; return whether any point had too few trials for one."""
+    x, low, high, n = (np.asarray(v, dtype=float) for v in (x, low, high, n))
+    enough = n >= MIN_TRIALS_FOR_BAND
+    for part in segments(x):
+        part = part[enough[part]]
+        for run in segments(x[part]):
+            idx = part[run]
+            ax.fill_between(
+                x[idx],
+                np.clip(low[idx], *value_range),
+                np.clip(high[idx], *value_range),
+                color=colour,
+                alpha=0.2,
+                linewidth=0,
+            )
+    return bool((~enough).any())
+
+
+def _measured_line(ax, x, y, colour, label, style="o-", **kwargs) -> None:
+    """Markers at every measured point, lines only between measured neighbours."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    for i, part in enumerate(segments(x)):
+        ax.plot(x[part], y[part], style, color=colour, label=label if i == 0 else None, **kwargs)
+
+
+def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
+    """Paper Fig. 1: score against k per training size (solid, 95% CI band; darker = more
+    data) and the probe's score at layer k (dashed), one panel per task.
+
+    `curves` is the plot table: task, curve ("finetune"/"probe"), series, k, mean, ci_low,
+    ci_high, metric, diverged.
+    """
+    tasks = list(dict.fromkeys(curves["task"]))  # in the order the rows come (grid order)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(max(6.4, 4.8 * len(tasks)), 4.2), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        rows = curves[curves["task"] == task]
+        finetune = rows[rows["curve"] == "finetune"]
+        sizes = sorted(finetune["size"].unique())
+        for i, size in enumerate(sizes):
+            line = finetune[finetune["size"] == size].sort_values("k")
+            shade = plt.cm.Blues(0.45 + 0.55 * (i + 1) / len(sizes))
+            thin = _band(
+                ax,
+                line["k"],
+                line["ci_low"],
+                line["ci_high"],
+                line["n"],
+                shade,
+                VALUE_RANGE.get(line["metric"].iloc[0], (-np.inf, np.inf)),
+            )
+            _measured_line(
+                ax,
+                line["k"],
+                line["mean"],
+                shade,
+                f"finetune, n={size}" + _excluded(line) + (_THIN if thin else ""),
+                markersize=4,
+            )
+        probe = rows[rows["curve"] == "probe"].sort_values("k")
+        if len(probe):
+            _measured_line(ax, probe["k"], probe["mean"], "0.3", "probe of layer k (frozen)", style="--")
+        ax.set_title(task)
+        ax.set_xlabel("k: pretrained encoder layers kept (0 = all reinitialised)")
+        ax.set_ylabel(rows["metric"].iloc[0])
+        ax.set_xticks(sorted(rows["k"].unique()))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(
+        "Progressive reinitialisation: layers k+1..L reinitialised, then finetuned\n(mean and 95% t CI over trials)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# Figures below share these helpers; each returns every text it shows (titles, tick
+# labels, legend entries, annotations) so tests can read the figure without a display.
+
+REFERENCES = {
+    "full": ("all layers pretrained (k=L)", "tab:green"),
+    "scratch": ("all layers reinitialised (k=0)", "tab:red"),
+}
+K_LABEL = "k: pretrained encoder layers kept (0 = all reinitialised)"
+
+
+_THIN = f" (no band where n < {MIN_TRIALS_FOR_BAND} trials)"
+
+
+def _require(table: pd.DataFrame, figure: str) -> None:
+    if table.empty:
+        raise NothingToDraw(f"no rows to plot for {figure}")
+
+
+def _excluded(rows: pd.DataFrame) -> str:
+    """Legend suffix counting the diverged runs left out of a mean and the collapsed runs kept in it."""
+    diverged = int(rows["diverged"].sum()) if "diverged" in rows else 0
+    collapsed = int(rows["collapsed"].sum()) if "collapsed" in rows else 0
+    parts = [
+        f"{diverged} diverged run{'s' if diverged != 1 else ''} excluded" if diverged else "",
+        f"{collapsed} collapsed run{'s' if collapsed != 1 else ''} included" if collapsed else "",
+    ]
+    return f" ({'; '.join(filter(None, parts))})" if any(parts) else ""
+
+
+def _groups(table: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
+    """(task, size, rows) for each (task, training size), in the order the rows come."""
+    keys = dict.fromkeys(zip(table["task"], table["size"]))
+    return [(task, size, table[(table["task"] == task) & (table["size"] == size)]) for task, size in keys]
+
+
+def _panels(table: pd.DataFrame, columns: int = 3) -> tuple[plt.Figure, list]:
+    """A figure with one axis per (task, size), wrapped `columns` to a row: (fig, [(ax, task, size, rows)])."""
+    groups = _groups(table)
+    ncols = min(len(groups), columns)
+    nrows = -(-len(groups) // ncols)
+    # at least 9 inches wide: the two-line suptitles must fit above a single panel
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(9.0, 4.8 * ncols), 3.9 * nrows), squeeze=False)
+    for ax in axes.flat[len(groups) :]:
+        ax.set_visible(False)
+    return fig, [(ax, *group) for ax, group in zip(axes.flat, groups)]
+
+
+def _label(ax, task: str, size: int, xlabel: str, ylabel: str) -> None:
+    ax.set_title(f"{task}, {size} training examples", fontsize=9)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _line_with_band(ax, rows: pd.DataFrame, x: str, label: str, colour, quantity: str | None = None) -> None:
+    """Means over `x`, joined between measured neighbours, with their 95% CI as a band
+    (clipped to the quantity's range; none where n is too small, and the legend says so)."""
+    rows = rows.sort_values(x)
+    quantity = quantity or (rows["metric"].iloc[0] if "metric" in rows and len(rows) else "")
+    thin = _band(
+        ax, rows[x], rows["ci_low"], rows["ci_high"], rows["n"], colour, VALUE_RANGE.get(quantity, (-np.inf, np.inf))
+    )
+    _measured_line(ax, rows[x], rows["mean"], colour, label + _excluded(rows) + (_THIN if thin else ""), markersize=4)
+
+
+def _errorbar(ax, x, mean, low, high, n=None, value_range=(-np.inf, np.inf), **style) -> None:
+    """Means with their 95% CI as error bars, clipped to the value range; a point with fewer
+    than MIN_TRIALS_FOR_BAND trials (or a NaN bound) is drawn bare."""
+    mean, low, high = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (mean, low, high))
+    low, high = np.clip(low, *value_range), np.clip(high, *value_range)
+    if n is not None:
+        thin = np.atleast_1d(np.asarray(n, dtype=float)) < MIN_TRIALS_FOR_BAND
+        low, high = np.where(thin, mean, low), np.where(thin, mean, high)
+    yerr = np.array([mean - low, high - mean], dtype=float)
+    ax.errorbar(x, mean, yerr=yerr, fmt="o", capsize=3, markersize=5, **style)
+
+
+def _references(ax, references: pd.DataFrame, task: str, size: int, two_sigma: bool = False) -> None:
+    """Dashed lines at the all-pretrained and from-scratch means with a light band: their
+    95% CI, or mean ± 2σ over their runs (`two_sigma`); a NaN band is left out."""
+    rows = references[(references["task"] == task) & (references["size"] == size)]
+    for ref in rows.itertuples():
+        name, colour = REFERENCES[ref.reference]
+        low, high = (ref.mean - 2 * ref.std, ref.mean + 2 * ref.std) if two_sigma else (ref.ci_low, ref.ci_high)
+        ax.axhline(ref.mean, linestyle="--", linewidth=1, color=colour, label=f"{name}, n={int(ref.n)}")
+        if np.isfinite(low) and np.isfinite(high):
+            ax.axhspan(low, high, color=colour, alpha=0.12, linewidth=0)
+
+
+def _heatmap(ax, colour: np.ndarray, texts: np.ndarray, limit: float, rows: list, columns: list):
+    """Cells coloured on a diverging scale symmetric about 0 (NaN = blank), each annotated with its text."""
+    image = ax.imshow(colour, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
+    ax.patch.set(hatch="//", edgecolor="0.85")  # NaN cells are transparent: hatched, unlike a white 0
+    for (i, j), text in np.ndenumerate(texts):
+        if text:  # white on the darkest cells so the number stays readable
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if abs(colour[i, j]) > 0.6 * limit else "black",
+            )
+    ax.set_xticks(range(len(columns)), columns)
+    ax.set_yticks(range(len(rows)), rows)
+    return image
+
+
+def _symmetric_limit(values) -> float:
+    """Largest |value| for a colour scale centred at 0 (1 when all are 0 or NaN, so the scale is defined)."""
+    values = np.asarray(values, dtype=float)
+    return float(np.abs(values[np.isfinite(values)]).max(initial=0)) or 1.0
+
+
+def _finish(fig: plt.Figure, path: Path, title: str) -> list[str]:
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    texts = [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+    plt.close(fig)
+    return texts
+
+
+def plot_blocks(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+    """Paper Fig. 2: score against the position of a window of consecutive layers that is
+    reinitialised (or is the only part kept pretrained), with the all-pretrained and
+    from-scratch scores as dashed references. One panel per (task, size)."""
+    _require(points, "block reinitialisation (Fig. 2)")
+    schemes = {
+        "block_reinit": ("reinitialise window", "tab:blue"),
+        "block_preserve": ("preserve window only", "tab:orange"),
+    }
+    fig, panels = _panels(points)
+    for ax, task, size, rows in panels:
+        for scheme, (label, colour) in schemes.items():
+            if (rows["scheme"] == scheme).any():
+                _line_with_band(ax, rows[rows["scheme"] == scheme], "layer", label, colour)
+        _references(ax, references, task, size)
+        windows = rows.drop_duplicates("layer").sort_values("layer")
+        ax.set_xticks(
+            windows["layer"],
+            [f"{int(first)}-{int(first + width - 1)}" for first, width in zip(windows["layer"], windows["window"])],
+        )
+        _label(ax, task, size, "window of layers (first-last)", rows["metric"].iloc[0])
+    return _finish(
+        fig,
+        path,
+        "Block reinitialisation: a window of layers reinitialised, or only it kept pretrained, then finetuned\n(mean and 95% t CI over trials; dashed: references, band = their 95% CI)",
+    )
+
+
+def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+    """Paper App. C Fig. 5: score when only layer l is reinitialised, for each l, with the
+    all-pretrained and from-scratch references. One panel per (task, size)."""
+    _require(points, "single-layer reinitialisation (App. C)")
+    fig, panels = _panels(points)
+    for ax, task, size, rows in panels:
+        rows = rows.sort_values("layer")
+        thin = bool((rows["n"] < MIN_TRIALS_FOR_BAND).any())
+        _errorbar(
+            ax,
+            rows["layer"],
+            rows["mean"],
+            rows["ci_low"],
+            rows["ci_high"],
+            rows["n"],
+            VALUE_RANGE.get(rows["metric"].iloc[0], (-np.inf, np.inf)),
+            color="tab:blue",
+            label="only this layer reinitialised" + _excluded(rows) + (_THIN.replace("band", "bar") if thin else ""),
+        )
+        _references(ax, references, task, size)
+        ax.set_xticks(rows["layer"])
+        _label(ax, task, size, "reinitialised layer", rows["metric"].iloc[0])
+    return _finish(
+        fig,
+        path,
+        "Single-layer reinitialisation, then finetuning\n(mean and 95% t CI over trials; dashed: references, band = their 95% CI)",
+    )
+
+
+def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+    """Paper Fig. 3: score of each run whose pretrained layers were shuffled before
+    finetuning (jittered points), their density (left), mean and 95% t CI (right), and the
+    original-order and from-scratch references with ± 2σ bands. One panel per (task, size)."""
+    _require(runs, "layer permutation (Fig. 3)")
+    rng = np.random.default_rng(0)  # same jitter on every redraw
+    fig, panels = _panels(runs)
+    for ax, task, size, rows in panels:
+        finished = rows[rows["status"] == "ok"]
+        ok = finished["value"].to_numpy(dtype=float)
+        collapsed = (
+            finished["collapsed"].fillna(False).to_numpy(dtype=bool)
+            if "collapsed" in finished
+            else np.zeros(len(ok), dtype=bool)
+        )
+        diverged = int((rows["status"] != "ok").sum())
+        label = (
+            f"permuted-layer runs ({len(ok)} finished"
+            + (f"; {diverged} diverged, not plotted" if diverged else "")
+            + ")"
+        )
+        jitter = rng.uniform(-0.06, 0.06, len(ok))
+        ax.scatter(jitter[~collapsed], ok[~collapsed], s=14, color="tab:blue", alpha=0.7, label=label)
+        if collapsed.any():  # hollow: predicted one class for the whole eval set (kept in the mean)
+            ax.scatter(
+                jitter[collapsed],
+                ok[collapsed],
+                s=14,
+                facecolors="none",
+                edgecolors="tab:blue",
+                label=f"of which collapsed to one class: {int(collapsed.sum())} (hollow; in the mean)",
+            )
+        if len(np.unique(ok)) >= 2:  # a KDE needs spread
+            ys = np.linspace(ok.min() - np.ptp(ok) * 0.3, ok.max() + np.ptp(ok) * 0.3, 200)
+            density = gaussian_kde(ok)(ys)
+            ax.fill_betweenx(
+                ys,
+                -0.15 - 0.4 * density / density.max(),
+                -0.15,
+                color="tab:blue",
+                alpha=0.25,
+                linewidth=0,
+                label="density of ok runs (KDE)",
+            )
+        if len(ok):
+            mean, half, n = mean_ci(ok)
+            _errorbar(
+                ax,
+                0.25,
+                mean,
+                mean - half,
+                mean + half,
+                n,
+                VALUE_RANGE.get(rows["metric"].iloc[0], (-np.inf, np.inf)),
+                color="black",
+                label="mean, 95% t CI" + (_THIN.replace("band", "bar") if n < MIN_TRIALS_FOR_BAND else ""),
+            )
+        _references(ax, references, task, size, two_sigma=True)
+        ax.set_xlim(-0.7, 0.5)
+        ax.set_xticks([])
+        _label(ax, task, size, "", rows["metric"].iloc[0])
+    return _finish(
+        fig,
+        path,
+        "Layer permutation: pretrained encoder layers shuffled, then finetuned\n(points: runs; bar: mean and 95% t CI; dashed: references, band = mean ± 2σ over their runs)",
+    )
+
+
+def plot_heads(changes: pd.DataFrame, path: Path) -> list[str]:
+    """Attention-head reinitialisation (Huang et al.): change in mean score against the
+    un-reinitialised baseline, layers × heads. One panel per (task, size), one shared scale."""
+    _require(changes, "attention-head reinitialisation")
+    limit = _symmetric_limit(changes["change"])
+    fig, panels = _panels(changes)
+    for ax, task, size, rows in panels:
+        grid = rows.pivot(index="layer", columns="head_index", values="change")
+        colour = grid.to_numpy(dtype=float)
+        texts = np.vectorize(lambda v: f"{v:+.3f}" if np.isfinite(v) else "", otypes=[object])(colour)
+        image = _heatmap(ax, colour, texts, limit, list(grid.index), list(grid.columns))
+        fig.colorbar(image, ax=ax, label="change in mean score")
+        ax.set_title(f"{task}, {size} training examples (≥{int(rows['n'].min())} runs per cell)", fontsize=9)
+        ax.set_xlabel("reinitialised attention head")
+        ax.set_ylabel("layer")
+    return _finish(fig, path, "Attention-head reinitialisation: mean score minus the un-reinitialised baseline's")
+
+
+def plot_modifier(points: pd.DataFrame, path: Path, title: str) -> list[str]:
+    """App. E/F: score against k for each variant of the recipe (e.g. a larger learning rate
+    on the reinitialised layers), 95% CI bands. One panel per (task, size)."""
+    _require(points, title)
+    colours = {
+        variant: f"C{i}" for i, variant in enumerate(dict.fromkeys(points["variant"]))
+    }  # same colour in every panel
+    fig, panels = _panels(points)
+    for ax, task, size, rows in panels:
+        for variant, colour in colours.items():
+            if (rows["variant"] == variant).any():
+                _line_with_band(ax, rows[rows["variant"] == variant], "k", variant, colour)
+        ax.set_xticks(sorted(rows["k"].unique()))
+        _label(ax, task, size, K_LABEL, rows["metric"].iloc[0])
+    return _finish(fig, path, title)
+
+
+def plot_epochs(curves: pd.DataFrame, path: Path) -> list[str]:
+    """App. D: eval loss and the metric over finetuning epochs, one line per k with 95% CI
+    bands; one row of panels per (task, size) (a task reporting several metrics gets a column each)."""
+    _require(curves, "training curves (App. D)")
+    groups = _groups(curves)
+    quantities = [
+        ["eval_loss", *(q for q in dict.fromkeys(rows["quantity"]) if q != "eval_loss")] for _, _, rows in groups
+    ]
+    ncols = max(map(len, quantities))
+    fig, axes = plt.subplots(len(groups), ncols, figsize=(4.8 * ncols, 3.4 * len(groups)), squeeze=False)
+    for axis_row, (task, size, rows), names in zip(axes, groups, quantities):
+        ks = sorted(rows["k"].unique())
+        for ax, quantity in zip(axis_row, names):
+            for i, k in enumerate(ks):
+                line = rows[(rows["quantity"] == quantity) & (rows["k"] == k)]
+                _line_with_band(ax, line, "epoch", f"k={k}", plt.cm.viridis(i / max(1, len(ks) - 1)), quantity)
+            ax.set_xticks(sorted(rows["epoch"].unique()))
+            _label(ax, task, size, "epoch", "eval loss" if quantity == "eval_loss" else quantity)
+        for ax in axis_row[len(names) :]:
+            ax.set_visible(False)
+    return _finish(fig, path, "Training curves per k (mean and 95% t CI over trials)")
+
+
+def plot_weight_change(table: pd.DataFrame, path: Path) -> list[str]:
+    """Seed study 003 Fig. 3: spectral norm of the finetuning change of each layer's
+    'output' weight against layer, one line per training size (darker = more data); top raw,
+    bottom min-max normalised per line. One column per task."""
+    output = table[table["sublayer"] == "output"]
+    _require(output, "weight change (output sublayer)")
+    tasks = list(dict.fromkeys(output["task"]))
+    fig, axes = plt.subplots(2, len(tasks), figsize=(4.8 * len(tasks), 6.6), squeeze=False, sharex="col")
+    for (raw_ax, normalised_ax), task in zip(axes.T, tasks):
+        rows = output[output["task"] == task]
+        sizes = sorted(rows["size"].unique())
+        for i, size in enumerate(sizes):
+            line = rows[rows["size"] == size].sort_values("layer")
+            spectral = line["spectral"].to_numpy(dtype=float)
+            spread = np.ptp(spectral)
+            normalised = (
+                (spectral - spectral.min()) / spread if spread > 0 else np.zeros_like(spectral)
+            )  # flat line -> 0
+            shade = plt.cm.Blues(0.45 + 0.55 * (i + 1) / len(sizes))
+            raw_ax.plot(line["layer"], spectral, "o-", color=shade, markersize=4, label=f"{size} training examples")
+            normalised_ax.plot(line["layer"], normalised, "o-", color=shade, markersize=4)
+        raw_ax.set_title(task, fontsize=9)
+        raw_ax.set_ylabel("‖ΔW_output‖₂ (raw)")
+        raw_ax.legend(fontsize=7)
+        normalised_ax.set_ylabel("min-max normalised per line")
+        normalised_ax.set_xlabel("layer")
+        normalised_ax.set_xticks(sorted(rows["layer"].unique()))
+        for ax in (raw_ax, normalised_ax):
+            ax.grid(alpha=0.3)
+    return _finish(
+        fig,
+        path,
+        "Weight change in finetuning: spectral norm of the output sublayer's ΔW per layer (mean over runs)\n(raw numbers, every sublayer, Frobenius and spectral: see the table)",
+    )
+
+
+def plot_sequential(matrix: pd.DataFrame, path: Path) -> list[str]:
+    """Huang et al. Fig. 2: score on each final task after finetuning on an intermediate
+    task first (diagonal = direct finetuning); cells annotated with mean [95% CI], coloured
+    by the gain over the row's direct finetuning."""
+    _require(matrix, "sequential finetuning")
+    finals = list(dict.fromkeys(matrix["final_task"]))
+    columns = list(dict.fromkeys([*finals, *matrix["intermediate_task"]]))  # finals first: the diagonal is the diagonal
+    means = matrix.pivot(index="final_task", columns="intermediate_task", values="mean").reindex(
+        index=finals, columns=columns
+    )
+    direct = np.array([means.at[task, task] for task in finals])
+    texts = np.full(means.shape, "", dtype=object)
+    for cell in matrix.itertuples():
+        ci = (
+            f"\n[{cell.ci_low:.2f}, {cell.ci_high:.2f}]"
+            if np.isfinite(cell.ci_low) and np.isfinite(cell.ci_high)
+            else ""
+        )
+        texts[finals.index(cell.final_task), columns.index(cell.intermediate_task)] = f"{cell.mean:.3f}{ci}"
+    gain = means.to_numpy(dtype=float) - direct[:, None]
+    metrics = matrix.groupby("final_task", sort=False)["metric"].first()
+    fig, ax = plt.subplots(
+        figsize=(max(6.4, 2.0 + 1.3 * len(columns)), 1.6 + 0.9 * len(finals))
+    )  # wide enough for the title
+    image = _heatmap(
+        ax, gain, texts, _symmetric_limit(gain), [f"{task}\n({metrics[task]})" for task in finals], columns
+    )
+    fig.colorbar(image, ax=ax, label="gain over direct finetuning")
+    ax.tick_params(axis="x", labelrotation=30)
+    ax.set_xlabel("intermediate task (diagonal: direct finetuning)")
+    ax.set_ylabel("final task (metric)")
+    return _finish(
+        fig,
+        path,
+        "Sequential finetuning: intermediate task, then final task\n(cell: mean [95% t CI] over trials; colour: gain over the row's direct finetuning)",
+    )

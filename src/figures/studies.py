@@ -1,0 +1,86 @@
+"""Each study's figure, chosen by the registry (src/conditions/schemes.py: figure_of).
+
+`own`: the study's headline points, `runs` its runs; `plain_points` / `plain_runs`:
+unmodified conditions from any study, where each condition's references are found by
+slug. A figure with nothing to draw raises plots.NothingToDraw with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from src.conditions.schemes import figure_of
+from src.config.schema import StudyConfig
+from src.figures import plots
+from src.results.aggregate import epoch_curves, head_changes, progressive_curves
+from src.train.result import RunResult
+
+
+@dataclass(frozen=True)
+class StudyTables:
+    own: pd.DataFrame  # the study's headline points
+    runs: pd.DataFrame  # the study's headline runs
+    plain_points: pd.DataFrame
+    plain_runs: pd.DataFrame
+    references: pd.DataFrame  # full and scratch per task and size
+    results: list[RunResult]
+    probe: pd.DataFrame
+
+
+def _variant(study: StudyConfig) -> str:
+    modifiers = [
+        f"{study.reinit_lr_multiplier:g}x lr on reinitialised layers" if study.reinit_lr_multiplier is not None else "",
+        "pretrained LayerNorm kept" if study.keep_layernorm else "",
+    ]
+    return ", ".join(filter(None, modifiers))
+
+
+def _baseline(t: StudyTables) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the study's modified points, the plain points of their baselines)."""
+    modified = t.own[t.own["ref_baseline"].notna()]
+    keys = modified[["task", "size", "ref_baseline"]].drop_duplicates().rename(columns={"ref_baseline": "slug"})
+    return modified, t.plain_points.merge(keys, on=["task", "size", "slug"])
+
+
+def _sequential(study, t, path):
+    modified, baseline = _baseline(t)
+    matrix = pd.concat([modified, baseline.assign(intermediate_task=baseline["task"])])
+    plots.plot_sequential(matrix.assign(final_task=matrix["task"]), path)
+
+
+def _modifier(study, t, path):
+    modified, baseline = _baseline(t)
+    variant = _variant(study)
+    both = pd.concat([baseline.assign(variant="baseline"), modified.assign(variant=variant)])
+    plots.plot_modifier(
+        both, path, f"{study.name}: progressive reinitialisation with {variant} vs without (mean and 95% t CI)"
+    )
+
+
+FIGURES = {
+    "progressive": lambda study, t, path: plots.plot_progressive(
+        progressive_curves(t.own, t.probe, list(study.tasks)), path
+    ),
+    "blocks": lambda study, t, path: plots.plot_blocks(t.own[t.own["scheme"] != "progressive"], t.references, path),
+    "single_layer": lambda study, t, path: plots.plot_single_layer(
+        t.own[t.own["scheme"] == "single_layer"], t.references, path
+    ),
+    "permutation": lambda study, t, path: plots.plot_permutation(
+        t.runs[t.runs["scheme"] == "permutation"], t.references, path
+    ),
+    "heads": lambda study, t, path: plots.plot_heads(
+        head_changes(t.runs[t.runs["scheme"] == "head"], t.plain_runs), path
+    ),
+    "epochs": lambda study, t, path: plots.plot_epochs(
+        epoch_curves(t.results, t.own["metric"].iloc[0] if len(t.own) else ""), path
+    ),
+    "sequential": _sequential,
+    "modifier": _modifier,
+}
+
+
+def draw_study(study: StudyConfig, tables: StudyTables, path: Path) -> None:
+    FIGURES[figure_of(study)](study, tables, path)

@@ -1,0 +1,41 @@
+"""Files every stage writes the same way: atomically, as strict JSON, with checksums."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def json_safe(value):
+    """`value` with every non-finite float (an undefined statistic, a diverged loss) as None:
+    NaN and Infinity are not JSON, and DVC and most tools refuse them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
+def write_json_atomically(path: Path, payload: dict) -> None:
+    """A killed run leaves no half-written file that could pass for a finished result."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(json.dumps(json_safe(payload), indent=1, allow_nan=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())  # on disk before it takes the result's name, even after a power cut
+    os.replace(tmp, path)

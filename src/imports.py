@@ -1,0 +1,82 @@
+"""Which of this repository's files a module imports, directly or not.
+
+One answer serves two uses: a result's fingerprint hashes the files its run function
+imports (so a code change that can change a number retrains, and one that cannot, such
+as the SLURM backend or the report, does not), and tests/test_dvc_deps.py checks that
+each dvc.yaml stage lists exactly the packages its entry point imports.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OWN = ("src", "stages", "bench")
+
+
+def _file_of(module: str) -> Path | None:
+    path = ROOT.joinpath(*module.split("."))
+    if path.with_suffix(".py").is_file():
+        return path.with_suffix(".py")
+    if (path / "__init__.py").is_file():
+        return path / "__init__.py"
+    return None
+
+
+def _imported(path: Path) -> set[str]:
+    """Modules of this repo that `path` imports (top level or inside functions), with the
+    packages Python executes on the way (`a.b.c` also runs a/__init__ and a/b/__init__)."""
+    names = set()
+    for node in _runtime_nodes(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)  # `from src.x import module`
+    found = set()
+    for name in names:
+        if name.split(".")[0] not in OWN:
+            continue
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            if _file_of(".".join(parts[:i])) is not None:
+                found.add(".".join(parts[:i]))
+    return found
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node except those under `if TYPE_CHECKING:` (imports for annotations only, never run)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo += node.orelse
+            continue
+        todo += ast.iter_child_nodes(node)
+
+
+def code_files(module: str) -> list[str]:
+    """Repo-relative paths of `module`'s file and of every repo file it imports, sorted."""
+    seen, todo = set(), [module]
+    while todo:
+        name = todo.pop()
+        path = _file_of(name)
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        todo += sorted(_imported(path))
+    return sorted(
+        str(p.relative_to(ROOT)) for p in seen if p.name != "__init__.py" or p.read_text().strip()
+    )  # empty package markers run nothing
+
+
+def code_units(module: str) -> list[str]:
+    """`code_files` as dvc.yaml lists them: a package folder under src/ for a file in one,
+    the file itself otherwise (stages/, top-level src modules)."""
+    units = set()
+    for path in code_files(module):
+        parts = Path(path).parts
+        units.add(f"{parts[0]}/{parts[1]}" if parts[0] == "src" and len(parts) > 2 else path)
+    return sorted(units)

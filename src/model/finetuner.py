@@ -1,0 +1,93 @@
+"""The finetuning model of one condition: the base encoder with the condition's layers
+reinitialised, permuted or a head reset, plus a fresh task head.
+
+A condition's starting weights are a pure function of (base, condition, seed): no
+checkpoint is written per condition, only a manifest of what was reinitialised.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from src.conditions.condition import Condition
+from src.model import reinit
+from src.model.base import load_encoder
+from src.model.families import family_of
+
+
+def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over real tokens only: padding must not dilute short sentences."""
+    mask = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+
+def encode(encoder: nn.Module, input_ids, attention_mask, token_type_ids, **options):
+    """The encoder's forward pass; segment ids only for families trained with them."""
+    types = {"token_type_ids": token_type_ids} if family_of(encoder).token_type_ids else {}
+    return encoder(input_ids=input_ids, attention_mask=attention_mask, **types, **options)
+
+
+class Finetuner(nn.Module):
+    """Encoder + task head. `mean` pooling: attention-masked mean of the last layer -> linear
+    (the paper's text, same as its probes); `cls`: BERT's [CLS] pooler -> linear (its code),
+    or, in families without a pooler, the first token's last hidden state -> linear."""
+
+    def __init__(self, encoder: nn.Module, num_labels: int, pooling: str):
+        super().__init__()
+        self.encoder, self.pooling = encoder, pooling
+        self.has_pooler = family_of(encoder).pooler
+        self.dropout = nn.Dropout(getattr(encoder.config, family_of(encoder).dropout))
+        self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        out = encode(self.encoder, input_ids, attention_mask, token_type_ids)
+        if self.pooling == "mean":
+            pooled = masked_mean(out.last_hidden_state, attention_mask)
+        else:
+            pooled = out.pooler_output if self.has_pooler else out.last_hidden_state[:, 0]
+        return self.classifier(self.dropout(pooled))
+
+
+def reinitialised_layer_parameters(model: Finetuner, manifest: list[dict]) -> set[str]:
+    """The model's parameter names of the whole encoder-layer tensors in `manifest` (the
+    lr multiplier's group): not head slices (named with [...]), not pooler or task head."""
+    stack = family_of(model.encoder).stack + "."
+    return {f"encoder.{e['name']}" for e in manifest if e["name"].startswith(stack) and "[" not in e["name"]}
+
+
+def new_task_head(model: Finetuner, num_labels: int, condition: Condition, seed: int, sigma: float) -> list[dict]:
+    """A fresh classifier (BERT's init: normal weights, zero bias); the head is always new.
+    Initialised on the CPU, then moved to the model's device: reinit's generators are CPU
+    torch.Generators, which torch refuses for a CUDA tensor (sequential finetuning builds a
+    second head after the model moved to the GPU), and CPU draws keep a head identical on
+    every device."""
+    head = nn.Linear(model.classifier.in_features, num_labels)
+    written = reinit.init_module(head, "classifier", "paper", sigma, seed, condition.trial)
+    model.classifier = head.to(model.classifier.weight.device)
+    return written
+
+
+def build_finetuner(model_dir: Path, condition: Condition, num_labels: int, seed: int) -> tuple[Finetuner, dict]:
+    """The starting model of `condition` and a record of what it did to the pretrained
+    weights: `reinitialised` (every tensor given fresh weights) and `layer_order`."""
+    encoder = load_encoder(model_dir, with_pooler=condition.pooling == "cls")
+    num_layers = len(reinit.encoder_layers(encoder))
+    condition.check(num_layers, encoder.config.num_attention_heads)
+    order = condition.layer_order(num_layers, seed)
+    reinit.permute_layers(encoder, order)
+    manifest = reinit.reinit_layers(
+        encoder, condition.reinit_layers(num_layers), condition.recipe, seed, condition.trial, condition.keep_layernorm
+    )
+    if condition.scheme == "head":
+        manifest += reinit.reinit_head(
+            encoder, condition.layer - 1, condition.head_index, condition.recipe, seed, condition.trial
+        )
+    sigma = encoder.config.initializer_range
+    if condition.pooling == "cls" and reinit.pooler_looks_untrained(encoder):
+        manifest += reinit.init_module(encoder.pooler, "pooler", "paper", sigma, seed, condition.trial)
+    model = Finetuner(encoder, num_labels, condition.pooling)
+    manifest += new_task_head(model, num_labels, condition, seed, sigma)
+    return model, {"reinitialised": manifest, "layer_order": order}

@@ -1,0 +1,334 @@
+"""Every study's runs and the probes -> the tables the figures and the report read.
+
+Tables (metrics/): runs.csv (every run and metric, with status, collapse and the slugs
+of its references), points.csv (mean and 95% t CI of every metric per condition, with
+diverged and collapsed counts), weight_change.csv, layer_change.csv (the full model's
+per-layer change by step), probe.csv, permutation_correlations.csv (Table 1 and its
+control), heads_summary.csv; studies.json (the mean of every condition).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from src.conditions.condition import Condition
+from src.conditions.studies import trained_conditions
+from src.config.schema import TrainConfig
+from src.files import json_safe
+from src.results.tables import full_model, summarise
+from src.stats import hypothesis
+from src.train.result import RunResult, read_results
+
+PLOT_COLUMNS = [
+    "task",
+    "curve",
+    "series",
+    "size",
+    "k",
+    "metric",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n",
+    "diverged",
+    "collapsed",
+]
+CONDITION = [
+    "scheme",
+    "k",
+    "layer",
+    "window",
+    "head_index",
+    "lr_multiplier",
+    "keep_layernorm",
+    "intermediate_task",
+    "epochs",
+]
+
+
+def load_results(runs_dir: Path, reported: dict[str, list[Condition]], num_layers: int) -> dict[str, list[RunResult]]:
+    """Every study's results, one per condition it reports. A condition whose training
+    run another study (or condition) trained gets that run's result under its own
+    condition. An incomplete study is refused: a figure from part of a grid would look
+    finished."""
+    by_run = {}
+    for study in reported:
+        found = {r.cond: r for r in read_results(runs_dir / study)}
+        expected = trained_conditions(reported, study, num_layers)
+        if found.keys() != set(expected):
+            raise SystemExit(
+                f"aggregate: studies.{study} has {len(found)} finished runs under {runs_dir / study}, expected {len(expected)}"
+            )
+        by_run.update({condition.training_run(num_layers): result for condition, result in found.items()})
+    return {
+        study: [replace(by_run[c.training_run(num_layers)], condition=c.as_dict()) for c in conditions]
+        for study, conditions in reported.items()
+    }
+
+
+def reference_points(plain_runs: pd.DataFrame) -> pd.DataFrame:
+    """The full model and scratch (each condition's `full` / `scratch` reference) per task and size."""
+    parts = [
+        summarise(plain_runs[plain_runs["slug"] == plain_runs[f"ref_{role}"]], ["task", "size"]).assign(reference=role)
+        for role in ("full", "scratch")
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+CORRELATION_COLUMNS = [
+    "runs",
+    "size",
+    "task_a",
+    "task_b",
+    "trials",
+    "spearman",
+    "spearman_p_exact",
+    "pearson",
+    "pearson_p_exact",
+]
+# The columns of the tables only some studies fill: written with their header when no such
+# study ran, so every table the stage declares is a readable CSV.
+EXTRA_TABLE_COLUMNS = {
+    "permutation_correlations": [*CORRELATION_COLUMNS, "study"],
+    "heads_summary": [
+        "study",
+        "task",
+        "size",
+        "index",
+        "count",
+        "mean",
+        "std",
+        "min",
+        "25%",
+        "50%",
+        "75%",
+        "max",
+        "by",
+    ],
+}
+
+
+def cross_task_correlations(runs: pd.DataFrame, what: str) -> pd.DataFrame:
+    """Over the same trials, the Spearman and Pearson correlation of every pair of tasks'
+    scores, with exact permutation p (every pairing up to 8 trials)."""
+    ok = runs[runs["status"] == "ok"]
+    rows = []
+    for size, a, b in [
+        (s, a, b)
+        for s, group in ok.groupby("size")
+        for a, b in itertools.combinations(sorted(group["task"].unique()), 2)
+    ]:
+        paired = ok[ok["size"] == size].pivot_table(index="trial", columns="task", values="value")[[a, b]].dropna()
+        x, y = paired[a].to_numpy(), paired[b].to_numpy()
+        spearman = hypothesis.spearman(x, y) if len(paired) > 2 else float("nan")
+        pearson = (
+            float(scipy_stats.pearsonr(x, y).statistic) if len(paired) > 2 and np.ptp(x) and np.ptp(y) else float("nan")
+        )
+        rows.append(
+            {
+                "runs": what,
+                "size": size,
+                "task_a": a,
+                "task_b": b,
+                "trials": len(paired),
+                "spearman": spearman,
+                "spearman_p_exact": hypothesis.exact_permutation_p(x, y, "spearman"),
+                "pearson": pearson,
+                "pearson_p_exact": hypothesis.exact_permutation_p(x, y, "pearson"),
+            }
+        )
+    return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
+
+
+def permutation_correlations(permuted: pd.DataFrame, plain_runs: pd.DataFrame) -> pd.DataFrame:
+    """Paper Table 1 and its control. Permutation trial n uses one layer order on every
+    task, but it also shares the head's initial weights, dropout masks and batch order
+    across tasks (all drawn from (seed, trial)). The control correlates the unpermuted full
+    model's runs by trial the same way: what it shows, the permutation did not cause."""
+    full = plain_runs[
+        (plain_runs["slug"] == plain_runs["ref_full"])
+        & plain_runs["task"].isin(permuted["task"])
+        & plain_runs["size"].isin(permuted["size"])
+    ]
+    return pd.concat(
+        [
+            cross_task_correlations(permuted, "permuted (Table 1)"),
+            cross_task_correlations(full, "unpermuted full model (control)"),
+        ],
+        ignore_index=True,
+    )
+
+
+def head_changes(heads: pd.DataFrame, plain_runs: pd.DataFrame) -> pd.DataFrame:
+    """Score of each head reinit minus its `full` reference's (nothing reinitialised), paired
+    by trial (same subset and seeds), averaged over trials."""
+    full = plain_runs[(plain_runs["slug"] == plain_runs["ref_full"]) & (plain_runs["status"] == "ok")]
+    ok = heads[heads["status"] == "ok"]
+    paired = ok.merge(
+        full[["task", "size", "trial", "slug", "value"]].rename(columns={"slug": "ref_full"}),
+        on=["task", "size", "trial", "ref_full"],
+        suffixes=("", "_full"),
+    )
+    paired = paired.assign(change=paired["value"] - paired["value_full"])
+    return (
+        paired.groupby(["study", "task", "size", "layer", "head_index"])["change"]
+        .agg(change="mean", n="count")
+        .reset_index()
+    )
+
+
+def heads_summary(changes: pd.DataFrame) -> pd.DataFrame:
+    """Huang et al.'s per-layer and per-head tables: count, mean, std, quartiles of the change."""
+    parts = []
+    for by in ("layer", "head_index"):
+        described = changes.groupby(["study", "task", "size", by])["change"].describe().reset_index()
+        parts.append(described.rename(columns={by: "index"}).assign(by=by))
+    return pd.concat(parts, ignore_index=True)[EXTRA_TABLE_COLUMNS["heads_summary"]]
+
+
+def epoch_curves(results: list[RunResult], metric: str) -> pd.DataFrame:
+    rows = [
+        {
+            "task": r.cond.task,
+            "size": r.cond.size,
+            "k": r.cond.k,
+            "trial": r.cond.trial,
+            "epoch": e["epoch"],
+            "quantity": quantity,
+            "value": value,
+            "status": r.status,
+        }
+        for r in results
+        for e in r.epoch_eval
+        for quantity, value in (("eval_loss", e["loss"]), (metric, e["scores"][metric]))
+    ]
+    return summarise(pd.DataFrame(rows), ["task", "size", "k", "epoch", "quantity"])
+
+
+def weight_table(results: dict[str, list[RunResult]], num_layers: int) -> pd.DataFrame:
+    rows = [
+        {
+            "study": study,
+            **r.condition,
+            "slug": c.slug,
+            "ref_full": c.references(num_layers)["full"].slug,
+            "status": r.status,
+            **change,
+        }
+        for study, study_results in results.items()
+        for r in study_results
+        for c in [r.cond]
+        for change in r.weight_change
+    ]
+    return pd.DataFrame(rows)
+
+
+def layer_change_table(results: dict[str, list[RunResult]], train: TrainConfig, num_layers: int) -> pd.DataFrame:
+    """The full model's per-layer weight change after steps 1, 2, 4, ... (finished runs only),
+    each (task, size, trial) once: the weight-change claims compare sizes at equal steps."""
+    rows = [
+        {
+            "study": study,
+            **r.condition,
+            "slug": c.slug,
+            "ref_full": c.references(num_layers)["full"].slug,
+            "status": r.status,
+            "steps": r.steps,
+            "step": record["step"],
+            "layer": layer,
+            "frobenius": value,
+        }
+        for study, study_results in results.items()
+        for r in study_results
+        for c in [r.cond]
+        for record in r.layer_change_by_step
+        for layer, value in enumerate(record["frobenius"], start=1)
+    ]
+    columns = ["task", "size", "trial", "steps", "step", "layer", "frobenius"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    table = pd.DataFrame(rows)
+    table = full_model(table[table["status"] == "ok"], train, ["task", "size", "trial", "step", "layer"])
+    return table[columns].sort_values(columns[:6]).reset_index(drop=True)
+
+
+def probe_table(probe_dir: Path, tasks: list[str]) -> pd.DataFrame:
+    rows = []
+    for task in tasks:
+        probe = json.loads((probe_dir / f"{task}.json").read_text())
+        rows += [
+            {
+                "task": task,
+                "layer": layer["layer"],
+                "metric": probe["metric"],
+                "value": layer["scores"][probe["metric"]],
+                "train_examples": probe["train_examples"],
+            }
+            for layer in probe["layers"]
+        ]
+    return pd.DataFrame(rows, columns=["task", "layer", "metric", "value", "train_examples"])
+
+
+def progressive_curves(points: pd.DataFrame, probe: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """Fig. 1's plot table: finetuning curves per size, and the probe of layer k (dashed)."""
+    finetune = points.assign(curve="finetune", series="n=" + points["size"].astype(str))
+    probes = probe.assign(
+        curve="probe",
+        series="probe",
+        size=probe["train_examples"],
+        k=probe["layer"],
+        mean=probe["value"],
+        ci_low=probe["value"],
+        ci_high=probe["value"],
+        n=1,
+        diverged=0,
+        collapsed=0,
+    )
+    curves = pd.concat([finetune, probes[probes["task"].isin(order)]], ignore_index=True)
+    curves["k"] = curves["k"].astype(int)
+    return curves.sort_values("task", key=lambda t: t.map(order.index), kind="stable")
+
+
+def summarise_weights(weights: pd.DataFrame, train: TrainConfig) -> pd.DataFrame:
+    """Mean weight change per (task, size, layer, sublayer) over the finished runs of the
+    unmodified full model (k = L: nothing reinitialised, pure finetuning)."""
+    rows = full_model(weights[weights["status"] == "ok"], train, ["task", "size", "trial", "layer", "sublayer"])
+    return rows.groupby(["task", "size", "layer", "sublayer"])[["frobenius", "spectral"]].mean().reset_index()
+
+
+def studies_metrics(points: pd.DataFrame, path: Path) -> None:
+    """studies.json: the mean of every condition, for `dvc metrics show/diff` (null: no finished run)."""
+    metrics = {}
+    for row in points.itertuples():
+        key = row.slug if row.headline else f"{row.slug}.{row.metric}"
+        metrics.setdefault(row.study, {}).setdefault(row.task, {}).setdefault(f"n{row.size}", {})[key] = round(
+            row.mean, 5
+        )
+    path.write_text(json.dumps(json_safe(metrics), indent=2, allow_nan=False) + "\n")
+
+
+def extra_tables(config_studies: dict, headline: pd.DataFrame, plain_runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Table 1 and its control (permutation studies) and the heads summaries (head studies),
+    with their header when no such study ran, so every table the stage declares is a readable CSV."""
+    parts = {name: [] for name in EXTRA_TABLE_COLUMNS}
+    for name, study in config_studies.items():
+        runs = headline[headline["study"] == name]
+        if study.scheme == "permutation":
+            parts["permutation_correlations"].append(
+                permutation_correlations(runs[runs["scheme"] == "permutation"], plain_runs).assign(study=name)
+            )
+        if study.scheme == "head":
+            changes = head_changes(runs[runs["scheme"] == "head"], plain_runs)
+            if len(changes):
+                parts["heads_summary"].append(heads_summary(changes))
+    return {
+        name: pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=EXTRA_TABLE_COLUMNS[name])
+        for name, found in parts.items()
+    }

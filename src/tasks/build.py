@@ -1,0 +1,55 @@
+"""A task's train and eval splits, as text (TSV, to read) and token ids (what every run trains on)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from src.config.schema import DataConfig
+from src.data import tokens
+from src.tasks import embedded, glue
+from src.tasks.registry import get_task
+
+
+def build_splits(name: str, data: DataConfig) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """(train, eval, note) data frames for task `name`."""
+    if get_task(name).source == "embedded":
+        return embedded.build_embedded(name, data.eval_size, data.neutral_band, data.split_seed)
+    splits = glue.load_glue(
+        name, data.glue_dir, carve_train_from_dev=name in data.glue_carve_train_from_dev, seed=data.split_seed
+    )
+    source = f"GLUE {name} from {data.glue_dir or 'the Hugging Face hub'}; eval = {splits.eval_source}"
+    return splits.train, splits.eval, f"{source}. {splits.note}".strip()
+
+
+def write_task(
+    name: str, train: pd.DataFrame, eval_: pd.DataFrame, note: str, tokenizer, max_length: int, out: Path
+) -> dict:
+    """Write <out>/{train,eval}.tsv, tokens.npz and info.json; return the info."""
+    spec = get_task(name)
+    tokenized = {
+        split: tokens.tokenize(df, spec.text_fields, spec.kind, tokenizer, max_length)
+        for split, df in (("train", train), ("eval", eval_))
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    train.to_csv(out / "train.tsv", sep="\t", index=False)
+    eval_.to_csv(out / "eval.tsv", sep="\t", index=False)
+    tokens.save_splits(out / "tokens.npz", tokenized)
+    classes = spec.kind.name == "classification"
+    info = {
+        "task": name,
+        "train_examples": len(train),
+        "eval_examples": len(eval_),
+        "note": note,
+        "label_counts": {
+            split: df["label"].value_counts().sort_index().to_dict()
+            for split, df in (("train", train), ("eval", eval_))
+        }
+        if classes
+        else None,
+        "mean_tokens": {split: float(split_tokens.lengths.mean()) for split, split_tokens in tokenized.items()},
+    }
+    (out / "info.json").write_text(json.dumps(info, indent=2, default=int) + "\n")
+    return info

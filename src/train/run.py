@@ -1,0 +1,206 @@
+"""One condition from start to finish: subset, starting weights, finetuning, score.
+
+This is the code path of every finetune stage (study or focus condition) and of the
+end-to-end tests, so what the tests run is what the pipeline runs. A worker receives a
+condition, its RunSettings and the paths of the prepared model and tasks: never the
+params file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from src.conditions.condition import Condition, derive_seed
+from src.data import tokens
+from src.files import sha256_of
+from src.imports import ROOT, code_files
+from src.model.finetuner import build_finetuner, new_task_head, reinitialised_layer_parameters
+from src.model.record import BaseModelRecord
+from src.tasks.registry import get_task
+from src.train.loop import RunSettings, evaluate, finetune
+from src.train.result import RunResult
+from src.train.weights import layer_change_tracker, layer_weights, weight_change
+
+# What a result depends on besides its inputs: this module and every repo file it imports.
+TRAINING_CODE = tuple(code_files(__name__))
+
+
+def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, tasks_dir: Path) -> str:
+    """Everything a result depends on: condition, settings (threads move the last bits; the
+    device type and torch version change kernels, so CPU and GPU results never mix in one
+    folder), base weights, token ids and code. A finished result whose fingerprint matches
+    is reused as it is; any other file in its place is recomputed. Never the executor kind
+    or the worker count: those do not change a result."""
+    tasks = [condition.task] + ([condition.intermediate_task] if condition.intermediate_task else [])
+    inputs = {
+        "condition": condition.as_dict(),
+        "settings": {**asdict(settings), "checkpoint_every": None},  # checkpoints never change results
+        "base": BaseModelRecord.read(model_dir).weights_sha256,
+        "tokens": [sha256_of(tasks_dir / t / "tokens.npz") for t in tasks],
+        "code": [sha256_of(ROOT / f) for f in TRAINING_CODE],
+        "torch": torch.__version__,
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def run_condition(
+    condition: Condition,
+    settings: RunSettings,
+    model_dir: Path,
+    tasks_dir: Path,
+    log_epochs: bool = False,
+    checkpoint: Path | None = None,
+    key: str = "",
+    log: Path | None = None,
+) -> RunResult:
+    """Finetune and score one condition. With `log`, its per-epoch progress is appended
+    there (the stage's own output stays one line per run)."""
+    if log is None:
+        return _run_condition(condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, lambda line: None)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as f:  # appended: a resumed or requeued run adds to its earlier attempt's lines
+        return _run_condition(
+            condition,
+            settings,
+            model_dir,
+            tasks_dir,
+            log_epochs,
+            checkpoint,
+            key,
+            lambda line: print(line, file=f, flush=True),
+        )
+
+
+def _load(tasks_dir: Path, task: str, split: str) -> tokens.TokenizedSplit:
+    return tokens.load_split(tasks_dir / task / "tokens.npz", split)
+
+
+def _run_condition(
+    condition: Condition,
+    settings: RunSettings,
+    model_dir: Path,
+    tasks_dir: Path,
+    log_epochs: bool,
+    checkpoint: Path | None,
+    key: str,
+    progress,
+) -> RunResult:
+    task = get_task(condition.task)
+    seed = settings.seed
+    first = get_task(condition.intermediate_task) if condition.intermediate_task else task
+    model, record = build_finetuner(model_dir, condition, first.kind.head_outputs(first.num_labels), seed)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type != settings.device:  # e.g. a SLURM node without the GPU the run asked for
+        raise RuntimeError(
+            f"this run's fingerprint is for {settings.device}, but {os.uname().nodename} trains on {device.type}"
+        )
+    model.to(device)
+    progress(
+        f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, {torch.get_num_threads()} threads)"
+    )
+    # The multiplier is for the whole tensors the scheme reinitialised (not head slices,
+    # not the always-new task head).
+    fresh = reinitialised_layer_parameters(model, record["reinitialised"])
+
+    if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
+        pool = _load(tasks_dir, first.name, "train")
+        indices = tokens.training_subset(len(pool), condition.size, first.name, condition.trial, seed)
+        outcome = finetune(
+            model,
+            first,
+            pool.subset(indices),
+            settings,
+            condition.seed(seed, "train-intermediate"),
+            fresh,
+            condition.lr_multiplier,
+            progress=lambda line: progress(f"intermediate {first.name}: {line}"),
+        )
+        if outcome["status"] != "ok":
+            return _result(condition, settings, record, outcome, {}, [], task, key)
+        record["reinitialised"] += new_task_head(
+            model, task.kind.head_outputs(task.num_labels), condition, seed, model.encoder.config.initializer_range
+        )
+        fresh = set()
+
+    pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
+    indices = tokens.training_subset(len(pool), condition.size, task.name, condition.trial, seed)
+    start = layer_weights(model.encoder)
+    outcome = finetune(
+        model,
+        task,
+        pool.subset(indices),
+        settings,
+        condition.seed(seed, "train"),
+        fresh,
+        condition.lr_multiplier,
+        eval_split=eval_split if log_epochs else None,
+        checkpoint=checkpoint,
+        checkpoint_key=key,
+        progress=progress,
+        layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
+    )
+    evaluation = (
+        evaluate(model, task, eval_split, settings.eval_batch_size, settings.precision)
+        if outcome["status"] == "ok"
+        else {}
+    )
+    changes = weight_change(start, layer_weights(model.encoder)) if outcome["status"] == "ok" else []
+    record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
+    record["eval_examples"] = len(eval_split)
+    record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
+    record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
+    return _result(condition, settings, record, outcome, evaluation, changes, task, key)
+
+
+def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
+    """The seeds the run drew from (each reinitialised tensor has its own, from its name)."""
+    c = condition
+    seeds = {
+        "base": seed,
+        "subset": derive_seed(seed, "subset", c.task, c.size, c.trial),
+        "train": c.seed(seed, "train"),
+    }
+    if c.scheme == "permutation":
+        seeds["permutation"] = c.seed(seed, "permutation")
+    if c.intermediate_task:
+        seeds["subset_intermediate"] = derive_seed(seed, "subset", c.intermediate_task, c.size, c.trial)
+        seeds["train_intermediate"] = c.seed(seed, "train-intermediate")
+    seeds["reinit"] = f"derive_seed({seed}, 'reinit', {c.trial}, <tensor name>) per tensor"
+    return seeds
+
+
+def _result(
+    condition: Condition,
+    settings: RunSettings,
+    record: dict,
+    outcome: dict,
+    evaluation: dict,
+    changes: list,
+    task,
+    key: str,
+) -> RunResult:
+    return RunResult(
+        condition=condition.as_dict(),
+        fingerprint=key,
+        status=outcome["status"],
+        metric=task.headline,
+        scores=evaluation.get("scores", {}),
+        eval_loss=evaluation.get("loss"),
+        majority_share=evaluation.get("majority_share"),
+        predictions=task.kind.encode_predictions(evaluation["predictions"]) if evaluation else None,
+        epoch_losses=outcome["epoch_losses"],
+        epoch_eval=outcome["epoch_eval"],
+        train_seconds=round(outcome["train_seconds"], 2),
+        weight_change=changes,
+        steps=outcome.get("steps"),
+        layer_change_by_step=outcome.get("layer_change", []),
+        settings=asdict(settings),
+        seeds=_seeds(condition, settings.seed),
+        **record,
+    )

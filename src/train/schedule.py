@@ -1,0 +1,156 @@
+"""A finetune stage's work: which of its conditions still need a run, running them on the
+configured executor, saving each result as it finishes, and removing what is stale.
+
+Finished conditions survive a kill: each result is written atomically with the
+fingerprint of everything it depends on, the stage's output is `persist` in dvc.yaml,
+and a rerun reuses every result whose fingerprint still matches, resumes a half-done
+condition from its checkpoint (train.checkpoint_every), and trains the rest. Files of
+conditions the params no longer ask for are removed at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from src.conditions.condition import Condition
+from src.config.schema import Config
+from src.errors import ParamsError
+from src.files import write_json_atomically
+from src.train.device import resolve_precision, run_device
+from src.train.executors import Failure, concurrency, execute
+from src.train.loop import RunSettings
+from src.train.progress import Progress
+from src.train.result import RunResult, finished, result_path
+from src.train.run import fingerprint, run_condition
+
+
+def run_settings(config: Config, epochs: int) -> RunSettings:
+    """The settings of a run; `precision: auto` resolved for the device the run trains on,
+    so the result and its fingerprint hold the precision actually used."""
+    train, device = config.train, run_device(config.executor)
+    return RunSettings(
+        train.lr,
+        train.batch_size,
+        epochs,
+        train.weight_decay,
+        train.eval_batch_size,
+        train.group_by_length,
+        resolve_precision(train.precision, device),
+        train.checkpoint_every,
+        train.threads,
+        config.seed,
+        device,
+    )
+
+
+def check_sizes(conditions: list[Condition], tasks_dir: Path, where: str) -> None:
+    """Every training size must fit its task's pool: fail before the first condition trains."""
+    for condition in conditions:
+        for task in filter(None, (condition.task, condition.intermediate_task)):
+            pool = json.loads((tasks_dir / task / "info.json").read_text())["train_examples"]
+            if condition.size > pool:
+                raise ParamsError(
+                    f"params.yaml: {where} asks for {condition.size} training examples of task {task!r}, which has {pool}"
+                )
+
+
+def finished_in_studies(studies_dir: Path, condition: Condition, key: str) -> tuple[RunResult, Path] | None:
+    """(result, its file) of a study that finished this exact run (same fingerprint), if any."""
+    for study in sorted(p for p in studies_dir.iterdir() if p.is_dir()):
+        path = result_path(study, condition)
+        if (result := finished(path, key)) is not None:
+            return result, path
+    return None
+
+
+def examples_trained(condition: Condition) -> int:
+    """Examples a condition's run passes through, its intermediate task's included."""
+    return condition.size * condition.epochs * (2 if condition.intermediate_task else 1)
+
+
+def run_all(
+    conditions: list[Condition],
+    config: Config,
+    model_dir: Path,
+    tasks_dir: Path,
+    out: Path,
+    where: str,
+    log_epochs: bool,
+    reuse: Path | None = None,
+) -> list[RunResult]:
+    """Every condition's result: kept, copied from another study (`reuse`) or trained now."""
+    paths = [result_path(out, condition) for condition in conditions]
+    keys = [
+        fingerprint(condition, run_settings(config, condition.epochs), model_dir, tasks_dir) for condition in conditions
+    ]
+    results: list[RunResult | None] = []
+    for i, (condition, path, key) in enumerate(zip(conditions, paths, keys), 1):
+        result = finished(path, key)
+        if result is not None:
+            print(f"[{i}/{len(conditions)}] {condition.describe()}: finished earlier, kept")
+        elif reuse is not None and (twin := finished_in_studies(reuse, condition, key)) is not None:
+            result, source = twin
+            result.write(path)
+            print(f"[{i}/{len(conditions)}] {condition.describe()}: the same run as in {source}, copied")
+        results.append(result)
+    # Longest runs first, so that a stage ends on a short one and the other workers idle less.
+    todo = sorted(
+        (i for i, result in enumerate(results) if result is None), key=lambda i: -examples_trained(conditions[i])
+    )
+    # Absolute paths: SLURM and Ray workers do not start in this folder (it must be on a shared filesystem).
+    runs = [
+        (
+            conditions[i],
+            run_settings(config, conditions[i].epochs),
+            model_dir.resolve(),
+            tasks_dir.resolve(),
+            log_epochs,
+            paths[i].with_suffix(".ckpt").resolve(),
+            keys[i],
+            paths[i].with_suffix(".log").resolve(),
+        )
+        for i in todo
+    ]
+    progress = Progress([examples_trained(conditions[i]) for i in todo], concurrency(config.executor, config.train))
+    failed = []
+    for done, (job, result) in enumerate(execute(run_condition, runs, config.executor, config.train), 1):
+        i = todo[job]
+        line = f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}"
+        if isinstance(result, Failure):  # recorded with its cause; the other runs go on
+            write_json_atomically(
+                paths[i].with_suffix(".failed"),
+                {
+                    "condition": conditions[i].as_dict(),
+                    "fingerprint": keys[i],
+                    "attempts": result.attempts,
+                    "cause": result.cause,
+                },
+            )
+            failed.append(f"{conditions[i].describe()}: {result.cause}")
+            progress.finished(job, f"{line}: failed after {result.attempts} attempt(s): {result.cause}", failed=True)
+            continue
+        result.write(paths[i])  # saved as soon as it finishes: a kill loses only runs in flight
+        paths[i].with_suffix(".ckpt").unlink(missing_ok=True)
+        paths[i].with_suffix(".failed").unlink(missing_ok=True)
+        results[i] = result
+        progress.finished(job, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
+
+    remove_stale(out, paths)
+    if failed:  # every finished result is saved above; a rerun trains only these
+        raise SystemExit(
+            f"finetune {where}: {len(failed)} of {len(conditions)} runs failed (their causes are in <run>.failed next to each result):\n  "
+            + "\n  ".join(failed)
+        )
+    return results
+
+
+def remove_stale(out: Path, paths: list[Path]) -> None:
+    """Delete every file under `out` that belongs to no condition asked for, then empty folders."""
+    out.mkdir(parents=True, exist_ok=True)  # DVC's output, even for a study whose runs all belong to others
+    kept = {path.with_suffix(suffix) for path in paths for suffix in (".json", ".ckpt", ".log", ".failed")}
+    for stale in [p for p in out.rglob("*") if p.is_file() and p not in kept]:
+        stale.unlink()
+    for folder in sorted((p for p in out.rglob("*") if p.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
