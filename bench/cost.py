@@ -124,7 +124,8 @@ ASSUMPTIONS = {
         "H100": 989e12,
     },  # bf16 dense tensor-core peak (A100 SXM, H100 SXM datasheets), no sparsity
     "mfu": [0.30, 0.10],
-    "step_latency_s": 0.030,  # one batch-8 training step of bert-base in eager PyTorch (fwd + bwd + AdamW): launch-bound
+    # one batch-8 training step of bert-base in eager PyTorch (fwd + bwd + AdamW): launch-bound
+    "step_latency_s": 0.030,
     "eval_batch_latency_s": 0.010,  # one batch-32 eval forward
     "run_overhead_s": 10.0,  # per run: fresh process, torch + CUDA init, loading bert-base, eval bookkeeping
     "primary": {"device": "A100", "mfu": 0.10},  # the scenario the wall times use
@@ -141,7 +142,7 @@ README_SETTING = {"progressive_500": 3, "epochs_500": 3, "blocks": 10}
 
 
 def grid_runs(grid: dict = PAPER_GRID, layers: int = BERT_BASE["layers"]) -> dict:
-    """Per study: the conditions it reports and the runs it trains (src/conditions/studies.py, the pipeline's own rule)."""
+    """Per study: the conditions it reports and the runs it trains by src/conditions/studies.py."""
     train = TrainConfig(epochs=TRAIN["epochs"], small_size=TRAIN["small_size"], small_epochs=TRAIN["small_epochs"])
     reported = reported_conditions(study_configs(grid, TASKS), train, "paper", "mean", layers)
     return {
@@ -322,7 +323,8 @@ def load_bert_tokenizer(model_dir: Path):
     }
     if not all(checks.values()):
         raise SystemExit(
-            f"error: the tokenizer in {model_dir} is not bert-base-uncased's WordPiece ({checks}); token counts would be wrong"
+            f"error: the tokenizer in {model_dir} is not bert-base-uncased's WordPiece ({checks}); token counts would "
+            "be wrong"
         )
     return tokenizer, checks
 
@@ -457,14 +459,18 @@ def table(result: dict) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Wall time, studies one after another (DVC), runs list-scheduled per study; tail = first GPU idle -> stage end, summed",
-        "| GPUs | ideal sum/G | wall, stage order | tail (share of wall) | idle GPU share | wall, LPT | tail LPT (share) | wall, one queue for all studies (not the pipeline) |",
+        "Wall time, studies one after another (DVC), runs list-scheduled per study; tail = first GPU idle -> stage "
+        "end, summed",
+        "| GPUs | ideal sum/G | wall, stage order | tail (share of wall) | idle GPU share | wall, LPT | tail LPT "
+        "(share) | wall, one queue for all studies (not the pipeline) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for g, w in result["wall"].items():
         s, p, q = w["stage"], w["lpt"], w["one_queue"]
         lines.append(
-            f"| {g} | {hours(s['ideal_s'])} | {hours(s['wall_s'])} | {hours(s['tail_s'])} ({s['tail_share']:.1%}) | {s['idle_gpu_share']:.1%} | {hours(p['wall_s'])} | {hours(p['tail_s'])} ({p['tail_share']:.1%}) | {hours(q['wall_s'])} |"
+            f"| {g} | {hours(s['ideal_s'])} | {hours(s['wall_s'])} | {hours(s['tail_s'])} ({s['tail_share']:.1%}) | "
+            f"{s['idle_gpu_share']:.1%} | {hours(p['wall_s'])} | {hours(p['tail_s'])} ({p['tail_share']:.1%}) | "
+            f"{hours(q['wall_s'])} |"
         )
     return "\n".join(lines)
 
@@ -576,7 +582,8 @@ def main() -> None:
 
     if not (args.glue_dir / "SST-2" / "train.tsv").is_file():
         sys.exit(
-            f"error: no GLUE folder at {args.glue_dir} (SST-2/train.tsv, CoLA/train.tsv, QNLI/dev.tsv in the GLUE TSV layout); pass --glue-dir"
+            f"error: no GLUE folder at {args.glue_dir} (SST-2/train.tsv, CoLA/train.tsv, QNLI/dev.tsv in the GLUE TSV "
+            "layout); pass --glue-dir"
         )
     from src.errors import UserError
 
@@ -597,9 +604,12 @@ def main() -> None:
             result["tail_measured"].append({"study": args.study, **measured})
             m, p, q = measured["measured"], measured["predicted"], measured["predicted_with_gap"]
             print(
-                f"\nRay, {g} fake GPUs, study {args.study} ({len(durations)} runs as sleeps x {scale:.4g}): measured wall {m['wall_s']:.1f} s, "
-                f"tail {m['tail_s']:.1f} s ({m['tail_s'] / m['wall_s']:.1%}), idle {m['idle_share']:.1%}, median gap between runs on a GPU {m['median_gap_s']:.2f} s; "
-                f"list scheduling predicts wall {p['wall_s']:.1f} s, tail {p['tail_s']:.1f} s ({p['tail_s'] / p['wall_s']:.1%}), idle {p['idle_share']:.1%}; "
+                f"\nRay, {g} fake GPUs, study {args.study} ({len(durations)} runs as sleeps x {scale:.4g}): measured "
+                f"wall {m['wall_s']:.1f} s, "
+                f"tail {m['tail_s']:.1f} s ({m['tail_s'] / m['wall_s']:.1%}), idle {m['idle_share']:.1%}, median gap "
+                f"between runs on a GPU {m['median_gap_s']:.2f} s; "
+                f"list scheduling predicts wall {p['wall_s']:.1f} s, tail {p['tail_s']:.1f} s "
+                f"({p['tail_s'] / p['wall_s']:.1%}), idle {p['idle_share']:.1%}; "
                 f"with the measured gap per run: wall {q['wall_s']:.1f} s, tail {q['tail_s']:.1f} s"
             )
     elif args.out.is_file():  # keep an earlier measurement beside a new projection

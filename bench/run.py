@@ -256,7 +256,8 @@ def matmul_flops(dtype: torch.dtype) -> float:
 # pipeline before any lever (fp32) took longer still.
 END_TO_END_BASELINE = {
     "seconds": 2431,
-    "what": "commit 68b8bf6: every family, one 2-thread process, bf16, per-tensor AdamW; 2026-11-21, this 2-core machine",
+    "what": "commit 68b8bf6: every family, one 2-thread process, bf16, per-tensor AdamW; "
+    "2026-11-21, this 2-core machine",
 }
 
 

@@ -22,7 +22,8 @@ def main() -> None:
     record.write(args.out)
     load_config(limits=model_limits(args.out))  # k, layers, heads and max_length against the real model
     print(
-        f"base model: {record.name} ({record.num_layers} layers, sha256 {record.weights_sha256[:12]}) from {record.source}"
+        f"base model: {record.name} ({record.num_layers} layers, sha256 {record.weights_sha256[:12]}) from "
+        f"{record.source}"
     )
 
 

@@ -36,12 +36,14 @@ from src.stats.hypothesis import Bootstrap, Estimate
 NOT_RUN = "not run"
 CLAIMS = {  # id: (the claim in one sentence, where it is made, its test)
     "full_beats_scratch": (
-        "The fully pretrained model (k = L) finetunes better than the model trained from scratch (k = 0) at every task and size.",
+        "The fully pretrained model (k = L) finetunes better than the model trained from scratch (k = 0) at every "
+        "task and size.",
         "Tamkin et al. 2020 §2, Fig. 1",
         "paired contrast full − scratch > 0",
     ),
     "k90_grows_as_data_shrinks": (
-        "The less finetuning data, the more pretrained layers are needed to reach 90% of the full model's gain over scratch.",
+        "The less finetuning data, the more pretrained layers are needed to reach 90% of the full model's gain over "
+        "scratch.",
         "Tamkin et al. 2020 §2",
         "bootstrap of k90(smallest size) − k90(largest size) > 0; needs the gap",
     ),
@@ -53,7 +55,8 @@ CLAIMS = {  # id: (the claim in one sentence, where it is made, its test)
     "probes_do_not_predict_finetuning": (
         "A layer's probing score does not predict how much keeping layers up to it helps finetuning.",
         "Tamkin et al. 2020 §3",
-        "equivalence: bootstrap |Spearman ρ(probe curve, finetuning curve)| < correlation margin at each task's largest size; needs the gap",
+        "equivalence: bootstrap |Spearman ρ(probe curve, finetuning curve)| < correlation margin at each task's "
+        "largest size; needs the gap",
     ),
     "agreement_grows_as_data_shrinks": (
         "Probing and progressive finetuning curves agree more when finetuning data is scarce.",
@@ -306,7 +309,8 @@ def claim_units(ev: Evidence) -> dict[str, list[Unit]]:
                 small[3] + large[3],
             )
             unit.notes.append(
-                f"k90 {k_text(first_reaching(small[0]))} at n={sizes[0]}, {k_text(first_reaching(large[0]))} at n={sizes[-1]}"
+                f"k90 {k_text(first_reaching(small[0]))} at n={sizes[0]}, {k_text(first_reaching(large[0]))} at "
+                f"n={sizes[-1]}"
             )
             units["k90_grows_as_data_shrinks"].append(unit)
         if task in probe_curves.index:
@@ -331,7 +335,8 @@ def claim_units(ev: Evidence) -> dict[str, list[Unit]]:
                 kind="bootstrap-equivalence",
             )
             unit.notes.append(
-                f"exact permutation p of ρ over the {L + 1} points = {p_text(hypothesis.exact_permutation_p(probe_curve, curves[(task, largest)][0]))}"
+                f"exact permutation p of ρ over the {L + 1} points = "
+                f"{p_text(hypothesis.exact_permutation_p(probe_curve, curves[(task, largest)][0]))}"
             )
             units["probes_do_not_predict_finetuning"].append(unit)
             if len(sizes) >= 2:
@@ -407,7 +412,8 @@ def weight_units(ev: Evidence, rng: np.random.Generator) -> tuple[list[Unit], li
             [],
         )
         unit.notes.append(
-            f"‖ΔW‖ per layer at step {int(last['step'].max())} (the last power of two of the run); exact permutation p of ρ over {len(layers)} layers = {p_text(hypothesis.exact_permutation_p(layers, mean))}"
+            f"‖ΔW‖ per layer at step {int(last['step'].max())} (the last power of two of the run); exact permutation "
+            f"p of ρ over {len(layers)} layers = {p_text(hypothesis.exact_permutation_p(layers, mean))}"
         )
         later.append(unit)
     for task, rows in changes.groupby("task"):
@@ -436,7 +442,8 @@ def weight_units(ev: Evidence, rng: np.random.Generator) -> tuple[list[Unit], li
             ),
         )
         unit.notes.append(
-            f"at step {step} for both sizes (equal steps): controls the number of Adam steps, not how often each example was seen"
+            f"at step {step} for both sizes (equal steps): controls the number of Adam steps, not how often each "
+            "example was seen"
         )
         more.append(unit)
     return later, more
@@ -482,7 +489,8 @@ def _raw_pvalues(unit: Unit, settings: ReportConfig) -> None:
         unit.p_for = result["p"]
     elif result.n < settings.bootstrap_min_trials:
         unit.notes.append(
-            f"no bootstrap verdict below {settings.bootstrap_min_trials} trials (n = {result.n}): percentile intervals under-cover"
+            f"no bootstrap verdict below {settings.bootstrap_min_trials} trials (n = {result.n}): percentile "
+            "intervals under-cover"
         )
     elif unit.kind == "bootstrap":
         unit.p_for = result.p_zero()
@@ -584,7 +592,8 @@ def plan_trials(claim: str, units: list[Unit], gap_units: list[Unit], ev: Eviden
         else:
             n = s.bootstrap_min_trials if n_of(unit) < s.bootstrap_min_trials else None
             reasons.append(
-                f"{unit.name}: a bootstrap statistic; power is not computed, {s.bootstrap_min_trials} trials is the minimum for its interval"
+                f"{unit.name}: a bootstrap statistic; power is not computed, {s.bootstrap_min_trials} trials is the "
+                "minimum for its interval"
             )
         if n is None:
             reasons.append(f"{unit.name}: no number of trials resolves it if the observed effect is the true one")

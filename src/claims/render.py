@@ -89,12 +89,18 @@ def write_report(
     relative to md_path) and a standalone HTML page (figures inlined)."""
     md_path, html_path = Path(md_path), Path(html_path)
     rule = (
-        f"Every p-value below is one of a single family, Holm-adjusted at α = {settings.alpha}. Directional units use the paired "
-        f"multi-bootstrap (trials and eval examples resampled together; t interval with n − 1 df); equivalence units a TOST against "
-        f"the margin declared in params.yaml before the runs (single layer ±{settings.single_layer_margin}, correlations ±{settings.correlation_margin}); "
-        f"k90 and correlations of curves a percentile bootstrap over trials (and eval examples), which needs ≥ {settings.bootstrap_min_trials} trials. "
-        "A claim is supported when every counted unit is resolved for it, contradicted when any is resolved against it, else inconclusive. "
-        "Units of claims that need the full-vs-scratch gap are not counted where that gap is unresolved. Collapsed runs (one class predicted) are kept; "
+        f"Every p-value below is one of a single family, Holm-adjusted at α = {settings.alpha}. Directional units use "
+        "the paired "
+        "multi-bootstrap (trials and eval examples resampled together; t interval with n − 1 df); equivalence units "
+        "a TOST against "
+        f"the margin declared in params.yaml before the runs (single layer ±{settings.single_layer_margin}, "
+        f"correlations ±{settings.correlation_margin}); "
+        "k90 and correlations of curves a percentile bootstrap over trials (and eval examples), which needs ≥ "
+        f"{settings.bootstrap_min_trials} trials. "
+        "A claim is supported when every counted unit is resolved for it, contradicted when any is resolved against "
+        "it, else inconclusive. "
+        "Units of claims that need the full-vs-scratch gap are not counted where that gap is unresolved. Collapsed "
+        "runs (one class predicted) are kept; "
         "only runs whose loss became non-finite are left out, and counted."
     )
     tables = [
@@ -122,7 +128,8 @@ def write_report(
 
     page = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}td,th{border:1px solid #999;padding:4px 8px;vertical-align:top}img{max-width:100%}</style></head><body>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
+        "td,th{border:1px solid #999;padding:4px 8px;vertical-align:top}img{max-width:100%}</style></head><body>",
         f"<h1>{html.escape(TITLE)}</h1>",
         f"<p>{html.escape(rule)}</p>",
     ]
@@ -133,7 +140,8 @@ def write_report(
         if isinstance(png, Path) and png.is_file():
             data = base64.b64encode(png.read_bytes()).decode("ascii")
             page.append(
-                f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'><figcaption>{html.escape(title)}</figcaption></figure>"
+                f"<figure><img alt='{html.escape(title)}' "
+                f"src='data:image/png;base64,{data}'><figcaption>{html.escape(title)}</figcaption></figure>"
             )
         else:
             page.append(f"<p>{html.escape(title)}: {html.escape(str(png))}</p>")

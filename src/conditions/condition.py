@@ -45,11 +45,13 @@ class Condition:
         """Refuse arguments the model cannot take, with one message, before any compute."""
         if not scheme_of(self.scheme).fits(self, num_layers, num_heads):
             raise ValueError(
-                f"{self.describe()} does not fit a model with {num_layers} encoder layers and {num_heads} attention heads"
+                f"{self.describe()} does not fit a model with {num_layers} encoder layers and {num_heads} attention "
+                "heads"
             )
         if self.scheme not in WHOLE_LAYER_VARIANTS and (self.lr_multiplier != 1.0 or self.keep_layernorm):
             raise ValueError(
-                f"{self.describe()}: the lr multiplier and keep-LayerNorm modifiers apply to schemes that reinitialise whole layers ({', '.join(WHOLE_LAYER_VARIANTS)})"
+                f"{self.describe()}: the lr multiplier and keep-LayerNorm modifiers apply to schemes that "
+                f"reinitialise whole layers ({', '.join(WHOLE_LAYER_VARIANTS)})"
             )
         if self.lr_multiplier <= 0:
             raise ValueError(f"{self.describe()}: lr multiplier must be > 0")

@@ -273,7 +273,8 @@ def plot_blocks(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> l
     return _finish(
         fig,
         path,
-        "Block reinitialisation: a window of layers reinitialised, or only it kept pretrained, then finetuned\n(mean and 95% t CI over trials; dashed: references, band = their 95% CI)",
+        "Block reinitialisation: a window of layers reinitialised, or only it kept pretrained, then finetuned\n(mean "
+        "and 95% t CI over trials; dashed: references, band = their 95% CI)",
     )
 
 
@@ -302,7 +303,8 @@ def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Path
     return _finish(
         fig,
         path,
-        "Single-layer reinitialisation, then finetuning\n(mean and 95% t CI over trials; dashed: references, band = their 95% CI)",
+        "Single-layer reinitialisation, then finetuning\n(mean and 95% t CI over trials; dashed: references, band = "
+        "their 95% CI)",
     )
 
 
@@ -370,7 +372,8 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
     return _finish(
         fig,
         path,
-        "Layer permutation: pretrained encoder layers shuffled, then finetuned\n(points: runs; bar: mean and 95% t CI; dashed: references, band = mean ± 2σ over their runs)",
+        "Layer permutation: pretrained encoder layers shuffled, then finetuned\n(points: runs; bar: mean and 95% t "
+        "CI; dashed: references, band = mean ± 2σ over their runs)",
     )
 
 
@@ -464,7 +467,8 @@ def plot_weight_change(table: pd.DataFrame, path: Path) -> list[str]:
     return _finish(
         fig,
         path,
-        "Weight change in finetuning: spectral norm of the output sublayer's ΔW per layer (mean over runs)\n(raw numbers, every sublayer, Frobenius and spectral: see the table)",
+        "Weight change in finetuning: spectral norm of the output sublayer's ΔW per layer (mean over runs)\n(raw "
+        "numbers, every sublayer, Frobenius and spectral: see the table)",
     )
 
 
@@ -502,5 +506,6 @@ def plot_sequential(matrix: pd.DataFrame, path: Path) -> list[str]:
     return _finish(
         fig,
         path,
-        "Sequential finetuning: intermediate task, then final task\n(cell: mean [95% t CI] over trials; colour: gain over the row's direct finetuning)",
+        "Sequential finetuning: intermediate task, then final task\n(cell: mean [95% t CI] over trials; colour: gain "
+        "over the row's direct finetuning)",
     )

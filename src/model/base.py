@@ -75,7 +75,8 @@ def _export_pretrained(name: str, out: Path) -> str:
         )
         source = "the Hugging Face hub is unreachable and the local cache does not have it" if cache_only else where
         raise ModelError(
-            f"params.yaml: model.name = {name!r}: could not load it ({source}; {error.__class__.__name__}: {str(error).splitlines()[0]}). {hint}"
+            f"params.yaml: model.name = {name!r}: could not load it ({source}; {error.__class__.__name__}: "
+            f"{str(error).splitlines()[0]}). {hint}"
         ) from None
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)

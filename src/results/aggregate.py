@@ -64,7 +64,8 @@ def load_results(runs_dir: Path, reported: dict[str, list[Condition]], num_layer
         expected = trained_conditions(reported, study, num_layers)
         if found.keys() != set(expected):
             raise SystemExit(
-                f"aggregate: studies.{study} has {len(found)} finished runs under {runs_dir / study}, expected {len(expected)}"
+                f"aggregate: studies.{study} has {len(found)} finished runs under {runs_dir / study}, expected "
+                f"{len(expected)}"
             )
         by_run.update({condition.training_run(num_layers): result for condition, result in found.items()})
     return {

@@ -58,7 +58,8 @@ def split_eval(df: pd.DataFrame, eval_size: int, seed: int) -> tuple[pd.DataFram
     """A fixed, seeded train/eval split; the eval part never changes with the training subset."""
     if eval_size >= len(df):
         raise ParamsError(
-            f"params.yaml: data.eval_size = {eval_size} is invalid; allowed: fewer than the task's {len(df)} examples (it would leave no training data)"
+            f"params.yaml: data.eval_size = {eval_size} is invalid; allowed: fewer than the task's {len(df)} examples "
+            "(it would leave no training data)"
         )
     order = np.random.default_rng(seed).permutation(len(df))
     return df.iloc[order[eval_size:]].reset_index(drop=True), df.iloc[order[:eval_size]].reset_index(drop=True)
@@ -74,7 +75,8 @@ def rt_sentiment(sentences: pd.DataFrame, neutral_band: float) -> pd.DataFrame:
     kept = sentences[sentences["rating"].abs() >= neutral_band]
     if kept["rating"].gt(0).nunique() < 2:
         raise ParamsError(
-            f"params.yaml: data.neutral_band = {neutral_band!r} is invalid; allowed: a band that keeps sentences of both signs (it keeps {len(kept)} of {len(sentences)})"
+            f"params.yaml: data.neutral_band = {neutral_band!r} is invalid; allowed: a band that keeps sentences of "
+            f"both signs (it keeps {len(kept)} of {len(sentences)})"
         )
     return pd.DataFrame({"sentence": kept["sentence"], "label": (kept["rating"] > 0).astype("int64")})
 

@@ -171,7 +171,8 @@ def finetune(
         state.update(epoch=epoch + 1, step=0, loss_sum=0.0, order=order.bit_generator.state)
         elapsed = time.perf_counter() - start
         progress(
-            f"epoch {epoch + 1}/{cfg.epochs}: train loss {state['epoch_losses'][-1]:.4f}, {elapsed:.1f} s, {(epoch + 1) * len(train) / elapsed:.1f} examples/s"
+            f"epoch {epoch + 1}/{cfg.epochs}: train loss {state['epoch_losses'][-1]:.4f}, {elapsed:.1f} s, "
+            f"{(epoch + 1) * len(train) / elapsed:.1f} examples/s"
         )
         if not math.isfinite(state["epoch_losses"][-1]):
             return {

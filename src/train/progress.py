@@ -38,7 +38,8 @@ class Progress:
         elapsed = time.monotonic() - self.start
         rate = self.trained / elapsed if elapsed > 0 else 0.0
         eta = f"ETA {_duration(self.left_examples / rate)}" if rate > 0 and left else "ETA -"
-        return f"{self.done - self.failed} done, {running} running, {self.failed} failed, {left - running} queued; {rate:.1f} examples/s, {eta}"
+        counts = f"{self.done - self.failed} done, {running} running, {self.failed} failed, {left - running} queued"
+        return f"{counts}; {rate:.1f} examples/s, {eta}"
 
 
 def _duration(seconds: float) -> str:

@@ -102,7 +102,8 @@ def _run_condition(
         )
     model.to(device)
     progress(
-        f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, {torch.get_num_threads()} threads)"
+        f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, {torch.get_num_threads()} "
+        "threads)"
     )
     # The multiplier is for the whole tensors the scheme reinitialised (not head slices,
     # not the always-new task head).

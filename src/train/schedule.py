@@ -51,7 +51,8 @@ def check_sizes(conditions: list[Condition], tasks_dir: Path, where: str) -> Non
             pool = json.loads((tasks_dir / task / "info.json").read_text())["train_examples"]
             if condition.size > pool:
                 raise ParamsError(
-                    f"params.yaml: {where} asks for {condition.size} training examples of task {task!r}, which has {pool}"
+                    f"params.yaml: {where} asks for {condition.size} training examples of task {task!r}, which has "
+                    f"{pool}"
                 )
 
 
@@ -139,8 +140,8 @@ def run_all(
     remove_stale(out, paths)
     if failed:  # every finished result is saved above; a rerun trains only these
         raise SystemExit(
-            f"finetune {where}: {len(failed)} of {len(conditions)} runs failed (their causes are in <run>.failed next to each result):\n  "
-            + "\n  ".join(failed)
+            f"finetune {where}: {len(failed)} of {len(conditions)} runs failed (their causes are in <run>.failed next "
+            "to each result):\n  " + "\n  ".join(failed)
         )
     return results
 
