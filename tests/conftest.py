@@ -21,14 +21,23 @@ def tiny_model_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny_model")
     vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
     BertTokenizerFast(vocab=vocab, do_lower_case=True).save_pretrained(out)
-    config = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=256, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(WORDS) + 5,
+        hidden_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=256,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(0)
     model = BertModel(config)
     with torch.no_grad():  # make "pretrained" weights unlike any fresh init, pooler included
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(out, safe_serialization=True)
-    (out / "base.json").write_text(json.dumps({"name": "tiny", "weights_sha256": "test", "num_layers": 3, "num_heads": 4}))
+    (out / "base.json").write_text(
+        json.dumps({"name": "tiny", "weights_sha256": "test", "num_layers": 3, "num_heads": 4})
+    )
     return out
 
 
@@ -52,7 +61,10 @@ def tiny_task_dir(tmp_path_factory, tiny_model_dir):
 
     out = tmp_path_factory.mktemp("tiny_task")
     tokenizer = load_tokenizer(tiny_model_dir)
-    splits = {name: data.tokenize(toy_sentiment(n, seed), ("sentence",), "classification", tokenizer, 32) for name, n, seed in (("train", 200, 1), ("eval", 60, 2))}
+    splits = {
+        name: data.tokenize(toy_sentiment(n, seed), ("sentence",), "classification", tokenizer, 32)
+        for name, n, seed in (("train", 200, 1), ("eval", 60, 2))
+    }
     data.save_splits(out / "tokens.npz", splits)
     return out
 
@@ -65,7 +77,9 @@ def tiny_tasks_root(tmp_path_factory, tiny_task_dir):
     root = tmp_path_factory.mktemp("tiny_tasks")
     (root / "rt_sentiment").mkdir()
     shutil.copy(tiny_task_dir / "tokens.npz", root / "rt_sentiment" / "tokens.npz")
-    (root / "rt_sentiment" / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": 200, "eval_examples": 60}))
+    (root / "rt_sentiment" / "info.json").write_text(
+        json.dumps({"task": "rt_sentiment", "train_examples": 200, "eval_examples": 60})
+    )
     return root
 
 
@@ -75,13 +89,58 @@ def grid_params() -> dict:
     embedded tasks, at sizes a test can train in seconds. Tests change a copy of it."""
     tiny = {"tasks": ["rt_sentiment"], "sizes": [8], "trials": 2}
     return {
-        "task": "rt_sentiment", "size": 16, "k": 6, "trials": 2, "recipe": "paper", "pooling": "mean", "seed": 0,
+        "task": "rt_sentiment",
+        "size": 16,
+        "k": 6,
+        "trials": 2,
+        "recipe": "paper",
+        "pooling": "mean",
+        "seed": 0,
         "model": {"name": "embedded", "max_length": 32},
-        "data": {"tasks": ["rt_sentiment", "subjectivity", "tweet_sentiment"], "glue_dir": None, "glue_carve_train_from_dev": [], "eval_size": 50, "neutral_band": 0.8, "split_seed": 0},
-        "train": {"lr": 2.0e-5, "batch_size": 8, "epochs": 1, "small_size": 8, "small_epochs": 1, "weight_decay": 0.0, "eval_batch_size": 32, "group_by_length": True, "precision": "auto", "checkpoint_every": 0, "workers": 1, "threads": 2},
-        "executor": {"kind": "local", "address": "auto", "gpus_per_run": 1, "runs_per_gpu": 1, "partition": None, "time_limit_min": 60, "cpus_per_run": 1, "mem_gb_per_run": 8, "array_parallelism": 64, "log_dir": "data/cluster_logs", "max_retries": 2},
+        "data": {
+            "tasks": ["rt_sentiment", "subjectivity", "tweet_sentiment"],
+            "glue_dir": None,
+            "glue_carve_train_from_dev": [],
+            "eval_size": 50,
+            "neutral_band": 0.8,
+            "split_seed": 0,
+        },
+        "train": {
+            "lr": 2.0e-5,
+            "batch_size": 8,
+            "epochs": 1,
+            "small_size": 8,
+            "small_epochs": 1,
+            "weight_decay": 0.0,
+            "eval_batch_size": 32,
+            "group_by_length": True,
+            "precision": "auto",
+            "checkpoint_every": 0,
+            "workers": 1,
+            "threads": 2,
+        },
+        "executor": {
+            "kind": "local",
+            "address": "auto",
+            "gpus_per_run": 1,
+            "runs_per_gpu": 1,
+            "partition": None,
+            "time_limit_min": 60,
+            "cpus_per_run": 1,
+            "mem_gb_per_run": 8,
+            "array_parallelism": 64,
+            "log_dir": "data/cluster_logs",
+            "max_retries": 2,
+        },
         "probe": {"tasks": ["rt_sentiment"], "batch_size": 64, "epochs": 2, "lr": 1.0e-3, "train_batch_size": 64},
-        "report": {"alpha": 0.05, "power": 0.8, "single_layer_margin": 0.02, "correlation_margin": 0.5, "bootstrap_resamples": 200, "bootstrap_min_trials": 10},
+        "report": {
+            "alpha": 0.05,
+            "power": 0.8,
+            "single_layer_margin": 0.02,
+            "correlation_margin": 0.5,
+            "bootstrap_resamples": 200,
+            "bootstrap_min_trials": 10,
+        },
         "studies": {
             "progressive": {"scheme": "progressive", **tiny, "sizes": [8, 16], "ks": [0, 6]},
             "blocks": {"scheme": "block", "window": 5, **tiny},
@@ -91,7 +150,13 @@ def grid_params() -> dict:
             "lr_multiplier": {"scheme": "progressive", "ks": [0], "reinit_lr_multiplier": 5, **tiny},
             "keep_layernorm": {"scheme": "progressive", "ks": [0], "keep_layernorm": True, **tiny},
             "epochs": {"scheme": "progressive", "ks": [0, 6], "epochs": 2, **tiny},
-            "sequential": {"scheme": "progressive", "ks": [6], "intermediate_tasks": ["rt_sentiment", "tweet_sentiment"], **tiny, "tasks": ["rt_sentiment", "tweet_sentiment"]},
+            "sequential": {
+                "scheme": "progressive",
+                "ks": [6],
+                "intermediate_tasks": ["rt_sentiment", "tweet_sentiment"],
+                **tiny,
+                "tasks": ["rt_sentiment", "tweet_sentiment"],
+            },
         },
     }
 
