@@ -17,7 +17,7 @@ instead, DVC's overhead, and the default pipeline end to end.
      max_seq_length 128, random order, linear decay, fp32);
    - trainer_best: `Trainer` with dynamic padding, `group_by_length` and bf16;
    - trainer_best_random_order: the same without `group_by_length`, whose long-to-short
-     ordering is what stopped Trainer learning in one epoch here (README).
+     ordering is what stopped Trainer learning in one epoch here (docs/benchmark.md).
    Every contender trains the same module (our mean head), so only the loop differs.
 2. Probing all L+1 layers from one cached forward pass against one run per layer
    that re-encodes the data every epoch (the released code's way).
