@@ -45,11 +45,13 @@ class Section:
     _not_params: tuple[str, ...] = ()
 
     def __getattribute__(self, name: str):
+        value = object.__getattribute__(self, name)
         cls = type(self)
         if not name.startswith("_") and name in cls.__dataclass_fields__ and name not in cls._not_params:
-            key = object.__getattribute__(self, "_key")
-            _KEYS_READ.add(f"{key}.{name}" if key else name)
-        return object.__getattribute__(self, name)
+            if not isinstance(value, Section):  # a section is not a value: its fields are, when read
+                key = object.__getattribute__(self, "_key")
+                _KEYS_READ.add(f"{key}.{name}" if key else name)
+        return value
 
 
 def help_text(section: type) -> dict[str, str]:
