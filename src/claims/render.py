@@ -172,3 +172,38 @@ def _html_table(header: list[str], rows: list[list]) -> str:
         for row in rows
     ]
     return "<table>" + head + "".join(body) + "</table>"
+
+
+def collapse_rates(points: pd.DataFrame) -> pd.DataFrame:
+    """Per condition with a collapsed run: how many of its finished runs predicted one class."""
+    headline = points[points["headline"] & (points["collapsed"] > 0)]
+    return headline.assign(collapse_rate=headline["collapsed"] / headline["n"])[
+        ["study", "task", "size", "slug", "n", "collapsed", "collapse_rate", "mean"]
+    ]
+
+
+def report_tables(agreement: pd.DataFrame, tables: Path) -> list[tuple[str, pd.DataFrame]]:
+    """The tables the report shows after the claims: agreement, Table 1, collapse, other metrics."""
+    points = pd.read_csv(tables / "points.csv")
+    every_metric = points[~points["headline"].astype(bool)]
+    table1 = pd.read_csv(tables / "permutation_correlations.csv")
+    table1_title = (
+        "Table 1: cross-task correlation over the same permutations, and its control (unpermuted runs by trial)"
+    )
+    extra = [
+        ("Probing vs finetuning agreement", agreement.round(4)),
+        (table1_title + ("" if len(table1) else ": no rows (no permutation study ran)"), table1),
+        ("Collapsed runs (one class predicted; kept in every mean)", collapse_rates(points)),
+    ]
+    if len(every_metric):
+        shown = every_metric[["study", "task", "size", "slug", "metric", "mean", "ci_low", "ci_high", "n"]]
+        extra.append(("Other metrics the tasks declare (headline metric in the tables above)", shown))
+    return extra
+
+
+def figure_list(tables: Path, figures: Path) -> list[tuple[str, Path | str]]:
+    """(title, png) of each drawn figure, (title, why not) of the others (figures.csv)."""
+    return [
+        (row.figure.replace("_", " "), figures / f"{row.figure}.png" if row.status == "drawn" else row.status)
+        for row in pd.read_csv(tables / "figures.csv").itertuples()
+    ]

@@ -47,10 +47,10 @@ class Section:
     def __getattribute__(self, name: str):
         value = object.__getattribute__(self, name)
         cls = type(self)
-        if not name.startswith("_") and name in cls.__dataclass_fields__ and name not in cls._not_params:
-            if not isinstance(value, Section):  # a section is not a value: its fields are, when read
-                key = object.__getattribute__(self, "_key")
-                _KEYS_READ.add(f"{key}.{name}" if key else name)
+        is_param = not name.startswith("_") and name in cls.__dataclass_fields__ and name not in cls._not_params
+        if is_param and not isinstance(value, Section):  # a section is not a value: its fields are, when read
+            key = object.__getattribute__(self, "_key")
+            _KEYS_READ.add(f"{key}.{name}" if key else name)
         return value
 
 

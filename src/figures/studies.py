@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 
 from src.conditions.schemes import figure_of
-from src.config.schema import StudyConfig
+from src.config.schema import Config, StudyConfig
 from src.figures import plots
-from src.results.aggregate import epoch_curves, head_changes, progressive_curves
+from src.results.aggregate import Tables, epoch_curves, head_changes, progressive_curves, summarise_weights
 from src.train.result import RunResult
 
 
@@ -84,3 +84,38 @@ FIGURES = {
 
 def draw_study(study: StudyConfig, tables: StudyTables, path: Path) -> None:
     FIGURES[figure_of(study)](study, tables, path)
+
+
+WEIGHT_COLUMNS = ["task", "size", "layer", "sublayer", "spectral"]
+
+
+def draw_figures(config: Config, tables: Tables, folder: Path) -> list[dict]:
+    """Every study's figure and the weight-change figure; each drawn, or removed with the reason."""
+    t = tables
+    figures = {
+        name: lambda path, name=name, study=study: draw_study(
+            study,
+            StudyTables(
+                t.headline_points[t.headline_points["study"] == name],
+                t.headline[t.headline["study"] == name],
+                t.plain_points,
+                t.plain_runs,
+                t.references,
+                t.results[name],
+                t.probe,
+            ),
+            path,
+        )
+        for name, study in config.studies.items()
+    }
+    weights = summarise_weights(t.weights, config.train) if len(t.weights) else pd.DataFrame(columns=WEIGHT_COLUMNS)
+    figures["weight_change"] = lambda path: plots.plot_weight_change(weights, path)
+    drawn = []
+    for name, draw in figures.items():
+        try:
+            draw(folder / f"{name}.png")
+            drawn.append({"figure": name, "status": "drawn"})
+        except plots.NothingToDraw as reason:
+            (folder / f"{name}.png").unlink(missing_ok=True)
+            drawn.append({"figure": name, "status": f"not run: {reason}"})
+    return drawn

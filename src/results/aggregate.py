@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +20,9 @@ from scipy import stats as scipy_stats
 
 from src.conditions.condition import Condition
 from src.conditions.studies import trained_conditions
-from src.config.schema import TrainConfig
+from src.config.schema import Config, TrainConfig
 from src.files import json_safe
-from src.results.tables import full_model, summarise
+from src.results.tables import full_model, plain, results_table, summarise
 from src.stats import hypothesis
 from src.train.result import RunResult, read_results
 
@@ -333,3 +333,64 @@ def extra_tables(config_studies: dict, headline: pd.DataFrame, plain_runs: pd.Da
         name: pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=EXTRA_TABLE_COLUMNS[name])
         for name, found in parts.items()
     }
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Every study's results and the tables built from them (what figures and files are made of)."""
+
+    results: dict[str, list[RunResult]]
+    runs: pd.DataFrame  # every run and metric (runs.csv)
+    points: pd.DataFrame  # every condition and metric (points.csv)
+    plain_runs: pd.DataFrame  # headline runs of unmodified conditions, each once
+    plain_points: pd.DataFrame
+    references: pd.DataFrame  # full and scratch per task and size
+    probe: pd.DataFrame
+    weights: pd.DataFrame
+
+    @property
+    def headline(self) -> pd.DataFrame:
+        return self.runs[self.runs["headline"]]
+
+    @property
+    def headline_points(self) -> pd.DataFrame:
+        return self.points[self.points["headline"]]
+
+
+def build_tables(
+    config: Config, reported: dict[str, list[Condition]], runs_dir: Path, probe_dir: Path, num_layers: int
+) -> Tables:
+    results = load_results(runs_dir, reported, num_layers)
+    runs = pd.concat([results_table(r, study, num_layers) for study, r in results.items()], ignore_index=True)
+    # every metric a task declares is summarised; figures and claims use the headline one
+    carry = (*CONDITION, "headline", "ref_full", "ref_scratch", "ref_baseline")
+    points = summarise(runs, ["study", "task", "size", "slug", "metric"], carry=carry)
+    plain_runs = plain(runs[runs["headline"]], config.train, ["task", "size", "slug", "trial"])
+    plain_points = summarise(plain_runs, ["task", "size", "slug"], carry=(*CONDITION, "metric"))
+    probe = probe_table(probe_dir, config.probe.tasks)
+    return Tables(
+        results,
+        runs,
+        points,
+        plain_runs,
+        plain_points,
+        reference_points(plain_runs),
+        probe,
+        weight_table(results, num_layers),
+    )
+
+
+def write_tables(tables: Tables, config: Config, folder: Path, plot_data: Path, num_layers: int) -> None:
+    """The CSV tables, studies.json and Fig. 1's DVC plot data."""
+    t = tables
+    progressive = t.headline_points[t.headline_points["study"] == "progressive"]
+    curves = progressive_curves(progressive, t.probe, list(config.studies["progressive"].tasks))
+    curves[PLOT_COLUMNS].round(5).to_csv(plot_data, index=False)
+    t.runs.to_csv(folder / "runs.csv", index=False)
+    t.points.round(5).to_csv(folder / "points.csv", index=False)
+    t.weights.round(6).to_csv(folder / "weight_change.csv", index=False)
+    layer_change_table(t.results, config.train, num_layers).to_csv(folder / "layer_change.csv", index=False)
+    t.probe.to_csv(folder / "probe.csv", index=False)
+    for name, table in extra_tables(config.studies, t.headline, t.plain_runs).items():
+        table.round(5).to_csv(folder / f"{name}.csv", index=False)
+    studies_metrics(t.points, folder / "studies.json")
