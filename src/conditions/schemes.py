@@ -32,7 +32,7 @@ class Scheme:
     keys: dict[str, checks.Check]  # the study keys it takes beside scheme, tasks, sizes, trials
     limits: dict[str, Limit]  # key -> its range on the model (checked once the model is known)
     variants: tuple[str, ...]  # Condition.scheme values it expands to
-    expand: Callable  # (study, base condition fields, L) -> [Condition fields]
+    expand: Callable  # (study, L) -> the scheme fields of each condition of one (task, size, trial)
     fits: Callable  # (condition, L, H) -> bool
     reinit_layers: Callable  # (condition, L) -> 0-based layers given entirely fresh weights
     slug: Callable  # (condition) -> the scheme part of the condition's name
