@@ -56,16 +56,17 @@ def toy_sentiment(n: int, seed: int) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def tiny_task_dir(tmp_path_factory, tiny_model_dir):
     """A tokenised toy task in the layout the data stage writes (tokens.npz)."""
-    from src import data
-    from src.model import load_tokenizer
+    from src.data.tokens import save_splits, tokenize
+    from src.model.base import load_tokenizer
+    from src.tasks.kinds import KINDS
 
     out = tmp_path_factory.mktemp("tiny_task")
     tokenizer = load_tokenizer(tiny_model_dir)
     splits = {
-        name: data.tokenize(toy_sentiment(n, seed), ("sentence",), "classification", tokenizer, 32)
+        name: tokenize(toy_sentiment(n, seed), ("sentence",), KINDS["classification"], tokenizer, 32)
         for name, n, seed in (("train", 200, 1), ("eval", 60, 2))
     }
-    data.save_splits(out / "tokens.npz", splits)
+    save_splits(out / "tokens.npz", splits)
     return out
 
 

@@ -35,14 +35,18 @@ class TokenizedSplit:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    def subset(self, indices: np.ndarray) -> "TokenizedSplit":
+    def subset(self, indices: np.ndarray) -> TokenizedSplit:
         lengths = self.lengths[indices]
         offsets = np.concatenate([[0], np.cumsum(lengths)])
-        take = np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in indices]) if len(indices) else []
+        take = (
+            np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in indices]) if len(indices) else []
+        )
         return TokenizedSplit(self.ids[take], self.type_ids[take], offsets, self.labels[indices], self.pad_id)
 
 
-def tokenize(df: pd.DataFrame, text_fields: tuple[str, ...], kind: TaskKind, tokenizer, max_length: int) -> TokenizedSplit:
+def tokenize(
+    df: pd.DataFrame, text_fields: tuple[str, ...], kind: TaskKind, tokenizer, max_length: int
+) -> TokenizedSplit:
     columns = [df[field].tolist() for field in text_fields]
     encoded = tokenizer(*columns, truncation=True, max_length=max_length, return_token_type_ids=True)
     lengths = [len(x) for x in encoded["input_ids"]]
@@ -56,7 +60,11 @@ def tokenize(df: pd.DataFrame, text_fields: tuple[str, ...], kind: TaskKind, tok
 
 
 def save_splits(path: Path, splits: dict[str, TokenizedSplit]) -> None:
-    arrays = {f"{name}.{field}": np.asarray(getattr(split, field)) for name, split in splits.items() for field in TokenizedSplit.__dataclass_fields__}
+    arrays = {
+        f"{name}.{field}": np.asarray(getattr(split, field))
+        for name, split in splits.items()
+        for field in TokenizedSplit.__dataclass_fields__
+    }
     np.savez(path, **arrays)
 
 
@@ -79,7 +87,9 @@ def training_subset(pool_size: int, size: int, task: str, trial: int, seed: int)
     return np.sort(rng.choice(pool_size, size=size, replace=False))
 
 
-def batches(lengths: np.ndarray, batch_size: int, generator: np.random.Generator | None, group_by_length: bool = False) -> list[np.ndarray]:
+def batches(
+    lengths: np.ndarray, batch_size: int, generator: np.random.Generator | None, group_by_length: bool = False
+) -> list[np.ndarray]:
     """Index batches.
 
     Evaluation (no generator): sorted by length, so batches pad little and the order
