@@ -18,6 +18,9 @@ WORDS = "the a film movie good bad great awful plot actors boring fun not very i
 def tiny_model_dir(tmp_path_factory):
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
+    from src.files import sha256_of
+    from src.model.record import BaseModelRecord
+
     out = tmp_path_factory.mktemp("tiny_model")
     vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
     BertTokenizerFast(vocab=vocab, do_lower_case=True).save_pretrained(out)
@@ -35,9 +38,15 @@ def tiny_model_dir(tmp_path_factory):
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(out, safe_serialization=True)
-    (out / "base.json").write_text(
-        json.dumps({"name": "tiny", "weights_sha256": "test", "num_layers": 3, "num_heads": 4})
-    )
+    BaseModelRecord(  # base.json as prepare_model writes it (its one writer)
+        name="tiny",
+        source="tests/conftest.py",
+        model_type=config.model_type,
+        num_layers=config.num_hidden_layers,
+        hidden_size=config.hidden_size,
+        num_heads=config.num_attention_heads,
+        weights_sha256=sha256_of(out / "model.safetensors"),
+    ).write(out)
     return out
 
 
