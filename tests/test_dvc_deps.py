@@ -1,57 +1,180 @@
-"""dvc.yaml's code deps cannot drift from the code: each stage lists exactly the Python files
-its entry point imports inside src/ and stages/, transitively. A file missing from the list
-would let `dvc repro` say "up to date" over results the new code would not produce."""
+"""dvc.yaml's code deps cannot drift from the code: each stage lists exactly the code units
+(src/imports.py code_units: a package folder under src/, else the file) that its entry point
+imports, transitively. A unit missing from the list would let `dvc repro` say "up to date"
+over results the new code would not produce; a result's fingerprint hashes the same closure
+of its run function (TRAINING_CODE), so a training-code change retrains it."""
 
-import ast
+import shutil
+import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
+
+from src import imports
+from src.conditions.condition import Condition
+from src.imports import code_files, code_units
+from src.train import run
+from src.train.schedule import run_settings
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def local_imports(path: Path) -> set[str]:
-    """The src/ and stages/ modules a file imports (`from src import a`, `from src.b import x`, `import src.c`)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = []
-        if isinstance(node, ast.ImportFrom) and node.module in ("src", "stages"):
-            names = [f"{node.module}.{alias.name}" for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("src", "stages"):
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names if alias.name.split(".")[0] in ("src", "stages")]
-        found |= {"/".join(name.split(".")[:2]) + ".py" for name in names if len(name.split(".")) >= 2}
-    return {f for f in found if (REPO / f).is_file()}
-
-
-def python_deps(entry: str) -> set[str]:
-    """`entry` and every local module it imports, transitively."""
-    seen, todo = {entry}, [entry]
-    while todo:
-        for imported in local_imports(REPO / todo.pop()) - seen:
-            seen.add(imported)
-            todo.append(imported)
-    return seen
-
-
 def stage_entries() -> dict[str, tuple[str, list[str]]]:
-    """stage name -> (entry point file, the .py deps dvc.yaml lists)."""
+    """dvc.yaml stage name -> (its `python -m` entry module, the code deps it lists)."""
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     entries = {}
     for name, stage in stages.items():
-        body = stage.get("do", stage)
+        body = stage.get("do", stage)  # foreach stages keep their definition under do:
         module = body["cmd"].split("python -m ", 1)[1].split()[0]
-        entries[name] = (module.replace(".", "/") + ".py", [d for d in body["deps"] if d.endswith(".py")])
+        entries[name] = (module, [d for d in body["deps"] if d.split("/")[0] in imports.OWN])
     return entries
 
 
-def test_every_stage_lists_exactly_the_python_files_it_imports():
-    for name, (entry, listed) in stage_entries().items():
-        expected = python_deps(entry)
-        assert sorted(listed) == sorted(expected), f"dvc.yaml stage {name}: missing {sorted(expected - set(listed))}, not imported {sorted(set(listed) - expected)}"
+def test_every_stage_lists_exactly_the_code_units_its_entry_point_imports():
+    entries = stage_entries()
+    assert {
+        "validate",
+        "prepare_model",
+        "data",
+        "finetune",
+        "focus",
+        "features",
+        "probe",
+        "aggregate",
+        "report",
+    } <= set(entries)
+    for name, (module, listed) in entries.items():
+        expected = code_units(module)
+        assert f"{module.replace('.', '/')}.py" in expected
+        assert listed == expected, (
+            f"dvc.yaml stage {name}: missing {sorted(set(expected) - set(listed))}, "
+            f"not imported {sorted(set(listed) - set(expected))}, or out of order"
+        )
 
 
-def test_the_import_walk_follows_every_import_form(tmp_path):
-    assert {"src/training.py", "src/data.py", "src/metrics.py"} <= python_deps("src/training.py")
-    assert "src/params.py" in python_deps("stages/finetune.py")
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(textwrap.dedent(text))
+
+
+@pytest.fixture
+def synthetic_repo(tmp_path, monkeypatch):
+    """A small repo whose entry point imports in every form code_files must follow."""
+    write_tree(
+        tmp_path,
+        {
+            "src/__init__.py": "",
+            "src/entry.py": """
+                from typing import TYPE_CHECKING
+
+                import json
+
+                from src import plain  # from src import a: a module of the package src
+                from src.pkg.inner import value  # from src.b import x: a name from a module
+                import src.dotted  # import src.c
+                from src.busy import run  # a package whose __init__ runs code
+
+                if TYPE_CHECKING:  # annotations only: never runs
+                    from src import annotations_only
+                    import src.also_annotations_only
+                else:
+                    from src import runtime_else
+
+
+                def later():
+                    from src.lazy import thing  # inside a function: runs when it is called
+            """,
+            "src/plain.py": "from src.deep import x\n",
+            "src/deep.py": "x = 1\n",
+            "src/pkg/__init__.py": "",  # an empty package marker runs nothing: not listed
+            "src/pkg/inner.py": "value = 1\n",
+            "src/pkg/unused.py": "import src.never\n",  # in an imported package, but not imported
+            "src/never.py": "",
+            "src/dotted.py": "",
+            "src/busy/__init__.py": "from src.busy.core import run\n",
+            "src/busy/core.py": "run = 1\n",
+            "src/annotations_only.py": "import src.behind_annotations\n",
+            "src/also_annotations_only.py": "",
+            "src/behind_annotations.py": "",
+            "src/runtime_else.py": "",
+            "src/lazy.py": "thing = 1\n",
+            "stages/__init__.py": "",
+            "stages/run_me.py": "from src.pkg.inner import value\nimport src.dotted\n",
+        },
+    )
+    monkeypatch.setattr(imports, "ROOT", tmp_path)
+    return tmp_path
+
+
+def test_code_files_follows_every_import_form_and_skips_type_checking_blocks(synthetic_repo):
+    assert code_files("src.entry") == [
+        "src/busy/__init__.py",
+        "src/busy/core.py",
+        "src/deep.py",  # through src/plain.py
+        "src/dotted.py",
+        "src/entry.py",
+        "src/lazy.py",
+        "src/pkg/inner.py",
+        "src/plain.py",
+        "src/runtime_else.py",
+    ]
+    assert code_files("src.annotations_only") == ["src/annotations_only.py", "src/behind_annotations.py"]
+
+
+def test_code_units_are_package_folders_under_src_and_files_elsewhere(synthetic_repo):
+    assert code_units("src.entry") == [
+        "src/busy",
+        "src/deep.py",
+        "src/dotted.py",
+        "src/entry.py",
+        "src/lazy.py",
+        "src/pkg",
+        "src/plain.py",
+        "src/runtime_else.py",
+    ]
+    assert code_units("stages.run_me") == ["src/dotted.py", "src/pkg", "stages/run_me.py"]
+
+
+def test_the_fingerprint_hashes_the_training_codes_import_closure():
+    assert tuple(code_files("src.train.run")) == run.TRAINING_CODE
+    training = {
+        "src/train/run.py",
+        "src/train/loop.py",
+        "src/train/weights.py",
+        "src/model/finetuner.py",
+        "src/model/reinit.py",
+        "src/model/families.py",
+        "src/data/tokens.py",
+        "src/conditions/condition.py",
+        "src/conditions/schemes.py",
+        "src/tasks/kinds.py",
+        "src/tasks/metrics.py",
+    }
+    assert training <= set(run.TRAINING_CODE)
+    # code that cannot change a number: where runs execute, the params schema, the report
+    elsewhere = {"src/train/executors.py", "src/train/schedule.py", "src/config/load.py", "src/config/schema.py"}
+    assert not elsewhere & set(run.TRAINING_CODE)
+    assert not [f for f in run.TRAINING_CODE if f.startswith(("src/claims/", "src/results/", "src/figures/"))]
+
+
+def test_a_training_code_change_changes_the_fingerprint_and_other_code_does_not(
+    tmp_path, monkeypatch, config, tiny_model_dir, tiny_tasks_root
+):
+    shutil.copytree(REPO / "src", tmp_path / "src")
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    condition, settings = Condition("rt_sentiment", 8, 0, 1, k=2), run_settings(config, 1)
+
+    def fingerprint() -> str:
+        return run.fingerprint(condition, settings, tiny_model_dir, tiny_tasks_root)
+
+    def appended(path: str, text: str) -> None:
+        with open(tmp_path / path, "a") as f:
+            f.write(text)
+
+    before = fingerprint()
+    appended("src/train/executors.py", "\n# where runs execute changes no number\n")
+    assert fingerprint() == before
+    appended("src/model/reinit.py", "\n# a training-code change\n")
+    assert fingerprint() != before
