@@ -30,8 +30,9 @@ def keys_read() -> set[str]:
     return set(_KEYS_READ)
 
 
-def forget_keys_read() -> None:
-    _KEYS_READ.clear()
+def forget_keys_read(keep: set[str] = frozenset()) -> None:
+    """Forget every key read so far but those in `keep`."""
+    _KEYS_READ.intersection_update(keep)
 
 
 def knob(check: checks.Check, help: str, default=None):  # noqa: A002 - `help` as in argparse and HF
