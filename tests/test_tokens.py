@@ -1,10 +1,11 @@
-"""Training subsets, batching and padding."""
+"""src/data/tokens.py: tokenised splits, training subsets, batching and padding."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from src import data
+from src.data import tokens as data
+from src.tasks.kinds import KINDS
 
 
 def test_training_subset_is_fresh_per_trial_and_pure():
@@ -30,8 +31,10 @@ def test_training_batches_cover_every_example_once(group):
 
 def test_length_grouping_cuts_padding():
     lengths = np.random.default_rng(0).integers(3, 60, size=2000)
+
     def padded(group):
         return sum(lengths[b].max() * len(b) for b in data.batches(lengths, 8, np.random.default_rng(1), group))
+
     assert padded(True) < 0.8 * padded(False)
 
 
@@ -46,11 +49,17 @@ def test_collate_pads_and_masks(tiny_task_dir):
 
 
 def test_tokens_carry_the_tokenizers_padding_id(tmp_path, tiny_model_dir):
-    from src.model import load_tokenizer
+    from src.model.base import load_tokenizer
 
     tokenizer = load_tokenizer(tiny_model_dir)
     tokenizer.pad_token = "[MASK]"  # any id but 0, which a zero-filled array would give anyway
-    split = data.tokenize(pd.DataFrame({"sentence": ["a good film", "bad"], "label": [1, 0]}), ("sentence",), "classification", tokenizer, 16)
+    split = data.tokenize(
+        pd.DataFrame({"sentence": ["a good film", "bad"], "label": [1, 0]}),
+        ("sentence",),
+        KINDS["classification"],
+        tokenizer,
+        16,
+    )
     data.save_splits(tmp_path / "tokens.npz", {"train": split})
     loaded = data.load_split(tmp_path / "tokens.npz", "train")
     assert loaded.pad_id == tokenizer.pad_token_id == 4

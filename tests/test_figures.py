@@ -1,0 +1,310 @@
+"""src/figures/plots.py: every figure draws from small hand-made aggregated tables, names excluded diverged and included
+collapsed runs, keeps bands in range, joins only measured neighbours, and refuses an empty table."""
+
+import math
+
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+
+from src.figures import plots
+
+NAN = math.nan
+
+
+def assert_png(path):
+    image = matplotlib.image.imread(path)
+    assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 200
+    assert len(np.unique(image.reshape(-1, image.shape[2]), axis=0)) > 10  # not a blank canvas
+
+
+def references(tasks=("rt_sentiment", "mrpc"), sizes=(50,)):
+    rows = []
+    for task in tasks:
+        for size in sizes:
+            rows.append(
+                {
+                    "task": task,
+                    "size": size,
+                    "reference": "full",
+                    "mean": 0.85,
+                    "ci_low": 0.82,
+                    "ci_high": 0.88,
+                    "std": 0.02,
+                    "n": 5,
+                }
+            )
+            rows.append(
+                {
+                    "task": task,
+                    "size": size,
+                    "reference": "scratch",
+                    "mean": 0.55,
+                    "ci_low": NAN,
+                    "ci_high": NAN,
+                    "std": NAN,
+                    "n": 1,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_blocks_names_windows_and_diverged_runs(tmp_path):
+    rows = []
+    for task in ("rt_sentiment", "mrpc"):
+        for scheme, base in (("block_reinit", 0.8), ("block_preserve", 0.6)):
+            for layer in range(1, 5):
+                rows.append(
+                    {
+                        "task": task,
+                        "size": 50,
+                        "scheme": scheme,
+                        "layer": layer,
+                        "window": 3,
+                        "metric": "accuracy",
+                        "mean": base + 0.02 * layer,
+                        "ci_low": base + 0.02 * layer - 0.03,
+                        "ci_high": base + 0.02 * layer + 0.03,
+                        "n": 3,
+                        "diverged": 0,
+                    }
+                )
+    points = pd.DataFrame(rows).assign(extra="ignored")
+    points.loc[0, "diverged"] = 2
+    points.loc[5, ["ci_low", "ci_high"]] = NAN
+    texts = plots.plot_blocks(points, references(), tmp_path / "blocks.png")
+    assert_png(tmp_path / "blocks.png")
+    assert "reinitialise window (2 diverged runs excluded)" in texts
+    assert "preserve window only" in texts
+    assert {"1-3", "4-6"} <= set(texts)
+    assert "all layers pretrained (k=L), n=5" in texts
+
+
+def test_single_layer(tmp_path):
+    points = pd.DataFrame(
+        [
+            {
+                "task": "rt_sentiment",
+                "size": size,
+                "layer": layer,
+                "metric": "accuracy",
+                "mean": 0.8 - 0.01 * layer,
+                "ci_low": 0.77 - 0.01 * layer,
+                "ci_high": 0.83 - 0.01 * layer,
+                "n": 3,
+                "diverged": 0,
+            }
+            for size in (50, 500)
+            for layer in range(1, 7)
+        ]
+    )
+    points.loc[2, "diverged"] = 1
+    points.loc[3, ["ci_low", "ci_high"]] = NAN
+    texts = plots.plot_single_layer(points, references(("rt_sentiment",), (50, 500)), tmp_path / "single.png")
+    assert_png(tmp_path / "single.png")
+    assert "only this layer reinitialised (1 diverged run excluded)" in texts
+
+
+def test_permutation_counts_but_does_not_plot_diverged_runs(tmp_path):
+    values = [0.70, 0.72, 0.75, 0.71, NAN]
+    runs = pd.DataFrame(
+        {
+            "task": "rt_sentiment",
+            "size": 50,
+            "trial": range(5),
+            "value": values,
+            "status": ["ok"] * 4 + ["diverged"],
+            "metric": "accuracy",
+        }
+    )
+    same = runs.assign(task="mrpc", value=0.6, status="ok", metric="f1").head(
+        3
+    )  # no spread: no density shade, still drawn
+    texts = plots.plot_permutation(pd.concat([runs, same]), references(), tmp_path / "permutation.png")
+    assert_png(tmp_path / "permutation.png")
+    assert "permuted-layer runs (4 finished; 1 diverged, not plotted)" in texts
+    assert "permuted-layer runs (3 finished)" in texts
+    assert texts.count("density of ok runs (KDE)") == 1
+    assert texts.count("mean, 95% t CI") == 2
+
+
+def test_heads_annotates_each_present_cell(tmp_path):
+    changes = pd.DataFrame(
+        [
+            {
+                "task": "rt_sentiment",
+                "size": size,
+                "layer": layer,
+                "head_index": head,
+                "change": 0.01 * (layer - head),
+                "n": 3,
+            }
+            for size in (50, 500)
+            for layer in (1, 2)
+            for head in (0, 3, 7)
+        ]
+    )
+    changes = changes.drop(index=1)  # a missing cell stays blank
+    texts = plots.plot_heads(changes, tmp_path / "heads.png")
+    assert_png(tmp_path / "heads.png")
+    assert {"+0.010", "+0.020", "-0.010", "-0.050"} <= set(texts)
+    assert texts.count("-0.060") == 2 and texts.count("-0.020") == 1  # (layer 1, head 3) is missing at size 50
+
+
+def test_modifier(tmp_path):
+    points = pd.DataFrame(
+        [
+            {
+                "task": "rt_sentiment",
+                "size": size,
+                "k": k,
+                "variant": variant,
+                "metric": "accuracy",
+                "mean": 0.6 + 0.05 * k + shift,
+                "ci_low": 0.57 + 0.05 * k + shift,
+                "ci_high": 0.63 + 0.05 * k + shift,
+                "n": 3,
+                "diverged": 0,
+            }
+            for size in (50, 500)
+            for variant, shift in (("baseline", 0), ("5x lr on reinitialised layers", 0.02))
+            for k in range(4)
+        ]
+    )
+    points.loc[4, "diverged"] = 3
+    points.loc[0, ["ci_low", "ci_high"]] = NAN
+    texts = plots.plot_modifier(points, tmp_path / "modifier.png", "Learning rate on reinitialised layers")
+    assert_png(tmp_path / "modifier.png")
+    assert "Learning rate on reinitialised layers" in texts
+    assert "5x lr on reinitialised layers (3 diverged runs excluded)" in texts
+
+
+def test_epochs_has_a_loss_and_a_metric_column_per_task(tmp_path):
+    rows = []
+    for task, metric in (("rt_sentiment", "accuracy"), ("mrpc", "f1")):
+        for k in (0, 6):
+            for epoch in (1, 2, 3):
+                for quantity, value in (("eval_loss", 0.7 / epoch + 0.01 * k), (metric, 0.6 + 0.05 * epoch)):
+                    rows.append(
+                        {
+                            "task": task,
+                            "size": 50,
+                            "k": k,
+                            "epoch": epoch,
+                            "quantity": quantity,
+                            "mean": value,
+                            "ci_low": value - 0.02,
+                            "ci_high": value + 0.02,
+                            "n": 3,
+                        }
+                    )
+    curves = pd.DataFrame(rows)
+    curves.loc[0, ["ci_low", "ci_high"]] = NAN
+    texts = plots.plot_epochs(curves, tmp_path / "epochs.png")
+    assert_png(tmp_path / "epochs.png")
+    assert {"eval loss", "accuracy", "f1", "k=0", "k=6"} <= set(texts)
+
+
+def test_weight_change(tmp_path):
+    rows = []
+    for task in ("rt_sentiment", "mrpc"):
+        for size in (50, 500):
+            for layer in range(1, 5):
+                for sublayer in ("query", "key", "value", "attention_output", "intermediate", "output"):
+                    spectral = (
+                        1.0 if task == "mrpc" and size == 50 else 0.1 * layer * (2 if size == 500 else 1)
+                    )  # one flat line
+                    rows.append(
+                        {
+                            "task": task,
+                            "size": size,
+                            "layer": layer,
+                            "sublayer": sublayer,
+                            "frobenius": 3 * spectral,
+                            "spectral": spectral,
+                        }
+                    )
+    texts = plots.plot_weight_change(pd.DataFrame(rows), tmp_path / "weights.png")
+    assert_png(tmp_path / "weights.png")
+    assert {"rt_sentiment", "mrpc", "50 training examples", "500 training examples"} <= set(texts)
+
+
+def test_sequential_annotates_mean_and_ci(tmp_path):
+    tasks = ["rt_sentiment", "mrpc", "sst2"]
+    rows = [
+        {
+            "final_task": final,
+            "intermediate_task": middle,
+            "metric": "accuracy",
+            "mean": 0.8 + 0.01 * i - 0.02 * j,
+            "ci_low": 0.78,
+            "ci_high": 0.84,
+            "n": 3,
+        }
+        for i, final in enumerate(tasks)
+        for j, middle in enumerate(tasks)
+    ]
+    matrix = pd.DataFrame(rows).drop(index=1)  # (rt_sentiment after mrpc) missing: blank cell
+    matrix.loc[2, ["ci_low", "ci_high"]] = NAN
+    texts = plots.plot_sequential(matrix, tmp_path / "sequential.png")
+    assert_png(tmp_path / "sequential.png")
+    assert "0.800\n[0.78, 0.84]" in texts
+    assert "0.760" in texts  # NaN CI: mean only
+    assert sum("\n[" in text for text in texts) == 7
+
+
+@pytest.mark.parametrize(
+    ("draw", "name"),
+    [
+        (lambda table, path: plots.plot_blocks(table, references(), path), "block reinitialisation"),
+        (lambda table, path: plots.plot_single_layer(table, references(), path), "single-layer reinitialisation"),
+        (lambda table, path: plots.plot_permutation(table, references(), path), "layer permutation"),
+        (plots.plot_heads, "attention-head reinitialisation"),
+        (lambda table, path: plots.plot_modifier(table, path, "Larger learning rate"), "Larger learning rate"),
+        (plots.plot_epochs, "training curves"),
+        (plots.plot_weight_change, "weight change"),
+        (plots.plot_sequential, "sequential finetuning"),
+    ],
+)
+def test_empty_table_is_refused(tmp_path, draw, name):
+    empty = pd.DataFrame(columns=["task", "size", "sublayer", "final_task"])
+    with pytest.raises(ValueError, match=f"no rows to plot for {name}"):
+        draw(empty, tmp_path / "empty.png")
+    assert not (tmp_path / "empty.png").exists()
+
+
+def test_lines_join_only_measured_neighbours():
+    assert [list(p) for p in plots.segments([0, 6])] == [[0], [1]]
+    assert [list(p) for p in plots.segments([0, 1, 2, 5, 6])] == [[0, 1, 2], [3, 4]]
+
+
+def test_bands_stay_in_the_metric_range_and_too_few_trials_get_a_note_not_a_band(tmp_path):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    thin = plots._band(
+        ax, [1, 2, 3], [-0.4, 0.5, 0.6], [1.3, 0.9, 0.95], [3, 3, 2], "C0", plots.VALUE_RANGE["accuracy"]
+    )
+    (band,) = ax.collections  # one band, over epochs 1-2 only: epoch 3 has n = 2
+    ys = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
+    xs = np.concatenate([path.vertices[:, 0] for path in band.get_paths()])
+    assert thin and ys.min() >= 0.0 and ys.max() <= 1.0 and xs.max() <= 2
+    plt.close(fig)
+    curves = pd.DataFrame(
+        {
+            "task": "rt_sentiment",
+            "size": 64,
+            "k": [0, 6] * 2,
+            "epoch": [1, 1, 2, 2],
+            "quantity": "accuracy",
+            "mean": [0.6, 0.7, 0.65, 0.75],
+            "ci_low": [-0.5] * 4,
+            "ci_high": [1.6] * 4,
+            "n": 2,
+            "diverged": 0,
+            "collapsed": [0, 1, 0, 0],
+        }
+    )
+    texts = plots.plot_epochs(pd.concat([curves, curves.assign(quantity="eval_loss")]), tmp_path / "epochs.png")
+    assert any("no band where n < 3 trials" in t for t in texts) and any("1 collapsed run included" in t for t in texts)
