@@ -18,6 +18,8 @@ WORDS = "the a film movie good bad great awful plot actors boring fun not very i
 def tiny_model_dir(tmp_path_factory):
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
+    from src.model.record import BaseModelRecord
+
     out = tmp_path_factory.mktemp("tiny_model")
     vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
     BertTokenizerFast(vocab=vocab, do_lower_case=True).save_pretrained(out)
@@ -35,9 +37,7 @@ def tiny_model_dir(tmp_path_factory):
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(out, safe_serialization=True)
-    (out / "base.json").write_text(
-        json.dumps({"name": "tiny", "weights_sha256": "test", "num_layers": 3, "num_heads": 4})
-    )
+    BaseModelRecord("tiny", "tests/conftest.py", "bert", 3, 64, 4, "test").write(out)
     return out
 
 
