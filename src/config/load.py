@@ -33,6 +33,7 @@ from src.config.schema import (
     StudyConfig,
     TrainConfig,
     forget_keys_read,
+    keys_read,
 )
 from src.errors import ParamsError
 from src.tasks.registry import GLUE_TASK_NAMES, TASKS
@@ -100,6 +101,7 @@ def _refuse_unknown(node: dict, key: str, known: list[str]) -> None:
 def validate(params: dict, limits: ModelLimits = ModelLimits()) -> Config:
     """Check every key and refuse keys no section declares; with the model's limits (known
     once the base model is prepared) check k, layers, heads and max_length against them."""
+    earlier = keys_read()  # what the stage read before this call (prepare_model: model.name) stays read
     top = [f.name for f in fields(Config)]
     _refuse_unknown(params, "", top)
     data = _data(_get(params, "data", "data"))
@@ -135,7 +137,7 @@ def validate(params: dict, limits: ModelLimits = ModelLimits()) -> Config:
         report=_section(ReportConfig, _get(params, "report", "report"), "report"),
         studies=_studies(_get(params, "studies", "studies"), in_data, limits),
     )
-    forget_keys_read()  # what a stage reads starts here, not in the checks above
+    forget_keys_read(keep=earlier)  # the checks above are not the stage's reads
     return config
 
 

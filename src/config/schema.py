@@ -30,8 +30,10 @@ def keys_read() -> set[str]:
     return set(_KEYS_READ)
 
 
-def forget_keys_read() -> None:
+def forget_keys_read(keep: set[str] = frozenset()) -> None:
+    """Forget every read except `keep`."""
     _KEYS_READ.clear()
+    _KEYS_READ.update(keep)
 
 
 def knob(check: checks.Check, help: str, default=None):  # noqa: A002 - `help` as in argparse and HF
