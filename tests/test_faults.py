@@ -419,9 +419,8 @@ def test_one_worker_and_two_workers_give_the_same_results(tmp_path, tiny_model_d
     # The reference ran with the train.workers of the params.yaml it wrote (a pool of worker
     # processes); this one runs every condition in the stage's own process.
     source, reference = uninterrupted
-    workers = yaml.safe_load((source / "params.yaml").read_text())["train"]["workers"]
-    assert workers > 1, "the reference must have run in a pool of worker processes"
     params = yaml.safe_load((source / "params.yaml").read_text())
+    assert params["train"]["workers"] > 1, "the reference must have run in a pool of worker processes"
     params["train"]["workers"] = 1
     root = make_scratch(tmp_path / "one_worker", tiny_task_dir, params)
     run_stage(root, tiny_model_dir)
