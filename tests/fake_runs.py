@@ -16,7 +16,13 @@ def note_slot(run: int, seconds: float, rendezvous: str, together: int) -> dict:
             time.sleep(0.01)
     start = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of the machine
     time.sleep(seconds)
-    return {"run": run, "slot": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid(), "start": start, "end": time.monotonic()}
+    return {
+        "run": run,
+        "slot": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "pid": os.getpid(),
+        "start": start,
+        "end": time.monotonic(),
+    }
 
 
 def fail_odd(run: int) -> dict:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-BENCH_MODULES = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "bench").glob("*.py") if p.stem != "__init__")
+BENCH_MODULES = sorted(
+    p.stem for p in (Path(__file__).resolve().parents[1] / "bench").glob("*.py") if p.stem != "__init__"
+)
 
 
 @pytest.mark.parametrize("name", BENCH_MODULES)

@@ -5,29 +5,39 @@
   as one job array and every number must equal the local backend's.
 - Ray: `ray start --head` on localhost, the same study, the same comparison; and GPU
   placement with fake GPUs declared to a fresh Ray cluster.
-Both need `pip install -r requirements-cluster.txt`.
+Both need `pip install -r requirements-cluster.txt`; without it (or, for SLURM, without
+root) each test is skipped before it trains anything.
 """
 
 import copy
+import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
-
+from conftest import grid_params
 from test_faults import make_scratch, result_files, stage_command, stage_env, tiny_params
 
+from src.config.load import validate
+
 pytestmark = pytest.mark.slow
+needs_submitit = pytest.mark.skipif(
+    importlib.util.find_spec("submitit") is None, reason="pip install -r requirements-cluster.txt"
+)
+needs_ray = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="pip install -r requirements-cluster.txt"
+)
 REPO = Path(__file__).resolve().parents[1]
 STUDY = {"scheme": "progressive", "tasks": ["rt_sentiment"], "sizes": [40], "ks": [0, 3], "trials": 2}  # 4 runs
 
 
 def run_study(root: Path, tiny_model_dir: Path) -> tuple[str, dict]:
-    run = subprocess.run(stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=900
+    )
     assert run.returncode == 0, f"stage failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     return run.stdout, {name: json.loads(p.read_text()) for name, p in result_files(root / "out").items()}
 
@@ -50,48 +60,67 @@ def assert_same_numbers(results: dict, reference: dict) -> None:
         assert {**result, "train_seconds": None} == {**reference[name], "train_seconds": None}, name
 
 
-def test_a_study_through_a_slurm_job_array_gives_the_local_numbers(tmp_path, tiny_model_dir, tiny_task_dir, local_results):
-    pytest.importorskip("submitit", reason="pip install -r requirements-cluster.txt")
-    if os.geteuid() != 0:
-        pytest.skip("tests/cluster/slurm.sh starts slurmd, which must run as root")
+@needs_submitit
+@pytest.mark.skipif(os.geteuid() != 0, reason="tests/cluster/slurm.sh starts slurmd, which must run as root")
+def test_a_study_through_a_slurm_job_array_gives_the_local_numbers(
+    tmp_path, tiny_model_dir, tiny_task_dir, local_results
+):
     subprocess.run([str(REPO / "tests" / "cluster" / "slurm.sh"), "start"], check=True, timeout=600)
     logs = tmp_path / "slurm_logs"
-    root = make_scratch(tmp_path / "slurm", tiny_task_dir, with_executor(kind="slurm", gpus_per_run=0, mem_gb_per_run=1, time_limit_min=10, log_dir=str(logs)))
+    root = make_scratch(
+        tmp_path / "slurm",
+        tiny_task_dir,
+        with_executor(kind="slurm", gpus_per_run=0, mem_gb_per_run=1, time_limit_min=10, log_dir=str(logs)),
+    )
     stdout, results = run_study(root, tiny_model_dir)
     assert_same_numbers(results, local_results)
     arrays = {p.name.split("_")[0] for p in logs.iterdir() if p.is_dir()}
     assert len(arrays) == 1, f"expected one job array, found jobs {sorted(arrays)}"
-    assert stdout.count("| ") == 4 and "4 done, 0 running, 0 failed, 0 queued" in stdout  # one plain line per run, then done
+    assert (
+        stdout.count("| ") == 4 and "4 done, 0 running, 0 failed, 0 queued" in stdout
+    )  # one plain line per run, then done
 
 
 @pytest.fixture
 def ray_head(tmp_path):
-    pytest.importorskip("ray", reason="pip install -r requirements-cluster.txt")
     ray = str(Path(sys.executable).parent / "ray")
-    subprocess.run([ray, "start", "--head", "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats"], check=True, timeout=300, env=stage_env())
+    subprocess.run(
+        [ray, "start", "--head", "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats"],
+        check=True,
+        timeout=300,
+        env=stage_env(),
+    )
     yield
     subprocess.run([ray, "stop", "--force"], timeout=120)
 
 
-def test_a_study_through_ray_tasks_gives_the_local_numbers(tmp_path, tiny_model_dir, tiny_task_dir, local_results, ray_head):
+@needs_ray
+def test_a_study_through_ray_tasks_gives_the_local_numbers(
+    tmp_path, tiny_model_dir, tiny_task_dir, local_results, ray_head
+):
     root = make_scratch(tmp_path / "ray", tiny_task_dir, with_executor(kind="ray", address="auto", gpus_per_run=0))
     stdout, results = run_study(root, tiny_model_dir)
     assert_same_numbers(results, local_results)
     assert stdout.count("| ") == 4
 
 
+@needs_ray
 def test_ray_places_each_run_on_one_fake_gpu_and_no_gpu_holds_more_than_its_share(tmp_path):
-    ray = pytest.importorskip("ray", reason="pip install -r requirements-cluster.txt")
+    import ray
     from fake_runs import note_slot
-    from src import executors
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    from src.train import executors
+
+    params = grid_params()
     params["executor"].update(kind="ray", address="local", gpus_per_run=0.5)  # two runs per GPU
     params["train"]["threads"] = 1
+    config = validate(params)
     # A fresh local cluster that believes it has 2 GPUs and 4 CPUs: Ray sets CUDA_VISIBLE_DEVICES per task.
     ray.init(num_cpus=4, num_gpus=2, runtime_env={"env_vars": {"PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}})
     try:
-        outcomes = dict(executors.execute(note_slot, [(i, 0.3, str(tmp_path), 4) for i in range(10)], params))
+        outcomes = dict(
+            executors.execute(note_slot, [(i, 0.3, str(tmp_path), 4) for i in range(10)], config.executor, config.train)
+        )
     finally:
         ray.shutdown()
     from test_executors import most_at_once

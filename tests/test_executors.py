@@ -4,38 +4,52 @@ CUDA-only paths of training checked the way they would fail on a GPU.
 
 No SLURM or Ray here (tests/test_cluster.py starts them, marked slow)."""
 
-import copy
 import io
 import json
-import os
 import shutil
 import subprocess
-import time
 
 import pytest
 import torch
-import yaml
-
-from src import executors, training
-from src.condition import Condition
-from src.executors import Failure, Progress
-from src.model import build_finetuner, new_task_head
-from src.params import ParamsError, validate
+from conftest import grid_params
 from fake_runs import fail_odd, note_slot
 from test_faults import make_scratch, result_files, stage_command, stage_env, tiny_params
 
-DEFAULT = yaml.safe_load(open("params.yaml"))
+from src.conditions.condition import Condition
+from src.config.load import validate
+from src.data import tokens
+from src.errors import ParamsError
+from src.model.finetuner import build_finetuner, new_task_head
+from src.tasks.registry import get_task
+from src.train import executors, loop
+from src.train.executors import Failure
+from src.train.progress import Progress
 
 
-def local_params(**executor) -> dict:
-    params = copy.deepcopy(DEFAULT)
+def local_params(workers: int = 2, **executor) -> dict:
+    """The test grid with these executor settings; `workers` processes of one thread each."""
+    params = grid_params()
     params["executor"].update(executor)
-    params["train"].update(threads=1)
+    params["train"].update(workers=workers, threads=1)
     return params
 
 
+def execute(run, runs, params: dict, gpus=None) -> dict:
+    """Every outcome of `runs` on the executor `params` configures, by run index."""
+    config = validate(params)
+    return dict(executors.execute(run, runs, config.executor, config.train, gpus=gpus))
+
+
+def run_settings(**changes) -> loop.RunSettings:
+    fields = dict(lr=1e-3, batch_size=8, epochs=1, weight_decay=0.0, eval_batch_size=64, group_by_length=True)
+    fields.update(precision="fp32", checkpoint_every=0, threads=1, seed=0, device="cpu")
+    return loop.RunSettings(**{**fields, **changes})
+
+
 def most_at_once(intervals: list[tuple[float, float]]) -> int:
-    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])  # an end sorts before a start at the same time
+    events = sorted(
+        [(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals]
+    )  # an end sorts before a start at the same time
     running = peak = 0
     for _, step in events:
         running += step
@@ -46,7 +60,9 @@ def most_at_once(intervals: list[tuple[float, float]]) -> int:
 def test_local_runs_are_pinned_to_one_gpu_each_and_no_gpu_holds_more_than_runs_per_gpu(tmp_path):
     # Two fake GPUs with ids 3 and 5 (as CUDA_VISIBLE_DEVICES=3,5 would give), two runs per GPU:
     # four workers, and the first four runs wait until all four are in flight.
-    outcomes = dict(executors.execute(note_slot, [(i, 0.3, str(tmp_path), 4) for i in range(10)], local_params(runs_per_gpu=2), gpus=["3", "5"]))
+    outcomes = execute(
+        note_slot, [(i, 0.3, str(tmp_path), 4) for i in range(10)], local_params(runs_per_gpu=2), gpus=["3", "5"]
+    )
     assert sorted(outcomes) == list(range(10)) and all(outcome["run"] == i for i, outcome in outcomes.items())
     slots = {i: outcome["slot"] for i, outcome in outcomes.items()}
     assert set(slots.values()) <= {"3", "5"}, f"every run must see exactly one of the GPUs: {slots}"
@@ -60,28 +76,35 @@ def test_local_runs_are_pinned_to_one_gpu_each_and_no_gpu_holds_more_than_runs_p
 def test_on_a_cpu_machine_the_pool_is_train_workers_and_sets_no_gpu(tmp_path):
     if executors.visible_gpus():
         pytest.skip("this machine has a GPU")
-    outcomes = dict(executors.execute(note_slot, [(i, 0.2, str(tmp_path), 2) for i in range(4)], local_params()))
+    # The first two runs wait for each other: both workers of the pool must be running at once.
+    outcomes = execute(note_slot, [(i, 0.2, str(tmp_path), 2) for i in range(4)], local_params(workers=2))
     assert {o["slot"] for o in outcomes.values()} == {None}
-    assert len({o["pid"] for o in outcomes.values()}) <= DEFAULT["train"]["workers"]
+    assert len({o["pid"] for o in outcomes.values()}) == 2
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_run_that_raises_is_a_failure_with_its_cause_and_the_others_finish(workers):
-    params = local_params()
-    params["train"]["workers"] = workers
-    outcomes = dict(executors.execute(fail_odd, [(i,) for i in range(4)], params))
+    outcomes = execute(fail_odd, [(i,) for i in range(4)], local_params(workers=workers))
     assert outcomes[0] == {"run": 0} and outcomes[2] == {"run": 2}
-    assert outcomes[1] == Failure("ValueError: run 1 is odd", 1) and outcomes[3] == Failure("ValueError: run 3 is odd", 1)
+    assert outcomes[1] == Failure("ValueError: run 1 is odd", 1) and outcomes[3] == Failure(
+        "ValueError: run 3 is odd", 1
+    )
 
 
-def test_the_stage_exits_non_zero_naming_every_failed_condition_and_keeps_the_finished_ones(tmp_path, tiny_model_dir, tiny_task_dir):
+def test_the_stage_exits_non_zero_naming_every_failed_condition_and_keeps_the_finished_ones(
+    tmp_path, tiny_model_dir, tiny_task_dir
+):
     # Two tasks; the second one's token file is corrupt, so its runs fail inside the workers.
-    params = tiny_params({"scheme": "progressive", "tasks": ["rt_sentiment", "bigram_shift"], "sizes": [40], "ks": [0, 3], "trials": 1})
+    params = tiny_params(
+        {"scheme": "progressive", "tasks": ["rt_sentiment", "bigram_shift"], "sizes": [40], "ks": [0, 3], "trials": 1}
+    )
     params["data"]["tasks"] = ["rt_sentiment", "bigram_shift"]
     root = make_scratch(tmp_path / "failing", tiny_task_dir, params)
     shutil.copytree(root / "tasks" / "rt_sentiment", root / "tasks" / "bigram_shift")
     (root / "tasks" / "bigram_shift" / "tokens.npz").write_bytes(b"not a zip file")
-    run = subprocess.run(stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300
+    )
     assert run.returncode != 0, run.stdout
     failed_lines = [line for line in run.stderr.splitlines() if line.startswith("  bigram_shift")]
     assert "2 of 4 runs failed" in run.stderr and len(failed_lines) == 2, run.stderr[-2000:]
@@ -89,14 +112,25 @@ def test_the_stage_exits_non_zero_naming_every_failed_condition_and_keeps_the_fi
     out = root / "out"
     assert sorted(result_files(out)) == ["rt_sentiment/n40/k0_e1/trial0.json", "rt_sentiment/n40/k3_e1/trial0.json"]
     records = [json.loads(p.read_text()) for p in sorted(out.rglob("*.failed"))]
-    assert len(records) == 2 and all(r["condition"]["task"] == "bigram_shift" and r["cause"].startswith("ValueError: This file contains pickled") for r in records)
-    assert all((p.with_suffix(".log")).read_text().count("epoch 1/1") == 1 for p in result_files(out).values())  # per-run detail
+    assert len(records) == 2 and all(
+        r["condition"]["task"] == "bigram_shift" and r["cause"].startswith("ValueError: This file contains pickled")
+        for r in records
+    )
+    assert all(
+        (p.with_suffix(".log")).read_text().count("epoch 1/1") == 1 for p in result_files(out).values()
+    )  # per-run detail
 
     # Repaired: the rerun keeps both finished runs, trains the two failed ones, and drops their records.
     shutil.copy(root / "tasks" / "rt_sentiment" / "tokens.npz", root / "tasks" / "bigram_shift" / "tokens.npz")
-    rerun = subprocess.run(stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300)
+    rerun = subprocess.run(
+        stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300
+    )
     assert rerun.returncode == 0, rerun.stderr[-2000:]
-    assert rerun.stdout.count("finished earlier, kept") == 2 and len(result_files(out)) == 4 and not list(out.rglob("*.failed"))
+    assert (
+        rerun.stdout.count("finished earlier, kept") == 2
+        and len(result_files(out)) == 4
+        and not list(out.rglob("*.failed"))
+    )
 
 
 def test_progress_in_a_log_is_one_plain_line_per_finished_run():
@@ -106,7 +140,9 @@ def test_progress_in_a_log_is_one_plain_line_per_finished_run():
     progress.finished(2, "[2/4] c: failed after 3 attempt(s): boom", failed=True)
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2 and "\r" not in stream.getvalue()
-    assert lines[0].startswith("[1/4] a: ok | 1 done, 2 running, 0 failed, 1 queued; ") and "examples/s, ETA " in lines[0]
+    assert (
+        lines[0].startswith("[1/4] a: ok | 1 done, 2 running, 0 failed, 1 queued; ") and "examples/s, ETA " in lines[0]
+    )
     assert lines[1].startswith("[2/4] c: failed after 3 attempt(s): boom | 1 done, 2 running, 1 failed, 0 queued; ")
 
 
@@ -140,19 +176,18 @@ def test_a_new_task_head_is_initialised_on_the_cpu_then_moved_to_the_models_devi
     assert written == reference  # same draws whatever the model's device
 
 
-def test_checkpoints_carry_the_cuda_rng_states_and_a_resume_restores_them(tmp_path, tiny_model_dir, tiny_task_dir, monkeypatch):
-    from src import data
-    from src.tasks import get_task
-
+def test_checkpoints_carry_the_cuda_rng_states_and_a_resume_restores_them(
+    tmp_path, tiny_model_dir, tiny_task_dir, monkeypatch
+):
     fake_cuda_states = [torch.tensor([7, 7, 7], dtype=torch.uint8), torch.tensor([9], dtype=torch.uint8)]
     restored = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: fake_cuda_states)
     monkeypatch.setattr(torch.cuda, "set_rng_state_all", restored.append)
     task = get_task("rt_sentiment")
-    pool = data.load_split(tiny_task_dir / "tokens.npz", "train")
-    train = pool.subset(data.training_subset(len(pool), 24, task.name, 0, 0))  # 3 steps of 8
-    cfg = training.TrainConfig(1e-3, 8, 1, 0.0, 64, True, "fp32", 1)
+    pool = tokens.load_split(tiny_task_dir / "tokens.npz", "train")
+    train = pool.subset(tokens.training_subset(len(pool), 24, task.name, 0, 0))  # 3 steps of 8
+    cfg = run_settings(checkpoint_every=1)
     checkpoint = tmp_path / "trial0.ckpt"
 
     class Stop(Exception):
@@ -162,28 +197,25 @@ def test_checkpoints_carry_the_cuda_rng_states_and_a_resume_restores_them(tmp_pa
         real_save(*args, **kwargs)
         raise Stop
 
-    real_save = training._save_checkpoint
-    monkeypatch.setattr(training, "_save_checkpoint", stop_after_first_checkpoint)
+    real_save = loop._save_checkpoint
+    monkeypatch.setattr(loop, "_save_checkpoint", stop_after_first_checkpoint)
     model, _ = build_finetuner(tiny_model_dir, Condition("rt_sentiment", 24, 0, 1, k=1), 2, 0)
     with pytest.raises(Stop):
-        training.finetune(model, task, train, cfg, 1, checkpoint=checkpoint, checkpoint_key="k")
+        loop.finetune(model, task, train, cfg, 1, checkpoint=checkpoint, checkpoint_key="k")
     saved = torch.load(checkpoint, weights_only=True)
     assert [t.tolist() for t in saved["rng"]["cuda"]] == [[7, 7, 7], [9]] and saved["state"]["step"] == 1
 
-    monkeypatch.setattr(training, "_save_checkpoint", real_save)
+    monkeypatch.setattr(loop, "_save_checkpoint", real_save)
     model, _ = build_finetuner(tiny_model_dir, Condition("rt_sentiment", 24, 0, 1, k=1), 2, 0)
-    assert training.finetune(model, task, train, cfg, 1, checkpoint=checkpoint, checkpoint_key="k")["status"] == "ok"
+    assert loop.finetune(model, task, train, cfg, 1, checkpoint=checkpoint, checkpoint_key="k")["status"] == "ok"
     assert len(restored) == 1 and [t.tolist() for t in restored[0]] == [[7, 7, 7], [9]]
 
 
 def test_fp16_trains_with_a_grad_scaler(tiny_model_dir, tiny_task_dir):
-    from src import data
-    from src.tasks import get_task
-
     task = get_task("rt_sentiment")
-    pool = data.load_split(tiny_task_dir / "tokens.npz", "train")
-    train = pool.subset(data.training_subset(len(pool), 40, task.name, 0, 0))
+    pool = tokens.load_split(tiny_task_dir / "tokens.npz", "train")
+    train = pool.subset(tokens.training_subset(len(pool), 40, task.name, 0, 0))
     model, _ = build_finetuner(tiny_model_dir, Condition("rt_sentiment", 40, 0, 1, k=1), 2, 0)
-    outcome = training.finetune(model, task, train, training.TrainConfig(1e-3, 8, 2, 0.0, 64, True, "fp16", 0), 1)
+    outcome = loop.finetune(model, task, train, run_settings(epochs=2, precision="fp16"), 1)
     assert outcome["status"] == "ok" and outcome["epoch_losses"][1] < outcome["epoch_losses"][0]
     assert all(p.dtype == torch.float32 for p in model.parameters())  # autocast only: weights stay fp32

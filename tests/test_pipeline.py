@@ -2,8 +2,11 @@
 
 Runs `dvc repro` from clean (real all-MiniLM-L6-v2 from its pinned wheel, the embedded
 RT task built from the VADER sdist, SST-2 from a local folder in GLUE's TSV layout),
-with every study family at a tiny size, then checks that a second repro is a no-op
-and that `dvc exp run -S k=3` reruns only the validate and focus stages. About three minutes on 2 cores.
+with every study family at a tiny size (the test grid of conftest.py, written as the scratch
+repo's own params.yaml), then checks the outputs, that each result records the settings
+and seeds it trained with, that each stage reads exactly the params its dvc.yaml stage
+declares, that a second repro is a no-op and that `dvc exp run -S k=3` reruns only the
+validate and focus stages. About three minutes on 2 idle cores.
 """
 
 import json
@@ -18,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import grid_params
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_SST2 = REPO.parent / "shared" / "glue" / "SST-2"
@@ -30,89 +34,128 @@ def write_tiny_glue(folder: Path) -> None:
         if SHARED_SST2.exists():
             lines = (SHARED_SST2 / name).read_text().splitlines()[: rows + 1]
         else:
-            lines = ["sentence\tlabel"] + [f"{'a fine film' if i % 2 else 'a dull film'} number {i} \t{i % 2}" for i in range(rows)]
+            lines = ["sentence\tlabel"] + [
+                f"{'a fine film' if i % 2 else 'a dull film'} number {i} \t{i % 2}" for i in range(rows)
+            ]
         (folder / "SST-2" / name).write_text("\n".join(lines) + "\n")
 
 
-def dvc(repo: Path, *args: str) -> str:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+def dvc(repo: Path, *args: str, env: dict | None = None) -> str:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {}))
     run = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=repo, env=env, capture_output=True, text=True)
     assert run.returncode == 0, f"dvc {' '.join(args)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     return run.stdout
 
 
+# The test grid's embedded tasks as the pipeline test runs them: the grid's main task is SST-2
+# from a local folder in GLUE's layout, its two others are the embedded rt_sentiment. So the
+# data stage builds a GLUE task and an embedded one, and every study family runs on both.
+PIPELINE_TASK = {"rt_sentiment": "sst2", "subjectivity": "rt_sentiment", "tweet_sentiment": "rt_sentiment"}
+
+
+def pipeline_params() -> dict:
+    """The scratch repo's params.yaml: the test grid (conftest.grid_params) on sst2 and rt_sentiment."""
+    params = grid_params()
+    swap = lambda tasks: list(dict.fromkeys(PIPELINE_TASK[t] for t in tasks))  # noqa: E731
+    params["task"] = PIPELINE_TASK[params["task"]]
+    params["data"].update(tasks=swap(params["data"]["tasks"]), glue_dir="glue")
+    params["probe"]["tasks"] = swap(params["probe"]["tasks"])
+    for study in params["studies"].values():
+        for key in ("tasks", "intermediate_tasks"):
+            if key in study:
+                study[key] = swap(study[key])
+    # One 2-thread process per stage: ten stages would each start two workers for seconds
+    # of training (the worker pool has its own tests in test_faults).
+    params["train"].update(workers=1, threads=2)
+    return params
+
+
 @pytest.fixture(scope="module")
 def scratch_repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("pipeline")
-    for item in ("dvc.yaml", "params.yaml", "src", "stages", ".dvcignore", ".gitignore"):
+    for item in ("dvc.yaml", "src", "stages", ".dvcignore", ".gitignore"):
         (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, repo / item)
     shutil.copytree(REPO / ".dvc", repo / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
     write_tiny_glue(repo / "glue")
-
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params.update(task="sst2", size=16, k=6, trials=2)
-    params["model"].update(max_length=32)
-    params["data"].update(tasks=["sst2", "rt_sentiment"], glue_dir="glue", eval_size=50)
-    # One 2-thread process per stage: ten stages would each start two workers for seconds
-    # of training (the worker pool has its own tests in test_faults).
-    params["train"].update(epochs=1, small_epochs=1, workers=1, threads=2)
-    params["probe"].update(epochs=2, tasks=["sst2"])
-    tiny = {"tasks": ["sst2"], "sizes": [8], "trials": 2}
-    params["studies"] = {  # every family, at the smallest size that still exercises it
-        "progressive": {"scheme": "progressive", **tiny, "sizes": [8, 16], "ks": [0, 6]},
-        "blocks": {"scheme": "block", "window": 5, **tiny},
-        "single_layer": {"scheme": "single_layer", "layers": [1, 6], **tiny},
-        "permutation": {"scheme": "permutation", **tiny, "tasks": ["sst2", "rt_sentiment"], "trials": 3},
-        "heads": {"scheme": "head", "layers": [2], "heads": [0, 11], **tiny, "trials": 1},
-        "lr_multiplier": {"scheme": "progressive", "ks": [0], "reinit_lr_multiplier": 5, **tiny},
-        "keep_layernorm": {"scheme": "progressive", "ks": [0], "keep_layernorm": True, **tiny},
-        "epochs": {"scheme": "progressive", "ks": [0, 6], "epochs": 2, **tiny},
-        "sequential": {"scheme": "progressive", "ks": [6], "intermediate_tasks": ["sst2", "rt_sentiment"], **tiny, "tasks": ["sst2", "rt_sentiment"]},
-    }
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (repo / "params.yaml").write_text(yaml.safe_dump(pipeline_params(), sort_keys=False))
 
     git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "-m", "tiny grid"], cwd=repo, check=True)
-    first = dvc(repo, "repro")
-    return repo, first, git
+    params_read = tmp_path_factory.mktemp("params_read")  # src/stage.py: each stage writes the params keys it read
+    first = dvc(repo, "repro", env={"TRANSFER_RECORD_PARAMS": str(params_read)})
+    return repo, first, git, params_read
 
 
 def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scratch_repo):
-    repo, first, _ = scratch_repo
+    repo, first, _, _ = scratch_repo
     runs = pd.read_csv(repo / "metrics/runs.csv")
     progressive = runs[runs["study"] == "progressive"]
     assert len(progressive.drop_duplicates(["task", "size", "slug", "trial"])) == 2 * 2 * 2
-    assert set(runs["study"]) == {"progressive", "blocks", "single_layer", "permutation", "heads", "lr_multiplier", "keep_layernorm", "epochs", "sequential"}
+    assert set(runs["study"]) == {
+        "progressive",
+        "blocks",
+        "single_layer",
+        "permutation",
+        "heads",
+        "lr_multiplier",
+        "keep_layernorm",
+        "epochs",
+        "sequential",
+    }
     curves = pd.read_csv(repo / "plots/progressive.csv")
     assert set(curves["curve"]) == {"finetune", "probe"}
     assert sorted(curves[curves["curve"] == "probe"]["k"]) == list(range(7))  # embeddings + 6 layers
     finetune = curves[curves["curve"] == "finetune"]
     assert (finetune["n"] == 2).all() and (finetune["ci_low"] <= finetune["mean"]).all()
-    for figure in ("progressive", "blocks", "single_layer", "permutation", "heads", "lr_multiplier", "keep_layernorm", "epochs", "sequential", "weight_change"):
+    for figure in (
+        "progressive",
+        "blocks",
+        "single_layer",
+        "permutation",
+        "heads",
+        "lr_multiplier",
+        "keep_layernorm",
+        "epochs",
+        "sequential",
+        "weight_change",
+    ):
         assert (repo / f"plots/figures/{figure}.png").stat().st_size > 10_000, figure
     weights = pd.read_csv(repo / "metrics/weight_change.csv")
-    assert set(weights["sublayer"]) == {"query", "key", "value", "attention_output", "intermediate", "output"} and weights["layer"].max() == 6
+    assert (
+        set(weights["sublayer"]) == {"query", "key", "value", "attention_output", "intermediate", "output"}
+        and weights["layer"].max() == 6
+    )
     correlations = pd.read_csv(repo / "metrics/permutation_correlations.csv")
     # Table 1 over the 3 shared permutations, and its control over the unpermuted full model's runs
-    assert correlations[["runs", "task_a", "task_b", "trials"]].values.tolist() == [["permuted (Table 1)", "rt_sentiment", "sst2", 3], ["unpermuted full model (control)", "rt_sentiment", "sst2", 3]]
+    assert correlations[["runs", "task_a", "task_b", "trials"]].values.tolist() == [
+        ["permuted (Table 1)", "rt_sentiment", "sst2", 3],
+        ["unpermuted full model (control)", "rt_sentiment", "sst2", 3],
+    ]
     metrics = json.dumps(json.loads(dvc(repo, "metrics", "show", "--json")))
     assert "metrics/studies.json" in metrics and "metrics/focus.json" in metrics
     report = (repo / "metrics/report.md").read_text()
     assert "full_beats_scratch" in report and "single_layer_barely_matters" in report and "Holm" in report
     assert "base64," in (repo / "metrics/report.html").read_text()
-    assert {"rho", "rho_p_exact", "k90_finetune", "k90_probe"} <= set(pd.read_csv(repo / "metrics/agreement.csv").columns)
+    assert {"rho", "rho_p_exact", "k90_finetune", "k90_probe"} <= set(
+        pd.read_csv(repo / "metrics/agreement.csv").columns
+    )
     assert set(pd.read_csv(repo / "metrics/figures.csv")["status"]) == {"drawn"}
     with np.load(repo / "data/predictions.npz") as predictions:  # every finished run's eval predictions, and the labels
-        assert len(predictions["labels|sst2"]) == len(predictions["sst2|8|k0_e1|0"]) and "rt_sentiment|8|permutation_e1|2" in predictions.files
+        assert (
+            len(predictions["labels|sst2"]) == len(predictions["sst2|8|k0_e1|0"])
+            and "rt_sentiment|8|permutation_e1|2" in predictions.files
+        )
     points = pd.read_csv(repo / "metrics/points.csv")
     assert {"collapsed", "diverged", "ref_full"} <= set(points.columns) and (points["n"] >= 1).all()
     # a condition's record lists every reinitialised tensor of layers 1..6 at k=0
     trial = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k0_e1/trial0.json").read_text())
     layers = {int(e["name"].split(".")[2]) for e in trial["reinitialised"] if e["name"].startswith("encoder.layer.")}
     assert layers == set(range(6))
-    permuted = json.loads((repo / "data/runs/studies/permutation/rt_sentiment/n8/permutation_e1/trial1.json").read_text())
+    permuted = json.loads(
+        (repo / "data/runs/studies/permutation/rt_sentiment/n8/permutation_e1/trial1.json").read_text()
+    )
     same_trial = json.loads((repo / "data/runs/studies/permutation/sst2/n8/permutation_e1/trial1.json").read_text())
     assert sorted(permuted["layer_order"]) == list(range(6)) and permuted["layer_order"] == same_trial["layer_order"]
     epochs = json.loads((repo / "data/runs/studies/epochs/sst2/n8/k6_e2/trial0.json").read_text())
@@ -123,35 +166,159 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     assert not list((repo / "data/runs/studies/single_layer").rglob("*.json"))
     headline = runs[runs["headline"]].set_index(["study", "task", "size", "slug", "trial"])["value"]
     for trial in (0, 1):
-        assert headline[("single_layer", "sst2", 8, "single1_e1", trial)] == headline[("blocks", "sst2", 8, "block_preserve2-6_e1", trial)]
-        assert headline[("single_layer", "sst2", 8, "single6_e1", trial)] == headline[("blocks", "sst2", 8, "block_preserve1-5_e1", trial)]
+        assert (
+            headline[("single_layer", "sst2", 8, "single1_e1", trial)]
+            == headline[("blocks", "sst2", 8, "block_preserve2-6_e1", trial)]
+        )
+        assert (
+            headline[("single_layer", "sst2", 8, "single6_e1", trial)]
+            == headline[("blocks", "sst2", 8, "block_preserve1-5_e1", trial)]
+        )
         focus_run = f"sst2/n16/k6_e1/trial{trial}.json"
-        assert (repo / "data/runs/focus" / focus_run).read_bytes() == (repo / "data/runs/studies/progressive" / focus_run).read_bytes()
+        assert (repo / "data/runs/focus" / focus_run).read_bytes() == (
+            repo / "data/runs/studies/progressive" / focus_run
+        ).read_bytes()
     assert first.count("the same run as in data/runs/studies/progressive") == 2
     rt_info = json.loads((repo / "data/tasks/rt_sentiment/info.json").read_text())
     assert (rt_info["train_examples"], rt_info["eval_examples"]) == (9560, 50)
 
 
+def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_from(scratch_repo):
+    import torch
+
+    from src.conditions.condition import derive_seed
+    from src.train.device import resolve_precision
+
+    repo = scratch_repo[0]
+    params = pipeline_params()  # what the fixture wrote (the exp-run tests change the workspace's copy later)
+    train, seed = params["train"], params["seed"]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    precision = resolve_precision(train["precision"], device)
+    assert train["precision"] == "auto" and precision in ("bf16", "fp32")  # the record must hold the resolved one
+    runs = repo / "data/runs/studies"
+
+    def expected_settings(epochs: int) -> dict:
+        kept = ("lr", "batch_size", "weight_decay", "eval_batch_size", "group_by_length", "checkpoint_every", "threads")
+        return {
+            **{key: train[key] for key in kept},
+            "epochs": epochs,
+            "precision": precision,
+            "seed": seed,
+            "device": device,
+        }
+
+    def seeds(task: str, size: int, trial: int) -> dict:
+        return {
+            "base": seed,
+            "subset": derive_seed(seed, "subset", task, size, trial),
+            "train": derive_seed(seed, "train", trial),
+        }
+
+    for trial in (0, 1):
+        result = json.loads((runs / f"progressive/sst2/n8/k0_e1/trial{trial}.json").read_text())
+        assert result["settings"] == expected_settings(train["epochs"])
+        assert {key: result["seeds"][key] for key in ("base", "subset", "train")} == seeds("sst2", 8, trial)
+        assert set(result["seeds"]) == {"base", "subset", "train", "reinit"}
+    longer = json.loads((runs / "epochs/sst2/n8/k6_e2/trial0.json").read_text())  # the epochs study's own epochs
+    assert longer["settings"] == expected_settings(params["studies"]["epochs"]["epochs"])
+    permuted = json.loads((runs / "permutation/rt_sentiment/n8/permutation_e1/trial2.json").read_text())
+    assert permuted["seeds"]["permutation"] == derive_seed(seed, "permutation", 2)
+    assert permuted["layer_order"] == np.random.default_rng(permuted["seeds"]["permutation"]).permutation(6).tolist()
+    sequential = json.loads((runs / "sequential/sst2/n8/k6_after_rt_sentiment_e1/trial0.json").read_text())
+    assert sequential["seeds"]["subset_intermediate"] == derive_seed(seed, "subset", "rt_sentiment", 8, 0)
+    assert sequential["seeds"]["train_intermediate"] == derive_seed(seed, "train-intermediate", 0)
+
+
+# The stage each entry point runs as (src/stage.py names a record by the module's file name).
+STAGE_OF_MODULE = {
+    "validate": "validate",
+    "prepare_model": "prepare_model",
+    "build_data": "data",
+    "finetune": "finetune",
+    "features": "features",
+    "probe": "probe",
+    "aggregate": "aggregate",
+    "report": "report",
+}
+
+
+# Stages that declare keys only to check them, not to compute with them: validate declares the
+# whole file (a bad value anywhere must stop `dvc repro` there) and reads none of it afterwards.
+ONLY_VALIDATED = {"validate"}
+
+
+def declared_params(stage: dict) -> list[str]:
+    """A dvc.yaml stage's `params:` as dotted keys; "" for `params.yaml:` (the whole file)."""
+    declared = []
+    for entry in stage.get("do", stage).get("params", []):
+        if isinstance(entry, dict):  # {"params.yaml": None}: every key of the file
+            declared += [key for keys in entry.values() for key in (keys or [""])]
+        else:
+            declared.append(entry)
+    return declared
+
+
+def covers(declared: str, key: str) -> bool:
+    """A declared key covers itself and, as a section, every key under it."""
+    return declared == "" or key == declared or key.startswith(f"{declared}.")
+
+
+def test_each_stage_reads_exactly_the_params_its_dvc_yaml_stage_declares(scratch_repo):
+    # DVC reruns a stage when a params key it declares changes: a key read but not declared
+    # leaves a stale output; one declared but never read reruns it for nothing. A foreach or
+    # matrix stage declares its params once for all its instances: each instance reads only
+    # declared keys, and every declared key is read by some instance.
+    repo, _, _, params_read = scratch_repo
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+    instances: dict[str, dict[str, set[str]]] = {}  # dvc.yaml stage -> its command line -> keys read
+    for path in sorted(params_read.glob("*.json")):
+        record = json.loads(path.read_text())
+        argv = record["argv"]
+        stage = "focus" if "--focus" in argv else STAGE_OF_MODULE[argv[0]]
+        instances.setdefault(stage, {})[" ".join(argv)] = set(record["read"])
+    assert set(instances) == set(stages), f"stages that ran and recorded no params read: {set(stages) - set(instances)}"
+    studies = {argv.split("--study ")[1].split()[0] for argv in instances["finetune"]}
+    assert studies == set(pipeline_params()["studies"]), "every study's finetune stage ran once"
+
+    problems = []
+    for stage, runs in sorted(instances.items()):
+        declared = declared_params(stages[stage])
+        for argv, read in sorted(runs.items()):
+            undeclared = sorted(key for key in read if not any(covers(d, key) for d in declared))
+            if undeclared:
+                problems.append(f"{argv} reads {undeclared}, which dvc.yaml stage {stage} does not declare {declared}")
+        read_by_any = set().union(*runs.values())
+        unread = sorted(d for d in declared if not any(covers(d, key) for key in read_by_any))
+        if unread and stage not in ONLY_VALIDATED:
+            problems.append(f"dvc.yaml stage {stage} declares {unread}, which it never reads")
+    assert not problems, "\n".join(problems)
+
+
 def test_second_repro_is_a_no_op(scratch_repo):
-    repo, _, _ = scratch_repo
+    repo, _, _, _ = scratch_repo
     assert "Running stage" not in dvc(repo, "repro")
 
 
 def test_exp_run_with_a_new_k_reruns_only_the_focus_stage(scratch_repo):
-    repo, _, git = scratch_repo
+    repo, _, git, _ = scratch_repo
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "-m", "results"], cwd=repo, check=True)
     out = dvc(repo, "exp", "run", "-S", "k=3", "-S", "trials=1")
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
-    assert ran == ["Running stage 'validate':", "Running stage 'focus':"]  # validate's output is unchanged: nothing else reruns
+    assert ran == [
+        "Running stage 'validate':",
+        "Running stage 'focus':",
+    ]  # validate's output is unchanged: nothing else reruns
     # one trial has no CI: null (NaN is not JSON), with the reason
-    focus = json.loads((repo / "metrics/focus.json").read_text(), parse_constant=lambda name: pytest.fail(f"{name} in focus.json"))
+    focus = json.loads(
+        (repo / "metrics/focus.json").read_text(), parse_constant=lambda name: pytest.fail(f"{name} in focus.json")
+    )
     assert (focus["k"], focus["n"], focus["ci95"]) == (3, 1, None) and "at least 2 finished runs" in focus["ci95_note"]
 
 
 @pytest.mark.slow
 def test_queued_experiments_run_two_at_a_time_with_results_intact(scratch_repo):
-    repo, _, git = scratch_repo
+    repo, _, git, _ = scratch_repo
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "before the queue"], cwd=repo, check=True)
     for k in (2, 4):
@@ -172,9 +339,10 @@ def test_queued_experiments_run_two_at_a_time_with_results_intact(scratch_repo):
 
 def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_run(scratch_repo):
     """The paper-tasks command (README) drops studies with `-S '~studies.<name>'`: only the
-    runs the dropped studies had trained for others retrain, and aggregate and report still write every table they declare (Table 1 and
-    the heads summary with their header only) and a report that says Table 1 has no rows."""
-    repo, _, git = scratch_repo
+    runs the dropped studies had trained for others retrain, and aggregate and report still
+    write every table they declare (Table 1 and the heads summary with their header only) and
+    a report that says Table 1 has no rows."""
+    repo, _, git, _ = scratch_repo
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "before dropping studies"], cwd=repo, check=True)
     out = dvc(repo, "exp", "run", "-S", "~studies.permutation", "-S", "~studies.heads")
@@ -183,12 +351,21 @@ def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_r
     # The finetune stages rerun (their params changed) and reuse every run they find, but a
     # run lives in the folder of the study that trained it: the sequential study's direct
     # rt_sentiment runs were the permutation study's references, so they train again
-    # (src/studies.trained_conditions: the earliest study that needs a run trains it). Nothing else does.
+    # (src/conditions/studies.trained_conditions: the earliest study that needs a run trains it). Nothing else does.
     trained = [line for line in out.splitlines() if ": ok {" in line]
     assert len(trained) == 2 and all("rt_sentiment n=8 k6_e1 trial" in line for line in trained), trained
     for table in ("permutation_correlations", "heads_summary"):
         rows = pd.read_csv(repo / f"metrics/{table}.csv")
         assert len(rows) == 0 and "study" in rows.columns, table
     assert "no rows (no permutation study ran)" in (repo / "metrics/report.md").read_text()
-    assert set(pd.read_csv(repo / "metrics/figures.csv")["figure"]) == {"progressive", "blocks", "single_layer", "lr_multiplier", "keep_layernorm", "epochs", "sequential", "weight_change"}
+    assert set(pd.read_csv(repo / "metrics/figures.csv")["figure"]) == {
+        "progressive",
+        "blocks",
+        "single_layer",
+        "lr_multiplier",
+        "keep_layernorm",
+        "epochs",
+        "sequential",
+        "weight_change",
+    }
     assert not (repo / "plots/figures/permutation.png").exists() and not (repo / "plots/figures/heads.png").exists()

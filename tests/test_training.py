@@ -1,67 +1,85 @@
 """The real finetune and probe code paths on the tiny model: reproducible, learning, and honest about divergence."""
 
-import copy
-
 import numpy as np
 import torch
-import yaml
+from conftest import grid_params
 
-from src import data
-from src.condition import Condition
-from src.experiment import run_condition
-from src.model import load_encoder, masked_mean
-from src.probing import layer_features, train_probes
-from src.tasks import get_task
+from src.conditions.condition import Condition
+from src.config.load import validate
+from src.data import tokens
+from src.model.base import load_encoder
+from src.model.finetuner import masked_mean
+from src.probing.probes import layer_features, train_probes
+from src.tasks.registry import get_task
+from src.train.run import run_condition
+from src.train.schedule import run_settings
 
-with open("params.yaml") as f:
-    PARAMS = yaml.safe_load(f)
 
-
-def tiny_params(**train):
-    params = copy.deepcopy(PARAMS)
+def tiny_params(**train) -> dict:
+    params = grid_params()
     params["train"].update({"lr": 1e-3, "batch_size": 8, "eval_batch_size": 32}, **train)
     return params
 
 
+def run(condition: Condition, model_dir, tasks_dir, **train):
+    """`condition` trained as a finetune stage would under the test grid with `train` changes."""
+    return run_condition(
+        condition, run_settings(validate(tiny_params(**train)), condition.epochs), model_dir, tasks_dir
+    )
+
+
 def test_a_condition_is_reproducible(tiny_model_dir, tiny_tasks_root):
     condition = Condition("rt_sentiment", 64, trial=0, epochs=3, k=1)
-    first = run_condition(condition, tiny_params(), tiny_model_dir, tiny_tasks_root)
-    second = run_condition(condition, tiny_params(), tiny_model_dir, tiny_tasks_root)
-    assert first["scores"] == second["scores"] and first["epoch_losses"] == second["epoch_losses"]
-    other_trial = run_condition(Condition("rt_sentiment", 64, trial=1, epochs=3, k=1), tiny_params(), tiny_model_dir, tiny_tasks_root)
-    assert other_trial["train_subset_sha256"] != first["train_subset_sha256"]
+    first = run(condition, tiny_model_dir, tiny_tasks_root)
+    second = run(condition, tiny_model_dir, tiny_tasks_root)
+    assert first.scores == second.scores and first.epoch_losses == second.epoch_losses
+    other_trial = run(Condition("rt_sentiment", 64, trial=1, epochs=3, k=1), tiny_model_dir, tiny_tasks_root)
+    assert other_trial.train_subset_sha256 != first.train_subset_sha256
 
 
 def test_conditions_with_the_same_training_run_end_with_the_same_result(tiny_model_dir, tiny_tasks_root):
     # The pipeline trains such conditions once and shares the result (Condition.training_run):
     # at L=3, keeping layer 1 with a window of 1 is reinitialising layers 2-3 is k=1.
-    twins = [Condition("rt_sentiment", 64, 0, epochs=2, k=1), Condition("rt_sentiment", 64, 0, epochs=2, scheme="block_preserve", layer=1, window=1)]
+    twins = [
+        Condition("rt_sentiment", 64, 0, epochs=2, k=1),
+        Condition("rt_sentiment", 64, 0, epochs=2, scheme="block_preserve", layer=1, window=1),
+    ]
     assert twins[0].training_run(3) == twins[1].training_run(3)
-    first, second = (run_condition(c, tiny_params(), tiny_model_dir, tiny_tasks_root) for c in twins)
-    for field in ("scores", "eval_loss", "epoch_losses", "weight_change", "reinitialised", "layer_order", "train_subset_sha256"):
-        assert first[field] == second[field], field
+    first, second = (run(c, tiny_model_dir, tiny_tasks_root) for c in twins)
+    for field in (
+        "scores",
+        "eval_loss",
+        "epoch_losses",
+        "weight_change",
+        "reinitialised",
+        "layer_order",
+        "train_subset_sha256",
+    ):
+        assert getattr(first, field) == getattr(second, field), field
 
 
 def test_finetuning_learns_the_toy_task(tiny_model_dir, tiny_tasks_root):
-    result = run_condition(Condition("rt_sentiment", 200, 0, epochs=4, k=3), tiny_params(), tiny_model_dir, tiny_tasks_root)
-    assert result["status"] == "ok"
-    assert result["epoch_losses"][-1] < result["epoch_losses"][0]
-    assert result["scores"]["accuracy"] > 0.8
+    result = run(Condition("rt_sentiment", 200, 0, epochs=4, k=3), tiny_model_dir, tiny_tasks_root)
+    assert result.status == "ok"
+    assert result.epoch_losses[-1] < result.epoch_losses[0]
+    assert result.scores["accuracy"] > 0.8
 
 
 def test_absurd_learning_rate_is_recorded_as_diverged(tiny_model_dir, tiny_tasks_root):
-    result = run_condition(Condition("rt_sentiment", 64, 0, epochs=2, k=3), tiny_params(lr=1e12), tiny_model_dir, tiny_tasks_root)
-    assert result["status"] == "diverged" and result["scores"] == {}
+    result = run(Condition("rt_sentiment", 64, 0, epochs=2, k=3), tiny_model_dir, tiny_tasks_root, lr=1e12)
+    assert result.status == "diverged" and result.scores == {}
 
 
 def test_features_equal_per_layer_masked_means(tiny_model_dir, tiny_task_dir):
     encoder = load_encoder(tiny_model_dir, with_pooler=False)
-    split = data.load_split(tiny_task_dir / "tokens.npz", "eval")
+    split = tokens.load_split(tiny_task_dir / "tokens.npz", "eval")
     features = layer_features(encoder, split, batch_size=16)
     assert features.shape == (len(split), 4, 64)
-    batch = data.collate(split, np.array([2]))
+    batch = tokens.collate(split, np.array([2]))
     with torch.no_grad():
-        hidden = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True).hidden_states
+        hidden = encoder(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True
+        ).hidden_states
     for layer in range(4):  # one example alone, no padding: the batched pass must agree
         expected = masked_mean(hidden[layer], batch["attention_mask"])[0].numpy()
         np.testing.assert_allclose(features[2, layer], expected, rtol=1e-2, atol=1e-2)
@@ -70,13 +88,17 @@ def test_features_equal_per_layer_masked_means(tiny_model_dir, tiny_task_dir):
 def test_probes_are_independent_per_layer():
     # Layer 1 carries the label, layers 0 and 2 are noise: only probe 1 may score well.
     rng = np.random.default_rng(0)
+
     def make(n):
         y = rng.integers(2, size=n)
         x = rng.normal(size=(n, 3, 16)).astype(np.float32)
         x[:, 1, 0] += 3 * (2 * y - 1)
         return x, y
+
     (train_x, train_y), (eval_x, eval_y) = make(600), make(300)
-    scores = train_probes(get_task("rt_sentiment"), train_x, train_y, eval_x, eval_y, epochs=10, lr=1e-2, batch_size=32, seed=0)
+    scores = train_probes(
+        get_task("rt_sentiment"), train_x, train_y, eval_x, eval_y, epochs=10, lr=1e-2, batch_size=32, seed=0
+    )
     accuracy = [s["accuracy"] for s in scores]
     assert accuracy[1] > 0.95 and accuracy[0] < 0.65 and accuracy[2] < 0.65
 
@@ -85,8 +107,16 @@ def test_the_lr_multiplier_reaches_the_reinitialised_layers_through_run_conditio
     # With Adam, a step's size is about the lr: over one short epoch, the reinitialised
     # layers (2-3 at k=1) must move several times more at 5x lr, the kept layer about the same.
     def moved(multiplier):
-        result = run_condition(Condition("rt_sentiment", 32, 0, epochs=1, k=1, lr_multiplier=multiplier), tiny_params(lr=1e-4, precision="fp32"), tiny_model_dir, tiny_tasks_root)
-        return {layer: np.mean([r["frobenius"] for r in result["weight_change"] if r["layer"] == layer]) for layer in (1, 2, 3)}
+        result = run(
+            Condition("rt_sentiment", 32, 0, epochs=1, k=1, lr_multiplier=multiplier),
+            tiny_model_dir,
+            tiny_tasks_root,
+            lr=1e-4,
+            precision="fp32",
+        )
+        return {
+            layer: np.mean([r["frobenius"] for r in result.weight_change if r["layer"] == layer]) for layer in (1, 2, 3)
+        }
 
     plain, boosted = moved(1.0), moved(5.0)
     assert boosted[2] / plain[2] > 3 and boosted[3] / plain[3] > 3
@@ -94,24 +124,25 @@ def test_the_lr_multiplier_reaches_the_reinitialised_layers_through_run_conditio
 
 
 def test_a_result_keeps_its_predictions_and_the_weight_change_at_power_of_two_steps(tiny_model_dir, tiny_tasks_root):
-    from src.metrics import decode_predictions, score
+    from src.tasks.kinds import decode_predictions
+    from src.tasks.metrics import score
 
-    result = run_condition(Condition("rt_sentiment", 40, 0, epochs=2, k=3), tiny_params(), tiny_model_dir, tiny_tasks_root)
-    eval_split = data.load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "eval")
-    predictions = decode_predictions(result["predictions"])
-    assert len(predictions) == len(eval_split) and score(("accuracy",), predictions, eval_split.labels) == result["scores"]
-    assert result["steps"] == 10 and [r["step"] for r in result["layer_change_by_step"]] == [1, 2, 4, 8]
-    changes = [r["frobenius"] for r in result["layer_change_by_step"]]
+    result = run(Condition("rt_sentiment", 40, 0, epochs=2, k=3), tiny_model_dir, tiny_tasks_root)
+    eval_split = tokens.load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "eval")
+    predictions = decode_predictions(result.predictions)
+    assert len(predictions) == len(eval_split) and score(("accuracy",), predictions, eval_split.labels) == result.scores
+    assert result.steps == 10 and [r["step"] for r in result.layer_change_by_step] == [1, 2, 4, 8]
+    changes = [r["frobenius"] for r in result.layer_change_by_step]
     assert all(len(c) == 3 for c in changes) and changes[0][0] > 0
 
 
 def test_auto_precision_is_native_bf16_or_fp32_on_a_cpu_and_the_fingerprint_holds_the_resolved_one(monkeypatch):
-    from src import training
-    from src.experiment import train_config
+    from src.train.device import resolve_precision
 
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
-    assert training.resolve_precision("auto", "cpu") == "fp32"  # emulated bf16 trained ~10x slower on an AVX2 CPU
-    assert training.resolve_precision("bf16", "cpu") == "bf16"  # an explicit choice stands
-    assert train_config(tiny_params(precision="auto"), 1).precision == "fp32"
+    assert resolve_precision("auto", "cpu") == "fp32"  # emulated bf16 trained ~10x slower on an AVX2 CPU
+    assert resolve_precision("bf16", "cpu") == "bf16"  # an explicit choice stands
+    assert run_settings(validate(tiny_params(precision="auto")), 1).precision == "fp32"
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)
-    assert training.resolve_precision("auto", "cpu") == "bf16"
+    assert resolve_precision("auto", "cpu") == "bf16"
+    assert run_settings(validate(tiny_params(precision="auto")), 1).precision == "bf16"

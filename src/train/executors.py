@@ -179,7 +179,7 @@ def _slurm(run, runs: list[tuple], executor: ExecutorConfig, threads: int) -> It
         partition=executor.partition,
         time=executor.time_limit_min,
         cpus_per_task=executor.cpus_per_run,
-        mem=f"{executor['mem_gb_per_run']}GB",
+        mem=f"{executor.mem_gb_per_run}GB",
         array_parallelism=executor.array_parallelism,
         job_name="finetune",
         gpus_per_task=gpus or None,
