@@ -2,7 +2,7 @@
 
     python -m bench.task_accuracy subjectivity --size 128 --trials 3   # --ks 6,0 (default)
 
-Runs each condition through src.experiment.run_condition, the finetune stages' own
+Runs each condition through src.train.run.run_condition, the finetune stages' own
 path, in one process with train.threads threads, on data/model and data/tasks as
 `dvc repro data` builds them (the task must be in data.tasks), with params.yaml's
 training settings; the trials are the pipeline's (same seeds, same subsets), so a

@@ -3,7 +3,7 @@
 #   sudo tests/cluster/slurm.sh start   # installs Debian's slurm-wlm + munge if missing, starts the daemons
 #   sudo tests/cluster/slurm.sh stop
 # Runs as root (slurmd must, to start jobs as the submitting user). Accounting is off: no
-# slurmdbd (it needs a MySQL server), so `sacct` refuses; src/executors.py does not need it
+# slurmdbd (it needs a MySQL server), so `sacct` refuses; src/train/executors.py does not need it
 # (it reads submitit's result files and asks `squeue` whether a job is still alive).
 set -euo pipefail
 ETC=/etc/slurm
