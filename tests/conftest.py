@@ -93,6 +93,31 @@ def tiny_tasks_root(tmp_path_factory, tiny_task_dir):
     return root
 
 
+def stub_result(condition: dict, **recorded):
+    """A RunResult as a finished run writes it, holding only what a test sets in `recorded`
+    (status, scores, predictions, ...); the rest of what a run records is left empty."""
+    from src.train.result import RunResult
+
+    empty = dict(
+        fingerprint="test",
+        status="ok",
+        metric="accuracy",
+        scores={},
+        eval_loss=None,
+        majority_share=None,
+        predictions=None,
+        epoch_losses=[],
+        epoch_eval=[],
+        train_seconds=0.0,
+        weight_change=[],
+        steps=None,
+        layer_change_by_step=[],
+        settings={},
+        seeds={},
+    )
+    return RunResult(condition=condition, **{**empty, **recorded})
+
+
 def grid_params() -> dict:
     """The fixed test grid: a complete params.yaml as a dict, independent of the shipped
     params.yaml (which only tests/test_params.py reads). Every study family is in it, on the

@@ -11,11 +11,11 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import grid_params
 
 from src.claims.registry import Evidence, Unit, first_reaching, judge_claims, plan_trials
 from src.claims.render import write_report
 from src.config.schema import ReportConfig
-from tests.conftest import grid_params
 
 L = 4
 N = 400  # eval examples

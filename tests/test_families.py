@@ -11,6 +11,7 @@ import re
 
 import pytest
 import torch
+from conftest import grid_params
 from safetensors.torch import load_file
 
 from src.conditions.condition import Condition
@@ -20,7 +21,6 @@ from src.model.families import FAMILIES, family_of
 from src.model.finetuner import build_finetuner, encode, reinitialised_layer_parameters
 from src.train.loop import parameter_groups
 from src.train.weights import layer_weights
-from tests.conftest import grid_params
 
 LAYERS, HEADS, HIDDEN = 3, 4, 32
 SHAPE = dict(

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from tests.conftest import grid_params
+from conftest import grid_params
 
 REPO = Path(__file__).resolve().parents[1]
 

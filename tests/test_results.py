@@ -10,6 +10,7 @@ from dataclasses import asdict, fields
 
 import numpy as np
 import pytest
+from conftest import grid_params, stub_result
 
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions
@@ -24,7 +25,6 @@ from src.train.loop import RunSettings
 from src.train.result import RunResult, finished, read_results, result_path
 from src.train.run import fingerprint, run_condition
 from src.train.schedule import run_settings
-from tests.conftest import grid_params
 
 PROGRESSIVE = Condition("rt_sentiment", 8, 0, 1, k=1)
 PERMUTATION = Condition("rt_sentiment", 8, 1, 1, scheme="permutation")
@@ -143,23 +143,12 @@ def test_the_predictions_of_real_runs_round_trip_with_the_eval_labels(runs, tiny
 
 def fake_result(condition: Condition, predictions: np.ndarray) -> RunResult:
     """A finished result with `predictions` (the rest of what a run records left empty)."""
-    return RunResult(
-        condition=condition.as_dict(),
-        fingerprint="test",
-        status="ok",
-        metric="accuracy",
+    return stub_result(
+        condition.as_dict(),
         scores={"accuracy": 0.5},
         eval_loss=0.7,
         majority_share=0.5,
         predictions=KINDS["classification"].encode_predictions(predictions),
-        epoch_losses=[],
-        epoch_eval=[],
-        train_seconds=0.0,
-        weight_change=[],
-        steps=None,
-        layer_change_by_step=[],
-        settings={},
-        seeds={},
     )
 
 

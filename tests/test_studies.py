@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from conftest import grid_params
+from conftest import grid_params, stub_result
 
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions, focus_conditions, study_conditions, trained_conditions
@@ -168,24 +168,7 @@ def test_spectral_norm_is_the_largest_singular_value_of_wide_and_tall_matrices()
 
 
 def result_of(condition: Condition, accuracy: float) -> RunResult:
-    return RunResult(
-        condition=condition.as_dict(),
-        fingerprint="test",
-        status="ok",
-        metric="accuracy",
-        scores={"accuracy": accuracy},
-        eval_loss=None,
-        majority_share=None,
-        predictions=None,
-        epoch_losses=[],
-        epoch_eval=[],
-        train_seconds=0.0,
-        weight_change=[],
-        steps=None,
-        layer_change_by_step=[],
-        settings={},
-        seeds={},
-    )
+    return stub_result(condition.as_dict(), scores={"accuracy": accuracy})
 
 
 def test_aggregate_gives_each_condition_its_shared_run_and_refuses_a_missing_one(tmp_path):

@@ -2,6 +2,7 @@
 averaged and counted; every run names its references."""
 
 import pytest
+from conftest import stub_result
 
 from src.conditions.condition import Condition
 from src.results.tables import results_table, summarise
@@ -10,24 +11,7 @@ from src.train.result import RunResult
 
 def run_result(condition: dict, status: str, metric: str, scores: dict, majority_share) -> RunResult:
     """A RunResult with what the tables read; the rest (losses, weights, seeds) left empty."""
-    return RunResult(
-        condition=condition,
-        fingerprint="test",
-        status=status,
-        metric=metric,
-        scores=scores,
-        eval_loss=None,
-        majority_share=majority_share,
-        predictions=None,
-        epoch_losses=[],
-        epoch_eval=[],
-        train_seconds=0.0,
-        weight_change=[],
-        steps=None,
-        layer_change_by_step=[],
-        settings={},
-        seeds={},
-    )
+    return stub_result(condition, status=status, metric=metric, scores=scores, majority_share=majority_share)
 
 
 def result(k, trial, value, status="ok", majority_share=0.5):

@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import grid_params
 
 from src import downloads
 from src.tasks import embedded
 from src.tasks.kinds import KINDS
 from src.tasks.registry import get_task
-from tests.conftest import grid_params
 
 REPO = Path(__file__).resolve().parents[1]
 
