@@ -21,6 +21,7 @@ import pytest
 import torch
 import yaml
 from conftest import grid_params
+from test_faults import stage_command, stage_env
 from test_params import DELETE, with_change
 
 from src import downloads
@@ -629,21 +630,9 @@ def test_the_stage_refuses_a_size_larger_than_the_pool_before_training(tmp_path,
     pool = len(tokens.load_split(task / "tokens.npz", "train"))
     (task / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": pool}))
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(stage_params({"sizes": [40, pool + 1]})))
-    command = [
-        sys.executable,
-        "-m",
-        "stages.finetune",
-        "--study",
-        "progressive",
-        "--model",
-        str(tiny_model_dir),
-        "--tasks",
-        "tasks",
-        "--out",
-        "out",
-    ]
-    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
-    run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        stage_command(tiny_model_dir), cwd=tmp_path, env=stage_env(), capture_output=True, text=True, timeout=300
+    )
     message = (
         f"params.yaml: studies.progressive asks for {pool + 1} "
         f"training examples of task 'rt_sentiment', which has {pool}"
@@ -686,14 +675,16 @@ def tiny_gpt2():
     return GPT2Model(GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=32))
 
 
+GPT2_REFUSED = (
+    "model_type 'gpt2' is refused: it is not one of the supported encoder families "
+    "(decoders such as GPT-2 are not encoders)"
+)
+
+
 def test_a_gpt2_model_is_refused_by_reinit():
     with pytest.raises(
         ValueError,
-        match=re.escape(
-            "model_type 'gpt2' is refused: it is not one of the "
-            "supported encoder families (decoders such as GPT-2 "
-            "are not encoders)"
-        ),
+        match=re.escape(GPT2_REFUSED),
     ):
         reinit.encoder_layers(tiny_gpt2())
 
@@ -713,11 +704,7 @@ def test_a_non_bert_model_is_refused_before_anything_is_written(tmp_path, tiny_m
     out = tmp_path / "model"
     with pytest.raises(
         ValueError,
-        match=re.escape(
-            "model_type 'gpt2' is refused: it is not one of the "
-            "supported encoder families (decoders such as GPT-2 "
-            "are not encoders)"
-        ),
+        match=re.escape(GPT2_REFUSED),
     ):
         export_base_model(str(source), out)  # a local folder stands in for a hub id
     assert list(out.iterdir()) == []
