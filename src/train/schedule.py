@@ -82,9 +82,8 @@ def run_all(
 ) -> list[RunResult]:
     """Every condition's result: kept, copied from another study (`reuse`) or trained now."""
     paths = [result_path(out, condition) for condition in conditions]
-    keys = [
-        fingerprint(condition, run_settings(config, condition.epochs), model_dir, tasks_dir) for condition in conditions
-    ]
+    settings = [run_settings(config, condition.epochs) for condition in conditions]
+    keys = [fingerprint(c, s, model_dir, tasks_dir) for c, s in zip(conditions, settings)]
     results: list[RunResult | None] = []
     for i, (condition, path, key) in enumerate(zip(conditions, paths, keys), 1):
         result = finished(path, key)
@@ -103,7 +102,7 @@ def run_all(
     runs = [
         (
             conditions[i],
-            run_settings(config, conditions[i].epochs),
+            settings[i],
             model_dir.resolve(),
             tasks_dir.resolve(),
             log_epochs,
