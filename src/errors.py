@@ -11,3 +11,7 @@ class ParamsError(UserError, ValueError):
 
 class ModelError(UserError, ValueError):
     """A model that cannot be loaded or is not a BERT-family encoder."""
+
+
+class StorageError(UserError, OSError):
+    """A file that could not be written (a full disk, no permission): the cause, in one line."""

@@ -8,6 +8,8 @@ import math
 import os
 from pathlib import Path
 
+from src.errors import StorageError
+
 
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
@@ -33,9 +35,16 @@ def write_json_atomically(path: Path, payload: dict) -> None:
     """A killed run leaves no half-written file that could pass for a finished result."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(json_safe(payload), indent=1, allow_nan=False) + "\n"  # a bad payload fails before any file
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(json.dumps(json_safe(payload), indent=1, allow_nan=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())  # on disk before it takes the result's name, even after a power cut
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())  # on disk before it takes the result's name, even after a power cut
+        os.replace(tmp, path)
+    except BaseException as error:  # a full disk, or a Ctrl-C mid-write: no partial file left behind
+        tmp.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise StorageError(f"{path}: could not be written ({error.strerror or error})") from None
+        raise
