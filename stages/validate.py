@@ -8,13 +8,14 @@ valid change invalidates nothing downstream. Cheap on purpose: no torch import.
 
 Once the base model is prepared (and is the one params.yaml names), k, layers, heads and
 model.max_length are checked against it too; a newly named model is checked by the
-prepare_model stage, whose only output is that model.
+prepare_model stage, whose only output is that model. The executor's backend must be
+installed (submitit for slurm, ray for ray).
 """
 
 import argparse
 from pathlib import Path
 
-from src.config.load import ModelLimits, load_config, model_limits
+from src.config.load import ModelLimits, check_backend_installed, load_config, model_limits
 from src.model.record import BaseModelRecord
 from src.stage import run_stage
 
@@ -42,6 +43,7 @@ def main() -> None:
 
     config = load_config()
     load_config(limits=prepared_model_limits(args.model, config.model.name))
+    check_backend_installed(config.executor)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(VALID)
     print(VALID.strip())

@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -209,6 +210,17 @@ def every_output(root: Path, outs: list[str]) -> dict[str, str]:
             "k=7",
             "params.yaml: k = 7 is invalid; allowed: 0..6 (the model has 6 encoder layers)",
             id="exp-run-focus-k-beyond-the-prepared-model",
+        ),
+        *(
+            pytest.param(
+                "exp run",
+                f"executor.kind={kind}",
+                f"params.yaml: executor.kind = {kind!r} needs the Python package {module}, which is not installed: "
+                "pip install -r requirements-cluster.txt",
+                id=f"exp-run-{kind}-without-{module}",
+                marks=pytest.mark.skipif(find_spec(module) is not None, reason=f"{module} is installed here"),
+            )
+            for kind, module in (("slurm", "submitit"), ("ray", "ray"))
         ),
         # `dvc repro`: `dvc exp run` first checks out the workspace, which unlinks the outputs
         # of stages gone from dvc.yaml (an empty matrix has none) before any stage runs.

@@ -10,6 +10,7 @@ that no section declares is refused, with the nearest known name.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import json
 import re
 from dataclasses import dataclass, fields
@@ -21,6 +22,7 @@ from src.conditions.schemes import MODIFIERS, SCHEMES, study_keys
 from src.config import checks
 from src.config.checks import refuse, require
 from src.config.schema import (
+    EXECUTOR_EXTRAS,
     EXECUTOR_KINDS,
     MAX_RATING,
     Config,
@@ -190,6 +192,17 @@ def _executor(node) -> ExecutorConfig:
         return value
 
     return _section(ExecutorConfig, node, "executor", {"address": address, "gpus_per_run": gpus})
+
+
+def check_backend_installed(executor: ExecutorConfig) -> None:
+    """The package `executor.kind`'s backend imports is installed: the validate stage asks,
+    so a missing extra stops `dvc repro` before any model is prepared or data built."""
+    module = EXECUTOR_EXTRAS.get(executor.kind)
+    if module is not None and importlib.util.find_spec(module) is None:
+        raise ParamsError(
+            f"params.yaml: executor.kind = {executor.kind!r} needs the Python package {module}, which is not "
+            "installed: pip install -r requirements-cluster.txt"
+        )
 
 
 WHOLE_LAYERS = (

@@ -18,6 +18,7 @@ from src.config import checks
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")  # src/train/device.py resolves auto
 EXECUTOR_KINDS = ("local", "slurm", "ray")  # src/train/executors.py
+EXECUTOR_EXTRAS = {"slurm": "submitit", "ray": "ray"}  # what each backend imports, from requirements-cluster.txt
 RECIPES = ("paper", "authors_code")  # src/model/reinit.py
 POOLINGS = ("mean", "cls")  # src/model/finetuner.py
 MAX_RATING = 4  # the embedded tasks' crowd ratings are on -4..4
