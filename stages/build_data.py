@@ -10,7 +10,7 @@ from pathlib import Path
 from src.config.load import load_config, model_limits
 from src.model.base import load_tokenizer
 from src.stage import run_stage
-from src.tasks.build import build_splits, write_task
+from src.tasks.build import build_splits, checked_unknown_words, write_task
 
 
 def main() -> None:
@@ -22,9 +22,14 @@ def main() -> None:
     config = load_config(limits=model_limits(args.model))  # max_length against the model's positions
     built = {name: build_splits(name, config.data) for name in config.data.tasks}
     tokenizer = load_tokenizer(args.model)
+    unknown = {  # every task checked before any is written
+        name: checked_unknown_words(name, train, eval_, tokenizer, config.data)
+        for name, (train, eval_, _) in built.items()
+    }
     for name, (train, eval_, note) in built.items():
-        info = write_task(name, train, eval_, note, tokenizer, config.model.max_length, args.out / name)
+        info = write_task(name, train, eval_, note, unknown[name], tokenizer, config.model.max_length, args.out / name)
         print(f"{name}: {len(train)} train / {len(eval_)} eval examples; {note}")
+        print(f"  [UNK] words {unknown[name].unknown} of {unknown[name].words} ({unknown[name].rate:.2%})")
         if info["label_counts"]:
             print(f"  label counts {info['label_counts']}")
 

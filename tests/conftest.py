@@ -139,6 +139,7 @@ def grid_params() -> dict:
             "eval_size": 50,
             "neutral_band": 0.8,
             "split_seed": 0,
+            "max_unk_rate": 0.05,
         },
         "train": {
             "lr": 2.0e-5,

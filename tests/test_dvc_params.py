@@ -276,7 +276,7 @@ def test_each_untrained_stage_reads_only_the_params_it_declares(tmp_path, tiny_m
     params = grid_params()
     params.update(task="sst2", size=8, k=3, trials=1)
     params["model"].update(name=str(tiny_model_dir), max_length=32)
-    params["data"].update(tasks=["sst2"], glue_dir="glue")
+    params["data"].update(tasks=["sst2"], glue_dir="glue", max_unk_rate=0.5)  # the tiny vocabulary has no numbers
     params["probe"].update(tasks=["sst2"], epochs=2)
     params["studies"] = {
         "progressive": {"scheme": "progressive", "tasks": ["sst2"], "sizes": [8], "ks": [0, 3], "trials": 1}

@@ -324,7 +324,7 @@ def scratch_repo(root, model_folder):
     params = grid_params()
     params.update(task="sst2", size=8, k=LAYERS, trials=1)
     params["model"].update(name=str(model_folder), max_length=32)
-    params["data"].update(tasks=["sst2"], glue_dir="glue")
+    params["data"].update(tasks=["sst2"], glue_dir="glue", max_unk_rate=1.0)  # the tiny vocabulary: 18 words
     params["train"].update(epochs=1, small_epochs=1, workers=1, threads=1)
     params["probe"].update(epochs=1, tasks=["sst2"])
     tiny = {"tasks": ["sst2"], "sizes": [8], "trials": 1}

@@ -62,6 +62,11 @@ def open_unit(value, key):
     return value
 
 
+def unit_interval(value, key):
+    require(is_number(value) and 0 <= value <= 1, key, value, "a number in [0, 1]")
+    return value
+
+
 def boolean(value, key):
     require(isinstance(value, bool), key, value, "true | false")
     return value

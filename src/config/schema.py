@@ -82,6 +82,10 @@ class DataConfig(Section):
         checks.positive, "rt_sentiment, tweet_sentiment: drop |mean rating| below this (of -4..4)"
     )
     split_seed: int = knob(checks.integer(0), "seed of the train/eval split")
+    max_unk_rate: float = knob(
+        checks.unit_interval,
+        "refuse a task whose words map to [UNK] more often than this: a tokenizer that does not fit the text",
+    )
 
 
 @dataclass(frozen=True)

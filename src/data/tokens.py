@@ -7,6 +7,7 @@ conditions can disagree about the text.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +58,38 @@ def tokenize(
         labels=df["label"].to_numpy().astype(kind.label_dtype),
         pad_id=tokenizer.pad_token_id,
     )
+
+
+@dataclass(frozen=True)
+class UnknownWords:
+    """How much of a text a tokenizer cannot spell: words (as its own pre-tokenizer splits
+    them) with a piece mapped to the unknown token."""
+
+    words: int
+    unknown: int
+    examples: tuple[str, ...]  # the most frequent unknown words
+
+    @property
+    def rate(self) -> float:
+        return self.unknown / self.words if self.words else 0.0
+
+
+def unknown_words(texts: list[str], tokenizer, examples: int = 5) -> UnknownWords:
+    """The [UNK] words of `texts`. A tokenizer without an unknown token (byte-level BPE:
+    RoBERTa, ModernBERT) spells every word, so its count is 0."""
+    encoded = tokenizer(list(texts), add_special_tokens=False)
+    unk = tokenizer.unk_token_id
+    found: Counter[str] = Counter()
+    words = 0
+    for i, encoding in enumerate(encoded.encodings):
+        word_ids = encoding.word_ids
+        words += word_ids[-1] + 1 if word_ids else 0  # one sequence: its words are numbered 0, 1, ...
+        if unk is None or unk not in encoding.ids:
+            continue
+        for word in sorted({w for w, token in zip(word_ids, encoding.ids) if token == unk}):
+            start, end = encoding.word_to_chars(word)
+            found[texts[i][start:end]] += 1
+    return UnknownWords(words, sum(found.values()), tuple(word for word, _ in found.most_common(examples)))
 
 
 def save_splits(path: Path, splits: dict[str, TokenizedSplit]) -> None:

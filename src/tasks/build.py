@@ -9,6 +9,7 @@ import pandas as pd
 
 from src.config.schema import DataConfig
 from src.data import tokens
+from src.errors import ParamsError
 from src.tasks import embedded, glue
 from src.tasks.registry import get_task
 
@@ -24,8 +25,32 @@ def build_splits(name: str, data: DataConfig) -> tuple[pd.DataFrame, pd.DataFram
     return splits.train, splits.eval, f"{source}. {splits.note}".strip()
 
 
+def checked_unknown_words(
+    name: str, train: pd.DataFrame, eval_: pd.DataFrame, tokenizer, data: DataConfig
+) -> tokens.UnknownWords:
+    """The [UNK] words of a task's text, refused above data.max_unk_rate: a tokenizer that
+    cannot spell the text (one of another model, or none) would train on [UNK] and report
+    chance as a result."""
+    texts = [text for df in (train, eval_) for field in get_task(name).text_fields for text in df[field]]
+    unknown = tokens.unknown_words(texts, tokenizer)
+    if unknown.rate > data.max_unk_rate:
+        raise ParamsError(
+            f"params.yaml: data.max_unk_rate = {data.max_unk_rate}: task {name!r} has {unknown.rate:.1%} of its "
+            f"{unknown.words} words mapped to {tokenizer.unk_token} (e.g. {', '.join(map(repr, unknown.examples))}): "
+            "the prepared model's tokenizer does not fit this text"
+        )
+    return unknown
+
+
 def write_task(
-    name: str, train: pd.DataFrame, eval_: pd.DataFrame, note: str, tokenizer, max_length: int, out: Path
+    name: str,
+    train: pd.DataFrame,
+    eval_: pd.DataFrame,
+    note: str,
+    unknown: tokens.UnknownWords,
+    tokenizer,
+    max_length: int,
+    out: Path,
 ) -> dict:
     """Write <out>/{train,eval}.tsv, tokens.npz and info.json; return the info."""
     spec = get_task(name)
@@ -50,6 +75,8 @@ def write_task(
         if classes
         else None,
         "mean_tokens": {split: float(split_tokens.lengths.mean()) for split, split_tokens in tokenized.items()},
+        "unk_rate": unknown.rate,  # share of the words (train and eval) the tokenizer maps to [UNK]
+        "unk_examples": list(unknown.examples),
     }
     (out / "info.json").write_text(json.dumps(info, indent=2, default=int) + "\n")
     return info
