@@ -163,11 +163,18 @@ def test_exp_run_with_a_key_or_value_the_schema_refuses_fails_in_validate(valida
 
 @pytest.fixture(scope="module")
 def finished_repo(tmp_path_factory):
-    from dvc.repo import Repo
-
     root = scratch_repo(
         tmp_path_factory.mktemp("placeholders"), yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     )
+    return root, finish_with_placeholders(root)
+
+
+def finish_with_placeholders(root: Path) -> list[str]:
+    """Every output of the repository's pipeline (for its params.yaml) as a placeholder file,
+    recorded with `dvc commit` and committed: a finished pipeline of the real shape, in
+    seconds. Returns the outputs' paths."""
+    from dvc.repo import Repo
+
     commit(root, "pipeline")
     with Repo(str(root)) as repo:
         outs = [str(out.def_path) for stage in repo.index.stages for out in stage.outs]
@@ -183,7 +190,7 @@ def finished_repo(tmp_path_factory):
     BaseModelRecord("embedded", "test", "bert", 6, 384, 12, "placeholder").write(root / "data/model")
     ok(dvc(root, "commit", "-f", "-q"))
     commit(root, "finished pipeline (placeholders)")
-    return root, outs
+    return outs
 
 
 def every_output(root: Path, outs: list[str]) -> dict[str, str]:
