@@ -195,8 +195,9 @@ def _tensors_in(name: str, path: Path, where: str) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:
-        why = next((line.strip() for line in str(error).splitlines() if "WeightsUnpickler error" in line), "")
-        why = why.split(". ")[0]  # the object it refused, not how to load it anyway
+        lines = str(error).splitlines()
+        why = next((line.strip() for line in lines if "GLOBAL" in line), lines[0])  # the object it refused
+        why = why.split(". ")[0].rstrip(".")  # not how to load it anyway
         raise _refusal(
             name,
             f"{where} holds more than tensors, so it is not loaded (a pickle can run code on load; {why})",
