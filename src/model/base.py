@@ -87,14 +87,13 @@ def _export_pretrained(name: str, out: Path) -> str:
         raise
     except OSError as error:
         hint = (
-            "it needs config.json, model.safetensors and the tokenizer files"
+            f"it needs config.json, model.safetensors or {PICKLE_WEIGHTS}, and the tokenizer files"
             if local
             else f"Offline, use the embedded default: model.name: {EMBEDDED_MODEL}"
         )
         source = "the Hugging Face hub is unreachable and the local cache does not have it" if cache_only else where
-        raise ModelError(
-            f"params.yaml: model.name = {name!r}: could not load it ({source}; {error.__class__.__name__}: "
-            f"{str(error).splitlines()[0]}). {hint}"
+        raise _refusal(
+            name, f"could not load it ({source}; {error.__class__.__name__}: {str(error).splitlines()[0]}). {hint}"
         ) from None
     except ValueError as error:  # transformers: "Unrecognized model in ...", an invalid hub id
         raise _refusal(name, f"not a model ({str(error).splitlines()[0]})") from None
