@@ -302,6 +302,18 @@ def spearman(x, y) -> float:
     return float(stats.spearmanr(x, y).statistic)
 
 
+def spearman_rows(x, rows) -> np.ndarray:
+    """spearman(x, row) for every row of `rows` [B, K] at once (ranks with ties averaged, then
+    Pearson of the ranks, as scipy does): [B], NaN where a row or x is constant. For bootstrap
+    draws of a curve, where one scipy call per draw is the slow part."""
+    x, rows = np.asarray(x, dtype=float), np.asarray(rows, dtype=float)
+    rx = stats.rankdata(x) - (len(x) + 1) / 2
+    r = stats.rankdata(rows, axis=1) - (rows.shape[1] + 1) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (r @ rx) / np.sqrt((r**2).sum(axis=1) * (rx**2).sum())
+    return np.where((np.ptp(rows, axis=1) > 0) & (np.ptp(x) > 0), rho, math.nan)
+
+
 def exact_permutation_p(x, y, method: str = "spearman") -> float:
     """Two-sided p of a correlation by permutation of the pairings: exact (every
     permutation) up to 8 points, 20,000 random permutations beyond. scipy's asymptotic p
