@@ -202,8 +202,9 @@ def paired_contrast(
     eval examples. For accuracy, F1 and MCC the variance is the crossed trials x examples
     one (`crossed_variance`) of the contrast's example-jackknife pseudo-values
     sum_i w_i pv_i[t, n]: trials and eval examples are both random, each component counted
-    once; its calibration is measured in docs/calibration.md. For other metrics the
-    examples are not resampled and the test is the paired t over trials. One trial gives
+    once; its calibration is measured in docs/calibration.md. For other metrics (and
+    without eval labels) the examples are not resampled and the test is the paired t
+    over trials. One trial gives
     no SE. `resamples` and `seed` are not used (the variance is no longer bootstrapped);
     they stay so that existing callers keep working."""
     scores = [np.asarray(s, dtype=float) for _, _, s in terms]
@@ -212,10 +213,10 @@ def paired_contrast(
     estimate = float(np.mean(per_trial))
     if n_trials < 2:
         return Estimate(estimate, math.nan, n_trials)
-    if metric not in EXAMPLE_METRICS:
+    labels = np.asarray(labels)
+    if metric not in EXAMPLE_METRICS or labels.size < 2:
         sd = float(np.std(per_trial, ddof=1))
         return Estimate(estimate, sd / math.sqrt(n_trials), n_trials, n_trials - 1, sd, n_trials - 1)
-    labels = np.asarray(labels)
     contrast = sum(weight * pseudo_values(metric, np.asarray(p), labels) for weight, p, _ in terms)
     v = crossed_variance(contrast)
     return Estimate(
