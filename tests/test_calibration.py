@@ -82,7 +82,7 @@ def curve_rows():
 
 def test_bootstrap_differences_hold_size_and_coverage_where_decidable(curve_rows):
     checked = [row for row in curve_rows if decidable(row)]
-    assert {row.test for row in checked} == {"k90 difference", "difference of rho"}
+    assert {(row.test, row.trials) for row in checked} == {("k90 difference", 10), ("difference of rho", 10)}
     assert all(row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS) for row in checked), checked
 
 
@@ -106,7 +106,10 @@ def test_simulated_contrast_is_exactly_the_requested_one():
 
 def test_decidable_rules():
     assert calibration.decidable("difference", 3) == (True, "")
-    assert not calibration.decidable("bootstrap", 10)[0] and calibration.decidable("bootstrap-difference", 3)[0]
+    assert not calibration.decidable("bootstrap", 10)[0]
+    assert (
+        calibration.decidable("bootstrap-difference", 10)[0] and not calibration.decidable("bootstrap-difference", 5)[0]
+    )
     assert not calibration.decidable("welch", 2)[0]
     with pytest.raises(ValueError, match="unknown test type"):
         calibration.decidable("anova", 5)
