@@ -99,7 +99,7 @@ def test_welch_holds_size_and_coverage_from_three_trials():
 
 def test_simulated_contrast_is_exactly_the_requested_one():
     # the design's truth, which size and coverage are measured against: mean over many replicates
-    labels, a, b = calibration.simulate(calibration.NULLS["collapse-skewed"], 10, 4000, np.random.default_rng(3), 0.02)
+    labels, a, b = calibration.simulate(calibration.NULLS["collapse-skewed"], 10, 2000, np.random.default_rng(3), 0.02)
     contrast = (a == labels[:, None]).mean() - (b == labels[:, None]).mean()
     assert contrast == pytest.approx(0.02, abs=0.003)
 

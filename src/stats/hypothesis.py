@@ -379,11 +379,19 @@ MAX_TRIALS = 100_000
 def _trials_needed(gap: float, trial_sd: float, fixed_se: float, critical) -> int | None:
     """The smallest number of trials T (2 <= T <= MAX_TRIALS) at which `gap` is `critical(T - 1)`
     standard errors, with SE(T)^2 = trial_sd^2 / T + fixed_se^2. The t df is taken as T - 1,
-    the fewest the crossed design can have, so the answer errs high. None when no T reaches it."""
-    for n in range(2, MAX_TRIALS + 1):
-        if gap >= critical(n - 1) * math.sqrt(trial_sd**2 / n + fixed_se**2):
-            return n
-    return None
+    the fewest the crossed design can have, so the answer errs high. None when no T reaches it.
+    Both the SE and the critical value fall as T grows, so the first T is found by bisection."""
+
+    def reaches(n: int) -> bool:
+        return gap >= critical(n - 1) * math.sqrt(trial_sd**2 / n + fixed_se**2)
+
+    if not reaches(MAX_TRIALS):
+        return None
+    low, high = 1, MAX_TRIALS  # reaches(high) holds; reaches(low) is taken as false (one trial has no test)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
 
 
 @dataclass(frozen=True)
