@@ -15,32 +15,32 @@ TRIAL_SCORES_A = np.array([0.80, 0.85, 0.75, 0.90, 0.82])
 DIFFERENCES = np.array([0.10, 0.15, 0.05, 0.20, 0.12])
 
 
-def contrast_without_example_noise(resamples=40_000):
+def contrast_without_example_noise():
     """A vs B whose per-trial scores are all there is (the metric path that does not resample examples)."""
     labels = np.zeros(50, dtype=int)
     blank = np.zeros((5, 50))
     terms = [(1.0, blank, TRIAL_SCORES_A), (-1.0, blank, TRIAL_SCORES_A - DIFFERENCES)]
-    return hypothesis.paired_contrast(terms, labels, "pearson", resamples, seed=0)
+    return hypothesis.paired_contrast(terms, labels, "pearson")
 
 
-def test_without_eval_example_variance_the_multibootstrap_is_the_paired_t_interval():
+def test_without_eval_example_variance_the_contrast_is_the_paired_t_interval():
     estimate = contrast_without_example_noise()
     textbook = stats.ttest_1samp(DIFFERENCES, 0)
     low, high = estimate.interval(0.95)
     expected = textbook.confidence_interval(0.95)
     assert estimate.estimate == pytest.approx(DIFFERENCES.mean())
-    assert (low, high) == (pytest.approx(expected.low, abs=2e-3), pytest.approx(expected.high, abs=2e-3))
-    assert estimate.p_zero() == pytest.approx(textbook.pvalue, rel=0.05)
+    assert (low, high) == (pytest.approx(expected.low), pytest.approx(expected.high))
+    assert estimate.p_zero() == pytest.approx(textbook.pvalue)
 
 
-def test_tost_from_the_multibootstrap_is_statsmodels_paired_tost():
+def test_tost_of_a_trials_only_contrast_is_statsmodels_paired_tost():
     estimate = contrast_without_example_noise()
     for margin in (0.1, 0.2, 0.3):
         reference = ttost_paired(TRIAL_SCORES_A, TRIAL_SCORES_A - DIFFERENCES, -margin, margin)[0]
-        assert estimate.p_equivalent(margin) == pytest.approx(reference, rel=0.05, abs=1e-4)
+        assert estimate.p_equivalent(margin) == pytest.approx(reference)
 
 
-def test_with_identical_trials_the_se_is_the_eval_bootstrap_of_paired_correctness():
+def test_with_identical_trials_the_test_is_the_one_sample_t_of_paired_correctness():
     rng = np.random.default_rng(1)
     labels = rng.integers(0, 2, 400)
     a = np.where(rng.random(400) < 0.8, labels, 1 - labels)
@@ -50,11 +50,73 @@ def test_with_identical_trials_the_se_is_the_eval_bootstrap_of_paired_correctnes
         (1.0, np.tile(a, (T, 1)), np.full(T, np.mean(a == labels))),
         (-1.0, np.tile(b, (T, 1)), np.full(T, np.mean(b == labels))),
     ]
-    estimate = hypothesis.paired_contrast(terms, labels, "accuracy", 20_000, seed=0)
+    estimate = hypothesis.paired_contrast(terms, labels, "accuracy")
     paired = (a == labels).astype(float) - (b == labels)
-    textbook_se = paired.std(ddof=0) / math.sqrt(len(paired))  # the bootstrap SE of a mean
+    textbook = stats.ttest_1samp(paired, 0)  # no sqrt(T/(T-1)) inflation, and N-1 df, not T-1
     assert estimate.estimate == pytest.approx(paired.mean())
-    assert estimate.se == pytest.approx(textbook_se * math.sqrt(T / (T - 1)), rel=0.03)
+    assert estimate.se == pytest.approx(paired.std(ddof=1) / math.sqrt(len(paired)))
+    assert estimate.df == len(paired) - 1 and estimate.p_zero() == pytest.approx(textbook.pvalue)
+    assert estimate.interval() == pytest.approx(tuple(textbook.confidence_interval(0.95)))
+    assert (estimate.trial_sd, estimate.fixed_se) == (pytest.approx(0.0, abs=1e-12), pytest.approx(estimate.se))
+
+
+# A 3 trials x 4 examples table, small enough to check by hand.
+TABLE = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
+
+
+def test_crossed_variance_is_the_two_way_random_effects_estimate_from_statsmodels_mean_squares():
+    from statsmodels.formula.api import ols
+    from statsmodels.stats.anova import anova_lm
+
+    rows = [(t, n, TABLE[t, n]) for t in range(3) for n in range(4)]
+    frame = __import__("pandas").DataFrame(rows, columns=["trial", "example", "d"])
+    ms = anova_lm(ols("d ~ C(trial) + C(example)", frame).fit())["mean_sq"]  # residual = interaction
+    ms_t, ms_e, ms_te = ms["C(trial)"], ms["C(example)"], ms["Residual"]
+    assert ms_t > ms_te and ms_e > ms_te  # no component truncated in this table
+    v = hypothesis.crossed_variance(TABLE)
+    assert v.variance == pytest.approx((ms_t + ms_e - ms_te) / 12)
+    # Satterthwaite (1946): (sum of the mean squares)^2 / sum of (mean square^2 / its df)
+    assert v.df == pytest.approx((ms_t + ms_e - ms_te) ** 2 / (ms_t**2 / 2 + ms_e**2 / 3 + ms_te**2 / 6))
+    assert v.trial_variance == pytest.approx(ms_t / 4) and v.trial_df == 2
+    assert v.variance == pytest.approx(v.trial_variance / 3 + v.fixed_variance)
+
+
+def test_crossed_variance_by_hand():
+    # grand mean 7/12; trial means 3/4, 1/4, 3/4; example means 2/3, 1/3, 1, 1/3
+    ms_t = 4 * ((3 / 4 - 7 / 12) ** 2 * 2 + (1 / 4 - 7 / 12) ** 2) / 2
+    ms_e = 3 * ((2 / 3 - 7 / 12) ** 2 + 2 * (1 / 3 - 7 / 12) ** 2 + (1 - 7 / 12) ** 2) / 3
+    total = 12 * TABLE.var() * 11 / 11  # total sum of squares = 12 * population variance
+    ms_te = (total - 2 * ms_t - 3 * ms_e) / 6
+    assert hypothesis.crossed_variance(TABLE).variance == pytest.approx((ms_t + ms_e - ms_te) / 12)
+
+
+def test_a_component_that_estimates_negative_is_truncated_and_its_mean_square_left_out():
+    # every trial the same up to a shift that is smaller than the interaction: MS_T < MS_TE
+    rng = np.random.default_rng(3)
+    d = rng.normal(size=(5, 200)) + rng.normal(size=200) * 3
+    d -= d.mean(axis=1, keepdims=True)  # trial means equal: MS_T = 0
+    v = hypothesis.crossed_variance(d)
+    n_t, n_e = d.shape
+    ms_e = n_t * d.mean(axis=0).var(ddof=1)
+    assert v.variance == pytest.approx(ms_e / (n_t * n_e)) and v.df == pytest.approx(n_e - 1)
+
+
+def test_f1_and_mcc_pseudo_values_give_the_leave_one_out_jackknife_variance():
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 2, 60)
+    predictions = np.where(rng.random(60) < 0.75, labels, 1 - labels)
+    keep = np.ones(60, dtype=bool)
+    for metric, reference in (("f1", f1_score), ("mcc", matthews_corrcoef)):
+        left_out = []
+        for n in range(60):
+            keep[n] = False
+            left_out.append(reference(labels[keep], predictions[keep]))
+            keep[n] = True
+        left_out = np.array(left_out)
+        jackknife_variance = 59 / 60 * ((left_out - left_out.mean()) ** 2).sum()  # Efron & Tibshirani eq. 11.5
+        pseudo = hypothesis.pseudo_values(metric, predictions[None], labels)[0]
+        assert pseudo.var(ddof=1) / 60 == pytest.approx(jackknife_variance)
+    assert np.array_equal(hypothesis.pseudo_values("accuracy", predictions, labels), predictions == labels)
 
 
 def test_one_trial_has_no_interval_and_no_p():
@@ -118,4 +180,61 @@ def test_planned_trials_for_equivalence_meet_their_definition():
 def test_bootstrap_p_and_intervals_of_draws():
     boot = hypothesis.Bootstrap(1.0, np.array([1.0] * 90 + [-1.0] * 10 + [math.nan] * 5), 12)
     assert boot.p_zero() == pytest.approx(0.2) and boot.undefined_share == pytest.approx(5 / 105)
-    assert boot.p_equivalent(0.5) == pytest.approx(0.9) and boot.p_beyond(0.5) == 0.0
+    assert boot.p_equivalent(0.5) == pytest.approx(0.9)
+    assert boot.p_beyond(0.5) == pytest.approx(1 / 101)  # no draw within the margin: floored at 1/(B+1), B = 100
+    assert boot.p_greater() == pytest.approx(0.1)
+
+
+def test_bootstrap_p_is_never_below_one_over_draws_plus_one():
+    boot = hypothesis.Bootstrap(1.0, np.ones(999), 10)
+    assert boot.p_zero() == boot.p_greater() == pytest.approx(1 / 1000)
+    assert hypothesis.holm([boot.p_zero(), 0.5])[0] > 0
+
+
+def test_p_beyond_counts_both_tails_the_issues_example():
+    # issue 24: est 0.11, SE 0.03, margin 0.02, df 2 -> 0.072 (one tail alone gave 0.048)
+    estimate = hypothesis.Estimate(0.11, 0.03, 3, df=2.0)
+    assert estimate.p_beyond(0.02) == pytest.approx(0.072, abs=5e-4)
+    assert hypothesis.Estimate(-0.11, 0.03, 3, df=2.0).p_beyond(0.02) == pytest.approx(estimate.p_beyond(0.02))
+
+
+def test_one_sided_p_is_half_the_two_sided_on_its_side():
+    estimate = hypothesis.Estimate(0.05, 0.02, 5, df=4.0)
+    assert estimate.p_greater() == pytest.approx(estimate.p_zero() / 2)
+    assert hypothesis.Estimate(-0.05, 0.02, 5, df=4.0).p_greater() == pytest.approx(1 - estimate.p_zero() / 2)
+
+
+def test_intersection_union_p_is_the_largest_and_undefined_with_a_unit_missing():
+    assert hypothesis.intersection_union([0.01, 0.04, 0.003]) == 0.04
+    assert math.isnan(hypothesis.intersection_union([0.01, math.nan]))
+    assert math.isnan(hypothesis.intersection_union([]))
+
+
+def test_planner_range_brackets_the_point_and_grows_with_the_family():
+    estimate = hypothesis.Estimate(0.03, 0.02, 3, df=2.0, trial_sd=0.03, trial_df=2.0, fixed_se=0.005)
+    plan = hypothesis.plan_difference(estimate, 0.05, family=1)
+    assert plan.low < plan.point < plan.high and not plan.reason
+    assert hypothesis.plan_difference(estimate, 0.05, family=10).point > plan.point
+    # the chi-square interval of an SD on 2 df spans a factor of about 7.6 in variance each way
+    assert plan.high / plan.point > 10
+
+
+def test_planner_point_meets_its_criterion_and_one_fewer_does_not():
+    estimate = hypothesis.Estimate(0.03, 0.02, 3, df=2.0, trial_sd=0.03, trial_df=2.0, fixed_se=0.005)
+    n = hypothesis.plan_difference(estimate, 0.05, family=4).point
+
+    def reaches(trials):
+        se = math.sqrt(0.03**2 / trials + 0.005**2)
+        return 0.03 / se >= stats.t.ppf(1 - 0.05 / 8, trials - 1) + stats.t.ppf(0.8, trials - 1)
+
+    assert reaches(n) and not reaches(n - 1)
+
+
+def test_planner_says_when_the_eval_set_alone_blocks_the_test():
+    # the eval set's own SE 0.01 needs an effect beyond (1.96 + 0.84) * 0.01 = 0.028 whatever the trials
+    estimate = hypothesis.Estimate(0.02, 0.02, 3, df=2.0, trial_sd=0.03, trial_df=2.0, fixed_se=0.01)
+    plan = hypothesis.plan_difference(estimate, 0.05, family=1)
+    assert plan.point is None and "no number of trials decides it on this eval set" in plan.reason
+    # TOST within 0.04: margin - |effect| = 0.02 < (1.645 + 0.84) * 0.01
+    assert hypothesis.plan_equivalence(estimate, 0.04, 0.05, family=1).point is None
+    assert hypothesis.plan_equivalence(estimate, 0.05, 0.05, family=1).point is not None

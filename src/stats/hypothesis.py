@@ -1,14 +1,16 @@
 """The statistical tests behind every verdict: paired contrasts over trials and eval
-examples, equivalence tests, bootstrap intervals, exact permutation p, Holm, and the
-number of trials a test would need.
+examples, equivalence and minimum-effect tests, bootstrap intervals, exact permutation p,
+Holm and the intersection-union test, and the number of trials a test would need.
 
-What comes from scipy / statsmodels: t quantiles, the exact permutation test
-(scipy.stats.permutation_test), Welch's test (scipy.stats.ttest_ind), Holm
+What comes from scipy / statsmodels: t and chi-square quantiles, the exact permutation
+test (scipy.stats.permutation_test), Welch's test (scipy.stats.ttest_ind), Holm
 (statsmodels multipletests) and paired / two-sample t power (statsmodels). What is
-written here, because neither has it: the paired multi-bootstrap over trials *and*
-eval examples (Sellam et al., "The MultiBERTs", ICLR 2022), equivalence and
-minimum-effect p from its standard error, and the trials an equivalence test needs.
-Each has a test against the textbook case it reduces to (tests/test_inference.py).
+written here, because neither has it: the variance of a mean over a crossed trials x
+eval-examples design (two-way random-effects mean squares with Satterthwaite df, applied
+to example-jackknife pseudo-values so that F1 and MCC get it too), the tests from that
+estimate's standard error, and the planner's range of trials. Each has a test against
+the textbook case it reduces to (tests/test_hypothesis.py), and its calibration is
+measured by simulation (src/stats/calibration.py, docs/calibration.md).
 """
 
 from __future__ import annotations
@@ -22,9 +24,24 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
 POWER = 0.8  # the planner's default: the usual 80%
+BINARY_COUNT_METRICS = ("f1", "mcc")  # metrics of the binary confusion counts
+EXAMPLE_METRICS = ("accuracy", *BINARY_COUNT_METRICS)  # metrics whose eval examples are resampled
 
 
-# --- the paired multi-bootstrap -----------------------------------------------------------------
+def _binary_metric(metric: str, tp, fp, fn, tn) -> np.ndarray:
+    """F1 or MCC from (weighted) confusion counts, elementwise; sklearn's convention: 0 where undefined."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if metric == "f1":
+            value = 2 * tp / (2 * tp + fp + fn)
+        else:
+            value = (tp * tn - fp * fn) / np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    return np.nan_to_num(value, nan=0.0)
+
+
+def _confusion(predictions: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per-example indicators (tp, fp, fn, tn), each shaped like `predictions` (binary labels)."""
+    positive, truth = (predictions == 1).astype(float), (labels == 1).astype(float)
+    return positive * truth, positive * (1 - truth), (1 - positive) * truth, (1 - positive) * (1 - truth)
 
 
 def example_weighted_metric(
@@ -36,50 +53,120 @@ def example_weighted_metric(
     examples are not resampled and each trial keeps its `scores` value."""
     if metric == "accuracy":
         return example_counts @ (predictions == labels).T.astype(float) / labels.size
-    if metric in ("f1", "mcc"):
-        positive, truth = (predictions == 1).astype(float), (labels == 1).astype(float)
-        tp = example_counts @ (positive * truth).T
-        fp = example_counts @ (positive * (1 - truth)).T
-        fn = example_counts @ ((1 - positive) * truth).T
-        tn = example_counts @ ((1 - positive) * (1 - truth)).T
-        with np.errstate(invalid="ignore", divide="ignore"):
-            if metric == "f1":
-                value = 2 * tp / (2 * tp + fp + fn)
-            else:  # sklearn's convention: MCC is 0 when a margin is empty
-                value = (tp * tn - fp * fn) / np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-        return np.nan_to_num(value, nan=0.0)
+    if metric in BINARY_COUNT_METRICS:
+        return _binary_metric(metric, *(example_counts @ c.T for c in _confusion(predictions, labels)))
     return np.broadcast_to(scores, (example_counts.shape[0], len(scores)))
+
+
+def pseudo_values(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Example-jackknife pseudo-values N*m_t - (N-1)*m_t(-n) of each trial's metric m_t
+    ([..., T, N] for predictions [..., T, N]): their mean over examples is the metric's
+    jackknife estimate and their spread its example variance (Tukey 1958). For accuracy
+    they are exactly the per-example correctness, so a variance computed from them is the
+    textbook one; for F1 and MCC they linearise the metric around the trial's counts."""
+    if metric == "accuracy":
+        return (predictions == labels).astype(float)
+    counts = _confusion(predictions, labels)
+    totals = [c.sum(axis=-1, keepdims=True) for c in counts]
+    n = labels.shape[-1]
+    whole = _binary_metric(metric, *totals)
+    left_out = _binary_metric(metric, *(t - c for t, c in zip(totals, counts)))
+    return n * whole - (n - 1) * left_out
+
+
+# --- the variance of a mean over crossed trials x eval examples ---------------------------------
+
+
+@dataclass(frozen=True)
+class CrossedVariance:
+    """Var(grand mean) of values d[t, n] over T trials crossed with N eval examples, under the
+    two-way random-effects model d = mu + a_t + b_n + c_tn (Searle, Casella & McCulloch 1992,
+    ch. 4): Var = s2_T/T + s2_E/N + s2_TE/(T N), each component counted once. Its unbiased
+    estimate is (MS_T + MS_E - MS_TE)/(T N), since E[MS_T] = s2_TE + N s2_T, E[MS_E] = s2_TE
+    + T s2_E and E[MS_TE] = s2_TE. A negative component estimate is truncated at 0 (the
+    variance then falls back to the mean squares that remain), and the degrees of freedom are
+    Satterthwaite's (1946) for the linear combination of mean squares actually used.
+    Every field is an array over any leading (batch) axes."""
+
+    variance: np.ndarray  # Var(grand mean) at the observed T
+    df: np.ndarray  # Satterthwaite df of `variance`
+    trial_variance: np.ndarray  # s2_T + s2_TE/N: a single trial's share, which shrinks as 1/T
+    trial_df: np.ndarray  # df of `trial_variance` (a chi-square on T-1 when s2_T > 0)
+    fixed_variance: np.ndarray  # s2_E/N: the eval set's share, which more trials do not shrink
+
+
+def crossed_variance(values: np.ndarray) -> CrossedVariance:
+    """The CrossedVariance of `values` [..., T, N] (T >= 2, N >= 2)."""
+    d = np.asarray(values, dtype=float)
+    n_trials, n_examples = d.shape[-2:]
+    grand = d.mean(axis=(-2, -1), keepdims=True)
+    trial_means, example_means = d.mean(axis=-1, keepdims=True), d.mean(axis=-2, keepdims=True)
+    df_t, df_e = n_trials - 1, n_examples - 1
+    df_te = df_t * df_e
+    ms_t = n_examples * ((trial_means - grand) ** 2).sum(axis=(-2, -1)) / df_t
+    ms_e = n_trials * ((example_means - grand) ** 2).sum(axis=(-2, -1)) / df_e
+    ms_te = ((d - trial_means - example_means + grand) ** 2).sum(axis=(-2, -1)) / df_te
+    # the variance as c_t MS_T + c_e MS_E + c_te MS_TE over T N, with a component that
+    # estimates negative left out: c = (1, 1, -1), (0, 1, 0), (1, 0, 0) or (0, 0, 1)
+    c_t, c_e = (ms_t > ms_te).astype(float), (ms_e > ms_te).astype(float)
+    c_te = 1 - c_t - c_e
+    total = c_t * ms_t + c_e * ms_e + c_te * ms_te
+    spread = (c_t * ms_t) ** 2 / df_t + (c_e * ms_e) ** 2 / df_e + (c_te * ms_te) ** 2 / df_te
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df = np.where(spread > 0, total**2 / spread, np.inf)
+    trial_variance = (c_t * ms_t + (1 - c_t) * ms_te) / n_examples
+    return CrossedVariance(
+        variance=total / (n_trials * n_examples),
+        df=df,
+        trial_variance=trial_variance,
+        trial_df=np.where(c_t > 0, float(df_t), float(df_te)),
+        fixed_variance=c_e * (ms_e - ms_te) / (n_trials * n_examples),
+    )
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A contrast's point estimate, its standard error and the trials behind it."""
+    """A contrast's point estimate, its standard error with its degrees of freedom, and how
+    that variance splits: `trial_sd` (one trial's SD, on `trial_df` df; the part that shrinks
+    as 1/sqrt(trials)) and `fixed_se` (the eval set's part, which more trials do not shrink):
+    se^2 = trial_sd^2 / n + fixed_se^2."""
 
     estimate: float
     se: float
-    n: int  # trials (the t distribution has n - 1 degrees of freedom)
+    n: int  # trials
+    df: float = math.nan
+    trial_sd: float = math.nan
+    trial_df: float = math.nan
+    fixed_se: float = 0.0
 
-    @property
-    def df(self) -> int:
-        return self.n - 1
+    def _testable(self) -> bool:
+        return self.n >= 2 and bool(np.isfinite(self.se))
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
-        if self.n < 2 or not np.isfinite(self.se):
+        if not self._testable():
             return math.nan, math.nan
-        half = stats.t.ppf(0.5 + level / 2, self.df) * self.se
+        half = stats.t.ppf(0.5 + level / 2, self.df) * self.se if self.se > 0 else 0.0
         return self.estimate - half, self.estimate + half
 
     def p_zero(self) -> float:
         """Two-sided p of H0: contrast = 0."""
-        if self.n < 2 or not np.isfinite(self.se):
+        if not self._testable():
             return math.nan
         if self.se == 0:
             return 0.0 if self.estimate != 0 else 1.0
         return float(2 * stats.t.sf(abs(self.estimate) / self.se, self.df))
 
+    def p_greater(self) -> float:
+        """One-sided p of H0: contrast <= 0 (small p: the contrast is positive)."""
+        if not self._testable():
+            return math.nan
+        if self.se == 0:
+            return 0.0 if self.estimate > 0 else 1.0
+        return float(stats.t.sf(self.estimate / self.se, self.df))
+
     def p_equivalent(self, margin: float) -> float:
         """TOST p of H0: |contrast| >= margin (small p: within the margin)."""
-        if self.n < 2 or not np.isfinite(self.se):
+        if not self._testable():
             return math.nan
         if self.se == 0:
             return 0.0 if abs(self.estimate) < margin else 1.0
@@ -88,47 +175,59 @@ class Estimate:
         return float(max(lower, upper))
 
     def p_beyond(self, margin: float) -> float:
-        """p of H0: |contrast| <= margin (small p: an effect larger than the margin)."""
-        if self.n < 2 or not np.isfinite(self.se):
+        """p of H0: |contrast| <= margin against H1: |contrast| > margin (small p: an effect
+        larger than the margin, in either direction). The p is the chance, at the boundary
+        contrast = +margin (by symmetry the same at -margin; the largest over H0), of an
+        estimate at least as far from 0 as the observed one: both tails count, so a large
+        estimate of either sign is evidence and the size stays at alpha."""
+        if not self._testable():
             return math.nan
         if self.se == 0:
             return 0.0 if abs(self.estimate) > margin else 1.0
-        return float(stats.t.sf((abs(self.estimate) - margin) / self.se, self.df))
-
-    @property
-    def trial_sd(self) -> float:
-        """The per-trial standard deviation this SE implies (for planning trials)."""
-        return self.se * math.sqrt(self.n)
+        far = abs(self.estimate)
+        return float(stats.t.sf((far - margin) / self.se, self.df) + stats.t.cdf((-far - margin) / self.se, self.df))
 
 
 def paired_contrast(
-    terms: list[tuple[float, np.ndarray, np.ndarray]], labels: np.ndarray, metric: str, resamples: int, seed: int
+    terms: list[tuple[float, np.ndarray, np.ndarray]],
+    labels: np.ndarray,
+    metric: str,
+    resamples: int | None = None,
+    seed: int | None = None,
 ) -> Estimate:
     """sum_i w_i * mean over trials of metric(run of condition i), paired by trial.
 
     `terms`: (weight, predictions [T, N], scores [T]) per condition, rows in the same trial
     order (trial t of every condition shares its training subset and seeds), columns the
-    eval examples. The standard error comes from the paired multi-bootstrap: each draw
-    resamples trials and eval examples with replacement, the same draw for every term.
-    A bootstrap over T trials has variance (T-1)/T of the textbook one, so the SE is
-    scaled by sqrt(T/(T-1)), and intervals use t with T-1 degrees of freedom: with the
-    eval examples' variance at zero this is exactly the paired t interval; with it, the
-    interval also covers a new draw of eval examples (conservatively: the scaling applies
-    to that part too). One trial gives no SE."""
-    n_trials = len(terms[0][2])
-    estimate = float(sum(weight * np.mean(scores) for weight, _, scores in terms))
+    eval examples. For accuracy, F1 and MCC the variance is the crossed trials x examples
+    one (`crossed_variance`) of the contrast's example-jackknife pseudo-values
+    sum_i w_i pv_i[t, n]: trials and eval examples are both random, each component counted
+    once; its calibration is measured in docs/calibration.md. For other metrics (and
+    without eval labels) the examples are not resampled and the test is the paired t
+    over trials. One trial gives
+    no SE. `resamples` and `seed` are not used (the variance is no longer bootstrapped);
+    they stay so that existing callers keep working."""
+    scores = [np.asarray(s, dtype=float) for _, _, s in terms]
+    n_trials = len(scores[0])
+    per_trial = sum(weight * s for (weight, _, _), s in zip(terms, scores))
+    estimate = float(np.mean(per_trial))
     if n_trials < 2:
         return Estimate(estimate, math.nan, n_trials)
-    rng = np.random.default_rng(seed)
-    trial_counts = rng.multinomial(n_trials, np.full(n_trials, 1 / n_trials), size=resamples)
-    example_counts = rng.multinomial(labels.size, np.full(labels.size, 1 / labels.size), size=resamples).astype(float)
-    draws = np.zeros(resamples)
-    for weight, predictions, scores in terms:
-        per_trial = example_weighted_metric(
-            metric, predictions, labels, example_counts, np.asarray(scores, dtype=float)
-        )
-        draws += weight * (per_trial * trial_counts).sum(axis=1) / n_trials
-    return Estimate(estimate, float(draws.std(ddof=1) * math.sqrt(n_trials / (n_trials - 1))), n_trials)
+    labels = np.asarray(labels)
+    if metric not in EXAMPLE_METRICS or labels.size < 2:
+        sd = float(np.std(per_trial, ddof=1))
+        return Estimate(estimate, sd / math.sqrt(n_trials), n_trials, n_trials - 1, sd, n_trials - 1)
+    contrast = sum(weight * pseudo_values(metric, np.asarray(p), labels) for weight, p, _ in terms)
+    v = crossed_variance(contrast)
+    return Estimate(
+        estimate,
+        float(np.sqrt(v.variance)),
+        n_trials,
+        float(v.df),
+        float(np.sqrt(v.trial_variance)),
+        float(v.trial_df),
+        float(np.sqrt(v.fixed_variance)),
+    )
 
 
 # --- percentile bootstrap of a statistic of whole curves -----------------------------------------
@@ -136,14 +235,29 @@ def paired_contrast(
 
 @dataclass(frozen=True)
 class Bootstrap:
-    """A statistic with its bootstrap draws (for k90 and correlations of curves)."""
+    """A statistic with its bootstrap draws (for k90 and correlations of curves).
+
+    Its p-values are shares of the defined draws, floored at 1/(B+1) with B the defined
+    draws: B draws cannot show a p below that (Davison & Hinkley 1997, eq. 4.11), and a p of
+    exactly 0 would stay 0 under any multiplicity adjustment. Undefined draws (NaN) are left
+    out of every share; `undefined_share` says how many, so that a caller can refuse a
+    verdict above a declared share."""
 
     estimate: float
     draws: np.ndarray  # NaN where the statistic is undefined in a draw
     n: int  # trials resampled
 
+    @property
+    def _defined(self) -> np.ndarray:
+        return self.draws[np.isfinite(self.draws)]
+
+    def _floored(self, share) -> float:
+        """`share` (of the defined draws) floored at 1/(B+1) and capped at 1; NaN with no defined draw."""
+        count = len(self._defined)
+        return float(min(1.0, max(share, 1 / (count + 1)))) if count else math.nan
+
     def interval(self, level: float = 0.95) -> tuple[float, float]:
-        defined = self.draws[np.isfinite(self.draws)]
+        defined = self._defined
         if len(defined) == 0:
             return math.nan, math.nan
         low, high = np.quantile(defined, [0.5 - level / 2, 0.5 + level / 2])
@@ -155,18 +269,19 @@ class Bootstrap:
 
     def p_zero(self) -> float:
         """Two-sided bootstrap p of H0: statistic = 0 (twice the smaller tail at 0, ties counted in both)."""
-        defined = self.draws[np.isfinite(self.draws)]
-        if len(defined) == 0:
-            return math.nan
-        return float(min(1.0, 2 * min(np.mean(defined <= 0), np.mean(defined >= 0))))
+        defined = self._defined
+        return self._floored(2 * min(np.mean(defined <= 0), np.mean(defined >= 0)) if len(defined) else 0.0)
+
+    def p_greater(self) -> float:
+        """One-sided bootstrap p of H0: statistic <= 0."""
+        return self._floored(np.mean(self._defined <= 0) if len(self._defined) else 0.0)
 
     def p_equivalent(self, margin: float) -> float:
-        defined = self.draws[np.isfinite(self.draws)]
-        return float(max(np.mean(defined >= margin), np.mean(defined <= -margin))) if len(defined) else math.nan
+        defined = self._defined
+        return self._floored(max(np.mean(defined >= margin), np.mean(defined <= -margin)) if len(defined) else 0.0)
 
     def p_beyond(self, margin: float) -> float:
-        defined = self.draws[np.isfinite(self.draws)]
-        return float(np.mean(np.abs(defined) <= margin)) if len(defined) else math.nan
+        return self._floored(np.mean(np.abs(self._defined) <= margin) if len(self._defined) else 0.0)
 
 
 def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -186,6 +301,18 @@ def spearman(x, y) -> float:
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
     return float(stats.spearmanr(x, y).statistic)
+
+
+def spearman_rows(x, rows) -> np.ndarray:
+    """spearman(x, row) for every row of `rows` [B, K] at once (ranks with ties averaged, then
+    Pearson of the ranks, as scipy does): [B], NaN where a row or x is constant. For bootstrap
+    draws of a curve, where one scipy call per draw is the slow part."""
+    x, rows = np.asarray(x, dtype=float), np.asarray(rows, dtype=float)
+    rx = stats.rankdata(x) - (len(x) + 1) / 2
+    r = stats.rankdata(rows, axis=1) - (rows.shape[1] + 1) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (r @ rx) / np.sqrt((r**2).sum(axis=1) * (rx**2).sum())
+    return np.where((np.ptp(rows, axis=1) > 0) & (np.ptp(x) > 0), rho, math.nan)
 
 
 def exact_permutation_p(x, y, method: str = "spearman") -> float:
@@ -236,23 +363,106 @@ def trials_for_difference(effect: float, trial_sd: float, alpha: float, power: f
     return max(2, math.ceil(n))
 
 
+def intersection_union(pvalues: list[float]) -> float:
+    """p of "H1 holds at every unit" from the units' own p-values: the largest of them
+    (Berger 1982). The intersection-union test rejects the union of the units' nulls only
+    when it rejects each one at alpha, and its size is then at most alpha with no
+    multiplicity adjustment across the units. A unit without a p (NaN) leaves it NaN:
+    "every unit" is not shown by skipping one."""
+    p = np.asarray(pvalues, dtype=float)
+    return float(p.max()) if len(p) and np.isfinite(p).all() else math.nan
+
+
+MAX_TRIALS = 100_000
+
+
+def _trials_needed(gap: float, trial_sd: float, fixed_se: float, critical) -> int | None:
+    """The smallest number of trials T (2 <= T <= MAX_TRIALS) at which `gap` is `critical(T - 1)`
+    standard errors, with SE(T)^2 = trial_sd^2 / T + fixed_se^2. The t df is taken as T - 1,
+    the fewest the crossed design can have, so the answer errs high. None when no T reaches it.
+    Both the SE and the critical value fall as T grows, so the first T is found by bisection."""
+
+    def reaches(n: int) -> bool:
+        return gap >= critical(n - 1) * math.sqrt(trial_sd**2 / n + fixed_se**2)
+
+    if not reaches(MAX_TRIALS):
+        return None
+    low, high = 1, MAX_TRIALS  # reaches(high) holds; reaches(low) is taken as false (one trial has no test)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
+
+
+@dataclass(frozen=True)
+class TrialsPlan:
+    """Trials a test needs: `point` from the observed trial SD, `low` and `high` from the ends
+    of that SD's chi-square interval; all None with a `reason` when no number decides it."""
+
+    low: int | None
+    point: int | None
+    high: int | None
+    reason: str = ""
+
+
+def _plan(gap: float, estimate: Estimate, critical, level: float) -> TrialsPlan:
+    sd, df, fixed = estimate.trial_sd, estimate.trial_df, estimate.fixed_se
+    if not (np.isfinite(gap) and np.isfinite(sd) and np.isfinite(df) and np.isfinite(fixed)):
+        return TrialsPlan(None, None, None, "no variance estimate (fewer than 2 trials)")
+    if gap <= 0:
+        return TrialsPlan(None, None, None, "no number of trials decides it if the observed effect is the true one")
+    if gap < critical(math.inf) * fixed:
+        return TrialsPlan(
+            None,
+            None,
+            None,
+            f"no number of trials decides it on this eval set: its own SE ({fixed:.3g}), which more trials do not "
+            f"shrink, already needs an effect beyond {critical(math.inf) * fixed:.3g}",
+        )
+    chi_low, chi_high = stats.chi2.ppf([0.5 + level / 2, 0.5 - level / 2], df)
+    low_sd, high_sd = sd * math.sqrt(df / chi_low), sd * math.sqrt(df / chi_high)
+    low, point, high = (_trials_needed(gap, s, fixed, critical) for s in (low_sd, sd, high_sd))
+    return TrialsPlan(low, point, high, "" if high else f"more than {MAX_TRIALS} trials at the SD's upper end")
+
+
+def plan_difference(
+    estimate: Estimate, alpha: float, family: int, power: float = POWER, level: float = 0.95
+) -> TrialsPlan:
+    """Trials a two-sided test of contrast = 0 needs to reject with `power` if the observed
+    estimate is the true contrast, at alpha / `family` (Bonferroni: the strictest Holm step
+    of a family of that size, the family of the planned design). The trial part of the SE
+    shrinks as 1/sqrt(T), the eval set's part (`fixed_se`) does not; the range comes from the
+    trial SD's `level` chi-square interval on its `trial_df` df."""
+    a = alpha / max(family, 1)
+    return _plan(
+        abs(estimate.estimate), estimate, lambda df: stats.t.ppf(1 - a / 2, df) + stats.t.ppf(power, df), level
+    )
+
+
+def plan_equivalence(
+    estimate: Estimate, margin: float, alpha: float, family: int, power: float = POWER, level: float = 0.95
+) -> TrialsPlan:
+    """As plan_difference, for a TOST showing |contrast| < margin (Julious 2004: margin - |effect|
+    must reach t(1 - alpha) + t(1 - beta) SEs, t(1 - beta/2) when the effect is 0)."""
+    a = alpha / max(family, 1)
+    beta = (1 - power) / 2 if estimate.estimate == 0 else 1 - power
+    return _plan(
+        margin - abs(estimate.estimate), estimate, lambda df: stats.t.ppf(1 - a, df) + stats.t.ppf(1 - beta, df), level
+    )
+
+
 def trials_for_equivalence(
     effect: float, trial_sd: float, margin: float, alpha: float, power: float = POWER
 ) -> int | None:
     """Trials a TOST at `alpha` needs to show |contrast| < margin with `power`, if the true
-    contrast is the observed `effect` and the per-trial SD stays `trial_sd` (Julious 2004:
-    the smallest n with (margin - |effect|) / (sd / sqrt n) >= t(1-alpha) + t(1-beta),
-    t(1 - beta/2) when the effect is 0). None when |effect| >= margin: no number of
-    trials shows equivalence if the effect is what was observed."""
+    contrast is the observed `effect` and the per-trial SD stays `trial_sd`, with no
+    eval-set variance: plan_equivalence's point with fixed_se = 0 and family 1. None when
+    |effect| >= margin: no number of trials shows equivalence if the effect is what was observed."""
     if not (np.isfinite(effect) and np.isfinite(trial_sd)) or abs(effect) >= margin:
         return None
-    beta = (1 - power) / 2 if effect == 0 else 1 - power
-    for n in range(2, 100_001):
-        if (margin - abs(effect)) * math.sqrt(n) / max(trial_sd, 1e-12) >= stats.t.ppf(1 - alpha, n - 1) + stats.t.ppf(
-            1 - beta, n - 1
-        ):
-            return n
-    return None
+    return plan_equivalence(
+        Estimate(effect, math.nan, 2, math.nan, max(trial_sd, 1e-12), 1.0), margin, alpha, 1, power
+    ).point
 
 
 def trials_for_two_samples(effect: float, sd: float, alpha: float, power: float = POWER) -> int | None:
