@@ -153,6 +153,9 @@ def grid_params() -> dict:
             "checkpoint_every": 0,
             "workers": 1,
             "threads": 2,
+            "cka": True,
+            "criticality": "full_model",
+            "head_importance": False,
         },
         "executor": {
             "kind": "local",

@@ -20,6 +20,7 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32")  # src/train/device.py resolves au
 EXECUTOR_KINDS = ("local", "slurm", "ray")  # src/train/executors.py
 RECIPES = ("paper", "authors_code")  # src/model/reinit.py
 POOLINGS = ("mean", "cls")  # src/model/finetuner.py
+CRITICALITY = ("off", "full_model", "all")  # src/train/schedule.py resolves it per run
 MAX_RATING = 4  # the embedded tasks' crowd ratings are on -4..4
 
 _KEYS_READ: set[str] = set()
@@ -97,6 +98,14 @@ class TrainConfig(Section):
     checkpoint_every: int = knob(checks.integer(0), "steps between resumable checkpoints; 0 = none")
     workers: int = knob(checks.integer(1), "conditions finetuned side by side on CPU, one process each")
     threads: int = knob(checks.integer(1), "torch threads per process")
+    # Measurements of each finished run (docs/measures.md)
+    cka: bool = knob(checks.boolean, "per-layer linear CKA (unbiased HSIC) of finetuned vs pretrained, eval inputs")
+    criticality: str = knob(
+        checks.choice(CRITICALITY), "per-layer score drop with one layer rewound: off | full_model (k = L) | all runs"
+    )
+    head_importance: bool = knob(
+        checks.boolean, "Michel et al. head importance before and after finetuning, full-model runs (costs 2 passes)"
+    )
 
     def epochs_for(self, size: int) -> int:
         """Paper App. D: the smallest training sets train longer (5 epochs instead of 3)."""
