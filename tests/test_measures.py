@@ -211,3 +211,21 @@ def test_a_run_records_cka_criticality_and_head_importance_where_its_settings_as
     )
     assert plain.layer_cka == [] and plain.criticality == [] and plain.head_importance == {}
     assert plain.scores == result.scores  # measuring never changes the run
+
+
+def test_importance_vs_reinit_correlation_has_the_exact_permutation_p_and_a_bootstrap_interval():
+    import itertools
+
+    from scipy.stats import spearmanr
+
+    from src.results.measures import spearman_with_uncertainty
+
+    importance = np.array([0.1, 0.5, 0.3, 0.9, 0.2, 0.7])
+    drop = np.array([0.0, 0.02, 0.01, 0.05, -0.01, 0.03])
+    found = spearman_with_uncertainty(importance, drop)
+    rho = spearmanr(importance, drop).statistic
+    as_extreme = [abs(spearmanr(p, drop).statistic) >= abs(rho) - 1e-12 for p in itertools.permutations(importance)]
+    assert found["spearman"] == pytest.approx(rho)
+    assert found["p_permutation"] == pytest.approx(np.mean(as_extreme))  # all 720 pairings: 12 / 720
+    assert found["ci_low"] < rho <= found["ci_high"] <= 1
+    assert np.isnan(spearman_with_uncertainty(importance[:2], drop[:2])["spearman"])  # too few heads: no number
