@@ -155,6 +155,7 @@ def grid_params() -> dict:
             "threads": 2,
             "cka": True,
             "criticality": "full_model",
+            "criticality_examples": 0,
             "head_importance": False,
         },
         "executor": {

@@ -110,13 +110,17 @@ def test_a_run_whose_finetuning_changed_nothing_has_every_rewind_drop_exactly_ze
     from dataclasses import replace
 
     condition = Condition("rt_sentiment", 16, trial=0, epochs=1, k=1)  # layers 2-3 reinitialised
-    settings = replace(run_settings(tiny_settings(criticality="all"), 1), lr=0.0)  # Adam at lr 0 moves nothing
+    # Adam at lr 0 moves nothing; rewound models scored on the first 20 of the 60 eval examples
+    settings = replace(run_settings(tiny_settings(criticality="all", criticality_examples=20), 1), lr=0.0)
+    assert settings.criticality_examples == 20
     result = run_condition(condition, settings, tiny_model_dir, tiny_tasks_root)
     assert [(r["layer"], r["rewound_to"]) for r in result.criticality] == [
         (layer, to) for layer in (1, 2, 3) for to in ("pretrained", "initial")
     ]
+    # paired on the same 20 examples: the finetuned model is scored on them too
+    assert all(round(r["score"] * 20, 4) == int(round(r["score"] * 20)) for r in result.criticality)
     initial = [r for r in result.criticality if r["rewound_to"] == "initial"]
-    assert all(r["drop"] == 0.0 and r["score"] == round(result.scores["accuracy"], 6) for r in initial)
+    assert all(r["drop"] == 0.0 for r in initial)
     # layer 1 kept its pretrained weights, and lr 0 left them there
     pretrained = {r["layer"]: r for r in result.criticality if r["rewound_to"] == "pretrained"}
     assert pretrained[1]["drop"] == 0.0
@@ -206,6 +210,7 @@ def test_a_run_records_cka_criticality_and_head_importance_where_its_settings_as
     # on a run that reinitialises, the full-model measurements are off: fingerprint and record as without them
     partial = run_settings(config, 1, full_model=False)
     assert not partial.criticality and not partial.head_importance and partial.cka
+    assert run_settings(tiny_settings(criticality_examples=200), 1).criticality_examples == 0  # off: not fingerprinted
     plain = run_condition(
         full, run_settings(tiny_settings(cka=False, criticality="off"), 1, True), tiny_model_dir, tiny_tasks_root
     )
@@ -229,3 +234,19 @@ def test_importance_vs_reinit_correlation_has_the_exact_permutation_p_and_a_boot
     assert found["p_permutation"] == pytest.approx(np.mean(as_extreme))  # all 720 pairings: 12 / 720
     assert found["ci_low"] < rho <= found["ci_high"] <= 1
     assert np.isnan(spearman_with_uncertainty(importance[:2], drop[:2])["spearman"])  # too few heads: no number
+
+
+def test_rewinding_to_the_initial_value_of_an_unchanged_model_drops_nothing_and_to_pretrained_does(
+    tiny_model_dir, tiny_tasks_root
+):
+    # k = 1: layers 2-3 start from a random init, so their initial and pretrained values differ.
+    from src.model.base import load_encoder
+
+    model, task = tiny_model(tiny_model_dir, k=1)
+    split = eval_split(tiny_tasks_root)
+    initial, pretrained = layer_states(model.encoder), layer_states(load_encoder(tiny_model_dir, with_pooler=False))
+    unchanged = eval_loss(model, task, split)  # "finetuning" that changed nothing
+    rows = rewind_drops(model.encoder, pretrained, initial, lambda: eval_loss(model, task, split), unchanged)
+    drops = {(r["layer"], r["rewound_to"]): r["drop"] for r in rows}
+    assert all(drops[layer, "initial"] == 0.0 for layer in (1, 2, 3))
+    assert drops[1, "pretrained"] == 0.0 and drops[2, "pretrained"] != 0.0 and drops[3, "pretrained"] != 0.0

@@ -103,6 +103,9 @@ class TrainConfig(Section):
     criticality: str = knob(
         checks.choice(CRITICALITY), "per-layer score drop with one layer rewound: off | full_model (k = L) | all runs"
     )
+    criticality_examples: int = knob(
+        checks.integer(0), "eval examples each rewound model is scored on: the first N of the eval split; 0 = all"
+    )
     head_importance: bool = knob(
         checks.boolean, "Michel et al. head importance before and after finetuning, full-model runs (costs 2 passes)"
     )

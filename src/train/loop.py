@@ -43,6 +43,7 @@ class RunSettings:
     # this condition: each is in the fingerprint only through what the run computes.
     cka: bool = False  # per-layer CKA, finetuned vs pretrained, on the eval inputs
     criticality: bool = False  # per-layer score drop with the layer rewound
+    criticality_examples: int = 0  # eval examples a rewound model is scored on (0: all, or criticality off)
     head_importance: bool = False  # Michel et al.'s head importance, before and after finetuning
 
 

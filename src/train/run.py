@@ -223,14 +223,21 @@ def _measurements(
         pretrained = _pretrained_features(model_dir, device, tokens_file, settings.eval_batch_size, settings.precision)
         found["layer_cka"] = layer_cka(evaluation["layer_features"], pretrained.astype(np.float32))
     if settings.criticality:
+        # Scored on the first N eval examples (criticality_examples; 0 = all), the finetuned
+        # model on the same ones, so every drop is paired example by example.
+        scored = eval_split
+        if 0 < settings.criticality_examples < len(eval_split):
+            scored = eval_split.subset(np.arange(settings.criticality_examples))
+
+        def score() -> float:
+            return evaluate(model, task, scored, settings.eval_batch_size, settings.precision)["scores"][task.headline]
+
         found["criticality"] = rewind_drops(
             model.encoder,
             layer_states(_pretrained(model_dir, device)),
             initial,
-            lambda: evaluate(model, task, eval_split, settings.eval_batch_size, settings.precision)["scores"][
-                task.headline
-            ],
-            evaluation["scores"][task.headline],
+            score,
+            evaluation["scores"][task.headline] if scored is eval_split else score(),
         )
     if settings.head_importance:
         found["head_importance"] = {"after": head_importance(model, task, train_split, settings.batch_size)}

@@ -33,6 +33,7 @@ def run_settings(config: Config, epochs: int, full_model: bool = False) -> RunSe
     before, see is_full_model), so switching one that applies to the full model only
     leaves every other run's fingerprint as it was."""
     train, device = config.train, run_device(config.executor)
+    criticality = train.criticality == "all" or (train.criticality == "full_model" and full_model)
     return RunSettings(
         train.lr,
         train.batch_size,
@@ -46,7 +47,8 @@ def run_settings(config: Config, epochs: int, full_model: bool = False) -> RunSe
         config.seed,
         device,
         cka=train.cka,
-        criticality=train.criticality == "all" or (train.criticality == "full_model" and full_model),
+        criticality=criticality,
+        criticality_examples=train.criticality_examples if criticality else 0,
         head_importance=train.head_importance and full_model,
     )
 
