@@ -6,6 +6,7 @@ model, through the same functions a finetune run calls.
 """
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from conftest import grid_params
@@ -250,3 +251,26 @@ def test_rewinding_to_the_initial_value_of_an_unchanged_model_drops_nothing_and_
     drops = {(r["layer"], r["rewound_to"]): r["drop"] for r in rows}
     assert all(drops[layer, "initial"] == 0.0 for layer in (1, 2, 3))
     assert drops[1, "pretrained"] == 0.0 and drops[2, "pretrained"] != 0.0 and drops[3, "pretrained"] != 0.0
+
+
+def test_measurement_tables_and_figure_from_real_runs(tiny_model_dir, tiny_tasks_root, tmp_path):
+    from src.figures.plots import plot_representation
+    from src.results.measures import MEASURE_COLUMNS, run_measures
+
+    config = tiny_settings(criticality="full_model", head_importance=True)
+    full, partial = Condition("rt_sentiment", 16, 0, 1, k=3), Condition("rt_sentiment", 16, 0, 1, k=1)
+    results = [
+        run_condition(c, run_settings(config, 1, is_full_model(c, 3)), tiny_model_dir, tiny_tasks_root)
+        for c in (full, partial)
+    ]
+    tables = run_measures({"progressive": results, "other": results[:1]})
+    cka = tables["cka"]
+    assert list(cka.columns) == MEASURE_COLUMNS["cka"] and len(cka) == 3 * 4  # 2 + 1 runs x layers 0..3
+    assert cka.query("study == 'progressive' and k == 1")["cka"].tolist() == results[1].layer_cka
+    criticality = tables["criticality"]
+    assert set(criticality["k"]) == {3} and len(criticality) == 2 * 6  # the full model's run, in both studies
+    importance = tables["head_importance"]
+    assert len(importance) == 2 * 3 * 4  # before and after, once although two studies report the run
+    weights = pd.DataFrame([{"study": "progressive", **r.condition, **w} for r in results for w in r.weight_change])
+    plot_representation(cka[cka["study"] == "progressive"], weights, criticality, tmp_path / "representation.png")
+    assert (tmp_path / "representation.png").stat().st_size > 10_000
