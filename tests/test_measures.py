@@ -235,6 +235,8 @@ def test_importance_vs_reinit_correlation_has_the_exact_permutation_p_and_a_boot
     assert found["p_permutation"] == pytest.approx(np.mean(as_extreme))  # all 720 pairings: 12 / 720
     assert found["ci_low"] < rho <= found["ci_high"] <= 1
     assert np.isnan(spearman_with_uncertainty(importance[:2], drop[:2])["spearman"])  # too few heads: no number
+    few = spearman_with_uncertainty(importance[:4], drop[:4])  # some resamples draw one head only: left out
+    assert -1 <= few["ci_low"] <= few["spearman"] <= few["ci_high"] <= 1
 
 
 def test_rewinding_to_the_initial_value_of_an_unchanged_model_drops_nothing_and_to_pretrained_does(

@@ -12,6 +12,8 @@ and the permutation p (exact up to 8 heads).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
@@ -86,20 +88,22 @@ def spearman_with_uncertainty(importance: np.ndarray, drop: np.ndarray) -> dict:
     def rho(x, y):
         return scipy_stats.spearmanr(x, y).statistic
 
-    interval = scipy_stats.bootstrap(
-        (importance, drop),
-        rho,
-        paired=True,
-        vectorized=False,
-        n_resamples=BOOTSTRAP_RESAMPLES,
-        method="percentile",
-        rng=np.random.default_rng(0),
-    ).confidence_interval
+    # Percentile bootstrap over heads. scipy.stats.bootstrap returns NaN as soon as one
+    # resample is degenerate (every head drawn the same: rho undefined), which with a few
+    # heads is most tables; those resamples are left out here instead.
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():  # the degenerate resamples' "constant input" warning
+        warnings.simplefilter("ignore", scipy_stats.ConstantInputWarning)
+        resampled = [
+            rho(importance[i], drop[i]) for i in rng.integers(0, len(importance), (BOOTSTRAP_RESAMPLES, len(drop)))
+        ]
+    finite = np.array([r for r in resampled if np.isfinite(r)])
+    low, high = np.percentile(finite, [2.5, 97.5]) if len(finite) else (np.nan, np.nan)
     # One sample permuted against the other fixed: n! pairings, every one of them up to 8 heads.
     p = scipy_stats.permutation_test(
         (importance,), lambda x: rho(x, drop), permutation_type="pairings", vectorized=False, n_resamples=40320, rng=0
     ).pvalue
-    return {"spearman": rho(importance, drop), "ci_low": interval.low, "ci_high": interval.high, "p_permutation": p}
+    return {"spearman": rho(importance, drop), "ci_low": low, "ci_high": high, "p_permutation": p}
 
 
 def importance_vs_reinit(
