@@ -3,7 +3,8 @@
 Tables and studies.json: src/results/aggregate.py. Figures (plots/figures/<study>.png):
 src/figures/studies.py, chosen by each study's scheme and modifiers; a figure with
 nothing to draw is skipped and listed with the reason in figures.csv, never a crash.
-Per-example eval predictions and labels: src/results/predictions.py.
+Per-example eval predictions and labels: src/results/predictions.py. The per-run
+measurements' tables (CKA, criticality, head importance): src/results/measures.py.
 """
 
 import argparse
@@ -15,6 +16,7 @@ from src.conditions.studies import all_study_conditions
 from src.config.load import load_config, model_limits
 from src.figures.studies import draw_figures
 from src.results.aggregate import build_tables, write_tables
+from src.results.measures import measure_tables
 from src.results.predictions import write_predictions
 from src.stage import run_stage
 
@@ -36,6 +38,8 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
     drawn = draw_figures(config, tables, args.figures)
     write_tables(tables, config, args.tables, args.plot_data, num_layers)
+    for name, table in measure_tables(config.studies, tables.results, tables.headline, tables.plain_runs).items():
+        table.round(6).to_csv(args.tables / f"{name}.csv", index=False)
     pd.DataFrame(drawn).to_csv(args.tables / "figures.csv", index=False)
     write_predictions(args.predictions, tables.results, args.tasks)
     print(tables.headline_points[SHOWN].to_string(index=False))

@@ -154,6 +154,10 @@ def grid_params() -> dict:
             "checkpoint_every": 0,
             "workers": 1,
             "threads": 2,
+            "cka": True,
+            "criticality": "full_model",
+            "criticality_examples": 0,
+            "head_importance": False,
         },
         "executor": {
             "kind": "local",

@@ -67,6 +67,9 @@ def pipeline_params() -> dict:
     # One 2-thread process per stage: ten stages would each start two workers for seconds
     # of training (the worker pool has its own tests in test_faults).
     params["train"].update(workers=1, threads=2)
+    # Head importance on (opt-in) and a third head, so head_importance_vs_reinit has a correlation to compute.
+    params["train"]["head_importance"] = True
+    params["studies"]["heads"]["heads"] = [0, 5, 11]
     return params
 
 
@@ -120,6 +123,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         "epochs",
         "sequential",
         "weight_change",
+        "representation",
     ):
         assert (repo / f"plots/figures/{figure}.png").stat().st_size > 10_000, figure
     weights = pd.read_csv(repo / "metrics/weight_change.csv")
@@ -179,6 +183,34 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
             repo / "data/runs/studies/progressive" / focus_run
         ).read_bytes()
     assert first.count("the same run as in data/runs/studies/progressive") == 2
+    # CKA on every run, criticality on the full model's (train.criticality: full_model), head
+    # importance before and after on the full model's (on in this grid), each in the result and a table
+    full = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k6_e1/trial0.json").read_text())
+    assert len(full["layer_cka"]) == 7 and all(-1 <= v <= 1 for v in full["layer_cka"])
+    assert [(r["layer"], r["rewound_to"]) for r in full["criticality"]] == [
+        (layer, to) for layer in range(1, 7) for to in ("pretrained", "initial")
+    ]
+    assert (
+        np.array(full["head_importance"]["after"]).shape == (6, 12) == np.array(full["head_importance"]["before"]).shape
+    )
+    scratch = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k0_e1/trial0.json").read_text())
+    assert len(scratch["layer_cka"]) == 7 and scratch["criticality"] == [] and scratch["head_importance"] == {}
+    cka = pd.read_csv(repo / "metrics/cka.csv")
+    progressive_cka = cka[cka["study"] == "progressive"]
+    assert len(progressive_cka) == 7 * len(progressive.drop_duplicates(["task", "size", "slug", "trial"]))
+    criticality = pd.read_csv(repo / "metrics/criticality.csv")
+    assert set(criticality["k"]) == {6} and set(criticality["rewound_to"]) == {"pretrained", "initial"}
+    row = criticality.query("study == 'progressive' and task == 'sst2' and size == 8 and trial == 0 and layer == 3")
+    assert row.set_index("rewound_to")["drop"].to_dict() == {
+        r["rewound_to"]: r["drop"] for r in full["criticality"] if r["layer"] == 3
+    }
+    importance = pd.read_csv(repo / "metrics/head_importance.csv")
+    assert set(importance["when"]) == {"before", "after"} and importance["head_index"].max() == 11
+    versus = pd.read_csv(repo / "metrics/head_importance_vs_reinit.csv")
+    assert versus[["study", "task", "size", "heads", "importance_trials"]].drop_duplicates().values.tolist() == [
+        ["heads", "sst2", 8, 3, 3]  # the full model at sst2 n=8: trials 0-2 (the permutation study's references)
+    ]
+    assert set(versus["when"]) == {"before", "after"}
     rt_info = json.loads((repo / "data/tasks/rt_sentiment/info.json").read_text())
     assert (rt_info["train_examples"], rt_info["eval_examples"]) == (9560, 50)
 
@@ -197,7 +229,7 @@ def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_fr
     assert train["precision"] == "auto" and precision in ("bf16", "fp32")  # the record must hold the resolved one
     runs = repo / "data/runs/studies"
 
-    def expected_settings(epochs: int) -> dict:
+    def expected_settings(epochs: int, full_model: bool) -> dict:
         kept = ("lr", "batch_size", "weight_decay", "eval_batch_size", "group_by_length", "checkpoint_every", "threads")
         return {
             **{key: train[key] for key in kept},
@@ -205,6 +237,11 @@ def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_fr
             "precision": precision,
             "seed": seed,
             "device": device,
+            # the measurements as resolved for the run: criticality full_model, head importance on in this grid
+            "cka": True,
+            "criticality": full_model,
+            "criticality_examples": 0,
+            "head_importance": full_model,
         }
 
     def seeds(task: str, size: int, trial: int) -> dict:
@@ -216,11 +253,11 @@ def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_fr
 
     for trial in (0, 1):
         result = json.loads((runs / f"progressive/sst2/n8/k0_e1/trial{trial}.json").read_text())
-        assert result["settings"] == expected_settings(train["epochs"])
+        assert result["settings"] == expected_settings(train["epochs"], full_model=False)
         assert {key: result["seeds"][key] for key in ("base", "subset", "train")} == seeds("sst2", 8, trial)
         assert set(result["seeds"]) == {"base", "subset", "train", "reinit"}
     longer = json.loads((runs / "epochs/sst2/n8/k6_e2/trial0.json").read_text())  # the epochs study's own epochs
-    assert longer["settings"] == expected_settings(params["studies"]["epochs"]["epochs"])
+    assert longer["settings"] == expected_settings(params["studies"]["epochs"]["epochs"], full_model=True)
     permuted = json.loads((runs / "permutation/rt_sentiment/n8/permutation_e1/trial2.json").read_text())
     assert permuted["seeds"]["permutation"] == derive_seed(seed, "permutation", 2)
     assert permuted["layer_order"] == np.random.default_rng(permuted["seeds"]["permutation"]).permutation(6).tolist()
@@ -367,5 +404,8 @@ def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_r
         "epochs",
         "sequential",
         "weight_change",
+        "representation",
     }
+    versus = pd.read_csv(repo / "metrics/head_importance_vs_reinit.csv")  # no head study: its header only
+    assert len(versus) == 0 and "spearman" in versus.columns
     assert not (repo / "plots/figures/permutation.png").exists() and not (repo / "plots/figures/heads.png").exists()

@@ -21,6 +21,7 @@ EXECUTOR_KINDS = ("local", "slurm", "ray")  # src/train/executors.py
 EXECUTOR_EXTRAS = {"slurm": "submitit", "ray": "ray"}  # what each backend imports, from requirements-cluster.txt
 RECIPES = ("paper", "authors_code")  # src/model/reinit.py
 POOLINGS = ("mean", "cls")  # src/model/finetuner.py
+CRITICALITY = ("off", "full_model", "all")  # src/train/schedule.py resolves it per run
 MAX_RATING = 4  # the embedded tasks' crowd ratings are on -4..4
 
 _KEYS_READ: set[str] = set()
@@ -102,6 +103,17 @@ class TrainConfig(Section):
     checkpoint_every: int = knob(checks.integer(0), "steps between resumable checkpoints; 0 = none")
     workers: int = knob(checks.integer(1), "conditions finetuned side by side on CPU, one process each")
     threads: int = knob(checks.integer(1), "torch threads per process")
+    # Measurements of each finished run (docs/measures.md)
+    cka: bool = knob(checks.boolean, "per-layer linear CKA (unbiased HSIC) of finetuned vs pretrained, eval inputs")
+    criticality: str = knob(
+        checks.choice(CRITICALITY), "per-layer score drop with one layer rewound: off | full_model (k = L) | all runs"
+    )
+    criticality_examples: int = knob(
+        checks.integer(0), "eval examples each rewound model is scored on: the first N of the eval split; 0 = all"
+    )
+    head_importance: bool = knob(
+        checks.boolean, "Michel et al. head importance before and after finetuning, full-model runs (costs 2 passes)"
+    )
 
     def epochs_for(self, size: int) -> int:
         """Paper App. D: the smallest training sets train longer (5 epochs instead of 3)."""

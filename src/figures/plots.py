@@ -509,3 +509,51 @@ def plot_sequential(matrix: pd.DataFrame, path: Path) -> list[str]:
         "Sequential finetuning: intermediate task, then final task\n(cell: mean [95% t CI] over trials; colour: gain "
         "over the row's direct finetuning)",
     )
+
+
+def plot_representation(cka: pd.DataFrame, weights: pd.DataFrame, criticality: pd.DataFrame, path: Path) -> list[str]:
+    """Per layer and k, one row per (task, size): CKA of each layer with the pretrained
+    model's (0 = embeddings), ‖ΔW‖ of the layer (Frobenius over its six weight matrices),
+    and the score drop with the layer rewound to its pretrained value (solid) and to its
+    value at the start of finetuning (dashed, where that differs). Means over trials."""
+    _require(cka, "representation (CKA per layer)")
+    groups = _groups(cka)
+    fig, axes = plt.subplots(len(groups), 3, figsize=(13.5, 3.6 * len(groups)), squeeze=False)
+    ks = sorted(cka["k"].dropna().unique())
+    colour = {k: plt.cm.viridis(i / max(1, len(ks) - 1)) for i, k in enumerate(ks)}
+    for (cka_ax, weight_ax, critical_ax), (task, size, rows) in zip(axes, groups):
+
+        def at(table):  # an empty table may have no columns (no run recorded a weight change)
+            return table[(table["task"] == task) & (table["size"] == size)] if len(table) else table
+
+        for k, line in rows.groupby("k"):
+            mean = line.groupby("layer")["cka"].mean()
+            cka_ax.plot(mean.index, mean.to_numpy(), "o-", color=colour[k], markersize=3, label=f"k={int(k)}")
+        for k, line in at(weights).groupby("k") if len(weights) else ():
+            per_run = line.groupby(["trial", "layer"])["frobenius"].apply(lambda f: float(np.sqrt((f**2).sum())))
+            mean = per_run.groupby("layer").mean()
+            weight_ax.plot(mean.index, mean.to_numpy(), "o-", color=colour.get(k, "grey"), markersize=3)
+        for (k, target), line in at(criticality).groupby(["k", "rewound_to"]):
+            mean = line.groupby("layer")["drop"].mean()
+            style = "o-" if target == "pretrained" else "s--"
+            critical_ax.plot(mean.index, mean.to_numpy(), style, color=colour.get(k, "grey"), markersize=3)
+        critical_ax.axhline(0, color="black", linewidth=0.6)
+        for ax, ylabel in (
+            (cka_ax, "CKA with the pretrained layer"),
+            (weight_ax, "‖ΔW‖ (Frobenius, 6 matrices)"),
+            (critical_ax, "score drop, layer rewound"),
+        ):
+            ax.set_title(f"{task}, {size} training examples", fontsize=9)
+            ax.set_xlabel("layer")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+        cka_ax.legend(fontsize=7)
+        if at(criticality).empty:
+            critical_ax.text(0.5, 0.5, "not measured (train.criticality)", ha="center", transform=critical_ax.transAxes)
+    return _finish(
+        fig,
+        path,
+        "What finetuning changed per layer, per k (mean over trials): representation (linear CKA, unbiased HSIC, on "
+        "the eval inputs), weights,\nand reliance on the change (rewound to pretrained: solid; to its start, where "
+        "different: dashed)",
+    )

@@ -16,6 +16,7 @@ from src.conditions.schemes import figure_of
 from src.config.schema import Config, StudyConfig
 from src.figures import plots
 from src.results.aggregate import Tables, epoch_curves, head_changes, progressive_curves, summarise_weights
+from src.results.measures import run_measures
 from src.train.result import RunResult
 
 
@@ -110,6 +111,11 @@ def draw_figures(config: Config, tables: Tables, folder: Path) -> list[dict]:
     }
     weights = summarise_weights(t.weights, config.train) if len(t.weights) else pd.DataFrame(columns=WEIGHT_COLUMNS)
     figures["weight_change"] = lambda path: plots.plot_weight_change(weights, path)
+    measured = run_measures({"progressive": t.results.get("progressive", [])})
+    progressive_weights = t.weights[t.weights["study"] == "progressive"] if len(t.weights) else t.weights
+    figures["representation"] = lambda path: plots.plot_representation(
+        measured["cka"], progressive_weights, measured["criticality"], path
+    )
     drawn = []
     for name, draw in figures.items():
         try:

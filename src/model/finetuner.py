@@ -42,8 +42,15 @@ class Finetuner(nn.Module):
         self.dropout = nn.Dropout(getattr(encoder.config, family_of(encoder).dropout))
         self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
 
-    def forward(self, input_ids, attention_mask, token_type_ids):
-        out = encode(self.encoder, input_ids, attention_mask, token_type_ids)
+    def forward(self, input_ids, attention_mask, token_type_ids, layer_features: list | None = None):
+        """Logits. With a `layer_features` list, the same pass also appends the batch's
+        attention-masked mean of every layer's hidden states ([batch, L + 1, hidden], 0 =
+        embeddings), as the probes pool them: the eval pass's representations for CKA."""
+        out = encode(
+            self.encoder, input_ids, attention_mask, token_type_ids, output_hidden_states=layer_features is not None
+        )
+        if layer_features is not None:
+            layer_features.append(torch.stack([masked_mean(h, attention_mask) for h in out.hidden_states], dim=1))
         if self.pooling == "mean":
             pooled = masked_mean(out.last_hidden_state, attention_mask)
         else:

@@ -39,6 +39,12 @@ class RunSettings:
     threads: int  # torch threads of the process (moves the last bits of a result)
     seed: int  # the base seed every draw of the run derives from, with the condition's trial
     device: str  # cpu | cuda
+    # Measurements of the finished run (src/measures/; docs/measures.md), as resolved for
+    # this condition: each is in the fingerprint only through what the run computes.
+    cka: bool = False  # per-layer CKA, finetuned vs pretrained, on the eval inputs
+    criticality: bool = False  # per-layer score drop with the layer rewound
+    criticality_examples: int = 0  # eval examples a rewound model is scored on (0: all, or criticality off)
+    head_importance: bool = False  # Michel et al.'s head importance, before and after finetuning
 
 
 def reuse_freed_memory() -> None:
@@ -253,25 +259,42 @@ def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, scaler, 
 
 
 @torch.inference_mode()
-def evaluate(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size: int, precision: str) -> dict:
+def evaluate(
+    model: nn.Module,
+    task: TaskSpec,
+    split: TokenizedSplit,
+    batch_size: int,
+    precision: str,
+    layer_features: bool = False,
+) -> dict:
     """Scores, mean loss, the share of the most common prediction (1.0 = the model
     predicts one class for everything: collapsed, whatever its accuracy says), and every
     example's prediction (class id, or score for regression) in eval-split order, so a
-    contrast between runs can be resampled over eval examples too."""
+    contrast between runs can be resampled over eval examples too. With `layer_features`,
+    also every example's masked-mean hidden state per layer ([examples, L + 1, hidden],
+    float32, eval-split order) from the same pass."""
     model.eval()
     device = next(model.parameters()).device
     outputs = np.empty(len(split), dtype=task.kind.prediction_dtype)
+    features = None
     loss_sum = 0.0
     for indices in batches(split.lengths, batch_size, None):
         batch = {name: t.to(device) for name, t in collate(split, indices).items()}
         labels = batch.pop("labels")
+        pooled = [] if layer_features else None
         with autocast(precision, device):
-            logits = model(**batch).float()
+            logits = model(**batch, **({"layer_features": pooled} if layer_features else {})).float()
         loss_sum += float(task.kind.loss(logits, labels)) * len(indices)
         outputs[indices] = task.kind.predict(logits)
+        if layer_features:
+            layers = pooled[0].float().cpu().numpy()
+            if features is None:
+                features = np.empty((len(split), *layers.shape[1:]), dtype=np.float32)
+            features[indices] = layers
     return {
         "scores": score(task.metrics, outputs, split.labels),
         "loss": loss_sum / len(split),
         "majority_share": task.kind.majority_share(outputs),
         "predictions": outputs,
+        **({"layer_features": features} if layer_features else {}),
     }

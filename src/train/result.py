@@ -44,6 +44,10 @@ class RunResult:
     base_weights_sha256: str | None = None
     device: str | None = None
     torch: str | None = None
+    # Measurements of the finished run (docs/measures.md); empty where the run did not make them.
+    layer_cka: list[float] = field(default_factory=list)  # layer 0 (embeddings)..L: finetuned vs pretrained
+    criticality: list[dict] = field(default_factory=list)  # layer, rewound_to (pretrained|initial), score, drop
+    head_importance: dict = field(default_factory=dict)  # before / after: [layer][head] mean |dL/dgate|
 
     @property
     def cond(self) -> Condition:

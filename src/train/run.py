@@ -8,22 +8,30 @@ params file.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import torch
+from torch import nn
 
 from src.conditions.condition import Condition, derive_seed
 from src.data import tokens
 from src.files import sha256_of
 from src.imports import ROOT, code_files
-from src.model.finetuner import build_finetuner, new_task_head, reinitialised_layer_parameters
+from src.measures.cka import layer_cka
+from src.measures.criticality import layer_states, rewind_drops
+from src.measures.heads import head_importance
+from src.model.base import load_encoder
+from src.model.finetuner import Finetuner, build_finetuner, new_task_head, reinitialised_layer_parameters
 from src.model.record import BaseModelRecord
+from src.probing.probes import layer_features
 from src.tasks.registry import get_task
-from src.train.loop import RunSettings, evaluate, finetune
+from src.train.loop import RunSettings, autocast, evaluate, finetune
 from src.train.result import RunResult
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
@@ -132,10 +140,15 @@ def _run_condition(
     pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
     indices = tokens.training_subset(len(pool), condition.size, task.name, condition.trial, seed)
     start = layer_weights(model.encoder)
+    train_split = pool.subset(indices)
+    initial = layer_states(model.encoder) if settings.criticality else None
+    importance_before = (
+        head_importance(model, task, train_split, settings.batch_size) if settings.head_importance else None
+    )
     outcome = finetune(
         model,
         task,
-        pool.subset(indices),
+        train_split,
         settings,
         condition.seed(seed, "train"),
         fresh,
@@ -147,16 +160,88 @@ def _run_condition(
         layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
     )
     evaluation = (
-        evaluate(model, task, eval_split, settings.eval_batch_size, settings.precision)
+        evaluate(model, task, eval_split, settings.eval_batch_size, settings.precision, layer_features=settings.cka)
         if outcome["status"] == "ok"
         else {}
     )
     changes = weight_change(start, layer_weights(model.encoder)) if outcome["status"] == "ok" else []
+    if outcome["status"] == "ok":
+        measured = _measurements(
+            model,
+            task,
+            tasks_dir / task.name / "tokens.npz",
+            eval_split,
+            train_split,
+            settings,
+            model_dir,
+            evaluation,
+            initial,
+        )
+        record.update(measured)
+        if importance_before is not None:
+            record["head_importance"]["before"] = importance_before
     record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
     record["eval_examples"] = len(eval_split)
     record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
     record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
     return _result(condition, settings, record, outcome, evaluation, changes, task, key)
+
+
+@functools.lru_cache(maxsize=1)
+def _pretrained(model_dir: Path, device: str) -> nn.Module:
+    """The base encoder, once per worker process (a worker runs many conditions)."""
+    return load_encoder(model_dir, with_pooler=False).to(device).eval()
+
+
+@functools.lru_cache(maxsize=4)
+def _pretrained_features(
+    model_dir: Path, device: str, tokens_file: Path, batch_size: int, precision: str
+) -> np.ndarray:
+    """The base encoder's per-layer eval features, pooled as the finetuned eval pass pools
+    them and under the same autocast, once per worker process and task."""
+    with autocast(precision, torch.device(device)):
+        return layer_features(_pretrained(model_dir, device), tokens.load_split(tokens_file, "eval"), batch_size)
+
+
+def _measurements(
+    model: Finetuner,
+    task,
+    tokens_file: Path,
+    eval_split: tokens.TokenizedSplit,
+    train_split: tokens.TokenizedSplit,
+    settings: RunSettings,
+    model_dir: Path,
+    evaluation: dict,
+    initial: list | None,
+) -> dict:
+    """What a finished run measures on its finetuned weights (src/measures/,
+    docs/measures.md), each only where its setting is on. `tokens_file` holds `eval_split`
+    (the key of the pretrained features' cache)."""
+    device = next(model.parameters()).device.type
+    found = {}
+    if settings.cka:
+        pretrained = _pretrained_features(model_dir, device, tokens_file, settings.eval_batch_size, settings.precision)
+        found["layer_cka"] = layer_cka(evaluation["layer_features"], pretrained.astype(np.float32))
+    if settings.criticality:
+        # Scored on the first N eval examples (criticality_examples; 0 = all), the finetuned
+        # model on the same ones, so every drop is paired example by example.
+        scored = eval_split
+        if 0 < settings.criticality_examples < len(eval_split):
+            scored = eval_split.subset(np.arange(settings.criticality_examples))
+
+        def score() -> float:
+            return evaluate(model, task, scored, settings.eval_batch_size, settings.precision)["scores"][task.headline]
+
+        found["criticality"] = rewind_drops(
+            model.encoder,
+            layer_states(_pretrained(model_dir, device)),
+            initial,
+            score,
+            evaluation["scores"][task.headline] if scored is eval_split else score(),
+        )
+    if settings.head_importance:
+        found["head_importance"] = {"after": head_importance(model, task, train_split, settings.batch_size)}
+    return found
 
 
 def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:

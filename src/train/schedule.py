@@ -17,6 +17,7 @@ from src.conditions.condition import Condition
 from src.config.schema import Config
 from src.errors import ParamsError
 from src.files import write_json_atomically
+from src.model.record import BaseModelRecord
 from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
@@ -25,10 +26,14 @@ from src.train.result import RunResult, finished, result_path
 from src.train.run import fingerprint, run_condition
 
 
-def run_settings(config: Config, epochs: int) -> RunSettings:
+def run_settings(config: Config, epochs: int, full_model: bool = False) -> RunSettings:
     """The settings of a run; `precision: auto` resolved for the device the run trains on,
-    so the result and its fingerprint hold the precision actually used."""
+    so the result and its fingerprint hold the precision actually used. The measurements
+    are resolved for the run too (`full_model`: nothing reinitialised, permuted or trained
+    before, see is_full_model), so switching one that applies to the full model only
+    leaves every other run's fingerprint as it was."""
     train, device = config.train, run_device(config.executor)
+    criticality = train.criticality == "all" or (train.criticality == "full_model" and full_model)
     return RunSettings(
         train.lr,
         train.batch_size,
@@ -41,6 +46,19 @@ def run_settings(config: Config, epochs: int) -> RunSettings:
         train.threads,
         config.seed,
         device,
+        cka=train.cka,
+        criticality=criticality,
+        criticality_examples=train.criticality_examples if criticality else 0,
+        head_importance=train.head_importance and full_model,
+    )
+
+
+def is_full_model(condition: Condition, num_layers: int) -> bool:
+    """Plain finetuning of the whole pretrained model: nothing reinitialised or permuted, no other task first."""
+    return (
+        not condition.reinit_layers(num_layers)
+        and condition.scheme not in ("permutation", "head")
+        and condition.intermediate_task is None
     )
 
 
@@ -82,7 +100,8 @@ def run_all(
 ) -> list[RunResult]:
     """Every condition's result: kept, copied from another study (`reuse`) or trained now."""
     paths = [result_path(out, condition) for condition in conditions]
-    settings = [run_settings(config, condition.epochs) for condition in conditions]
+    num_layers = BaseModelRecord.read(model_dir).num_layers
+    settings = [run_settings(config, c.epochs, is_full_model(c, num_layers)) for c in conditions]
     keys = [fingerprint(c, s, model_dir, tasks_dir) for c, s in zip(conditions, settings)]
     results: list[RunResult | None] = []
     for i, (condition, path, key) in enumerate(zip(conditions, paths, keys), 1):

@@ -1,0 +1,151 @@
+"""Tables of the per-run measurements (src/measures/, docs/measures.md).
+
+metrics/cka.csv: each run's CKA of every layer (0 = embeddings .. L) with the same layer
+of the pretrained model, on the task's eval inputs. metrics/criticality.csv: each run's
+score with one layer rewound (to its pretrained or its initial value) and the drop.
+metrics/head_importance.csv: each full-model run's head importance before and after
+finetuning. metrics/head_importance_vs_reinit.csv: per head study, task and size, the
+Spearman correlation of head importance with the measured drop from reinitialising that
+head (the heads study, aggregate.head_changes), with a bootstrap interval over heads
+and the permutation p (exact up to 8 heads).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from src.config.schema import StudyConfig
+from src.results.aggregate import head_changes
+from src.train.result import RunResult
+
+RUN_COLUMNS = ["study", "task", "size", "slug", "scheme", "k", "trial"]
+MEASURE_COLUMNS = {
+    "cka": [*RUN_COLUMNS, "layer", "cka"],
+    "criticality": [*RUN_COLUMNS, "layer", "rewound_to", "score", "drop"],
+    "head_importance": ["task", "size", "slug", "trial", "layer", "head_index", "when", "importance"],
+    "head_importance_vs_reinit": [
+        "study",
+        "task",
+        "size",
+        "when",
+        "heads",
+        "importance_trials",
+        "reinit_trials",
+        "spearman",
+        "ci_low",
+        "ci_high",
+        "p_permutation",
+    ],
+}
+BOOTSTRAP_RESAMPLES = 2000  # percentile interval over heads; the seed is fixed, so the table is reproducible
+
+
+def _run(study: str, r: RunResult) -> dict:
+    c = r.cond
+    return {
+        "study": study,
+        "task": c.task,
+        "size": c.size,
+        "slug": c.slug,
+        "scheme": c.scheme,
+        "k": c.k,
+        "trial": c.trial,
+    }
+
+
+def run_measures(results: dict[str, list[RunResult]]) -> dict[str, pd.DataFrame]:
+    """cka, criticality and head_importance tables of every finished run that measured them."""
+    ok = [(study, r) for study, rs in results.items() for r in rs if r.ok]
+    cka = [{**_run(s, r), "layer": layer, "cka": v} for s, r in ok for layer, v in enumerate(r.layer_cka)]
+    criticality = [{**_run(s, r), **row} for s, r in ok for row in r.criticality]
+    importance = [
+        {**{key: _run(s, r)[key] for key in ("task", "size", "slug", "trial")}, "layer": layer, "head_index": head}
+        | {"when": when, "importance": value}
+        for s, r in ok
+        for when, matrix in r.head_importance.items()
+        for layer, row in enumerate(matrix, start=1)
+        for head, value in enumerate(row)
+    ]
+    tables = {"cka": cka, "criticality": criticality, "head_importance": importance}
+    found = {name: pd.DataFrame(rows, columns=MEASURE_COLUMNS[name]) for name, rows in tables.items()}
+    # a run that several studies report is measured once: keep it once in the head table
+    found["head_importance"] = found["head_importance"].drop_duplicates(
+        ["task", "size", "slug", "trial", "layer", "head_index", "when"]
+    )
+    return found
+
+
+def spearman_with_uncertainty(importance: np.ndarray, drop: np.ndarray) -> dict:
+    """Spearman rho, its percentile bootstrap interval over heads, and the permutation p
+    (two-sided; scipy enumerates every pairing when there are at most 8 heads)."""
+    if len(importance) < 3 or np.ptp(importance) == 0 or np.ptp(drop) == 0:
+        return {"spearman": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_permutation": np.nan}
+
+    def rho(x, y):
+        return scipy_stats.spearmanr(x, y).statistic
+
+    # Percentile bootstrap over heads. scipy.stats.bootstrap returns NaN as soon as one
+    # resample is degenerate (every head drawn the same: rho undefined), which with a few
+    # heads is most tables; those resamples are left out here instead.
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():  # the degenerate resamples' "constant input" warning
+        warnings.simplefilter("ignore", scipy_stats.ConstantInputWarning)
+        resampled = [
+            rho(importance[i], drop[i]) for i in rng.integers(0, len(importance), (BOOTSTRAP_RESAMPLES, len(drop)))
+        ]
+    finite = np.array([r for r in resampled if np.isfinite(r)])
+    low, high = np.percentile(finite, [2.5, 97.5]) if len(finite) else (np.nan, np.nan)
+    # One sample permuted against the other fixed: n! pairings, every one of them up to 8 heads.
+    p = scipy_stats.permutation_test(
+        (importance,), lambda x: rho(x, drop), permutation_type="pairings", vectorized=False, n_resamples=40320, rng=0
+    ).pvalue
+    return {"spearman": rho(importance, drop), "ci_low": low, "ci_high": high, "p_permutation": p}
+
+
+def importance_vs_reinit(
+    studies: dict[str, StudyConfig], headline: pd.DataFrame, plain_runs: pd.DataFrame, importance: pd.DataFrame
+) -> pd.DataFrame:
+    """Does the cheap gradient importance of a head predict what reinitialising it costs?
+    Per head study, task and size: each head's importance (mean over the full-model runs of
+    that task and size, before and after finetuning) against its reinit drop (full minus
+    head-reinit score, mean over trials)."""
+    rows = []
+    for name, study in studies.items():
+        runs = headline[(headline["study"] == name) & (headline["scheme"] == "head")]
+        if study.scheme != "head" or not len(runs) or not len(importance):
+            continue
+        changes = head_changes(runs, plain_runs)
+        refs = runs[["task", "size", "ref_full"]].drop_duplicates().rename(columns={"ref_full": "slug"})
+        measured = importance.merge(refs, on=["task", "size", "slug"])
+        for (task, size, when), group in measured.groupby(["task", "size", "when"]):
+            per_head = group.groupby(["layer", "head_index"])["importance"].agg(["mean", "count"]).reset_index()
+            paired = per_head.merge(changes[(changes["task"] == task) & (changes["size"] == size)])
+            rows.append(
+                {
+                    "study": name,
+                    "task": task,
+                    "size": size,
+                    "when": when,
+                    "heads": len(paired),
+                    "importance_trials": int(paired["count"].min()) if len(paired) else 0,
+                    "reinit_trials": int(paired["n"].min()) if len(paired) else 0,
+                    **spearman_with_uncertainty(paired["mean"].to_numpy(), -paired["change"].to_numpy()),
+                }
+            )
+    return pd.DataFrame(rows, columns=MEASURE_COLUMNS["head_importance_vs_reinit"])
+
+
+def measure_tables(
+    studies: dict[str, StudyConfig],
+    results: dict[str, list[RunResult]],
+    headline: pd.DataFrame,
+    plain_runs: pd.DataFrame,
+) -> dict[str, pd.DataFrame]:
+    """Every measurement table, with its header when nothing measured it."""
+    tables = run_measures(results)
+    tables["head_importance_vs_reinit"] = importance_vs_reinit(studies, headline, plain_runs, tables["head_importance"])
+    return tables
