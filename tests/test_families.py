@@ -217,6 +217,44 @@ def test_permutation_moves_whole_layers_and_nothing_else(family_model):
     pytest.fail("no trial drew a permutation other than the identity")
 
 
+@pytest.mark.parametrize("removed", [(2,), (1, 3), (3,)])
+def test_remove_deletes_exactly_those_layers_and_audits_the_depth(family_model, removed):
+    kind, model_dir, reference = family_model
+    condition = Condition("t", 10, 0, 1, scheme="remove", removal="listed", removed=removed)
+    before, model, record = start(model_dir, condition)
+    family, encoder = family_of(model.encoder), model.encoder
+    kept = [i for i in range(1, LAYERS + 1) if i not in removed]
+    assert record["depth"] == {"layers": len(kept), "kept": kept, "removed": list(removed)}
+    stack = encoder.get_submodule(family.stack)
+    assert len(stack) == encoder.config.num_hidden_layers == len(kept)
+    after = state(encoder)
+    outside = {n for n in before if not n.startswith(f"{family.stack}.")}
+    assert {n for n in after if not n.startswith(f"{family.stack}.")} == outside
+    assert all(torch.equal(after[n], before[n]) for n in outside)  # embeddings, pooler, shared tensors: untouched
+    for position, source in enumerate(kept):  # each kept layer is its pretrained self, in order
+        names = stack_names(reference, family, source - 1)
+        assert stack_names(after, family, position) == names, (kind, position)
+        for name in names:
+            assert torch.equal(
+                after[f"{family.stack}.{position}.{name}"], reference[f"{family.stack}.{source - 1}.{name}"]
+            )
+    assert [e["name"] for e in record["reinitialised"]] == ["classifier.weight", "classifier.bias"]
+    if kind == "modernbert":  # each kept layer keeps its own global/local attention
+        assert [layer.attention_type for layer in stack] == list(encoder.config.layer_types)
+        assert len(encoder.config.layer_types) == len(kept)
+    model.eval()
+    tokens = torch.tensor([[2, 5, 6, 3, 0]])
+    out = encode(encoder, tokens, (tokens != 0).long(), torch.zeros_like(tokens), output_hidden_states=True)
+    assert len(out.hidden_states) == len(kept) + 1  # the forward pass runs exactly the kept layers
+    assert torch.isfinite(model(tokens, (tokens != 0).long(), torch.zeros_like(tokens))).all()
+
+
+def test_every_other_condition_audits_the_full_depth(family_model):
+    _, model_dir, _ = family_model
+    _, _, record = start(model_dir, Condition("t", 10, 0, 1, k=1))
+    assert record["depth"] == {"layers": LAYERS, "kept": list(range(1, LAYERS + 1)), "removed": []}
+
+
 def stack_names(weights: dict, family, position: int) -> set[str]:
     return {
         n.removeprefix(f"{family.stack}.{position}.") for n in weights if n.startswith(f"{family.stack}.{position}.")

@@ -180,6 +180,45 @@ def test_modifier(tmp_path):
     assert "5x lr on reinitialised layers (3 diverged runs excluded)" in texts
 
 
+def test_remove_draws_a_line_per_pattern_and_names_each_listed_set(tmp_path):
+    rows = [
+        {
+            "task": task,
+            "size": 50,
+            "scheme": "remove",
+            "removal": removal,
+            "removed": removed,
+            "metric": "accuracy",
+            "mean": 0.8 - 0.02 * len(removed),
+            "ci_low": 0.77 - 0.02 * len(removed),
+            "ci_high": 0.83 - 0.02 * len(removed),
+            "n": 3,
+            "diverged": 0,
+            "collapsed": 0,
+        }
+        for task in ("rt_sentiment", "mrpc")
+        for removal, removed in (
+            ("top", (6,)),
+            ("top", (5, 6)),
+            ("bottom", (1, 2)),
+            ("alternate", (4, 6)),
+            ("listed", (3, 4, 5)),
+        )
+    ]
+    points = pd.DataFrame(rows)
+    points.loc[1, "diverged"] = 2
+    texts = plots.plot_remove(points, references(), tmp_path / "remove.png")
+    assert_png(tmp_path / "remove.png")
+    assert {
+        "top layers removed (2 diverged runs excluded)",
+        "top layers removed",
+        "bottom layers removed",
+        "alternate layers removed (from the top)",
+        "all layers pretrained (k=L), n=5",
+    } <= set(texts)
+    assert texts.count("layers 3, 4, 5 removed") == 2 and texts.count("encoder layers removed") == 2
+
+
 def test_epochs_has_a_loss_and_a_metric_column_per_task(tmp_path):
     rows = []
     for task, metric in (("rt_sentiment", "accuracy"), ("mrpc", "f1")):
@@ -265,6 +304,7 @@ def test_sequential_annotates_mean_and_ci(tmp_path):
         (plots.plot_epochs, "training curves"),
         (plots.plot_weight_change, "weight change"),
         (plots.plot_sequential, "sequential finetuning"),
+        (lambda table, path: plots.plot_remove(table, references(), path), "layer removal"),
     ],
 )
 def test_empty_table_is_refused(tmp_path, draw, name):

@@ -246,9 +246,13 @@ def _study(name: str, node, in_data, limits: ModelLimits) -> StudyConfig:
         values[arg] = check(_get(node, f"{key}.{arg}", arg), f"{key}.{arg}")
         limit = scheme.limits.get(arg)
         if limit is not None and limits.num_layers is not None:
-            largest = max(values[arg]) if isinstance(values[arg], tuple) else values[arg]
             bound = limit.bound(limits.num_layers, limits.num_heads)
-            require(largest <= bound, f"{key}.{arg}", node[arg], limit.allowed(limits.num_layers, limits.num_heads))
+            require(
+                limit.largest(values[arg]) <= bound,
+                f"{key}.{arg}",
+                node[arg],
+                limit.allowed(limits.num_layers, limits.num_heads),
+            )
     for modifier in MODIFIERS.values():
         if modifier.key not in node:
             continue

@@ -377,6 +377,50 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
     )
 
 
+REMOVAL_PATTERNS = {
+    "top": ("top layers removed", "tab:blue"),
+    "bottom": ("bottom layers removed", "tab:orange"),
+    "alternate": ("alternate layers removed (from the top)", "tab:purple"),
+}
+
+
+def plot_remove(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+    """Huang et al. 6.2 / Sajjad et al. 2020: score against the number of encoder layers
+    deleted before finetuning, one line per removal pattern (top, bottom, alternate), each
+    listed set as its own point named by its layers, with the full model (nothing removed)
+    and from-scratch references dashed. One panel per (task, size)."""
+    _require(points, "layer removal")
+    points = points.assign(layers_removed=points["removed"].map(len))
+    fig, panels = _panels(points)
+    for ax, task, size, rows in panels:
+        for pattern, (label, colour) in REMOVAL_PATTERNS.items():
+            if (rows["removal"] == pattern).any():
+                _line_with_band(ax, rows[rows["removal"] == pattern], "layers_removed", label, colour)
+        for row in rows[rows["removal"] == "listed"].itertuples():
+            name = "layers " + ", ".join(map(str, row.removed)) + " removed"
+            _errorbar(
+                ax,
+                [row.layers_removed],
+                row.mean,
+                row.ci_low,
+                row.ci_high,
+                row.n,
+                VALUE_RANGE.get(row.metric, (-np.inf, np.inf)),
+                color="tab:gray",
+                label=None,
+            )
+            ax.annotate(name + _excluded(rows.loc[[row.Index]]), (row.layers_removed, row.mean), fontsize=7)
+        _references(ax, references, task, size)
+        ax.set_xticks(sorted(rows["layers_removed"].unique()))
+        _label(ax, task, size, "encoder layers removed", rows["metric"].iloc[0])
+    return _finish(
+        fig,
+        path,
+        "Layer removal: encoder layers deleted, the shallower model finetuned\n(mean and 95% t CI over trials; "
+        "dashed: references, band = their 95% CI)",
+    )
+
+
 def plot_heads(changes: pd.DataFrame, path: Path) -> list[str]:
     """Attention-head reinitialisation (Huang et al.): change in mean score against the
     un-reinitialised baseline, layers × heads. One panel per (task, size), one shared scale."""

@@ -74,6 +74,7 @@ FIGURES = {
     "heads": lambda study, t, path: plots.plot_heads(
         head_changes(t.runs[t.runs["scheme"] == "head"], t.plain_runs), path
     ),
+    "remove": lambda study, t, path: plots.plot_remove(t.own[t.own["scheme"] == "remove"], t.references, path),
     "epochs": lambda study, t, path: plots.plot_epochs(
         epoch_curves(t.results, t.own["metric"].iloc[0] if len(t.own) else ""), path
     ),

@@ -46,6 +46,8 @@ CONDITION = [
     "layer",
     "window",
     "head_index",
+    "removal",
+    "removed",
     "lr_multiplier",
     "keep_layernorm",
     "intermediate_task",

@@ -2,7 +2,7 @@
 
 data/runs/studies/<study>/<task>/n<size>/<slug>/trial<t>.json holds one RunResult: scores,
 eval loss, per-example eval predictions, per-epoch losses (and eval), the weight change
-(and by step), the layer order, every reinitialised tensor, the subset hash, every setting
+(and by step), the layer order, the depth audit, every reinitialised tensor, the subset hash, every setting
 the run trained with, the seeds it drew from, and the fingerprint of its inputs.
 """
 
@@ -39,6 +39,7 @@ class RunResult:
     seeds: dict[str, int | str]  # every seed the run drew from, by purpose
     reinitialised: list[dict] = field(default_factory=list)
     layer_order: list[int] = field(default_factory=list)
+    depth: dict | None = None  # the depth audit (src/model/reinit.py): layers, kept and removed (1-based)
     train_subset_sha256: str | None = None
     eval_examples: int | None = None
     base_weights_sha256: str | None = None
