@@ -99,6 +99,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         "single_layer",
         "permutation",
         "heads",
+        "remove",
         "lr_multiplier",
         "keep_layernorm",
         "epochs",
@@ -115,6 +116,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         "single_layer",
         "permutation",
         "heads",
+        "remove",
         "lr_multiplier",
         "keep_layernorm",
         "epochs",
@@ -158,6 +160,16 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     )
     same_trial = json.loads((repo / "data/runs/studies/permutation/sst2/n8/permutation_e1/trial1.json").read_text())
     assert sorted(permuted["layer_order"]) == list(range(6)) and permuted["layer_order"] == same_trial["layer_order"]
+    # layer removal: the depth audit of the shallower model, and the full model's own
+    removed = json.loads((repo / "data/runs/studies/remove/sst2/n8/remove_alternate2_e1/trial0.json").read_text())
+    assert removed["depth"] == {"layers": 4, "kept": [1, 2, 3, 5], "removed": [4, 6]}
+    assert removed["condition"]["removed"] == [4, 6] and removed["status"] == "ok"
+    assert {change["layer"] for change in removed["weight_change"]} == {1, 2, 3, 4}
+    full = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k6_e1/trial0.json").read_text())
+    assert full["depth"] == {"layers": 6, "kept": [1, 2, 3, 4, 5, 6], "removed": []}
+    removal_points = points[(points["study"] == "remove") & (points["scheme"] == "remove")]
+    assert set(removal_points["slug"]) == {"remove_top2_e1", "remove_alternate2_e1", "remove_1_2_e1"}
+    assert set(removal_points["ref_full"]) == {"k6_e1"} and (removal_points["n"] == 1).all()
     epochs = json.loads((repo / "data/runs/studies/epochs/sst2/n8/k6_e2/trial0.json").read_text())
     assert [e["epoch"] for e in epochs["epoch_eval"]] == [1, 2]
     # One training run, many conditions: at L=6 with window 5, keeping layers 2-6 is

@@ -40,7 +40,15 @@ from src.tasks.registry import GLUE_TASK_NAMES, TASKS
 
 # Models whose position ids start after the padding id (RoBERTa's embeddings): of
 # max_position_embeddings, pad_token_id + 1 are never used by a token.
-PADDING_OFFSET_MODELS = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "data2vec-text", "xmod")
+PADDING_OFFSET_MODELS = (
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "roberta-prelayernorm",
+    "data2vec-text",
+    "xmod",
+    "mpnet",  # padding_idx 1 in its embeddings
+)
 
 
 @dataclass(frozen=True)

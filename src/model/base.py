@@ -60,7 +60,7 @@ def _export_pretrained(name: str, out: Path) -> str:
     cache_only = not local and not downloads.hub_reachable()
     try:
         family_of(
-            AutoConfig.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only)
+            AutoConfig.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only), name
         )  # refuse unsupported families before loading weights
         # safetensors only: a pickle checkpoint can run code on load.
         model = AutoModel.from_pretrained(
