@@ -24,7 +24,7 @@ from src.model.finetuner import build_finetuner, new_task_head, reinitialised_la
 from src.model.record import BaseModelRecord
 from src.tasks.registry import get_task
 from src.train.loop import RunSettings, evaluate, finetune
-from src.train.result import RunResult
+from src.train.result import RunResult, encode_step_losses
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
 # What a result depends on besides its inputs: this module and every repo file it imports.
@@ -196,6 +196,7 @@ def _result(
         majority_share=evaluation.get("majority_share"),
         predictions=task.kind.encode_predictions(evaluation["predictions"]) if evaluation else None,
         epoch_losses=outcome["epoch_losses"],
+        step_losses=encode_step_losses(outcome["step_losses"]),
         epoch_eval=outcome["epoch_eval"],
         train_seconds=round(outcome["train_seconds"], 2),
         weight_change=changes,
