@@ -9,6 +9,7 @@ declares, that a second repro is a no-op and that `dvc exp run -S k=3` reruns on
 validate and focus stages. About three minutes on 2 idle cores.
 """
 
+import base64
 import json
 import os
 import shutil
@@ -122,6 +123,9 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         "epochs",
         "sequential",
         "weight_change",
+        "progressive_runs",
+        "progressive_loss",
+        "sequential_loss",
     ):
         assert (repo / f"plots/figures/{figure}.png").stat().st_size > 10_000, figure
     weights = pd.read_csv(repo / "metrics/weight_change.csv")
@@ -167,6 +171,8 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     assert {change["layer"] for change in removed["weight_change"]} == {1, 2, 3, 4}
     full = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k6_e1/trial0.json").read_text())
     assert full["depth"] == {"layers": 6, "kept": [1, 2, 3, 4, 5, 6], "removed": []}
+    # every step's loss, two bytes a step: 8 examples in one batch of 8, 1 epoch
+    assert full["steps"] == 1 and len(base64.b64decode(full["step_losses"]["base64"])) == 2
     removal_points = points[(points["study"] == "remove") & (points["scheme"] == "remove")]
     assert set(removal_points["slug"]) == {"remove_top2_e1", "remove_alternate2_e1", "remove_1_2_e1"}
     assert set(removal_points["ref_full"]) == {"k6_e1"} and (removal_points["n"] == 1).all()
@@ -377,7 +383,11 @@ def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_r
         "lr_multiplier",
         "keep_layernorm",
         "epochs",
+        "remove",
         "sequential",
         "weight_change",
+        "progressive_runs",
+        "progressive_loss",
+        "sequential_loss",
     }
     assert not (repo / "plots/figures/permutation.png").exists() and not (repo / "plots/figures/heads.png").exists()
