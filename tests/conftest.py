@@ -187,6 +187,7 @@ def grid_params() -> dict:
             "single_layer": {"scheme": "single_layer", "layers": [1, 6], **tiny},
             "permutation": {"scheme": "permutation", **tiny, "tasks": ["rt_sentiment", "subjectivity"], "trials": 3},
             "heads": {"scheme": "head", "layers": [2], "heads": [0, 11], **tiny, "trials": 1},
+            "remove": {"scheme": "remove", "removals": ["top2", "alternate2", [1, 2]], **tiny, "trials": 1},
             "lr_multiplier": {"scheme": "progressive", "ks": [0], "reinit_lr_multiplier": 5, **tiny},
             "keep_layernorm": {"scheme": "progressive", "ks": [0], "keep_layernorm": True, **tiny},
             "epochs": {"scheme": "progressive", "ks": [0, 6], "epochs": 2, **tiny},

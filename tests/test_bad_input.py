@@ -28,6 +28,7 @@ from test_params import DELETE, with_change
 
 from src import downloads
 from src.conditions.condition import Condition
+from src.conditions.schemes import REMOVAL_ALLOWED
 from src.config.load import ModelLimits, load_config, model_limits, read_params, validate
 from src.data import tokens
 from src.errors import ModelError, ParamsError
@@ -72,6 +73,10 @@ def params_text(params: dict, **placeholders) -> str:
 
 DATA_TASKS = "tasks listed in data.tasks ['rt_sentiment', 'subjectivity', 'tweet_sentiment']"
 WHOLE_LAYERS = "only on schemes that reinitialise whole layers (progressive, block, single_layer)"
+REMOVALS_ON_L = (
+    "is invalid; allowed: removals that leave at least one of the model's 6 encoder layers: listed layers 1..6, "
+    "top<n> or bottom<n> with n <= 5, alternate<n> with 2n-1 <= 6 and n <= 5"
+)
 
 
 @pytest.mark.parametrize(
@@ -128,6 +133,22 @@ WHOLE_LAYERS = "only on schemes that reinitialise whole layers (progressive, blo
             DELETE,
             "params.yaml: missing key 'studies.blocks.window'",
             id="block-study-without-window",
+        ),
+        *(
+            pytest.param(
+                "studies.remove.removals", value, f"params.yaml: studies.remove.removals{at} = {shown} {why}", id=name
+            )
+            for name, value, at, shown, why in (
+                ("remove-every-layer", [[1, 2, 3, 4, 5, 6]], "", "[[1, 2, 3, 4, 5, 6]]", REMOVALS_ON_L),
+                ("remove-layer-above-L", ["top2", [9, 10, 11]], "", "['top2', [9, 10, 11]]", REMOVALS_ON_L),
+                ("remove-top-L", ["top6"], "", "['top6']", REMOVALS_ON_L),
+                ("remove-alternate-past-layer-1", ["alternate4"], "", "['alternate4']", REMOVALS_ON_L),
+                ("remove-unknown-pattern", ["middle2"], "[0]", "'middle2'", f"is invalid; allowed: {REMOVAL_ALLOWED}"),
+                ("remove-count-zero", ["top0"], "[0]", "'top0'", f"is invalid; allowed: {REMOVAL_ALLOWED}"),
+                ("remove-empty-set", [[]], "[0]", "[]", f"is invalid; allowed: {REMOVAL_ALLOWED}"),
+                ("remove-layer-zero", [[0, 1]], "[0][0]", "0", "is invalid; allowed: an integer >= 1"),
+                ("remove-not-a-list", "top2", "", "'top2'", "is invalid; allowed: a non-empty list"),
+            )
         ),
     ],
 )
@@ -559,7 +580,7 @@ def test_params_file_that_is_not_a_mapping(tmp_path):
             Condition("rt_sentiment", 10, 0, 3, scheme="window"),
             (
                 "unknown scheme 'window'; allowed: progressive | "
-                "block_reinit | block_preserve | single_layer | permutation | head"
+                "block_reinit | block_preserve | single_layer | permutation | head | remove"
             ),
             id="unknown-scheme",
         ),

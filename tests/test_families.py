@@ -6,6 +6,7 @@ of conftest.py, then exported by prepare_model's code. Their numbers mean nothin
 is checked is which tensors each scheme writes, per family, against the state dict.
 """
 
+import dataclasses
 import json
 import re
 
@@ -13,11 +14,12 @@ import pytest
 import torch
 from conftest import grid_params
 from safetensors.torch import load_file
+from transformers import AutoModel
 
 from src.conditions.condition import Condition
 from src.errors import ModelError
 from src.model.base import export_base_model, load_encoder
-from src.model.families import FAMILIES, family_of
+from src.model.families import FAMILIES, family_of, layout_problems
 from src.model.finetuner import build_finetuner, encode, reinitialised_layer_parameters
 from src.train.loop import parameter_groups
 from src.train.weights import layer_weights
@@ -68,13 +70,20 @@ def tiny_config(kind: str, vocab_size: int):
             sep_token_id=3,
         ),
         "albert": lambda: t.AlbertConfig(**SHAPE, embedding_size=16),
+        "mpnet": lambda: t.MPNetConfig(**SHAPE),
+        # not in the table, but with a listed family's layout (matched by it)
+        "camembert": lambda: t.CamembertConfig(**SHAPE, type_vocab_size=1),  # RoBERTa's, one segment type
+        "ernie": lambda: t.ErnieConfig(**SHAPE),  # BERT's, two segment types
+        # not in the table, and BERT's paths with pre-LayerNorms elsewhere: no layout fits
+        "megatron-bert": lambda: t.MegatronBertConfig(**SHAPE),
     }
     config = configs[kind]()
     config.vocab_size = vocab_size
     return config
 
 
-KINDS = ["bert", "roberta", "xlm-roberta", "electra", "distilbert", "deberta-v2", "deberta-v3", "modernbert"]
+KINDS = ["bert", "roberta", "xlm-roberta", "electra", "distilbert", "deberta-v2", "deberta-v3", "modernbert", "mpnet"]
+MATCHED = ["camembert", "ernie"]  # model types outside the table, matched by layout: every fixture test runs on them
 
 
 def write_checkpoint(kind: str, folder, tokenizer_dir) -> None:
@@ -91,7 +100,7 @@ def write_checkpoint(kind: str, folder, tokenizer_dir) -> None:
     tokenizer.save_pretrained(folder)
 
 
-@pytest.fixture(scope="module", params=KINDS)
+@pytest.fixture(scope="module", params=KINDS + MATCHED)
 def family_model(request, tmp_path_factory, tiny_model_dir):
     """(kind, the exported base model folder, its weights) as prepare_model leaves them."""
     root = tmp_path_factory.mktemp(request.param)
@@ -217,6 +226,44 @@ def test_permutation_moves_whole_layers_and_nothing_else(family_model):
     pytest.fail("no trial drew a permutation other than the identity")
 
 
+@pytest.mark.parametrize("removed", [(2,), (1, 3), (3,)])
+def test_remove_deletes_exactly_those_layers_and_audits_the_depth(family_model, removed):
+    kind, model_dir, reference = family_model
+    condition = Condition("t", 10, 0, 1, scheme="remove", removal="listed", removed=removed)
+    before, model, record = start(model_dir, condition)
+    family, encoder = family_of(model.encoder), model.encoder
+    kept = [i for i in range(1, LAYERS + 1) if i not in removed]
+    assert record["depth"] == {"layers": len(kept), "kept": kept, "removed": list(removed)}
+    stack = encoder.get_submodule(family.stack)
+    assert len(stack) == encoder.config.num_hidden_layers == len(kept)
+    after = state(encoder)
+    outside = {n for n in before if not n.startswith(f"{family.stack}.")}
+    assert {n for n in after if not n.startswith(f"{family.stack}.")} == outside
+    assert all(torch.equal(after[n], before[n]) for n in outside)  # embeddings, pooler, shared tensors: untouched
+    for position, source in enumerate(kept):  # each kept layer is its pretrained self, in order
+        names = stack_names(reference, family, source - 1)
+        assert stack_names(after, family, position) == names, (kind, position)
+        for name in names:
+            assert torch.equal(
+                after[f"{family.stack}.{position}.{name}"], reference[f"{family.stack}.{source - 1}.{name}"]
+            )
+    assert [e["name"] for e in record["reinitialised"]] == ["classifier.weight", "classifier.bias"]
+    if kind == "modernbert":  # each kept layer keeps its own global/local attention
+        assert [layer.attention_type for layer in stack] == list(encoder.config.layer_types)
+        assert len(encoder.config.layer_types) == len(kept)
+    model.eval()
+    tokens = torch.tensor([[2, 5, 6, 3, 0]])
+    out = encode(encoder, tokens, (tokens != 0).long(), torch.zeros_like(tokens), output_hidden_states=True)
+    assert len(out.hidden_states) == len(kept) + 1  # the forward pass runs exactly the kept layers
+    assert torch.isfinite(model(tokens, (tokens != 0).long(), torch.zeros_like(tokens))).all()
+
+
+def test_every_other_condition_audits_the_full_depth(family_model):
+    _, model_dir, _ = family_model
+    _, _, record = start(model_dir, Condition("t", 10, 0, 1, k=1))
+    assert record["depth"] == {"layers": LAYERS, "kept": list(range(1, LAYERS + 1)), "removed": []}
+
+
 def stack_names(weights: dict, family, position: int) -> set[str]:
     return {
         n.removeprefix(f"{family.stack}.{position}.") for n in weights if n.startswith(f"{family.stack}.{position}.")
@@ -304,7 +351,66 @@ def test_a_local_folder_without_safetensors_is_refused_with_what_it_needs(tmp_pa
 
 
 def test_the_table_covers_the_listed_families():
-    assert set(FAMILIES) == {"bert", "roberta", "xlm-roberta", "electra", "distilbert", "deberta-v2", "modernbert"}
+    assert set(FAMILIES) == {
+        "bert",
+        "roberta",
+        "xlm-roberta",
+        "electra",
+        "distilbert",
+        "deberta-v2",
+        "modernbert",
+        "mpnet",
+    }
+
+
+@pytest.mark.parametrize("kind, layout, segment_ids", [("camembert", "roberta", False), ("ernie", "bert", True)])
+def test_a_model_type_outside_the_table_is_matched_by_its_layout(tmp_path, tiny_model_dir, kind, layout, segment_ids):
+    write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
+    record = export_base_model(str(tmp_path / "checkpoint"), tmp_path / "model")
+    assert record.model_type == kind and record.num_layers == LAYERS
+    encoder = load_encoder(tmp_path / "model", with_pooler=True)
+    family = family_of(encoder)
+    assert kind not in FAMILIES and family.name == kind and layout_problems(family, encoder) == []
+    assert dataclasses.replace(family, name=layout, token_type_ids=False) == dataclasses.replace(
+        FAMILIES[layout], token_type_ids=False
+    )  # the layout of the listed family, with the segment ids the model itself was built with
+    assert family.token_type_ids == segment_ids and family.pooler
+
+
+def test_a_model_type_whose_layout_fits_no_family_is_refused_in_one_line(tmp_path, tiny_model_dir):
+    write_checkpoint("megatron-bert", tmp_path / "checkpoint", tiny_model_dir)
+    name = str(tmp_path / "checkpoint")
+    with pytest.raises(ModelError) as error:
+        export_base_model(name, tmp_path / "model")
+    assert str(error.value) == (
+        f"params.yaml: model.name = {name!r}: model_type 'megatron-bert' is refused: it is not one of the supported "
+        "encoder families (decoders such as GPT-2 are not encoders), and its modules have none of their layouts "
+        "(tried: bert/roberta/xlm-roberta/electra, distilbert, deberta-v2, modernbert, mpnet); supported: "
+        "bert | roberta | xlm-roberta | electra | distilbert | deberta-v2 | modernbert | mpnet"
+    )
+    assert list((tmp_path / "model").iterdir()) == []
+    problems = layout_problems(FAMILIES["bert"], AutoModel.from_config(tiny_config("megatron-bert", 30)))
+    assert problems[0] == "layer 0: no module or the wrong kind at attention.output.LayerNorm, output.LayerNorm"
+    from transformers import XmodConfig
+
+    adapters = layout_problems(FAMILIES["bert"], AutoModel.from_config(XmodConfig(**SHAPE, vocab_size=30)))
+    assert adapters[0].startswith("layer 0: unnamed output.adapter_modules.en_XX.dense1.bias")  # a tensor no path names
+
+
+def test_mpnets_relative_attention_bias_is_shared_and_no_scheme_touches_it(tmp_path, tiny_model_dir):
+    write_checkpoint("mpnet", tmp_path / "checkpoint", tiny_model_dir)
+    export_base_model(str(tmp_path / "checkpoint"), tmp_path / "model").write(tmp_path / "model")
+    model_dir, reference = tmp_path / "model", load_file(str(tmp_path / "model" / "model.safetensors"))
+    bias = "encoder.relative_attention_bias.weight"
+    for condition in (
+        Condition("t", 10, 0, 1, k=0),
+        Condition("t", 10, 0, 1, scheme="head", layer=2, head_index=1),
+        Condition("t", 10, 1, 1, scheme="permutation"),
+        Condition("t", 10, 0, 1, scheme="remove", removal="top", removed=(3,)),
+    ):
+        _, model, record = start(model_dir, condition)
+        assert torch.equal(model.encoder.state_dict()[bias], reference[bias]), condition.slug
+        assert not any(e["name"].startswith("encoder.relative") for e in record["reinitialised"])
 
 
 def scratch_repo(root, model_folder):

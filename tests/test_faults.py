@@ -239,6 +239,7 @@ def test_killed_study_resumes_keeps_finished_conditions_and_matches_an_uninterru
             "status",
             "scores",
             "epoch_losses",
+            "step_losses",
             "eval_loss",
             "majority_share",
             "weight_change",
@@ -303,6 +304,7 @@ def assert_same_training(got, expected):
     different = [name for name in weights if not torch.equal(weights[name], ref_weights[name])]
     assert not different, f"{len(different)} tensors differ, e.g. {different[:3]}"
     assert outcome["epoch_losses"] == ref_outcome["epoch_losses"]
+    assert outcome["step_losses"] == ref_outcome["step_losses"] and len(outcome["step_losses"]) == 10
     assert outcome["epoch_eval"] == ref_outcome["epoch_eval"]
 
 
@@ -316,6 +318,7 @@ def test_a_run_resumed_from_its_checkpoint_ends_with_the_uninterrupted_weights(t
     saved = torch.load(checkpoint, weights_only=True)
     assert saved["key"] == "fingerprint-a" and (saved["state"]["epoch"], saved["state"]["step"]) == (1, 3)
     assert len(saved["state"]["epoch_losses"]) == 1 and len(saved["state"]["epoch_eval"]) == 1
+    assert len(saved["state"]["step_losses"]) == 5 + 3  # epoch 1 and the 3 steps of epoch 2 before the checkpoint
 
     resumed = run(checkpoint, key="fingerprint-a")
     assert resumed[2] == 2 + 1, "the resumed run should train only steps 4-5 of epoch 2 (+1 eval batch)"

@@ -180,6 +180,89 @@ def test_modifier(tmp_path):
     assert "5x lr on reinitialised layers (3 diverged runs excluded)" in texts
 
 
+def test_remove_draws_a_line_per_pattern_and_names_each_listed_set(tmp_path):
+    rows = [
+        {
+            "task": task,
+            "size": 50,
+            "scheme": "remove",
+            "removal": removal,
+            "removed": removed,
+            "metric": "accuracy",
+            "mean": 0.8 - 0.02 * len(removed),
+            "ci_low": 0.77 - 0.02 * len(removed),
+            "ci_high": 0.83 - 0.02 * len(removed),
+            "n": 3,
+            "diverged": 0,
+            "collapsed": 0,
+        }
+        for task in ("rt_sentiment", "mrpc")
+        for removal, removed in (
+            ("top", (6,)),
+            ("top", (5, 6)),
+            ("bottom", (1, 2)),
+            ("alternate", (4, 6)),
+            ("listed", (3, 4, 5)),
+        )
+    ]
+    points = pd.DataFrame(rows)
+    points.loc[1, "diverged"] = 2
+    texts = plots.plot_remove(points, references(), tmp_path / "remove.png")
+    assert_png(tmp_path / "remove.png")
+    assert {
+        "top layers removed (2 diverged runs excluded)",
+        "top layers removed",
+        "bottom layers removed",
+        "alternate layers removed (from the top)",
+        "all layers pretrained (k=L), n=5",
+    } <= set(texts)
+    assert texts.count("layers 3, 4, 5 removed") == 2 and texts.count("encoder layers removed") == 2
+
+
+def test_runs_at_the_smallest_size_scatter_every_run_and_count_the_diverged(tmp_path):
+    rng = np.random.default_rng(1)
+    runs = pd.DataFrame(
+        [
+            {
+                "task": task,
+                "size": size,
+                "k": k,
+                "trial": trial,
+                "metric": "accuracy",
+                "value": 0.5 + 0.05 * k + rng.normal(0, 0.02),
+                "status": "ok",
+                "collapsed": False,
+            }
+            for task in ("rt_sentiment", "mrpc")
+            for size in (50, 500)
+            for k in (0, 3, 6)
+            for trial in range(10)
+        ]
+    )
+    runs.loc[0, ["status", "value"]] = ["diverged", NAN]
+    runs.loc[1, "collapsed"] = True
+    texts = plots.plot_runs_at_smallest_size(runs, tmp_path / "runs.png")
+    assert_png(tmp_path / "runs.png")
+    assert "rt_sentiment, 50 training examples" in texts and "mrpc, 50 training examples" in texts
+    assert not any("500 training examples" in text for text in texts)  # only the smallest size
+    assert "one run (29 finished; 1 diverged, not plotted)" in texts and "one run (30 finished)" in texts
+    assert "of which collapsed to one class: 1 (hollow; in the mean)" in texts
+
+
+def test_step_losses_draw_one_line_per_series_with_its_trials(tmp_path):
+    curves = pd.DataFrame(
+        [
+            {"task": task, "size": 50, "series": series, "step": step, "loss": 0.7 / step**0.5 + shift, "n": n}
+            for task in ("rt_sentiment", "mrpc")
+            for series, shift, n in (("k=0", 0.1, 3), ("k=6", 0.0, 1))
+            for step in range(1, 41)
+        ]
+    )
+    texts = plots.plot_step_losses(curves, tmp_path / "loss.png", "Training loss against steps")
+    assert_png(tmp_path / "loss.png")
+    assert {"k=0 (3 trials)", "k=6 (1 trial)", "finetuning step", "training loss"} <= set(texts)
+
+
 def test_epochs_has_a_loss_and_a_metric_column_per_task(tmp_path):
     rows = []
     for task, metric in (("rt_sentiment", "accuracy"), ("mrpc", "f1")):
@@ -265,6 +348,9 @@ def test_sequential_annotates_mean_and_ci(tmp_path):
         (plots.plot_epochs, "training curves"),
         (plots.plot_weight_change, "weight change"),
         (plots.plot_sequential, "sequential finetuning"),
+        (lambda table, path: plots.plot_remove(table, references(), path), "layer removal"),
+        (plots.plot_runs_at_smallest_size, "every run at the smallest size"),
+        (lambda table, path: plots.plot_step_losses(table, path, "Training loss"), "Training loss"),
     ],
 )
 def test_empty_table_is_refused(tmp_path, draw, name):

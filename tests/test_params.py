@@ -125,7 +125,7 @@ def test_the_test_grid_is_valid_for_the_default_model(params):
             "studies.blocks.scheme",
             "window",
             "studies.blocks.scheme = 'window' is invalid; allowed: progressive | block | single_layer | permutation | "
-            "head",
+            "head | remove",
         ),
         ("train.precision", "fp8", "train.precision = 'fp8' is invalid; allowed: auto | bf16 | fp16 | fp32"),
         ("executor.kind", "kubernetes", "executor.kind = 'kubernetes' is invalid; allowed: local | slurm | ray"),

@@ -9,6 +9,7 @@ declares, that a second repro is a no-op and that `dvc exp run -S k=3` reruns on
 validate and focus stages. About three minutes on 2 idle cores.
 """
 
+import base64
 import json
 import os
 import shutil
@@ -102,6 +103,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         "single_layer",
         "permutation",
         "heads",
+        "remove",
         "lr_multiplier",
         "keep_layernorm",
         "epochs",
@@ -118,12 +120,16 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         "single_layer",
         "permutation",
         "heads",
+        "remove",
         "lr_multiplier",
         "keep_layernorm",
         "epochs",
         "sequential",
         "weight_change",
         "representation",
+        "progressive_runs",
+        "progressive_loss",
+        "sequential_loss",
     ):
         assert (repo / f"plots/figures/{figure}.png").stat().st_size > 10_000, figure
     weights = pd.read_csv(repo / "metrics/weight_change.csv")
@@ -162,6 +168,18 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     )
     same_trial = json.loads((repo / "data/runs/studies/permutation/sst2/n8/permutation_e1/trial1.json").read_text())
     assert sorted(permuted["layer_order"]) == list(range(6)) and permuted["layer_order"] == same_trial["layer_order"]
+    # layer removal: the depth audit of the shallower model, and the full model's own
+    removed = json.loads((repo / "data/runs/studies/remove/sst2/n8/remove_alternate2_e1/trial0.json").read_text())
+    assert removed["depth"] == {"layers": 4, "kept": [1, 2, 3, 5], "removed": [4, 6]}
+    assert removed["condition"]["removed"] == [4, 6] and removed["status"] == "ok"
+    assert {change["layer"] for change in removed["weight_change"]} == {1, 2, 3, 4}
+    full = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k6_e1/trial0.json").read_text())
+    assert full["depth"] == {"layers": 6, "kept": [1, 2, 3, 4, 5, 6], "removed": []}
+    # every step's loss, two bytes a step: 8 examples in one batch of 8, 1 epoch
+    assert full["steps"] == 1 and len(base64.b64decode(full["step_losses"]["base64"])) == 2
+    removal_points = points[(points["study"] == "remove") & (points["scheme"] == "remove")]
+    assert set(removal_points["slug"]) == {"remove_top2_e1", "remove_alternate2_e1", "remove_1_2_e1"}
+    assert set(removal_points["ref_full"]) == {"k6_e1"} and (removal_points["n"] == 1).all()
     epochs = json.loads((repo / "data/runs/studies/epochs/sst2/n8/k6_e2/trial0.json").read_text())
     assert [e["epoch"] for e in epochs["epoch_eval"]] == [1, 2]
     # One training run, many conditions: at L=6 with window 5, keeping layers 2-6 is
@@ -402,9 +420,13 @@ def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_r
         "lr_multiplier",
         "keep_layernorm",
         "epochs",
+        "remove",
         "sequential",
         "weight_change",
         "representation",
+        "progressive_runs",
+        "progressive_loss",
+        "sequential_loss",
     }
     versus = pd.read_csv(repo / "metrics/head_importance_vs_reinit.csv")  # no head study: its header only
     assert len(versus) == 0 and "spearman" in versus.columns

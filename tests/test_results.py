@@ -172,3 +172,31 @@ def test_every_condition_of_the_test_grid_has_its_own_key_in_the_predictions_sto
     assert by_run.keys() == expected.keys()
     assert all(np.array_equal(by_run[key], expected[key]) for key in expected)
     assert set(labels) == {c.task for cs in reported.values() for c in cs}
+
+
+def test_step_loss_curves_average_the_finished_runs_at_each_step():
+    from src.results.aggregate import step_loss_curves
+    from src.train.result import encode_step_losses
+
+    def result(k, trial, losses, status="ok"):
+        condition = Condition("rt_sentiment", 8, trial, 1, k=k).as_dict()
+        return stub_result(condition, status=status, step_losses=encode_step_losses(losses))
+
+    curves = step_loss_curves(
+        [
+            result(0, 0, [0.75, 0.5, 0.25]),
+            result(0, 1, [0.25, 0.5, 0.75]),
+            result(6, 0, [1.0, 0.5, 0.0]),
+            result(6, 1, [9.0, float("nan"), 9.0], status="diverged"),  # left out
+            stub_result(Condition("rt_sentiment", 8, 2, 1, k=6).as_dict()),  # an older result: no step losses
+        ],
+        lambda c: f"k={c.k}",
+    )
+    assert curves[["series", "step", "loss", "n"]].values.tolist() == [
+        ["k=0", 1, 0.5, 2],
+        ["k=0", 2, 0.5, 2],
+        ["k=0", 3, 0.5, 2],
+        ["k=6", 1, 1.0, 1],
+        ["k=6", 2, 0.5, 1],
+        ["k=6", 3, 0.0, 1],
+    ]

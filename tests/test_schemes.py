@@ -8,7 +8,7 @@ import re
 import pytest
 
 from src.conditions.condition import Condition
-from src.conditions.schemes import BY_VARIANT, SCHEMES, VARIANTS, WHOLE_LAYER_VARIANTS, scheme_of
+from src.conditions.schemes import BY_VARIANT, SCHEMES, VARIANTS, WHOLE_LAYER_VARIANTS, Limit, removed_layers, scheme_of
 from src.conditions.studies import all_study_conditions
 from src.config.load import ModelLimits, validate
 from src.errors import ParamsError
@@ -126,7 +126,9 @@ def test_an_unknown_scheme_name_is_refused_naming_the_known_ones(params):
     assert all(name in str(error.value) for name in SCHEMES)
 
 
-@pytest.mark.parametrize("name", [n for n in SCHEMES if SCHEMES[n].limits])
+@pytest.mark.parametrize(
+    "name", [n for n in SCHEMES if any(limit.largest is Limit.largest for limit in SCHEMES[n].limits.values())]
+)
 def test_the_largest_value_a_limit_allows_expands_to_conditions_that_fit_and_one_more_is_refused(params, name):
     scheme = SCHEMES[name]
     plain = {"scheme": name, "tasks": ["rt_sentiment"], "sizes": [8], "trials": 1}
@@ -145,3 +147,67 @@ def test_the_largest_value_a_limit_allows_expands_to_conditions_that_fit_and_one
         with pytest.raises(ParamsError, match=re.escape(f"studies.extra.{key} = ")) as error:
             validate(params, LIMITS)
         assert limit.allowed(L, H) in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "entry, L, removed, kept",
+    [
+        ("top3", 12, (10, 11, 12), [1, 2, 3, 4, 5, 6, 7, 8, 9]),
+        ("bottom8", 12, (1, 2, 3, 4, 5, 6, 7, 8), [9, 10, 11, 12]),
+        ("alternate3", 12, (8, 10, 12), [1, 2, 3, 4, 5, 6, 7, 9, 11]),
+        ("alternate3", 6, (2, 4, 6), [1, 3, 5]),
+        ("alternate1", 6, (6,), [1, 2, 3, 4, 5]),
+        ("top1", 6, (6,), [1, 2, 3, 4, 5]),
+        ((9, 10, 11), 12, (9, 10, 11), [1, 2, 3, 4, 5, 6, 7, 8, 12]),  # Huang et al. 6.2: STS-B
+    ],
+)
+def test_a_removal_pattern_removes_and_keeps_the_right_layers(entry, L, removed, kept):
+    assert removed_layers(entry, L) == removed
+    condition = Condition("t", 8, 0, 1, scheme="remove", removal="p", removed=removed)
+    assert condition.removed_layers() == [i - 1 for i in removed]
+    assert [i + 1 for i in range(L) if i not in condition.removed_layers()] == kept
+    assert condition.reinit_layers(L) == []  # nothing is reinitialised: the kept layers stay pretrained
+
+
+def test_a_remove_study_expands_to_one_named_condition_per_entry(params):
+    params["studies"]["remove"]["removals"] = ["top2", "bottom2", "alternate2", [3, 1], "top1"]
+    study = validate(params, LIMITS).studies["remove"]
+    assert [(c.removal, c.removed, c.slug) for c in conditions_of(study)] == [
+        ("top", (5, 6), "remove_top2_e1"),
+        ("bottom", (1, 2), "remove_bottom2_e1"),
+        ("alternate", (4, 6), "remove_alternate2_e1"),
+        ("listed", (1, 3), "remove_1_3_e1"),
+        ("top", (6,), "remove_top1_e1"),
+    ]
+    conditions = conditions_of(study)
+    assert all(c.references(L)["full"] == Condition("rt_sentiment", 8, 0, 1, k=L) for c in conditions)
+    # a removal is its own training run, apart from any other scheme's; the same set removed is one run
+    runs = {c.training_run(L) for c in conditions}
+    assert len(runs) == 5 and Condition("rt_sentiment", 8, 0, 1, k=L).training_run(L) not in runs
+    same = Condition("rt_sentiment", 8, 0, 1, scheme="remove", removal="listed", removed=(5, 6))
+    assert same.training_run(L) == conditions[0].training_run(L)
+
+
+@pytest.mark.parametrize(
+    "removal, removed",
+    [("listed", (1, 2, 3, 4, 5, 6)), ("listed", (7,)), ("listed", (0, 1)), ("listed", ()), (None, (1,))],
+)
+def test_a_removal_that_leaves_no_layer_or_names_a_missing_one_does_not_fit(removal, removed):
+    condition = Condition("t", 8, 0, 1, scheme="remove", removal=removal, removed=removed)
+    with pytest.raises(ValueError, match=f"does not fit a model with {L} encoder layers"):
+        condition.check(L, H)
+    assert Condition("t", 8, 0, 1, scheme="remove", removal="listed", removed=(1, 2, 3, 4, 5)).check(L, H) is None
+
+
+def test_a_removal_limit_takes_the_edge_and_refuses_one_past_it(params):
+    for fits, past in (
+        (["top5"], ["top6"]),
+        (["alternate3"], ["alternate4"]),
+        ([[1, 2, 3, 4, 6]], [[1, 2, 3, 4, 5, 6]]),
+    ):
+        params["studies"]["remove"]["removals"] = fits
+        study = validate(params, LIMITS).studies["remove"]
+        assert all(scheme_of("remove").fits(c, L, H) for c in conditions_of(study)), fits
+        params["studies"]["remove"]["removals"] = past
+        with pytest.raises(ParamsError, match=re.escape("studies.remove.removals = ")):
+            validate(params, LIMITS)

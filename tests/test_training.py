@@ -1,5 +1,8 @@
 """The real finetune and probe code paths on the tiny model: reproducible, learning, and honest about divergence."""
 
+import base64
+from dataclasses import asdict
+
 import numpy as np
 import torch
 from conftest import grid_params
@@ -11,6 +14,7 @@ from src.model.base import load_encoder
 from src.model.finetuner import masked_mean
 from src.probing.probes import layer_features, train_probes
 from src.tasks.registry import get_task
+from src.train.result import RunResult
 from src.train.run import run_condition
 from src.train.schedule import run_settings
 
@@ -134,6 +138,17 @@ def test_a_result_keeps_its_predictions_and_the_weight_change_at_power_of_two_st
     assert result.steps == 10 and [r["step"] for r in result.layer_change_by_step] == [1, 2, 4, 8]
     changes = [r["frobenius"] for r in result.layer_change_by_step]
     assert all(len(c) == 3 for c in changes) and changes[0][0] > 0
+
+
+def test_a_result_keeps_every_steps_loss_in_two_bytes_and_each_epochs_mean_is_theirs(tiny_model_dir, tiny_tasks_root):
+    result = run(Condition("rt_sentiment", 40, 0, epochs=2, k=3), tiny_model_dir, tiny_tasks_root)
+    losses = result.step_loss_values()
+    assert losses.dtype == np.float16 and len(losses) == result.steps == 10  # 40 examples in batches of 8, 2 epochs
+    assert len(base64.b64decode(result.step_losses["base64"])) == 2 * result.steps
+    # every batch holds 8 examples, so an epoch's mean loss is the mean of its steps' losses
+    by_epoch = losses.astype(np.float64).reshape(2, 5).mean(axis=1)
+    assert np.allclose(by_epoch, result.epoch_losses, rtol=2e-3)
+    assert RunResult(**{**asdict(result), "step_losses": None}).step_loss_values().size == 0  # an older result
 
 
 def test_auto_precision_is_native_bf16_or_fp32_on_a_cpu_and_the_fingerprint_holds_the_resolved_one(monkeypatch):

@@ -35,11 +35,17 @@ class Condition:
     layer: int | None = None  # block_*: first layer of the window; single_layer, head: the layer
     window: int | None = None  # block_*: how many consecutive layers
     head_index: int | None = None  # head: which attention head (0-based) of `layer`
+    removal: str | None = None  # remove: top | bottom | alternate (Sajjad et al. 2020) | listed
+    removed: tuple[int, ...] | None = None  # remove: the encoder layers deleted (1-based, ascending)
     lr_multiplier: float = 1.0  # App. E: reinitialised layers train at lr * lr_multiplier
     keep_layernorm: bool = False  # App. F: reinitialised layers keep their pretrained LayerNorm
     intermediate_task: str | None = None  # sequential finetuning: train on this task first
     recipe: str = "paper"
     pooling: str = "mean"
+
+    def __post_init__(self):
+        if self.removed is not None:  # a result's JSON gives a list: a condition stays hashable
+            object.__setattr__(self, "removed", tuple(self.removed))
 
     def check(self, num_layers: int, num_heads: int) -> None:
         """Refuse arguments the model cannot take, with one message, before any compute."""
@@ -59,6 +65,10 @@ class Condition:
     def reinit_layers(self, num_layers: int) -> list[int]:
         """0-based indices of the encoder layers that get entirely fresh weights."""
         return scheme_of(self.scheme).reinit_layers(self, num_layers)
+
+    def removed_layers(self) -> list[int]:
+        """0-based indices of the encoder layers deleted before finetuning."""
+        return [layer - 1 for layer in self.removed or ()]
 
     def training_run(self, num_layers: int) -> tuple:
         """What this condition's finetuning run does, and nothing else. Every random draw
@@ -81,6 +91,7 @@ class Condition:
             # the modifiers act on reinitialised layers only: with none, they change nothing
             self.lr_multiplier if fresh else 1.0,
             self.keep_layernorm if fresh else False,
+            self.removed or (),
         )
 
     @property

@@ -11,18 +11,25 @@ Layers are numbered 1..L like k; `reinit_layers` returns 0-based indices.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from src.config import checks
 
 
+def _largest_value(value) -> int:
+    return max(value) if isinstance(value, tuple) else value
+
+
 @dataclass(frozen=True)
 class Limit:
-    """A scheme key's range on the model: `bound(L, H)` is its largest allowed value."""
+    """A scheme key's range on the model: `largest(value)` (the largest number in it, by
+    default) must be at most `bound(L, H)`."""
 
     bound: Callable[[int, int], int]
     allowed: Callable[[int, int], str]
+    largest: Callable = _largest_value
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,58 @@ def _block_layers(c, L) -> list[int]:
     window = set(range(c.layer - 1, c.layer - 1 + c.window))
     keep = c.scheme == "block_preserve"
     return [i for i in range(L) if (i in window) != keep]
+
+
+# Layer removal (Huang et al. 6.2; Sajjad et al. 2020, "On the effect of dropping layers of
+# pre-trained transformer models"): an entry of `removals` is a pattern with a count, or
+# the layers listed.
+REMOVAL = re.compile(r"(top|bottom|alternate)([1-9][0-9]*)")
+REMOVAL_ALLOWED = (
+    "top<n> | bottom<n> | alternate<n> (n >= 1 layers: the top n, the bottom n, every other layer from the top), "
+    "or a list of layer numbers >= 1 such as [9, 10, 11]"
+)
+
+
+def removal_entry(value, key):
+    """One entry of a remove study's `removals` (a check): the pattern, or the listed layers ascending."""
+    if isinstance(value, str):
+        checks.require(REMOVAL.fullmatch(value) is not None, key, value, REMOVAL_ALLOWED)
+        return value
+    return tuple(sorted(checks.listing(checks.integer(1), empty_allowed=REMOVAL_ALLOWED)(value, key)))
+
+
+def removed_layers(entry, L: int) -> tuple[int, ...]:
+    """The 1-based layers `entry` removes from an L-layer encoder: top n = L-n+1..L, bottom
+    n = 1..n, alternate n = L, L-2, ..., L-2(n-1) (Sajjad et al.'s alternate dropping,
+    counted from the top layer), a list = those layers."""
+    if not isinstance(entry, str):
+        return tuple(entry)
+    pattern, n = REMOVAL.fullmatch(entry).groups()
+    n = int(n)
+    spans = {"top": range(L - n + 1, L + 1), "bottom": range(1, n + 1), "alternate": range(L - 2 * (n - 1), L + 1, 2)}
+    return tuple(spans[pattern])
+
+
+def _removal_depth(entries) -> int:
+    """The fewest encoder layers a model needs for every entry to name layers it has and keep one."""
+
+    def depth(entry) -> int:
+        if not isinstance(entry, str):
+            return max(max(entry), len(entry) + 1)
+        pattern, n = REMOVAL.fullmatch(entry).groups()
+        return max(2 * int(n) - 1, int(n) + 1) if pattern == "alternate" else int(n) + 1
+
+    return max(depth(entry) for entry in entries)
+
+
+def _removal_fits(c, L, H) -> bool:
+    return bool(c.removed) and c.removal is not None and all(1 <= i <= L for i in c.removed) and len(c.removed) < L
+
+
+def _removal_slug(c) -> str:
+    if c.removal == "listed":
+        return "remove_" + "_".join(map(str, c.removed))
+    return f"remove_{c.removal}{len(c.removed)}"
 
 
 _LAYER_RANGE = Limit(lambda L, H: L, lambda L, H: f"0..{L} (the model has {L} encoder layers)")
@@ -139,6 +198,36 @@ SCHEMES: dict[str, Scheme] = {
             slug=lambda c: f"layer{c.layer}_head{c.head_index}",
             whole_layers=False,
             figure="heads",
+            reports_full_and_scratch=True,
+        ),
+        Scheme(
+            "remove",
+            "Huang et al. 6.2, Sajjad et al. 2020: encoder layers deleted, the shallower model finetuned",
+            keys={"removals": checks.listing(removal_entry)},
+            limits={
+                "removals": Limit(
+                    lambda L, H: L,
+                    lambda L, H: (
+                        f"removals that leave at least one of the model's {L} encoder layers: listed layers "
+                        f"1..{L}, top<n> or bottom<n> with n <= {L - 1}, alternate<n> with 2n-1 <= {L} and n <= {L - 1}"
+                    ),
+                    _removal_depth,
+                )
+            },
+            variants=("remove",),
+            expand=lambda study, L: [
+                {
+                    "scheme": "remove",
+                    "removal": REMOVAL.fullmatch(entry).group(1) if isinstance(entry, str) else "listed",
+                    "removed": removed_layers(entry, L),
+                }
+                for entry in study.removals
+            ],
+            fits=_removal_fits,
+            reinit_layers=lambda c, L: [],
+            slug=_removal_slug,
+            whole_layers=False,
+            figure="remove",
             reports_full_and_scratch=True,
         ),
     )

@@ -42,7 +42,15 @@ from src.tasks.registry import GLUE_TASK_NAMES, TASKS
 
 # Models whose position ids start after the padding id (RoBERTa's embeddings): of
 # max_position_embeddings, pad_token_id + 1 are never used by a token.
-PADDING_OFFSET_MODELS = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "data2vec-text", "xmod")
+PADDING_OFFSET_MODELS = (
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "roberta-prelayernorm",
+    "data2vec-text",
+    "xmod",
+    "mpnet",  # padding_idx 1 in its embeddings
+)
 
 
 @dataclass(frozen=True)
@@ -259,9 +267,13 @@ def _study(name: str, node, in_data, limits: ModelLimits) -> StudyConfig:
         values[arg] = check(_get(node, f"{key}.{arg}", arg), f"{key}.{arg}")
         limit = scheme.limits.get(arg)
         if limit is not None and limits.num_layers is not None:
-            largest = max(values[arg]) if isinstance(values[arg], tuple) else values[arg]
             bound = limit.bound(limits.num_layers, limits.num_heads)
-            require(largest <= bound, f"{key}.{arg}", node[arg], limit.allowed(limits.num_layers, limits.num_heads))
+            require(
+                limit.largest(values[arg]) <= bound,
+                f"{key}.{arg}",
+                node[arg],
+                limit.allowed(limits.num_layers, limits.num_heads),
+            )
     for modifier in MODIFIERS.values():
         if modifier.key not in node:
             continue

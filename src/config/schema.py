@@ -175,6 +175,7 @@ class StudyConfig(Section):
     window: int | None = None
     layers: tuple[int, ...] | None = None
     heads: tuple[int, ...] | None = None
+    removals: tuple[str | tuple[int, ...], ...] | None = None
     # modifiers
     reinit_lr_multiplier: float | None = None
     keep_layernorm: bool | None = None

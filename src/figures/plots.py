@@ -377,6 +377,109 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
     )
 
 
+def plot_runs_at_smallest_size(runs: pd.DataFrame, path: Path) -> list[str]:
+    """Paper Fig. 4 (App. B): every progressive run at each task's smallest training size,
+    one jittered point per run at its k, and the mean over the finished runs (dotted).
+    Diverged runs are not plotted and are counted; collapsed runs are hollow and in the mean."""
+    _require(runs, "every run at the smallest size (Fig. 4)")
+    smallest = runs.groupby("task")["size"].transform("min")
+    runs = runs[runs["size"] == smallest]
+    rng = np.random.default_rng(0)  # same jitter on every redraw
+    fig, panels = _panels(runs)
+    for ax, task, size, rows in panels:
+        finished = rows[rows["status"] == "ok"].sort_values("k")
+        collapsed = finished["collapsed"].fillna(False).astype(bool).to_numpy()
+        x = finished["k"].to_numpy(dtype=float) + rng.uniform(-0.15, 0.15, len(finished))
+        diverged = int((rows["status"] != "ok").sum())
+        label = f"one run ({len(finished)} finished" + (f"; {diverged} diverged, not plotted" if diverged else "") + ")"
+        ax.scatter(x[~collapsed], finished["value"][~collapsed], s=10, color="tab:blue", alpha=0.6, label=label)
+        if collapsed.any():
+            ax.scatter(
+                x[collapsed],
+                finished["value"][collapsed],
+                s=10,
+                facecolors="none",
+                edgecolors="tab:blue",
+                label=f"of which collapsed to one class: {int(collapsed.sum())} (hollow; in the mean)",
+            )
+        means = finished.groupby("k")["value"].mean()
+        _measured_line(ax, means.index, means.to_numpy(), "black", "mean over runs", style=":")
+        ax.set_xticks(sorted(rows["k"].unique()))
+        _label(ax, task, size, K_LABEL, rows["metric"].iloc[0])
+    return _finish(
+        fig,
+        path,
+        "Progressive reinitialisation, every run at the smallest training size (paper Fig. 4)\n(points: runs, "
+        "jittered in x; dotted: their mean)",
+    )
+
+
+def plot_step_losses(curves: pd.DataFrame, path: Path, title: str) -> list[str]:
+    """Huang et al. Figs. 1 and 4: training loss against finetuning steps, one line per
+    series (a k, or an intermediate task), the mean over trials at each step, as a running
+    mean over a twentieth of the steps (one step of a small batch is noisy). One panel per (task, size)."""
+    _require(curves, title)
+    fig, panels = _panels(curves)
+    for ax, task, size, rows in panels:
+        series = list(dict.fromkeys(rows["series"]))
+        for i, name in enumerate(series):
+            line = rows[rows["series"] == name].sort_values("step")
+            window = max(1, len(line) // 20)
+            trials = int(line["n"].max())
+            ax.plot(
+                line["step"],
+                line["loss"].rolling(window, min_periods=1).mean(),
+                color=plt.cm.viridis(i / max(1, len(series) - 1)),
+                label=f"{name} ({trials} trial{'s' if trials != 1 else ''})",
+            )
+        _label(ax, task, size, "finetuning step", "training loss")
+    return _finish(fig, path, f"{title}\n(mean over trials at each step; running mean over 1/20 of the steps)")
+
+
+REMOVAL_PATTERNS = {
+    "top": ("top layers removed", "tab:blue"),
+    "bottom": ("bottom layers removed", "tab:orange"),
+    "alternate": ("alternate layers removed (from the top)", "tab:purple"),
+}
+
+
+def plot_remove(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+    """Huang et al. 6.2 / Sajjad et al. 2020: score against the number of encoder layers
+    deleted before finetuning, one line per removal pattern (top, bottom, alternate), each
+    listed set as its own point named by its layers, with the full model (nothing removed)
+    and from-scratch references dashed. One panel per (task, size)."""
+    _require(points, "layer removal")
+    points = points.assign(layers_removed=points["removed"].map(len))
+    fig, panels = _panels(points)
+    for ax, task, size, rows in panels:
+        for pattern, (label, colour) in REMOVAL_PATTERNS.items():
+            if (rows["removal"] == pattern).any():
+                _line_with_band(ax, rows[rows["removal"] == pattern], "layers_removed", label, colour)
+        for row in rows[rows["removal"] == "listed"].itertuples():
+            name = "layers " + ", ".join(map(str, row.removed)) + " removed"
+            _errorbar(
+                ax,
+                [row.layers_removed],
+                row.mean,
+                row.ci_low,
+                row.ci_high,
+                row.n,
+                VALUE_RANGE.get(row.metric, (-np.inf, np.inf)),
+                color="tab:gray",
+                label=None,
+            )
+            ax.annotate(name + _excluded(rows.loc[[row.Index]]), (row.layers_removed, row.mean), fontsize=7)
+        _references(ax, references, task, size)
+        ax.set_xticks(sorted(rows["layers_removed"].unique()))
+        _label(ax, task, size, "encoder layers removed", rows["metric"].iloc[0])
+    return _finish(
+        fig,
+        path,
+        "Layer removal: encoder layers deleted, the shallower model finetuned\n(mean and 95% t CI over trials; "
+        "dashed: references, band = their 95% CI)",
+    )
+
+
 def plot_heads(changes: pd.DataFrame, path: Path) -> list[str]:
     """Attention-head reinitialisation (Huang et al.): change in mean score against the
     un-reinitialised baseline, layers × heads. One panel per (task, size), one shared scale."""

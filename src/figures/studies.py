@@ -1,4 +1,6 @@
-"""Each study's figure, chosen by the registry (src/conditions/schemes.py: figure_of).
+"""Each study's figure, chosen by the registry (src/conditions/schemes.py: figure_of), and
+the figures drawn across studies (draw_figures: the weight change, every progressive run at
+the smallest size, the training loss against steps).
 
 `own`: the study's headline points, `runs` its runs; `plain_points` / `plain_runs`:
 unmodified conditions from any study, where each condition's references are found by
@@ -15,7 +17,14 @@ import pandas as pd
 from src.conditions.schemes import figure_of
 from src.config.schema import Config, StudyConfig
 from src.figures import plots
-from src.results.aggregate import Tables, epoch_curves, head_changes, progressive_curves, summarise_weights
+from src.results.aggregate import (
+    Tables,
+    epoch_curves,
+    head_changes,
+    progressive_curves,
+    step_loss_curves,
+    summarise_weights,
+)
 from src.results.measures import run_measures
 from src.train.result import RunResult
 
@@ -75,6 +84,7 @@ FIGURES = {
     "heads": lambda study, t, path: plots.plot_heads(
         head_changes(t.runs[t.runs["scheme"] == "head"], t.plain_runs), path
     ),
+    "remove": lambda study, t, path: plots.plot_remove(t.own[t.own["scheme"] == "remove"], t.references, path),
     "epochs": lambda study, t, path: plots.plot_epochs(
         epoch_curves(t.results, t.own["metric"].iloc[0] if len(t.own) else ""), path
     ),
@@ -115,6 +125,23 @@ def draw_figures(config: Config, tables: Tables, folder: Path) -> list[dict]:
     progressive_weights = t.weights[t.weights["study"] == "progressive"] if len(t.weights) else t.weights
     figures["representation"] = lambda path: plots.plot_representation(
         measured["cka"], progressive_weights, measured["criticality"], path
+    )
+    progressive = t.headline[t.headline["study"] == "progressive"]
+    figures["progressive_runs"] = lambda path: plots.plot_runs_at_smallest_size(progressive, path)
+    figures["progressive_loss"] = lambda path: plots.plot_step_losses(
+        step_loss_curves(t.results.get("progressive", []), lambda c: f"k={c.k}"),
+        path,
+        "Training loss against steps per k, progressive reinitialisation (Huang et al. Fig. 4)",
+    )
+    sequential = {  # each condition once: two sequential studies may report the same direct run
+        r.cond: r for name, study in config.studies.items() if study.intermediate_tasks for r in t.results[name]
+    }
+    figures["sequential_loss"] = lambda path: plots.plot_step_losses(
+        step_loss_curves(
+            list(sequential.values()), lambda c: f"after {c.intermediate_task}" if c.intermediate_task else "direct"
+        ),
+        path,
+        "Training loss on the final task against steps, after an intermediate task or direct (Huang et al. Fig. 1)",
     )
     drawn = []
     for name, draw in figures.items():

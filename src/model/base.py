@@ -80,7 +80,7 @@ def _export_pretrained(name: str, out: Path) -> str:
     cache_only = not local and not downloads.hub_reachable()
     try:
         config = AutoConfig.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only)
-        family_of(config)  # refuse unsupported families before loading weights
+        family_of(config, name)  # refuse unsupported families before loading weights
         model, weights = _load_weights(name, config, local, cache_only)
         tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only)
     except UserError:

@@ -4,13 +4,19 @@ One explicit entry per `config.model_type`, checked against transformers 5.23.0'
 modeling code (tests/test_families.py builds a tiny model of each and checks that the
 paths below name every parameterised sublayer of a layer, and nothing else). Paths are
 relative to the base model (`AutoModel`) for `stack`, and to one layer for the rest.
-Everything that needs a family's names (reinit, permutation, head reinit, weight change,
-token types, pooling, dropout) asks this table; no other module spells them.
+Everything that needs a family's names (reinit, permutation, head reinit, removal, weight
+change, token types, pooling, dropout) asks this table; no other module spells them.
+
+A `model_type` not in the table (CamemBERT, Data2Vec-text, ERNIE: BERT's layer under
+another name) is matched by its module layout: the first family whose paths pass the
+layout audit (`layout_problems`) on every layer of the model is used, with the segment
+ids, pooler and dropout the model itself has. It is refused only when no layout fits.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -69,6 +75,42 @@ class Family:
                 )
             },
         }
+
+
+def layout_problems(family: Family, model: nn.Module) -> list[str]:
+    """The layout audit of `family` on a base model (empty: it fits): its stack is a
+    non-empty ModuleList, and in every layer each path resolves to a module of its kind
+    (projections Linear, norms LayerNorm, or Identity where a layer has none), and the
+    paths together name every parameter of the layer."""
+    if not _has(model, family.stack) or not isinstance(model.get_submodule(family.stack), nn.ModuleList):
+        return [f"no layer stack at {family.stack}"]
+    stack = model.get_submodule(family.stack)
+    problems = [] if len(stack) else [f"{family.stack} is empty"]
+    for index, layer in enumerate(stack):
+        linears = [
+            family.attention_output,
+            family.ffn_in,
+            family.ffn_out,
+            *(p for p, _ in family.head_projections(layer)),
+        ]
+        kinds = {**{p: (nn.Linear,) for p in linears}, **{p: (nn.LayerNorm, nn.Identity) for p in family.layernorms}}
+        wrong = [p for p, kind in kinds.items() if not _has(layer, p) or not isinstance(layer.get_submodule(p), kind)]
+        named = {f"{p}.{n}" for p in kinds if p not in wrong for n, _ in layer.get_submodule(p).named_parameters()}
+        unnamed = sorted({n for n, _ in layer.named_parameters()} - named)
+        problems += [
+            f"layer {index}: {what} {', '.join(paths)}"
+            for what, paths in (
+                ("no module or the wrong kind at", wrong),
+                ("unnamed", unnamed),
+            )
+            if paths
+        ]
+    return problems
+
+
+def _has_attribute(layer: nn.Module, path: str) -> bool:
+    owner, _, name = path.rpartition(".")
+    return (not owner or _has(layer, owner)) and hasattr(layer.get_submodule(owner) if owner else layer, name)
 
 
 def _has(module: nn.Module, path: str) -> bool:
@@ -153,6 +195,23 @@ FAMILIES = {
             dropout="classifier_dropout",
             position_attributes=("layer_idx", "attention_type", "attn.layer_idx", "attn.sliding_window"),
         ),
+        # MPNet (all-mpnet-base-v2): BERT's layer with its attention in attention.attn.{q,k,v,o};
+        # no segment ids. Its relative-position bias (encoder.relative_attention_bias, one
+        # embedding of buckets x heads) is computed once in the encoder and added in every
+        # layer: not a layer's tensor, so no scheme reinitialises, moves or removes it (k = 0
+        # keeps it pretrained, like the word embeddings), and head reinit leaves its column.
+        Family(
+            "mpnet",
+            stack="encoder.layer",
+            query="attention.attn.q",
+            key="attention.attn.k",
+            value="attention.attn.v",
+            attention_output="attention.attn.o",
+            ffn_in="intermediate.dense",
+            ffn_out="output.dense",
+            layernorms=("attention.LayerNorm", "output.LayerNorm"),
+            token_type_ids=False,
+        ),
     )
 }
 
@@ -166,12 +225,72 @@ class UnsupportedModelError(ModelError):
     """A model whose family is not in the table (one clear message, no traceback)."""
 
 
-def family_of(config) -> Family:
-    """The family of a model config (or of a model: its .config)."""
-    model_type = getattr(getattr(config, "config", config), "model_type", None)
+_MATCHED: dict[str, Family] = {}  # model_type -> the family its layout matched (asked on every forward pass)
+
+
+def family_of(config, name: str | None = None) -> Family:
+    """The family of a model config (or of a model: its .config): its entry in the table,
+    else the family whose layout it has. `name` (model.name in params.yaml) is named in a refusal."""
+    model = config if isinstance(config, nn.Module) else None
+    config = getattr(config, "config", config)
+    model_type = getattr(config, "model_type", None)
     if model_type in FAMILIES:
         return FAMILIES[model_type]
-    why = REFUSED.get(
-        model_type, "it is not one of the supported encoder families (decoders such as GPT-2 are not encoders)"
+    if model_type in _MATCHED:
+        return _MATCHED[model_type]
+    prefix = f"params.yaml: model.name = {name!r}: " if name else ""
+    if model_type in REFUSED:
+        raise UnsupportedModelError(
+            f"{prefix}model_type {model_type!r} is refused: {REFUSED[model_type]}; supported: {' | '.join(FAMILIES)}"
+        )
+    if model is None and model_type is not None:
+        model = _skeleton(config)
+    for family, *_ in LAYOUTS.values():
+        if model is not None and not layout_problems(family, model):
+            _MATCHED[model_type] = replace(
+                family,
+                name=model_type,
+                token_type_ids="token_type_ids" in inspect.signature(model.forward).parameters
+                and getattr(config, "type_vocab_size", 0) > 1,
+                pooler=isinstance(getattr(getattr(model, "pooler", None), "dense", None), nn.Linear),
+                dropout=family.dropout if hasattr(config, family.dropout) else "hidden_dropout_prob",
+                # what belongs to a position and this model has (Splinter's layers have no layer_idx)
+                position_attributes=tuple(
+                    path
+                    for path in family.position_attributes
+                    if all(_has_attribute(layer, path) for layer in model.get_submodule(family.stack))
+                ),
+            )
+            return _MATCHED[model_type]
+    raise UnsupportedModelError(
+        f"{prefix}model_type {model_type!r} is refused: it is not one of the supported encoder families "
+        "(decoders such as GPT-2 are not encoders), and its modules have none of their layouts (tried: "
+        f"{', '.join('/'.join(f.name for f in same) for same in LAYOUTS.values())}); supported: {' | '.join(FAMILIES)}"
     )
-    raise UnsupportedModelError(f"model_type {model_type!r} is refused: {why}; supported: {' | '.join(FAMILIES)}")
+
+
+def _skeleton(config) -> nn.Module | None:
+    """The base model of `config` without weights (on the meta device), to read its layout; None
+    when transformers has no base model for it."""
+    from transformers import AutoModel
+
+    try:
+        with torch.device("meta"):
+            return AutoModel.from_config(config, trust_remote_code=False)
+    except (ValueError, KeyError):  # no AutoModel class for this config
+        return None
+
+
+def _layout(family: Family) -> tuple:
+    return tuple(
+        getattr(family, field)
+        for field in ("stack", "attention_output", "ffn_in", "ffn_out", "layernorms", "query", "key", "value")
+    ) + (family.fused_qkv, family.optional_head_projections, family.position_attributes)
+
+
+# The distinct layouts an unlisted model_type is matched against, each with the families that
+# have it (BERT, RoBERTa, XLM-R and ELECTRA share one: they differ in segment ids and pooler,
+# which a matched model takes from itself).
+LAYOUTS: dict[tuple, list[Family]] = {}
+for _family in FAMILIES.values():
+    LAYOUTS.setdefault(_layout(_family), []).append(_family)

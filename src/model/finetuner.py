@@ -1,5 +1,5 @@
 """The finetuning model of one condition: the base encoder with the condition's layers
-reinitialised, permuted or a head reset, plus a fresh task head.
+reinitialised, permuted, removed or a head reset, plus a fresh task head.
 
 A condition's starting weights are a pure function of (base, condition, seed): no
 checkpoint is written per condition, only a manifest of what was reinitialised.
@@ -79,7 +79,8 @@ def new_task_head(model: Finetuner, num_labels: int, condition: Condition, seed:
 
 def build_finetuner(model_dir: Path, condition: Condition, num_labels: int, seed: int) -> tuple[Finetuner, dict]:
     """The starting model of `condition` and a record of what it did to the pretrained
-    weights: `reinitialised` (every tensor given fresh weights) and `layer_order`."""
+    weights: `reinitialised` (every tensor given fresh weights), `layer_order`, and `depth`
+    (the depth audit: how many layers the model has and which original layers they are)."""
     encoder = load_encoder(model_dir, with_pooler=condition.pooling == "cls")
     num_layers = len(reinit.encoder_layers(encoder))
     condition.check(num_layers, encoder.config.num_attention_heads)
@@ -92,9 +93,10 @@ def build_finetuner(model_dir: Path, condition: Condition, num_labels: int, seed
         manifest += reinit.reinit_head(
             encoder, condition.layer - 1, condition.head_index, condition.recipe, seed, condition.trial
         )
+    depth = reinit.remove_layers(encoder, condition.removed_layers())
     sigma = encoder.config.initializer_range
     if condition.pooling == "cls" and reinit.pooler_looks_untrained(encoder):
         manifest += reinit.init_module(encoder.pooler, "pooler", "paper", sigma, seed, condition.trial)
     model = Finetuner(encoder, num_labels, condition.pooling)
     manifest += new_task_head(model, num_labels, condition, seed, sigma)
-    return model, {"reinitialised": manifest, "layer_order": order}
+    return model, {"reinitialised": manifest, "layer_order": order, "depth": depth}

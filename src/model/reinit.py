@@ -151,6 +151,41 @@ def permute_layers(encoder: nn.Module, order: list[int]) -> None:
     encoder.set_submodule(family.stack, permuted)
 
 
+def remove_layers(encoder: nn.Module, removed: list[int]) -> dict:
+    """Delete encoder layers `removed` (0-based; Huang et al. 6.2, Sajjad et al. 2020): the
+    kept pretrained layers stay in their order, with their weights and what belongs to them
+    (ModernBERT's global/local attention type), and the config's depth follows, so the model
+    is a shallower encoder of the same family. Returns the depth audit, checked."""
+    family = family_of(encoder)
+    stack = encoder.get_submodule(family.stack)
+    drop = set(removed)
+    if not drop <= set(range(len(stack))) or len(drop) >= len(stack):
+        raise ValueError(f"cannot remove layers {sorted(drop)} of {len(stack)}: each must exist and one must stay")
+    kept = [i for i in range(len(stack)) if i not in drop]
+    encoder.set_submodule(family.stack, nn.ModuleList([stack[i] for i in kept]))
+    config = encoder.config
+    config.num_hidden_layers = len(kept)
+    if isinstance(getattr(config, "layer_types", None), list):  # ModernBERT's per-layer attention schedule
+        config.layer_types = [config.layer_types[i] for i in kept]
+    return depth_audit(encoder, stack, kept)
+
+
+def depth_audit(encoder: nn.Module, original: nn.ModuleList, kept: list[int]) -> dict:
+    """What a run's encoder is made of: its depth, and the original (1-based) index of each
+    layer it has. Refuses a model whose stack is not exactly those pretrained layers, in
+    that order, or whose config disagrees with its depth."""
+    stack = encoder.get_submodule(family_of(encoder).stack)
+    if [id(layer) for layer in stack] != [id(original[i]) for i in kept]:
+        raise RuntimeError(f"the encoder's layers are not the kept layers {[i + 1 for i in kept]}")
+    if encoder.config.num_hidden_layers != len(stack):
+        raise RuntimeError(f"config.num_hidden_layers = {encoder.config.num_hidden_layers}, but {len(stack)} layers")
+    return {
+        "layers": len(stack),
+        "kept": [i + 1 for i in kept],
+        "removed": [i + 1 for i in range(len(original)) if i not in kept],
+    }
+
+
 def _owner(layer: nn.Module, path: str) -> tuple[nn.Module, str]:
     """(the submodule holding attribute `path`, the attribute's name): "attn.layer_idx" -> (layer.attn, "layer_idx")."""
     owner, _, name = path.rpartition(".")

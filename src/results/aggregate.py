@@ -46,6 +46,8 @@ CONDITION = [
     "layer",
     "window",
     "head_index",
+    "removal",
+    "removed",
     "lr_multiplier",
     "keep_layernorm",
     "intermediate_task",
@@ -211,6 +213,22 @@ def epoch_curves(results: list[RunResult], metric: str) -> pd.DataFrame:
         for quantity, value in (("eval_loss", e["loss"]), (metric, e["scores"][metric]))
     ]
     return summarise(pd.DataFrame(rows), ["task", "size", "k", "epoch", "quantity"])
+
+
+def step_loss_curves(results: list[RunResult], series) -> pd.DataFrame:
+    """Every finished run's per-step training loss, averaged over trials at each step, per
+    (task, size, series(condition)): the loss-against-steps figures (Huang et al. Figs. 1 and 4)."""
+    rows = [
+        {"task": c.task, "size": c.size, "series": series(c), "step": step, "loss": float(loss)}
+        for r in results
+        if r.ok
+        for c in [r.cond]
+        for step, loss in enumerate(r.step_loss_values(), start=1)
+    ]
+    if not rows:
+        return pd.DataFrame(columns=["task", "size", "series", "step", "loss", "n"])
+    table = pd.DataFrame(rows).groupby(["task", "size", "series", "step"], sort=False)["loss"]
+    return table.agg(loss="mean", n="count").reset_index()
 
 
 def weight_table(results: dict[str, list[RunResult]], num_layers: int) -> pd.DataFrame:

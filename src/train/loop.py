@@ -107,7 +107,7 @@ def finetune(
     layer_change: Callable[[], list[float]] | None = None,
 ) -> dict:
     """Train every parameter with AdamW (weight decay 0 = the paper's Adam), constant lr, no
-    warm-up, as the paper's released code. Returns per-epoch mean losses, per-epoch eval
+    warm-up, as the paper's released code. Returns every step's loss, per-epoch mean losses, per-epoch eval
     (when `eval_split` is given: App. D's curves) and a status: `diverged` when the loss
     stops being finite (the run is then not averaged into curves).
 
@@ -137,6 +137,7 @@ def finetune(
         "epoch_losses": [],
         "epoch_eval": [],
         "layer_change": [],
+        "step_losses": [],  # every step's training loss (seed 004 Figs. 1 and 4 plot it against steps)
         "seconds": 0.0,
     }
     saved = _read_checkpoint(checkpoint) if checkpoint is not None and checkpoint.exists() else None
@@ -152,6 +153,7 @@ def finetune(
         order.bit_generator.state = state["order"]  # the epoch's batches come from its starting state
         plan = batches(train.lengths, cfg.batch_size, order, cfg.group_by_length)
         total = torch.tensor(state["loss_sum"], device=device)  # summed on-device: no host sync per step
+        pending = []  # this epoch's step losses not yet in state, kept on-device until a checkpoint or the epoch's end
         for step in range(state["step"], len(plan)):
             batch = {name: t.to(device) for name, t in collate(train, plan[step]).items()}
             labels = batch.pop("labels")
@@ -162,6 +164,7 @@ def finetune(
             scaler.step(optimizer)
             scaler.update()
             total += loss.detach() * len(labels)
+            pending.append(loss.detach())
             done = epoch * len(plan) + step + 1
             if layer_change is not None and done & (done - 1) == 0:  # a power of two
                 state["layer_change"].append({"step": done, "frobenius": layer_change()})
@@ -171,8 +174,10 @@ def finetune(
                 and (step + 1) % cfg.checkpoint_every == 0
                 and step + 1 < len(plan)
             ):
+                _keep_step_losses(state, pending)
                 state.update(epoch=epoch, step=step + 1, loss_sum=float(total), seconds=time.perf_counter() - start)
                 _save_checkpoint(checkpoint, checkpoint_key, model, optimizer, scaler, state)
+        _keep_step_losses(state, pending)
         state["epoch_losses"].append(float(total) / len(train))
         state.update(epoch=epoch + 1, step=0, loss_sum=0.0, order=order.bit_generator.state)
         elapsed = time.perf_counter() - start
@@ -186,6 +191,7 @@ def finetune(
                 "epoch_losses": state["epoch_losses"],
                 "epoch_eval": state["epoch_eval"],
                 "layer_change": state["layer_change"],
+                "step_losses": state["step_losses"],
                 "train_seconds": time.perf_counter() - start,
             }
         if eval_split is not None:
@@ -204,9 +210,17 @@ def finetune(
         "epoch_losses": state["epoch_losses"],
         "epoch_eval": state["epoch_eval"],
         "layer_change": state["layer_change"],
+        "step_losses": state["step_losses"],
         "steps": cfg.epochs * math.ceil(len(train) / cfg.batch_size),
         "train_seconds": time.perf_counter() - start,
     }
+
+
+def _keep_step_losses(state: dict, pending: list) -> None:
+    """Move the step losses gathered on the device into the training state (one host sync)."""
+    if pending:
+        state["step_losses"] += torch.stack(pending).float().cpu().tolist()
+        pending.clear()
 
 
 def rng_states() -> dict:

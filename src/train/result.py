@@ -1,13 +1,14 @@
 """A finished run's result file: the one writer (`RunResult.write`) and reader (`read`).
 
 data/runs/studies/<study>/<task>/n<size>/<slug>/trial<t>.json holds one RunResult: scores,
-eval loss, per-example eval predictions, per-epoch losses (and eval), the weight change
-(and by step), the layer order, every reinitialised tensor, the subset hash, every setting
+eval loss, per-example eval predictions, per-step and per-epoch losses (and eval), the weight change
+(and by step), the layer order, the depth audit, every reinitialised tensor, the subset hash, every setting
 the run trained with, the seeds it drew from, and the fingerprint of its inputs.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +40,9 @@ class RunResult:
     seeds: dict[str, int | str]  # every seed the run drew from, by purpose
     reinitialised: list[dict] = field(default_factory=list)
     layer_order: list[int] = field(default_factory=list)
+    # every step's training loss of the task trained last, float16 base64 (2 bytes a step): step_loss_values()
+    step_losses: dict | None = None
+    depth: dict | None = None  # the depth audit (src/model/reinit.py): layers, kept and removed (1-based)
     train_subset_sha256: str | None = None
     eval_examples: int | None = None
     base_weights_sha256: str | None = None
@@ -60,12 +64,20 @@ class RunResult:
     def eval_predictions(self) -> np.ndarray | None:
         return decode_predictions(self.predictions) if self.predictions else None
 
+    def step_loss_values(self) -> np.ndarray:
+        return decode_predictions(self.step_losses) if self.step_losses else np.empty(0, dtype=np.float16)
+
     def write(self, path: Path) -> None:
         write_json_atomically(path, asdict(self))
 
     @classmethod
     def read(cls, path: Path) -> RunResult:
         return cls(**json.loads(Path(path).read_text()))
+
+
+def encode_step_losses(losses: list[float]) -> dict:
+    """Per-step losses in the compact form of a result's predictions (src/tasks/kinds.py): float16, base64."""
+    return {"dtype": "float16", "base64": base64.b64encode(np.asarray(losses, dtype=np.float16).tobytes()).decode()}
 
 
 def result_path(study_dir: Path, condition: Condition) -> Path:

@@ -32,7 +32,7 @@ from src.model.record import BaseModelRecord
 from src.probing.probes import layer_features
 from src.tasks.registry import get_task
 from src.train.loop import RunSettings, autocast, evaluate, finetune
-from src.train.result import RunResult
+from src.train.result import RunResult, encode_step_losses
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
 # What a result depends on besides its inputs: this module and every repo file it imports.
@@ -281,6 +281,7 @@ def _result(
         majority_share=evaluation.get("majority_share"),
         predictions=task.kind.encode_predictions(evaluation["predictions"]) if evaluation else None,
         epoch_losses=outcome["epoch_losses"],
+        step_losses=encode_step_losses(outcome["step_losses"]),
         epoch_eval=outcome["epoch_eval"],
         train_seconds=round(outcome["train_seconds"], 2),
         weight_change=changes,
