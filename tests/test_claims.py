@@ -25,6 +25,7 @@ from src.claims.units import (
     ONE_PROBE_SEED,
     Evidence,
     bootstrap_p_greater,
+    exact_spearman_p,
     first_reaching,
     p_beyond,
     p_greater,
@@ -153,6 +154,15 @@ def test_row_spearman_is_scipys_spearman_per_row():
     b[3] = 1.0  # a constant row: undefined
     expected = [stats.spearmanr(x, y).statistic if np.ptp(y) else math.nan for x, y in zip(a, b)]
     np.testing.assert_allclose(row_spearman(a, b), expected)
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_exact_spearman_p_is_scipys_permutation_test(alternative):
+    x, y = np.array([0.1, 0.4, 0.2, 0.9, 0.5, 0.5]), np.array([1.0, 2.0, 2.0, 5.0, 3.0, 4.0])  # ties included
+    expected = stats.permutation_test(
+        (x,), lambda a: stats.spearmanr(a, y).statistic, permutation_type="pairings", alternative=alternative
+    ).pvalue
+    assert exact_spearman_p(x, y, alternative) == pytest.approx(expected)
 
 
 def test_first_reaching_by_hand():

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from src.claims.registry import Shared
-from src.claims.units import Evidence, first_reaching, row_spearman
+from src.claims.units import Evidence, exact_spearman_p, first_reaching, row_spearman
 from src.stats import hypothesis
 
 COLUMNS = [
@@ -45,7 +45,7 @@ def agreement_table(ev: Evidence) -> pd.DataFrame:
                 len(curve.trials),
                 seeds,
                 hypothesis.spearman(probe, curve.mean),
-                hypothesis.exact_permutation_p(probe, curve.mean),
+                exact_spearman_p(probe, curve.mean),
                 low,
                 high,
                 first_reaching(curve.mean),

@@ -33,6 +33,7 @@ from src.claims.units import (
     bootstrap_unit,
     chance_level,
     contrast_unit,
+    exact_spearman_p,
     exact_unit,
     first_reaching,
     probe_curve,
@@ -358,7 +359,7 @@ def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
             studies=curve.studies,
             notes=[
                 f"{probe[2]} probe seed(s)",
-                f"exact permutation p of ρ (raw) = {p_text(hypothesis.exact_permutation_p(probe[0], curve.mean))}",
+                f"exact permutation p of ρ (raw) = {p_text(exact_spearman_p(probe[0], curve.mean))}",
             ],
         )
         units.append(probe_units_refused(unit, probe))
@@ -910,7 +911,7 @@ def later_layers_move_more(ev: Evidence, shared: Shared) -> list[Unit]:
         )
         unit.notes.append(
             "exact permutation p of ρ(layer, mean ‖ΔW‖) (raw) = "
-            + p_text(hypothesis.exact_permutation_p(layers, by_trial.mean().to_numpy()))
+            + p_text(exact_spearman_p(layers, by_trial.mean().to_numpy()))
         )
         units.append(unit)
     return units

@@ -15,6 +15,7 @@ tests/test_claims.py.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -295,20 +296,7 @@ def exact_unit(claim: str, name: str, test: str, x, y, **kw) -> Unit:
         unit.refused = "fewer than 3 points or a constant side"
         return unit
     unit.min_p = 1 / math.factorial(len(x)) if len(x) <= 8 else 0.0
-
-    def p(alternative):
-        return float(
-            stats.permutation_test(
-                (x,),
-                lambda a: stats.spearmanr(a, y).statistic,
-                permutation_type="pairings",
-                n_resamples=np.inf if len(x) <= 8 else 20_000,
-                alternative=alternative,
-                rng=0,
-            ).pvalue
-        )
-
-    unit.p_for, unit.p_against = p("greater"), p("less")
+    unit.p_for, unit.p_against = exact_spearman_p(x, y, "greater"), exact_spearman_p(x, y, "less")
     return unit
 
 
@@ -415,6 +403,30 @@ def row_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ra, rb = ra - ra.mean(axis=1, keepdims=True), rb - rb.mean(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return (ra * rb).sum(axis=1) / np.sqrt((ra**2).sum(axis=1) * (rb**2).sum(axis=1))
+
+
+def exact_spearman_p(x, y, alternative: str = "two-sided") -> float:
+    """Permutation p of Spearman ρ(x, y) over the pairings, as scipy.stats.permutation_test gives
+    it (two-sided: twice the smaller tail, at most 1), with every permutation up to 8 points
+    (20,000 random ones beyond, p = (1 + hits) / (1 + draws)), vectorised: scipy calls
+    spearmanr once per permutation (15 s for 7 points on a loaded core, 0.05 s here)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    exact = len(x) <= 8
+    orders = (
+        np.array(list(itertools.permutations(range(len(x)))))
+        if exact
+        else np.stack([np.random.default_rng(0).permutation(len(x)) for _ in range(20_000)])
+    )
+    observed = row_spearman(x[None, :], y[None, :])[0]
+    null = row_spearman(x[orders], np.broadcast_to(y, orders.shape))
+    tolerance = 1e-12 * max(1.0, abs(observed))
+    hits = {"greater": np.sum(null >= observed - tolerance), "less": np.sum(null <= observed + tolerance)}
+    tail = {k: (v / len(null) if exact else (1 + v) / (1 + len(null))) for k, v in hits.items()}
+    if alternative != "two-sided":
+        return float(tail[alternative])
+    return float(min(1.0, 2 * min(tail.values())))
 
 
 def along_draws(function, draws: np.ndarray) -> np.ndarray:
