@@ -133,7 +133,9 @@ class ProbeConfig(Section):
 
 @dataclass(frozen=True)
 class ReportConfig(Section):
-    alpha: float = knob(checks.open_unit, "family-wise error rate: Holm across every test in the report")
+    alpha: float = knob(
+        checks.open_unit, "level: intersection-union for 'every unit', Holm over one test per unit (docs/claims.md)"
+    )
     power: float = knob(checks.open_unit, "the trials planner's target power")
     single_layer_margin: float = knob(checks.positive, "'a single layer barely matters': |single - full| < this")
     correlation_margin: float = knob(checks.open_unit, "'probes do not predict finetuning': |Spearman rho| < this")
