@@ -58,7 +58,7 @@ def main() -> None:
     verdicts, _ = judge_claims(evidence)
     agreement = agreement_table(evidence)
     agreement.to_csv(args.agreement, index=False)
-    extra, figures = report_tables(agreement, args.tables), figure_list(args.tables, args.figures)
+    extra, figures = report_tables(agreement, args.tables, config.report), figure_list(args.tables, args.figures)
     write_report(verdicts, config.report, extra, figures, args.markdown, args.html)
     for verdict in verdicts:
         plan = verdict["plan"] or {}

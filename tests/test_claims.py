@@ -20,7 +20,7 @@ from conftest import grid_params
 from scipy import stats
 
 from src.claims.registry import BY_ID, CLAIMS
-from src.claims.render import write_report
+from src.claims.render import report_tables, write_report
 from src.claims.units import (
     ONE_PROBE_SEED,
     Evidence,
@@ -439,6 +439,17 @@ def test_the_report_lists_every_claim_its_test_p_family_and_declared_inputs(tmp_
     assert "dvc exp run -S studies.progressive.trials=" in md and "Holm family has" in md
     assert "| report.modifier_margin | 0.02 |" in md and "before the runs" not in md
     assert "heads: not run: no rows to plot" in md and "base64," in (tmp_path / "r.html").read_text()
+
+
+def test_table_1_says_when_its_exact_p_cannot_reach_alpha(tmp_path):
+    pd.DataFrame(
+        columns=["study", "task", "size", "slug", "metric", "headline", "collapsed", "n", "mean", "ci_low", "ci_high"]
+    ).to_csv(tmp_path / "points.csv", index=False)
+    pd.DataFrame(
+        {"runs": ["permuted (Table 1)"], "trials": [4], "spearman": [0.2], "spearman_p_exact": [0.917]}
+    ).to_csv(tmp_path / "permutation_correlations.csv", index=False)
+    titles = [title for title, _ in report_tables(pd.DataFrame(), tmp_path, SETTINGS)]
+    assert any("at N = 4 trials the smallest p is 2/N! = 0.0833, so it cannot reach 0.05" in t for t in titles)
 
 
 def test_collapsed_runs_stay_in_and_a_diverged_run_is_counted():

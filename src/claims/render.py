@@ -238,16 +238,22 @@ def collapse_rates(points: pd.DataFrame) -> pd.DataFrame:
     ]
 
 
-def report_tables(agreement: pd.DataFrame, tables: Path) -> list[tuple[str, pd.DataFrame]]:
+def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig) -> list[tuple[str, pd.DataFrame]]:
     """The tables the report shows after the claims: agreement, Table 1, collapse, other metrics."""
     points = pd.read_csv(tables / "points.csv")
     every_metric = points[~points["headline"].astype(bool)]
     table1 = pd.read_csv(tables / "permutation_correlations.csv")
     table1_title = (
-        "Table 1: cross-task correlation over the same permutations, and its control (unpermuted runs by trial)"
+        "Table 1: cross-task correlation over the same permutations, and its control (unpermuted runs by trial); "
+        "p raw, exact, two-sided"
+        + "".join(
+            f"; at N = {n} trials the smallest p is 2/N! = {2 / math.factorial(n):.3g}"
+            + (f", so it cannot reach {settings.alpha}" if 2 / math.factorial(n) >= settings.alpha else "")
+            for n in sorted(set(table1["trials"].astype(int)))
+        )
     )
     extra = [
-        ("Probing vs finetuning agreement", agreement.round(4)),
+        ("Probing vs finetuning agreement (p raw; interval only where valid: docs/claims.md)", agreement.round(4)),
         (table1_title + ("" if len(table1) else ": no rows (no permutation study ran)"), table1),
         ("Collapsed runs (one class predicted; kept in every mean)", collapse_rates(points)),
     ]
