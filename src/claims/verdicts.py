@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from src.claims.registry import CLAIMS, Claim, Need, Shared
-from src.claims.units import Evidence, Unit
+from src.claims.units import ONE_PROBE_SEED, Evidence, Unit
 from src.config.schema import StudyConfig
 from src.stats import hypothesis
 from src.tasks.registry import TASKS
@@ -78,7 +78,7 @@ def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, family_si
             text = "contradicted"
         elif all(s == "for" for s in statuses) and gap_shown:
             text = "supported"
-        elif NO_VERDICT in statuses:
+        elif NO_VERDICT in statuses and all(s in ("for", NO_VERDICT) for s in statuses):
             text = NO_VERDICT
         else:
             text = "inconclusive"
@@ -89,7 +89,7 @@ def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, family_si
             text = "supported"
         elif all(s == "against" for s in statuses):
             text = "contradicted"
-        elif NO_VERDICT in statuses:
+        elif NO_VERDICT in statuses and all(s in ("against", NO_VERDICT) for s in statuses):
             text = NO_VERDICT
         else:
             text = "inconclusive"
@@ -153,6 +153,9 @@ def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, famil
     blocking = [u for u in units if u.status != "for"] + [g for g in gaps if g is not None and g.status != "for"]
     needs, studies, reasons = [], set(), []
     for unit in dict.fromkeys(blocking):
+        if unit.refused == ONE_PROBE_SEED:
+            reasons.append(f"{unit.name}: needs several probe seeds, not more trials")
+            continue
         n, reason = trials_for(unit, alpha, s.power)
         if isinstance(unit.result, hypothesis.Bootstrap) and unit.result.n < s.bootstrap_min_trials:
             n = s.bootstrap_min_trials
