@@ -38,9 +38,9 @@ from src.config.schema import ReportConfig, StudyConfig
 from src.stats.hypothesis import Estimate
 
 L = 4
-N = 400  # eval examples
+N = 200  # eval examples
 LABELS = np.random.default_rng(0).integers(0, 2, N)
-SETTINGS = ReportConfig(**{**grid_params()["report"], "bootstrap_resamples": 400})
+SETTINGS = ReportConfig(**{**grid_params()["report"], "bootstrap_resamples": 200})
 CONFIG = validate(grid_params())
 
 
@@ -226,7 +226,7 @@ def test_supported_at_every_unit_is_an_intersection_union_test_with_the_largest_
 def test_an_existential_claim_is_supported_by_one_unit_after_holm():
     b = Builder().curve(RISING, trials=6)
     for t in range(6):
-        for inter, gain in (("qnli", 0.05), ("cola", 0.0)):
+        for inter, gain in (("qnli", 0.09), ("cola", 0.0)):
             b.add(
                 f"k{L}_after_{inter}",
                 RISING[-1] + gain + 0.002 * (t % 3 - 1),
