@@ -16,7 +16,7 @@ COLUMNS = [
     "trials",
     "probe_seeds",
     "rho",
-    "rho_p_exact_raw",
+    "rho_p_exact",
     "rho_ci_low",
     "rho_ci_high",
     "k90_finetune",
