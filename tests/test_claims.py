@@ -18,6 +18,7 @@ import pytest
 import yaml
 from conftest import grid_params
 from scipy import stats
+from statsmodels.stats.multitest import multipletests
 
 from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import report_tables, write_report
@@ -240,6 +241,20 @@ def test_an_existential_claim_is_supported_by_one_unit_after_holm():
     v = verdicts(b.evidence())["some_intermediate_task_beats_direct"]
     assert v["verdict"] == "supported" and v["p"] == min(u.adjusted for u in v["units"])
     assert sorted(u.status for u in v["units"]) == ["for", "unresolved"]
+
+
+def test_the_holm_family_is_one_one_sided_test_per_unit():
+    # against for universal claims, for for existential ones; refused units stay out
+    b = permutation_study(0.55, curve=RISING[::-1])  # small p against, and small p for (existential)
+    verdict_list, _ = judge_claims(b.evidence())
+    family = [
+        (u, u.p_against if v["claim"].every else u.p_for) for v in verdict_list for u in v["units"] if not u.refused
+    ]
+    expected = multipletests([p for _, p in family if np.isfinite(p)], method="holm")[1]
+    assert [u.adjusted for u, p in family if np.isfinite(p)] == pytest.approx(list(expected))
+    assert len(family) == sum(len(v["units"]) for v in verdict_list) - sum(
+        u.refused != "" for v in verdict_list for u in v["units"]
+    )
 
 
 def single_layer_study(drops: dict, trials: int, spread: float, task="sst2"):
