@@ -2,8 +2,9 @@
 
 Writes metrics/report.md, a standalone metrics/report.html (figures inlined) and the
 probe-versus-finetune agreement table (metrics/agreement.csv). Every verdict comes from
-the claims registry (src/claims/registry.py) with its test, estimate, CI, Holm-adjusted
-p or margin, n, and, when inconclusive, the trials that would decide it.
+the claims registry (src/claims/registry.py) by the rule in src/claims/verdicts.py, with
+its test, estimate, CI, p (raw or Holm), n, and, when undecided, the trials that would
+decide it; a claim without its runs names the `dvc exp run -S …` command that adds them.
 """
 
 import argparse
@@ -11,8 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from src.claims import registry as claims
+from src.claims.agreement import agreement_table
 from src.claims.render import figure_list, report_tables, write_report
+from src.claims.units import Evidence
+from src.claims.verdicts import judge_claims
 from src.config.load import load_config, model_limits
 from src.config.schema import Config
 from src.results.predictions import read_predictions
@@ -20,19 +23,24 @@ from src.results.tables import plain
 from src.stage import run_stage
 
 
-def load_evidence(tables: Path, predictions: Path, num_layers: int, config: Config) -> claims.Evidence:
+def load_evidence(tables: Path, predictions: dict, labels: dict, num_layers: int, config: Config) -> Evidence:
+    """Every headline run once (modified conditions too: App. D-F and Huang et al. compare them
+    with the plain run), marked `plain` where the condition is unmodified."""
     runs = pd.read_csv(tables / "runs.csv")
-    # The claims are about unmodified conditions; modified ones have figures of their own.
-    headline = plain(runs[runs["headline"]], config.train, ["task", "size", "slug", "trial"])
-    by_run, labels = read_predictions(predictions)
-    return claims.Evidence(
-        headline,
-        by_run,
+    headline = runs[runs["headline"]].drop_duplicates(["task", "size", "slug", "trial"])
+    unmodified = plain(headline, config.train, ["task", "size", "slug", "trial"])
+    return Evidence(
+        headline.assign(plain=headline.index.isin(unmodified.index)),
+        predictions,
         labels,
         pd.read_csv(tables / "probe.csv"),
+        pd.read_csv(tables / "weight_change.csv"),
         pd.read_csv(tables / "layer_change.csv"),
         num_layers,
         config.report,
+        dict(config.studies),
+        config.data,
+        config.train,
     )
 
 
@@ -44,11 +52,13 @@ def main() -> None:
     args = parser.parse_args()
 
     config = load_config()
-    evidence = load_evidence(args.tables, args.predictions, model_limits(args.model).num_layers, config)
-    verdicts, _ = claims.judge_claims(evidence)
-    agreement = claims.agreement_table(evidence)
+    evidence = load_evidence(
+        args.tables, *read_predictions(args.predictions), model_limits(args.model).num_layers, config
+    )
+    verdicts, _ = judge_claims(evidence)
+    agreement = agreement_table(evidence)
     agreement.to_csv(args.agreement, index=False)
-    extra, figures = report_tables(agreement, args.tables), figure_list(args.tables, args.figures)
+    extra, figures = report_tables(agreement, args.tables, config.report), figure_list(args.tables, args.figures)
     write_report(verdicts, config.report, extra, figures, args.markdown, args.html)
     for verdict in verdicts:
         plan = verdict["plan"] or {}

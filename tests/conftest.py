@@ -180,6 +180,12 @@ def grid_params() -> dict:
             "correlation_margin": 0.5,
             "bootstrap_resamples": 200,
             "bootstrap_min_trials": 10,
+            "max_undefined_share": 0.05,
+            "block_margin": 0.02,
+            "modifier_margin": 0.02,
+            "chance_margin": 0.05,
+            "few_layers_fraction": 0.25,
+            "linear_r2": 0.9,
         },
         "studies": {
             "progressive": {"scheme": "progressive", **tiny, "sizes": [8, 16], "ks": [0, 6]},

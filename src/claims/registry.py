@@ -1,657 +1,1419 @@
-"""The registry of the studies' claims, each a stated test, and the report that reads it.
+"""The registry of the studies' claims: one `Claim` entry each (adding a claim is one entry).
 
-Every claim is tested per unit (a task and size, or a layer of one): a directional claim by
-a paired contrast with its CI, a "no effect" claim by an equivalence test (TOST) against a
-margin declared in params.yaml (`report:`) before the data are seen, k90 and correlations of
-curves by a bootstrap over trials (and eval examples). All p-values of the report form one
-family, Holm-adjusted at `report.alpha`.
+Each entry has its source (seed file and section), the hypothesis as the paper states it
+(exceptions included), the operationalisation (and why, where the paper is qualitative),
+the test, whether it is a universal ("at every unit") or existential ("somewhere")
+statement, whether it needs the full-vs-scratch gap, the runs it needs (`Need`, from which
+the `dvc exp run -S …` command that adds them is written) and the function that builds its
+units from the evidence. How units become a verdict: src/claims/verdicts.py.
 
-A unit is *for* the claim when its adjusted test resolves in the claim's direction (for a
-"no effect" claim: equivalence shown), *against* when it resolves the other way (a
-difference beyond the margin), else unresolved. The rule for combining units (the claims
-are universal, "at every task and size"): a claim is **supported** when every counted unit
-is for it, **contradicted** when any counted unit is against it, else **inconclusive**
-("not run" without rows). A unit of a claim that needs the full-vs-scratch gap is not
-counted where that gap is itself unresolved: with no transfer to measure, it can say
-nothing about transfer. For every inconclusive claim the report gives the trials that
-would decide it at `report.power` and the `dvc exp run` command that adds them.
-
-Runs are never dropped for their outcome: collapsed runs (one class predicted) count like
-any other; only a training failure (non-finite loss) removes a run, and it is counted.
+Seeds: 001 = Tamkin et al. 2020 (001_27c42214c9172bd1.txt), 003 = Singh & Giovanardi
+(003_3cd4a3a1567cb7f4.txt), 004 = Huang, Lin & Zhou (004_317186e5dc9a0fa6.txt), all in
+/work/shared/seeds/ of the project's shared folder.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+import statsmodels.formula.api as smf
+from statsmodels.stats.anova import anova_lm
 
-from src.config.schema import ReportConfig
+from src.claims.units import (
+    ONE_PROBE_SEED,
+    Curve,
+    Evidence,
+    Unit,
+    along_draws,
+    bootstrap_unit,
+    chance_level,
+    contrast_unit,
+    exact_spearman_p,
+    exact_unit,
+    first_reaching,
+    probe_curve,
+    progressive_curve,
+    row_spearman,
+    slope_unit,
+    studies_of,
+    variance_ratio_p,
+    welch_unit,
+)
 from src.stats import hypothesis
-from src.stats.hypothesis import Bootstrap, Estimate
 
-NOT_RUN = "not run"
-CLAIMS = {  # id: (the claim in one sentence, where it is made, its test)
-    "full_beats_scratch": (
-        "The fully pretrained model (k = L) finetunes better than the model trained from scratch (k = 0) at every "
-        "task and size.",
-        "Tamkin et al. 2020 §2, Fig. 1",
-        "paired contrast full − scratch > 0",
-    ),
-    "k90_grows_as_data_shrinks": (
-        "The less finetuning data, the more pretrained layers are needed to reach 90% of the full model's gain over "
-        "scratch.",
-        "Tamkin et al. 2020 §2",
-        "bootstrap of k90(smallest size) − k90(largest size) > 0; needs the gap",
-    ),
-    "permuted_closer_to_scratch": (
-        "Shuffling the order of the pretrained layers brings finetuning down closer to scratch than to the full model.",
-        "Tamkin et al. 2020 §5",
-        "paired contrast (full + scratch)/2 − permuted > 0 (below the midpoint); needs the gap",
-    ),
-    "probes_do_not_predict_finetuning": (
-        "A layer's probing score does not predict how much keeping layers up to it helps finetuning.",
-        "Tamkin et al. 2020 §3",
-        "equivalence: bootstrap |Spearman ρ(probe curve, finetuning curve)| < correlation margin at each task's "
-        "largest size; needs the gap",
-    ),
-    "agreement_grows_as_data_shrinks": (
-        "Probing and progressive finetuning curves agree more when finetuning data is scarce.",
-        "Tamkin et al. 2020 §3",
-        "bootstrap of ρ(smallest size) − ρ(largest size) > 0; needs the gap",
-    ),
-    "later_layers_move_more": (
-        "Finetuning changes the weights of later layers more than those of earlier layers.",
-        "Singh & Giovanardi §4.5, §6.3",
-        "bootstrap of Spearman ρ(layer, ‖ΔW‖ of the full model) > 0",
-    ),
-    "more_data_moves_weights_more": (
-        "The more finetuning data, the more finetuning changes the weights.",
-        "Singh & Giovanardi §4.5, §6.3",
-        "Welch t: ‖ΔW‖ (all layers, full model) at the largest size − at the smallest > 0, at equal step counts",
-    ),
-    "single_layer_barely_matters": (
-        "Reinitialising any single layer barely changes the finetuned score.",
-        "Tamkin et al. 2020 App. C",
-        "equivalence (TOST): |single layer − full| < single-layer margin, paired by trial; needs the gap",
-    ),
-}
-NEEDS_GAP = {
-    "k90_grows_as_data_shrinks",
-    "permuted_closer_to_scratch",
-    "probes_do_not_predict_finetuning",
-    "agreement_grows_as_data_shrinks",
-    "single_layer_barely_matters",
-}
+SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
 
 
-@dataclass
-class Evidence:
-    """What the claims are tested on. `runs`: one headline row per run of a plain condition
-    (task, size, slug, trial, scheme, k, layer, value, status, collapsed, study); predictions
-    by (task, size, slug, trial) and eval labels by task; `layer_change`: the full model's
-    per-layer ‖ΔW‖ by step (task, size, trial, step, layer, frobenius)."""
+@dataclass(frozen=True)
+class Need:
+    """Runs a claim needs: a study of `scheme` with `modifiers` (named `study` when it has to be
+    added, with `args`), on `tasks` (empty: any), with `sizes` ("two": at least two sizes;
+    "small": one at most train.small_size; "large": one above it), `min_tasks` tasks, and
+    probes of its tasks when `probe`."""
 
-    runs: pd.DataFrame
-    predictions: dict
-    labels: dict
-    probe: pd.DataFrame
-    layer_change: pd.DataFrame
-    num_layers: int
-    settings: ReportConfig  # params.yaml `report:`
-
-
-@dataclass(eq=False)  # compared and hashed by identity: a unit is one test
-class Unit:
-    """One test of one claim on one unit."""
-
-    claim: str
-    name: str  # e.g. "rt_sentiment n=256"
-    kind: str  # difference | equivalence | bootstrap | bootstrap-equivalence | welch
-    result: object  # Estimate, Bootstrap or a Welch dict
-    gaps: tuple = ()  # the (task, size) whose full-vs-scratch gap the unit needs
-    studies: tuple = ()  # studies that report the unit's runs (for the planner's command)
-    notes: list = field(default_factory=list)
-    key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
-    p_for: float = math.nan  # raw p of the test supporting the claim
-    p_against: float = math.nan  # raw p of the test contradicting it (equivalence kinds only)
-    adjusted_for: float = math.nan
-    adjusted_against: float = math.nan
-    status: str = "unresolved"
-    counted: bool = True
+    scheme: str
+    study: str
+    args: dict = field(default_factory=dict)
+    modifiers: dict = field(default_factory=dict)
+    tasks: tuple = ()
+    sizes: str = ""
+    min_tasks: int = 1
+    probe: bool = False
 
 
-# --- building units ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    source: str  # seed file and section
+    hypothesis: str  # as the paper states it, exceptions included
+    operationalisation: str  # what is measured, and why where the paper is qualitative
+    test: str
+    needs: tuple[Need, ...]
+    build: Callable[[Evidence, Shared], list[Unit]]
+    every: bool = True  # universal ("at every unit": intersection-union) or existential ("somewhere": Holm)
+    needs_gap: bool = False  # supported only where full beats scratch at each of its units
+    secondary: bool = False  # a labelled secondary analysis, not the paper's statement
 
 
-def _plain_progressive(runs: pd.DataFrame) -> pd.DataFrame:
-    return runs[runs["scheme"] == "progressive"]
+class Shared:
+    """What several claims read, computed once per report: progressive curves and probe curves."""
+
+    def __init__(self, ev: Evidence):
+        self.ev, self.rng = ev, np.random.default_rng(0)
+
+    @cached_property
+    def curves(self) -> dict[tuple[str, int], Curve]:
+        plain = self.ev.plain()
+        progressive = plain[plain["scheme"] == "progressive"]
+        found = {}
+        for task, size in sorted(set(zip(progressive["task"], progressive["size"].astype(int)))):
+            curve = progressive_curve(self.ev, task, size, self.rng)
+            if curve is not None:
+                found[(task, size)] = curve
+        return found
+
+    @cached_property
+    def probes(self) -> dict[str, tuple]:
+        tasks = sorted(set(self.ev.probe["task"])) if not self.ev.probe.empty else []
+        return {t: p for t in tasks if (p := probe_curve(self.ev, t, self.rng)) is not None}
+
+    def sizes(self, task: str) -> list[int]:
+        return sorted(s for t, s in self.curves if t == task)
+
+    def tasks(self) -> list[str]:
+        return sorted({t for t, _ in self.curves})
 
 
-def _trials(runs: pd.DataFrame, task: str, size: int, slugs: list[str]) -> tuple[list[int], int, int]:
-    """(trials every slug finished at (task, size), diverged runs left out, collapsed runs kept)."""
-    rows = runs[(runs["task"] == task) & (runs["size"] == size) & runs["slug"].isin(slugs)]
-    ok = rows[rows["status"] == "ok"]
-    common = set.intersection(*(set(ok.loc[ok["slug"] == s, "trial"]) for s in slugs)) if slugs else set()
-    used = ok[ok["trial"].isin(common)]
-    return (
-        sorted(int(t) for t in common),
-        int((rows["status"] != "ok").sum()),
-        int(used["collapsed"].fillna(False).astype(bool).sum()),
-    )
+def L_of(ev: Evidence) -> int:  # noqa: N802 - L as in the papers
+    return ev.num_layers
 
 
-def _stack(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(predictions [T, N], scores [T]) of one condition over `trials`."""
-    rows = (
-        ev.runs[(ev.runs["task"] == task) & (ev.runs["size"] == size) & (ev.runs["slug"] == slug)]
-        .drop_duplicates("trial")
-        .set_index("trial")
-    )
-    scores = rows.loc[trials, "value"].to_numpy(dtype=float)
-    keys = [(task, size, slug, t) for t in trials]
-    if all(k in ev.predictions for k in keys) and task in ev.labels:
-        return np.stack([ev.predictions[k] for k in keys]), scores
-    return None, scores  # results without predictions: resampled over trials only
+def plain_by(ev: Evidence, scheme: str) -> pd.DataFrame:
+    plain = ev.plain()
+    return plain[plain["scheme"] == scheme]
 
 
-def _studies(runs: pd.DataFrame, task: str, size: int, slugs: list[str]) -> tuple:
-    rows = runs[(runs["task"] == task) & (runs["size"] == size) & runs["slug"].isin(slugs)]
-    return tuple(sorted(set(rows["study"])))
+def refs(rows: pd.DataFrame) -> tuple[str, str]:
+    first = rows.iloc[0]
+    return first["ref_full"], first["ref_scratch"]
 
 
-def _full_slugs(runs: pd.DataFrame) -> list[str]:
-    return list(runs["ref_full"].unique())
+# --- seed 001: progressive curves ------------------------------------------------------------------------------
 
 
-def _metric(runs: pd.DataFrame, task: str) -> str:
-    return str(runs.loc[runs["task"] == task, "metric"].iloc[0])
-
-
-def contrast_unit(
-    ev: Evidence,
-    claim: str,
-    task: str,
-    size: int,
-    weights: dict[str, float],
-    kind: str = "difference",
-    name: str | None = None,
-    gap: bool = False,
-) -> Unit:
-    """A paired contrast sum_slug weight * score over the trials every slug finished."""
-    slugs = list(weights)
-    trials, diverged, collapsed = _trials(ev.runs, task, size, slugs)
-    metric, labels = _metric(ev.runs, task), np.asarray(ev.labels.get(task, np.zeros(1)))
-    terms = [(w, *_stack(ev, task, size, slug, trials)) for slug, w in weights.items()]
-    if any(predictions is None for _, predictions, _ in terms):
-        metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), scores) for w, _, scores in terms]
-    estimate = (
-        hypothesis.paired_contrast(terms, labels, metric, ev.settings.bootstrap_resamples, seed=0)
-        if trials
-        else Estimate(math.nan, math.nan, 0)
-    )
-    notes = [f"{diverged} diverged run(s) left out"] if diverged else []
-    notes += [f"{collapsed} collapsed run(s) kept"] if collapsed else []
-    return Unit(
-        claim,
-        name or f"{task} n={size}",
-        kind,
-        estimate,
-        ((task, size),) if gap else (),
-        _studies(ev.runs, task, size, slugs),
-        notes,
-        key=(task, size),
-    )
-
-
-def _curve_draws(
-    ev: Evidence, task: str, size: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray, list[int], list[str]] | None:
-    """(mean curve over k = 0..L, bootstrap draws of it [B, L+1], trials, notes) from the trials
-    that finished at every k (the same trial set across the curve), resampling trials and,
-    for accuracy, eval examples, the same draw at every k."""
-    slugs = [f"k{k}" for k in range(ev.num_layers + 1)]
-    rows = _plain_progressive(ev.runs)
-    rows = rows[(rows["task"] == task) & (rows["size"] == size)]
-    by_k = {int(k): s for k, s in zip(rows["k"], rows["slug"])}
-    if sorted(by_k) != list(range(ev.num_layers + 1)):
-        return None
-    slugs = [by_k[k] for k in range(ev.num_layers + 1)]
-    trials, diverged, collapsed = _trials(ev.runs, task, size, slugs)
-    if not trials:
-        return None
-    B = ev.settings.bootstrap_resamples
-    labels = np.asarray(ev.labels.get(task, np.zeros(1)))
-    trial_counts = rng.multinomial(len(trials), np.full(len(trials), 1 / len(trials)), size=B)
-    example_counts = rng.multinomial(labels.size, np.full(labels.size, 1 / labels.size), size=B).astype(float)
-    metric = _metric(ev.runs, task)
-    curve, draws = [], []
-    for slug in slugs:
-        predictions, scores = _stack(ev, task, size, slug, trials)
-        if predictions is None:
-            metric, predictions = "trials only", np.zeros((len(trials), labels.size))
-        per_trial = hypothesis.example_weighted_metric(metric, predictions, labels, example_counts, scores)
-        curve.append(scores.mean())
-        draws.append((per_trial * trial_counts).sum(axis=1) / len(trials))
-    notes = [f"{diverged} diverged run(s) left out"] if diverged else []
-    notes += [f"{collapsed} collapsed run(s) kept"] if collapsed else []
-    return np.array(curve), np.stack(draws, axis=1), trials, notes
-
-
-def first_reaching(values_by_k, fraction: float = 0.9) -> float:
-    """First index whose gain over index 0 reaches `fraction` of the gain at the last index (L);
-    NaN when that gain is not positive, since "90% of no gain" is undefined."""
-    gains = np.asarray(values_by_k, dtype=float)
-    gains = gains - gains[0]
-    if not gains[-1] > 0:
-        return math.nan
-    target = fraction * gains[-1]
-    return float(np.argmax((gains >= target) | np.isclose(gains, target)))
-
-
-def _bootstrap_unit(claim, name, estimate, draws, n, gaps, studies, notes, kind="bootstrap") -> Unit:
-    return Unit(claim, name, kind, Bootstrap(float(estimate), draws, n), tuple(gaps), studies, list(notes))
-
-
-# --- the claims ----------------------------------------------------------------------------------------
-
-
-def claim_units(ev: Evidence) -> dict[str, list[Unit]]:
-    """Every claim's units, untested claims with none."""
-    runs, L = ev.runs, ev.num_layers
-    rng = np.random.default_rng(0)
-    units = {claim: [] for claim in CLAIMS}
-    if runs.empty:
-        return units
-    progressive = _plain_progressive(runs)
-    curves = {}
-    for (task, size), rows in progressive.groupby(["task", "size"]):
-        ref = rows.iloc[0]
-        if {ref["ref_full"], ref["ref_scratch"]} <= set(rows["slug"]):
-            units["full_beats_scratch"].append(
-                contrast_unit(
-                    ev, "full_beats_scratch", task, int(size), {ref["ref_full"]: 1.0, ref["ref_scratch"]: -1.0}
-                )
+def full_beats_scratch(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for (task, size), rows in plain_by(ev, "progressive").groupby(["task", "size"]):
+        full, scratch = refs(rows)
+        if {full, scratch} <= set(rows["slug"]):
+            units.append(
+                contrast_unit(ev, "full_beats_scratch", task, int(size), {full: 1, scratch: -1}, "full − scratch > 0")
             )
-        drawn = _curve_draws(ev, task, int(size), rng)
-        if drawn is not None:
-            curves[(task, int(size))] = drawn
+    return units
 
-    probe_curves = (
-        ev.probe.astype({"layer": int})
-        .groupby(["task", "layer"])["value"]
-        .mean()
-        .unstack("layer")
-        .reindex(columns=range(L + 1))
-        .dropna()
-        if not ev.probe.empty
-        else pd.DataFrame()
-    )
-    for task in sorted({t for t, _ in curves}):
-        sizes = sorted(s for t, s in curves if t == task)
-        progressive_slugs = list(progressive.loc[progressive["task"] == task, "slug"].unique())
-        studies = tuple(sorted({study for size in sizes for study in _studies(runs, task, size, progressive_slugs)}))
-        if len(sizes) >= 2:
-            small, large = curves[(task, sizes[0])], curves[(task, sizes[-1])]
-            k90 = lambda draws: np.apply_along_axis(first_reaching, 1, draws)  # noqa: E731
-            estimate = first_reaching(small[0]) - first_reaching(large[0])
-            unit = _bootstrap_unit(
+
+def few_threshold(ev: Evidence) -> int:
+    return max(1, math.floor(ev.settings.few_layers_fraction * ev.num_layers))
+
+
+def few_layers_suffice(ev: Evidence, shared: Shared) -> list[Unit]:
+    limit = few_threshold(ev)
+    units = []
+    for task in shared.tasks():
+        size = shared.sizes(task)[-1]
+        curve = shared.curves[(task, size)]
+        margin_of = lambda c: limit + 0.5 - first_reaching(c)  # noqa: E731 - > 0 exactly when k90 <= limit
+        unit = bootstrap_unit(
+            ev,
+            "few_layers_suffice_with_plenty_of_data",
+            f"{task} n={size}",
+            f"k90 ≤ {limit}: bootstrap of {limit} + ½ − k90 > 0",
+            margin_of(curve.mean),
+            along_draws(margin_of, curve.draws),
+            len(curve.trials),
+            gaps=((task, size),),
+            studies=curve.studies,
+            notes=[*curve.notes, f"k90 = {k_text(first_reaching(curve.mean))}"],
+        )
+        units.append(unit)
+    return units
+
+
+def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for task in shared.tasks():
+        sizes = shared.sizes(task)
+        if len(sizes) < 2:
+            continue
+        small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
+        k90 = lambda draws: along_draws(first_reaching, draws)  # noqa: E731
+        units.append(
+            bootstrap_unit(
+                ev,
                 "k90_grows_as_data_shrinks",
                 f"{task} n={sizes[0]} vs n={sizes[-1]}",
-                estimate,
-                k90(small[1]) - k90(large[1]),
-                min(len(small[2]), len(large[2])),
-                [(task, sizes[0]), (task, sizes[-1])],
-                studies,
-                small[3] + large[3],
+                "bootstrap of k90(smallest) − k90(largest) > 0",
+                first_reaching(small.mean) - first_reaching(large.mean),
+                k90(small.draws) - k90(large.draws),
+                min(len(small.trials), len(large.trials)),
+                gaps=((task, sizes[0]), (task, sizes[-1])),
+                studies=tuple(sorted(set(small.studies + large.studies))),
+                notes=[
+                    *small.notes,
+                    *large.notes,
+                    f"k90 {k_text(first_reaching(small.mean))} at n={sizes[0]}, "
+                    f"{k_text(first_reaching(large.mean))} at n={sizes[-1]}",
+                ],
             )
-            unit.notes.append(
-                f"k90 {k_text(first_reaching(small[0]))} at n={sizes[0]}, {k_text(first_reaching(large[0]))} at "
-                f"n={sizes[-1]}"
-            )
-            units["k90_grows_as_data_shrinks"].append(unit)
-        if task in probe_curves.index:
-            probe_curve = probe_curves.loc[task].to_numpy()
-            rho = {
-                s: (
-                    hypothesis.spearman(probe_curve, curves[(task, s)][0]),
-                    np.apply_along_axis(lambda c: hypothesis.spearman(probe_curve, c), 1, curves[(task, s)][1]),
-                )
-                for s in sizes
-            }
-            largest = sizes[-1]
-            unit = _bootstrap_unit(
-                "probes_do_not_predict_finetuning",
-                f"{task} n={largest}",
-                rho[largest][0],
-                rho[largest][1],
-                len(curves[(task, largest)][2]),
-                [(task, largest)],
-                studies,
-                curves[(task, largest)][3],
-                kind="bootstrap-equivalence",
-            )
-            unit.notes.append(
-                f"exact permutation p of ρ over the {L + 1} points = "
-                f"{p_text(hypothesis.exact_permutation_p(probe_curve, curves[(task, largest)][0]))}"
-            )
-            units["probes_do_not_predict_finetuning"].append(unit)
-            if len(sizes) >= 2:
-                difference = rho[sizes[0]][1] - rho[sizes[-1]][1]
-                unit = _bootstrap_unit(
-                    "agreement_grows_as_data_shrinks",
-                    f"{task} n={sizes[0]} vs n={sizes[-1]}",
-                    rho[sizes[0]][0] - rho[sizes[-1]][0],
-                    difference,
-                    min(len(curves[(task, s)][2]) for s in (sizes[0], sizes[-1])),
-                    [(task, sizes[0]), (task, sizes[-1])],
-                    studies,
-                    [],
-                )
-                unit.notes.append(f"ρ {rho[sizes[0]][0]:.3f} at n={sizes[0]}, {rho[sizes[-1]][0]:.3f} at n={sizes[-1]}")
-                units["agreement_grows_as_data_shrinks"].append(unit)
+        )
+    return units
 
-    permuted = runs[runs["scheme"] == "permutation"]
-    for (task, size), rows in permuted.groupby(["task", "size"]):
-        ref = rows.iloc[0]
-        units["permuted_closer_to_scratch"].append(
+
+def drop_point(curves):
+    """The k whose addition gains most (the curve's steepest step), 1..L, of a curve or of each row."""
+    return np.argmax(np.diff(np.asarray(curves, dtype=float), axis=-1), axis=-1) + 1.0
+
+
+def drop_point_shifts(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for task in shared.tasks():
+        sizes = shared.sizes(task)
+        if len(sizes) < 2:
+            continue
+        small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
+        units.append(
+            bootstrap_unit(
+                ev,
+                "drop_point_shifts_with_data_size",
+                f"{task} n={sizes[0]} vs n={sizes[-1]}",
+                "bootstrap of steepest step k(smallest) − k(largest) > 0",
+                drop_point(small.mean) - drop_point(large.mean),
+                drop_point(small.draws) - drop_point(large.draws),
+                min(len(small.trials), len(large.trials)),
+                gaps=((task, sizes[0]), (task, sizes[-1])),
+                studies=tuple(sorted(set(small.studies + large.studies))),
+                notes=[
+                    f"steepest step at k={drop_point(small.mean):.0f} (n={sizes[0]}), "
+                    f"{drop_point(large.mean):.0f} (n={sizes[-1]})"
+                ],
+            )
+        )
+    return units
+
+
+def linear_r2(curve) -> float:
+    y = np.asarray(curve, dtype=float)
+    x = np.arange(len(y))
+    total = ((y - y.mean()) ** 2).sum()
+    return 1 - ((y - np.polyval(np.polyfit(x, y, 1), x)) ** 2).sum() / total if total > 0 else math.nan
+
+
+def cola_near_linear(ev: Evidence, shared: Shared) -> list[Unit]:
+    units, r2 = [], ev.settings.linear_r2
+    for size in shared.sizes("cola"):
+        curve = shared.curves[("cola", size)]
+        units.append(
+            bootstrap_unit(
+                ev,
+                "cola_near_linear_drop",
+                f"cola n={size}",
+                f"bootstrap of R²(line through the curve) − {r2} > 0",
+                linear_r2(curve.mean) - r2,
+                along_draws(linear_r2, curve.draws) - r2,
+                len(curve.trials),
+                studies=curve.studies,
+                notes=[f"R² = {linear_r2(curve.mean):.3f}"],
+            )
+        )
+    return units
+
+
+def later_reinit_costs_less(ev: Evidence, shared: Shared) -> list[Unit]:
+    return [
+        slope_unit(
+            "later_reinit_costs_less",
+            f"{task} n={size}",
+            "per-trial OLS slope of score over k > 0 (t over trials)",
+            range(ev.num_layers + 1),
+            curve.per_trial,
+            studies=curve.studies,
+            notes=list(curve.notes),
+        )
+        for (task, size), curve in shared.curves.items()
+    ]
+
+
+def reinit_curve_not_monotone(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for (task, size), rows in plain_by(ev, "progressive").groupby(["task", "size"]):
+        by_k = dict(zip(rows["k"].astype(int), rows["slug"]))
+        for k in sorted(by_k):
+            if k + 1 in by_k:
+                units.append(
+                    contrast_unit(
+                        ev,
+                        "reinit_curve_not_monotone",
+                        task,
+                        int(size),
+                        {by_k[k]: 1, by_k[k + 1]: -1},
+                        f"score(k={k}) − score(k={k + 1}) > 0",
+                        name=f"{task} n={size} k={k} vs {k + 1}",
+                    )
+                )
+    return units
+
+
+def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for (task, size), rows in plain_by(ev, "progressive").groupby(["task", "size"]):
+        _, scratch = refs(rows)
+        chance = chance_level(ev, task)
+        if scratch not in set(rows["slug"]):
+            continue
+        unit = contrast_unit(
+            ev,
+            "all_reinit_at_chance",
+            task,
+            int(size),
+            {scratch: 1},
+            f"|scratch − chance| < {ev.settings.chance_margin} (TOST)",
+            shape="within",
+            margin=ev.settings.chance_margin,
+            shift=chance if np.isfinite(chance) else 0.0,
+        )
+        if not np.isfinite(chance):
+            unit.refused, unit.p_for, unit.p_against = (
+                "chance level unknown without the eval labels",
+                math.nan,
+                math.nan,
+            )
+        else:
+            unit.notes.append(f"chance level {chance:.3f}")
+        units.append(unit)
+    return units
+
+
+# --- seed 001: probes against finetuning ----------------------------------------------------------------------
+
+
+def probe_units_refused(unit: Unit, probe: tuple) -> Unit:
+    if probe[1] is None:
+        unit.refused, unit.p_for, unit.p_against = ONE_PROBE_SEED, math.nan, math.nan
+        unit.interval, unit.interval_note = (math.nan, math.nan), ONE_PROBE_SEED
+    return unit
+
+
+def paired_draws(probe: tuple, curve: Curve) -> np.ndarray:
+    """Probe draws paired with the finetuning curve's draws (independent noise); the fixed probe
+    curve where there is one seed (the unit is then refused)."""
+    probe_draws = probe[1] if probe[1] is not None else np.broadcast_to(probe[0], curve.draws.shape)
+    return probe_draws[: len(curve.draws)]
+
+
+def rho_draws(probe: tuple, curve: Curve) -> np.ndarray:
+    return row_spearman(paired_draws(probe, curve), curve.draws)
+
+
+def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
+    units, margin = [], ev.settings.correlation_margin
+    for task in shared.tasks():
+        if task not in shared.probes:
+            continue
+        size, probe = shared.sizes(task)[-1], shared.probes[task]
+        curve = shared.curves[(task, size)]
+        unit = bootstrap_unit(
+            ev,
+            "probes_do_not_predict_finetuning",
+            f"{task} n={size}",
+            f"|Spearman ρ(probe curve, finetuning curve)| < {margin} (bootstrap TOST)",
+            hypothesis.spearman(probe[0], curve.mean),
+            rho_draws(probe, curve),
+            len(curve.trials),
+            margin=margin,
+            gaps=((task, size),),
+            studies=curve.studies,
+            notes=[
+                f"{probe[2]} probe seed(s)",
+                f"exact permutation p of ρ (raw) = {p_text(exact_spearman_p(probe[0], curve.mean))}",
+            ],
+        )
+        units.append(probe_units_refused(unit, probe))
+    return units
+
+
+def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for task in shared.tasks():
+        sizes = shared.sizes(task)
+        if len(sizes) < 2 or task not in shared.probes:
+            continue
+        probe = shared.probes[task]
+        small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
+        rho = {s: hypothesis.spearman(probe[0], shared.curves[(task, s)].mean) for s in (sizes[0], sizes[-1])}
+        unit = bootstrap_unit(
+            ev,
+            "agreement_grows_as_data_shrinks",
+            f"{task} n={sizes[0]} vs n={sizes[-1]}",
+            "bootstrap of ρ(probe, curve at smallest) − ρ(probe, curve at largest) > 0",
+            rho[sizes[0]] - rho[sizes[-1]],
+            rho_draws(probe, small) - rho_draws(probe, large),
+            min(len(small.trials), len(large.trials)),
+            gaps=((task, sizes[0]), (task, sizes[-1])),
+            studies=tuple(sorted(set(small.studies + large.studies))),
+            notes=[f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}"],
+        )
+        units.append(probe_units_refused(unit, probe))
+    return units
+
+
+def probe_peaks_lower(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for task in shared.tasks():
+        if task not in shared.probes:
+            continue
+        size, probe = shared.sizes(task)[-1], shared.probes[task]
+        curve = shared.curves[(task, size)]
+        unit = bootstrap_unit(
+            ev,
+            "probe_peaks_lower_than_finetuning",
+            f"{task} n={size}",
+            "bootstrap of max(finetuning curve) − max(probe curve) > 0",
+            curve.mean.max() - probe[0].max(),
+            curve.draws.max(axis=1) - paired_draws(probe, curve).max(axis=1),
+            len(curve.trials),
+            studies=curve.studies,
+        )
+        units.append(probe_units_refused(unit, probe))
+    return units
+
+
+def probe_needs_more_layers(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for task in shared.tasks():
+        if task not in shared.probes:
+            continue
+        size, probe = shared.sizes(task)[-1], shared.probes[task]
+        curve = shared.curves[(task, size)]
+        unit = bootstrap_unit(
+            ev,
+            "probe_needs_more_layers",
+            f"{task} n={size}",
+            "bootstrap of k90(probe) − k90(finetuning) > 0",
+            first_reaching(probe[0]) - first_reaching(curve.mean),
+            along_draws(first_reaching, paired_draws(probe, curve)) - along_draws(first_reaching, curve.draws),
+            len(curve.trials),
+            gaps=((task, size),),
+            studies=curve.studies,
+            notes=[f"k90 probe {k_text(first_reaching(probe[0]))}, finetuning {k_text(first_reaching(curve.mean))}"],
+        )
+        units.append(probe_units_refused(unit, probe))
+    return units
+
+
+def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
+    L, units = ev.num_layers, []
+    for task, probe in shared.probes.items():
+        estimate = probe[0][L - 2] - probe[0][L]
+        if probe[1] is None:
+            unit = Unit(
+                "top_two_layers_hurt_probing",
+                task,
+                f"probe(layer {L - 2}) − probe(layer {L}) > 0",
+                estimate,
+                (math.nan, math.nan),
+                probe[2],
+            )
+            units.append(probe_units_refused(unit, probe))
+            continue
+        units.append(
+            bootstrap_unit(
+                ev,
+                "top_two_layers_hurt_probing",
+                task,
+                f"bootstrap over probe seeds of probe(layer {L - 2}) − probe(layer {L}) > 0",
+                estimate,
+                probe[1][:, L - 2] - probe[1][:, L],
+                probe[2],
+            )
+        )
+    return units
+
+
+def probe_near_chance_units(ev: Evidence, shared: Shared, claim: str, task: str, layers) -> list[Unit]:
+    """ "Probing near chance" at `layers`: with one probe seed refused (its noise is unmeasured)."""
+    if task not in shared.probes:
+        return []
+    probe, chance, margin = shared.probes[task], chance_level(ev, task), ev.settings.chance_margin
+    units = []
+    for layer in layers:
+        estimate = probe[0][layer] - chance
+        if probe[1] is None or not np.isfinite(chance):
+            unit = Unit(
+                claim,
+                f"{task} probe layer {layer}",
+                f"|probe − chance| < {margin}",
+                estimate,
+                (math.nan, math.nan),
+                probe[2],
+            )
+            unit = probe_units_refused(unit, probe)
+            if not np.isfinite(chance):
+                unit.refused = "chance level unknown without the eval labels"
+            units.append(unit)
+            continue
+        units.append(
+            bootstrap_unit(
+                ev,
+                claim,
+                f"{task} probe layer {layer}",
+                f"|probe − chance| < {margin} (bootstrap over probe seeds)",
+                estimate,
+                probe[1][:, layer] - chance,
+                probe[2],
+                margin=margin,
+            )
+        )
+    return units
+
+
+def sst2_early_layers(ev: Evidence, shared: Shared) -> list[Unit]:
+    claim = "sst2_early_layers_transfer_though_probing_near_chance"
+    units = probe_near_chance_units(ev, shared, claim, "sst2", range(1, 4))
+    blocks = plain_by(ev, "block_preserve")
+    for (task, size), rows in blocks[blocks["task"] == "sst2"].groupby(["task", "size"]):
+        first = rows[rows["layer"] == 1]
+        if len(first):
+            _, scratch = refs(rows)
+            units.append(
+                contrast_unit(
+                    ev,
+                    claim,
+                    task,
+                    int(size),
+                    {first["slug"].iloc[0]: 1, scratch: -1},
+                    "preserve(first block) − scratch > 0",
+                    name=f"sst2 n={size} first block preserved",
+                )
+            )
+    return units if len(units) > 3 else []
+
+
+def cola_transfers_without_probe(ev: Evidence, shared: Shared) -> list[Unit]:
+    claim = "cola_transfers_though_probing_at_chance"
+    progressive = plain_by(ev, "progressive")
+    gap = []
+    for (task, size), rows in progressive[progressive["task"] == "cola"].groupby(["task", "size"]):
+        full, scratch = refs(rows)
+        gap.append(contrast_unit(ev, claim, task, int(size), {full: 1, scratch: -1}, "full − scratch > 0 on CoLA"))
+    units = probe_near_chance_units(ev, shared, claim, "cola", range(ev.num_layers + 1))
+    return units + gap if units and gap else []
+
+
+# --- seed 001: blocks, permutations, single layers ------------------------------------------------------------
+
+
+def highest_probing_window(ev: Evidence, shared: Shared, task: str, window: int) -> int | None:
+    """The start of the `window`-layer block with the highest mean probe score (layers 1..L)."""
+    if task not in shared.probes:
+        return None
+    probe = shared.probes[task][0][1:]
+    means = [probe[s : s + window].mean() for s in range(len(probe) - window + 1)]
+    return int(np.argmax(means)) + 1
+
+
+def block_units(
+    ev: Evidence, shared: Shared, claim: str, scheme: str, against: str, shape: str, test: str
+) -> list[Unit]:
+    units = []
+    for (task, size), rows in plain_by(ev, scheme).groupby(["task", "size"]):
+        window = int(rows["window"].iloc[0])
+        start = highest_probing_window(ev, shared, task, window)
+        chosen = rows[rows["layer"] == start]
+        if start is None or chosen.empty:
+            continue
+        full, scratch = refs(rows)
+        reference = full if against == "full" else scratch
+        unit = contrast_unit(
+            ev,
+            claim,
+            task,
+            int(size),
+            {chosen["slug"].iloc[0]: 1, reference: -1},
+            test,
+            name=f"{task} n={size} layers {start}-{start + window - 1}",
+            shape=shape,
+            margin=ev.settings.block_margin,
+            gap=True,
+        )
+        unit.notes.append(
+            f"block chosen by the highest mean probe score ({shared.probes[task][2]} probe seed(s); "
+            "the choice is not resampled)"
+        )
+        units.append(unit)
+    return units
+
+
+def high_probing_not_necessary(ev: Evidence, shared: Shared) -> list[Unit]:
+    return block_units(
+        ev,
+        shared,
+        "high_probing_layers_not_necessary",
+        "block_reinit",
+        "full",
+        "above",
+        f"reinit(highest-probing block) − full > −{ev.settings.block_margin} (non-inferiority)",
+    )
+
+
+def high_probing_not_sufficient(ev: Evidence, shared: Shared) -> list[Unit]:
+    return block_units(
+        ev,
+        shared,
+        "high_probing_layers_not_sufficient",
+        "block_preserve",
+        "scratch",
+        "below",
+        f"preserve(highest-probing block) − scratch < {ev.settings.block_margin} (non-superiority)",
+    )
+
+
+def early_layers_help_most(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for (task, size), rows in plain_by(ev, "block_preserve").groupby(["task", "size"]):
+        first, last = rows[rows["layer"] == rows["layer"].min()], rows[rows["layer"] == rows["layer"].max()]
+        if first["slug"].iloc[0] == last["slug"].iloc[0]:
+            continue
+        units.append(
+            contrast_unit(
+                ev,
+                "early_layers_help_most",
+                task,
+                int(size),
+                {first["slug"].iloc[0]: 1, last["slug"].iloc[0]: -1},
+                "preserve(first block) − preserve(last block) > 0",
+                gap=True,
+            )
+        )
+    return units
+
+
+def useful_layers_differ_by_task(ev: Evidence, shared: Shared) -> list[Unit]:
+    """Two-way ANOVA (statsmodels) of block-reinit scores on task × block: the interaction's F
+    test. It can show that the profiles differ, never that they are alike (no p against)."""
+    units = []
+    reinit = plain_by(ev, "block_reinit")
+    for size, rows in reinit[reinit["status"] == "ok"].groupby("size"):
+        if rows["task"].nunique() < 2 or rows["layer"].nunique() < 2:
+            continue
+        fit = smf.ols("value ~ C(task) * C(layer)", data=rows.astype({"value": float})).fit()
+        table = anova_lm(fit, typ=2)
+        p = float(table.loc["C(task):C(layer)", "PR(>F)"]) if "C(task):C(layer)" in table.index else math.nan
+        unit = Unit(
+            "useful_layers_differ_by_task",
+            f"n={size}: {', '.join(sorted(rows['task'].unique()))}",
+            "task × block interaction in block-reinit scores (two-way ANOVA F)",
+            float(table.loc["C(task):C(layer)", "F"]) if np.isfinite(p) else math.nan,
+            (math.nan, math.nan),
+            int(rows.groupby(["task", "layer"]).size().min()),
+            p_for=p,
+            studies=tuple(sorted(set(rows["study"]))),
+        )
+        unit.interval_note = "an F statistic: no interval"
+        unit.notes.append("estimate is the F statistic; the test cannot show that the profiles are alike")
+        if not np.isfinite(p):
+            unit.refused = "one run per cell: no residual variance"
+        units.append(unit)
+    return units
+
+
+def permutation_lowers_accuracy(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for (task, size), rows in plain_by(ev, "permutation").groupby(["task", "size"]):
+        full, _ = refs(rows)
+        units.append(
+            contrast_unit(
+                ev,
+                "permutation_lowers_accuracy",
+                task,
+                int(size),
+                {full: 1, rows["slug"].iloc[0]: -1},
+                "full − permuted > 0",
+            )
+        )
+    return units
+
+
+def permuted_closer_to_scratch(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for (task, size), rows in plain_by(ev, "permutation").groupby(["task", "size"]):
+        full, scratch = refs(rows)
+        units.append(
             contrast_unit(
                 ev,
                 "permuted_closer_to_scratch",
                 task,
                 int(size),
-                {ref["ref_full"]: 0.5, ref["ref_scratch"]: 0.5, ref["slug"]: -1.0},
+                {full: 0.5, scratch: 0.5, rows["slug"].iloc[0]: -1},
+                "(full + scratch)/2 − permuted > 0 (below the midpoint)",
                 gap=True,
             )
         )
-    single = runs[runs["scheme"] == "single_layer"]
-    for (task, size, layer), rows in single.groupby(["task", "size", "layer"]):
-        ref = rows.iloc[0]
-        units["single_layer_barely_matters"].append(
+    return units
+
+
+def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    permuted = plain_by(ev, "permutation")
+    permuted = permuted[permuted["status"] == "ok"]
+    for size, rows in permuted.groupby("size"):
+        by_task = rows.pivot_table(index="trial", columns="task", values="value")
+        tasks = list(by_task.columns)
+        for i, a in enumerate(tasks):
+            for b in tasks[i + 1 :]:
+                pair = by_task[[a, b]].dropna()
+                units.append(
+                    exact_unit(
+                        "permutation_affects_tasks_alike",
+                        f"{a} ~ {b} n={size}",
+                        "Spearman ρ over the same permutations > 0 (exact permutation test, one-sided)",
+                        pair[a],
+                        pair[b],
+                        studies=tuple(sorted(set(rows["study"]))),
+                    )
+                )
+    return units
+
+
+def single_layer_barely_matters(ev: Evidence, shared: Shared) -> list[Unit]:
+    units, margin = [], ev.settings.single_layer_margin
+    for (task, size, layer), rows in plain_by(ev, "single_layer").groupby(["task", "size", "layer"]):
+        full, _ = refs(rows)
+        name = f"{task} n={size} layer {int(layer)}"
+        if task == "cola" and int(layer) == 1:  # the paper's own exception: layer 1 matters on CoLA
+            units.append(
+                contrast_unit(
+                    ev,
+                    "single_layer_barely_matters",
+                    task,
+                    int(size),
+                    {full: 1, rows["slug"].iloc[0]: -1},
+                    "exception: full − single layer 1 > 0 on CoLA",
+                    name=name,
+                    gap=True,
+                )
+            )
+            continue
+        units.append(
             contrast_unit(
                 ev,
                 "single_layer_barely_matters",
                 task,
                 int(size),
-                {ref["slug"]: 1.0, ref["ref_full"]: -1.0},
-                kind="equivalence",
-                name=f"{task} n={size} layer {int(layer)}",
+                {rows["slug"].iloc[0]: 1, full: -1},
+                f"|single layer − full| < {margin} (TOST)",
+                name=name,
+                shape="within",
+                margin=margin,
                 gap=True,
             )
         )
-
-    units["later_layers_move_more"], units["more_data_moves_weights_more"] = weight_units(ev, rng)
     return units
 
 
-def weight_units(ev: Evidence, rng: np.random.Generator) -> tuple[list[Unit], list[Unit]]:
-    """later_layers_move_more per (task, size) at the last recorded step; more_data_moves_weights_more
-    per task between its smallest and largest size at the largest step both reached."""
-    changes = ev.layer_change
-    later, more = [], []
-    if changes.empty:
-        return later, more
-    for (task, size), rows in changes.groupby(["task", "size"]):
-        last = rows[rows["step"] == rows.groupby("trial")["step"].transform("max")]
-        by_trial = last.pivot_table(index="trial", columns="layer", values="frobenius")
-        layers = by_trial.columns.to_numpy(dtype=float)
-        mean = by_trial.mean().to_numpy()
-        draws = hypothesis.resampled_means(by_trial.to_numpy(), ev.settings.bootstrap_resamples, rng)
-        rho_draws = np.apply_along_axis(lambda c: hypothesis.spearman(layers, c), 1, draws)
-        unit = _bootstrap_unit(
-            "later_layers_move_more",
-            f"{task} n={size}",
-            hypothesis.spearman(layers, mean),
-            rho_draws,
-            len(by_trial),
-            [],
-            _studies(ev.runs, task, size, _full_slugs(ev.runs)),
-            [],
-        )
-        unit.notes.append(
-            f"‖ΔW‖ per layer at step {int(last['step'].max())} (the last power of two of the run); exact permutation "
-            f"p of ρ over {len(layers)} layers = {p_text(hypothesis.exact_permutation_p(layers, mean))}"
-        )
-        later.append(unit)
-    for task, rows in changes.groupby("task"):
-        sizes = sorted(set(rows["size"]))
-        if len(sizes) < 2:
+# --- seed 001 appendices: modifiers against the plain run at the same k ------------------------------------------
+
+
+def modified_units(
+    ev: Evidence, claim: str, select, shape: str, test: str, sizes=lambda size: True, sign: int = 1
+) -> list[Unit]:
+    """Each modified condition (`select` of the runs) against the plain run at the same task, size
+    and k, paired by trial: sign * (modified − plain)."""
+    units, plain = [], ev.plain()
+    modified = ev.runs[~ev.runs["plain"]] if "plain" in ev.runs else ev.runs.iloc[0:0]
+    for (task, size, k, slug), _ in select(modified).groupby(["task", "size", "k", "slug"]):
+        if not sizes(int(size)):
             continue
-        small, large = rows[rows["size"] == sizes[0]], rows[rows["size"] == sizes[-1]]
-        step = min(small.groupby("trial")["step"].max().min(), large.groupby("trial")["step"].max().min())
-        totals = [
-            r[r["step"] == step].groupby("trial")["frobenius"].apply(lambda f: float(np.sqrt((f**2).sum()))).to_numpy()
-            for r in (large, small)
+        base = plain[
+            (plain["scheme"] == "progressive") & (plain["task"] == task) & (plain["size"] == size) & (plain["k"] == k)
         ]
-        unit = Unit(
-            "more_data_moves_weights_more",
-            f"{task} n={sizes[-1]} vs n={sizes[0]}",
-            "welch",
-            _welch(*totals),
-            (),
-            tuple(
-                sorted(
-                    set(
-                        _studies(ev.runs, task, sizes[-1], _full_slugs(ev.runs))
-                        + _studies(ev.runs, task, sizes[0], _full_slugs(ev.runs))
-                    )
-                )
-            ),
-        )
-        unit.notes.append(
-            f"at step {step} for both sizes (equal steps): controls the number of Adam steps, not how often each "
-            "example was seen"
-        )
-        more.append(unit)
-    return later, more
-
-
-def _welch(a: np.ndarray, b: np.ndarray) -> dict:
-    """Welch's two-sample t test of mean(a) − mean(b), with its 95% CI (scipy)."""
-    if len(a) < 2 or len(b) < 2:
-        return {
-            "estimate": float(np.mean(a) - np.mean(b)) if len(a) and len(b) else math.nan,
-            "low": math.nan,
-            "high": math.nan,
-            "p": math.nan,
-            "n": (len(a), len(b)),
-            "sd": math.nan,
-        }
-    test = stats.ttest_ind(a, b, equal_var=False)
-    ci = test.confidence_interval(0.95)
-    sd = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2)
-    return {
-        "estimate": float(np.mean(a) - np.mean(b)),
-        "low": float(ci.low),
-        "high": float(ci.high),
-        "p": float(test.pvalue),
-        "n": (len(a), len(b)),
-        "sd": sd,
-    }
-
-
-# --- testing, combining, planning ------------------------------------------------------------------------
-
-
-def _raw_pvalues(unit: Unit, settings: ReportConfig) -> None:
-    result = unit.result
-    if unit.kind == "difference":
-        unit.p_for = result.p_zero()
-    elif unit.kind == "equivalence":
-        unit.p_for, unit.p_against = (
-            result.p_equivalent(settings.single_layer_margin),
-            result.p_beyond(settings.single_layer_margin),
-        )
-    elif unit.kind == "welch":
-        unit.p_for = result["p"]
-    elif result.n < settings.bootstrap_min_trials:
-        unit.notes.append(
-            f"no bootstrap verdict below {settings.bootstrap_min_trials} trials (n = {result.n}): percentile "
-            "intervals under-cover"
-        )
-    elif unit.kind == "bootstrap":
-        unit.p_for = result.p_zero()
-    else:  # bootstrap-equivalence
-        unit.p_for, unit.p_against = (
-            result.p_equivalent(settings.correlation_margin),
-            result.p_beyond(settings.correlation_margin),
-        )
-
-
-def estimate_of(unit: Unit) -> float:
-    return unit.result["estimate"] if unit.kind == "welch" else unit.result.estimate
-
-
-def interval_of(unit: Unit) -> tuple[float, float]:
-    return (unit.result["low"], unit.result["high"]) if unit.kind == "welch" else unit.result.interval(0.95)
-
-
-def n_of(unit: Unit):
-    return unit.result["n"] if unit.kind == "welch" else unit.result.n
-
-
-def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
-    """Every claim's verdict (with its units and the trials planner) from `ev`."""
-    alpha = ev.settings.alpha
-    by_claim = claim_units(ev)
-    units = [u for us in by_claim.values() for u in us]
-    for unit in units:
-        _raw_pvalues(unit, ev.settings)
-    adjusted = hypothesis.holm([u.p_for for u in units] + [u.p_against for u in units])
-    for unit, p_for, p_against in zip(units, adjusted[: len(units)], adjusted[len(units) :]):
-        unit.adjusted_for, unit.adjusted_against = p_for, p_against
-        sign = np.sign(estimate_of(unit))  # every claim says "> 0" of its estimate
-        if unit.kind in ("equivalence", "bootstrap-equivalence"):
-            unit.status = "for" if p_for < alpha else "against" if p_against < alpha else "unresolved"
-        elif p_for < alpha:
-            unit.status = "for" if sign > 0 else "against"
-    gaps = {u.key: u.status == "for" for u in by_claim["full_beats_scratch"]}
-    verdicts = []
-    for claim, claim_units_ in by_claim.items():
-        for unit in claim_units_:
-            if claim in NEEDS_GAP and not all(gaps.get(g, False) for g in unit.gaps):
-                unit.notes.append(
-                    "not counted: full vs scratch unresolved at " + ", ".join(f"{t} n={s}" for t, s in unit.gaps)
-                )
-                unit.counted = False
-        verdicts.append(
-            _verdict(
-                claim, claim_units_, by_claim["full_beats_scratch"], ev, len([p for p in adjusted if np.isfinite(p)])
-            )
-        )
-    return verdicts, units
-
-
-def _verdict(claim: str, units: list[Unit], gap_units: list[Unit], ev: Evidence, family: int) -> dict:
-    text, source, test = CLAIMS[claim]
-    counted = [u for u in units if u.counted]
-    if not units:
-        verdict = NOT_RUN
-    elif any(u.status == "against" for u in counted):
-        verdict = "contradicted"
-    elif counted and all(u.status == "for" for u in counted):
-        verdict = "supported"
-    else:
-        verdict = "inconclusive"
-    plan = plan_trials(claim, units, gap_units, ev, family) if verdict == "inconclusive" else None
-    return {
-        "id": claim,
-        "claim": text,
-        "source": source,
-        "test": test,
-        "verdict": verdict,
-        "units": units,
-        "plan": plan,
-    }
-
-
-def plan_trials(claim: str, units: list[Unit], gap_units: list[Unit], ev: Evidence, family: int) -> dict:
-    """Trials that would resolve every unresolved unit of `claim` (and the gaps it needs) at
-    report.power, from the observed per-trial variance: Bonferroni alpha / family, the
-    strictest Holm step, so the number is conservative; never fewer than one more trial
-    than a blocking unit already has."""
-    s = ev.settings
-    alpha = s.alpha / max(family, 1)
-    needs, studies, reasons = [], set(), []
-    blocking = [u for u in units if u.status != "for"]
-    for unit in units:
-        blocking += [gu for gu in gap_units if gu.key in unit.gaps and gu.status != "for"]
-    for unit in dict.fromkeys(blocking):
-        n = None
-        if unit.kind == "difference":
-            n = hypothesis.trials_for_difference(unit.result.estimate, unit.result.trial_sd, alpha, s.power)
-        elif unit.kind == "equivalence":
-            n = hypothesis.trials_for_equivalence(
-                unit.result.estimate, unit.result.trial_sd, s.single_layer_margin, alpha, s.power
-            )
-        elif unit.kind == "welch":
-            n = hypothesis.trials_for_two_samples(unit.result["estimate"], unit.result["sd"], alpha, s.power)
-        else:
-            n = s.bootstrap_min_trials if n_of(unit) < s.bootstrap_min_trials else None
-            reasons.append(
-                f"{unit.name}: a bootstrap statistic; power is not computed, {s.bootstrap_min_trials} trials is the "
-                "minimum for its interval"
-            )
-        if n is None:
-            reasons.append(f"{unit.name}: no number of trials resolves it if the observed effect is the true one")
+        if base.empty:
             continue
-        # The unit is unresolved at the trials it has, so those never decide it, whatever
-        # the power formula says for an effect this size (it ignores the Holm family's order).
-        needs.append(max(n, int(np.max(n_of(unit))) + 1))
-        studies |= set(unit.studies)
-    if not needs:
-        return {"trials": None, "command": None, "reasons": reasons}
-    n = max(needs)
-    command = "dvc exp run " + " ".join(f"-S studies.{study}.trials={n}" for study in sorted(studies))
-    return {"trials": n, "command": command, "reasons": reasons}
-
-
-def agreement_table(ev: Evidence) -> pd.DataFrame:
-    """Per task and size with a complete curve and a probe: Spearman ρ between the probe curve
-    and the mean finetuning curve (same trials at every k), its exact permutation p over the
-    L + 1 points and bootstrap 95% interval over trials, and where each curve first reaches
-    90% of its gain."""
-    columns = ["task", "size", "trials", "rho", "rho_p_exact", "rho_ci_low", "rho_ci_high", "k90_finetune", "k90_probe"]
-    if ev.probe.empty:
-        return pd.DataFrame(columns=columns)
-    probes = (
-        ev.probe.astype({"layer": int})
-        .groupby(["task", "layer"])["value"]
-        .mean()
-        .unstack("layer")
-        .reindex(columns=range(ev.num_layers + 1))
-        .dropna()
-    )
-    rng, rows = np.random.default_rng(0), []
-    for (task, size), _ in _plain_progressive(ev.runs).groupby(["task", "size"]):
-        drawn = _curve_draws(ev, task, int(size), rng)
-        if drawn is None or task not in probes.index:
-            continue
-        curve, draws, trials, _ = drawn
-        probe_curve = probes.loc[task].to_numpy()
-        rho = Bootstrap(
-            hypothesis.spearman(probe_curve, curve),
-            np.apply_along_axis(lambda c: hypothesis.spearman(probe_curve, c), 1, draws),
-            len(trials),
-        )
-        low, high = rho.interval()
-        rows.append(
-            [
+        units.append(
+            contrast_unit(
+                ev,
+                claim,
                 task,
                 int(size),
-                len(trials),
-                rho.estimate,
-                hypothesis.exact_permutation_p(probe_curve, curve),
-                low,
-                high,
-                first_reaching(curve),
-                first_reaching(probe_curve),
-            ]
+                {slug: sign, base["slug"].iloc[0]: -sign},
+                test,
+                name=f"{task} n={size} {slug}",
+                shape=shape,
+                margin=ev.settings.modifier_margin,
+            )
         )
-    return pd.DataFrame(rows, columns=columns)
+    return units
+
+
+def default_epochs(ev: Evidence, size: int) -> int:
+    return ev.train.epochs_for(size) if ev.train else 3
+
+
+def longer_training(ev: Evidence, shared: Shared) -> list[Unit]:
+    small = ev.train.small_size if ev.train else 0
+    return modified_units(
+        ev,
+        "epochs_beyond_3_do_not_help_with_plenty_of_data",
+        lambda r: r[
+            (r["lr_multiplier"] == 1)
+            & ~r["keep_layernorm"].astype(bool)
+            & r["intermediate_task"].isna()
+            & (r["epochs"] > r["size"].map(lambda s: default_epochs(ev, s)))
+        ],
+        "below",
+        f"longer − default epochs < {ev.settings.modifier_margin} (non-superiority)",
+        sizes=lambda s: s > small,
+    )
+
+
+def five_epochs_help(ev: Evidence, shared: Shared) -> list[Unit]:
+    small = ev.train.small_size if ev.train else 0
+    return modified_units(
+        ev,
+        "five_epochs_help_with_little_data",
+        lambda r: r[
+            (r["lr_multiplier"] == 1)
+            & ~r["keep_layernorm"].astype(bool)
+            & r["intermediate_task"].isna()
+            & (r["epochs"] < r["size"].map(lambda s: default_epochs(ev, s)))
+        ],
+        "greater",
+        "default (small_epochs) − fewer epochs > 0",
+        sizes=lambda s: s <= small,
+        sign=-1,
+    )
+
+
+def lr_no_gain(ev: Evidence, shared: Shared) -> list[Unit]:
+    return modified_units(
+        ev,
+        "lr_multiplier_does_not_help",
+        lambda r: r[(r["lr_multiplier"] != 1) & (r["k"] < ev.num_layers)],
+        "below",
+        f"5× lr − plain < {ev.settings.modifier_margin} (non-superiority)",
+    )
+
+
+def lr_adds_variance(ev: Evidence, shared: Shared) -> list[Unit]:
+    units, plain = [], ev.plain()
+    modified = ev.runs[~ev.runs["plain"]] if "plain" in ev.runs else ev.runs.iloc[0:0]
+    modified = modified[
+        (modified["lr_multiplier"] != 1) & (modified["k"] < ev.num_layers) & (modified["status"] == "ok")
+    ]
+    for (task, size, k, slug), rows in modified.groupby(["task", "size", "k", "slug"]):
+        base = plain[
+            (plain["scheme"] == "progressive")
+            & (plain["task"] == task)
+            & (plain["size"] == size)
+            & (plain["k"] == k)
+            & (plain["status"] == "ok")
+        ]
+        a, b = rows["value"].to_numpy(float), base["value"].to_numpy(float)
+        if len(b) == 0:
+            continue
+        ratio = (
+            float(np.var(a, ddof=1) / np.var(b, ddof=1))
+            if len(a) > 1 and len(b) > 1 and np.var(b, ddof=1) > 0
+            else math.nan
+        )
+        unit = Unit(
+            "lr_multiplier_adds_variance",
+            f"{task} n={size} {slug}",
+            "var(5× lr) / var(plain) > 1 (F test, one-sided)",
+            ratio,
+            (math.nan, math.nan),
+            (len(a), len(b)),
+            p_for=variance_ratio_p(a, b),
+            p_against=variance_ratio_p(b, a),
+            studies=tuple(sorted(set(rows["study"]) | set(base["study"]))),
+        )
+        unit.interval_note = "a variance ratio: no interval printed"
+        unit.notes.append("estimate is the variance ratio; the F test assumes normal scores")
+        if len(a) < 2 or len(b) < 2:
+            unit.refused = "fewer than 2 runs on a side"
+        units.append(unit)
+    return units
+
+
+def keep_layernorm_no_help(ev: Evidence, shared: Shared) -> list[Unit]:
+    return modified_units(
+        ev,
+        "keep_layernorm_does_not_help",
+        lambda r: r[r["keep_layernorm"].astype(bool) & (r["k"] < ev.num_layers)],
+        "below",
+        f"kept LayerNorm − plain < {ev.settings.modifier_margin} (non-superiority)",
+    )
+
+
+# --- seed 003: weight change at the end of training ------------------------------------------------------------
+
+
+def full_model_output_change(ev: Evidence) -> pd.DataFrame:
+    """End-of-training ‖ΔW‖ (Frobenius: the paper's L2 distance) of the output sublayer of the
+    unmodified full model, per task, size, trial and layer."""
+    w = ev.weight_change
+    if w.empty:
+        return pd.DataFrame(columns=["task", "size", "slug", "trial", "layer", "frobenius"])
+    plain = ev.plain()
+    full = plain[(plain["slug"] == plain["ref_full"]) & (plain["status"] == "ok")][["task", "size", "slug", "trial"]]
+    rows = w[(w["sublayer"] == "output") & (w["status"] == "ok")].merge(
+        full.drop_duplicates(), on=["task", "size", "slug", "trial"]
+    )
+    return rows.drop_duplicates(["task", "size", "trial", "layer"])
+
+
+def later_layers_move_more(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for (task, size), rows in full_model_output_change(ev).groupby(["task", "size"]):
+        by_trial = rows.pivot_table(index="trial", columns="layer", values="frobenius")
+        layers = by_trial.columns.to_numpy(dtype=float)
+        unit = slope_unit(
+            "later_layers_move_more",
+            f"{task} n={size}",
+            "per-trial slope of end-of-training ‖ΔW_output‖ over layers > 0 (t over trials)",
+            layers,
+            by_trial.to_numpy(),
+            studies=studies_of(ev.runs, task, size, set(rows["slug"])),
+        )
+        unit.notes.append(
+            "exact permutation p of ρ(layer, mean ‖ΔW‖) (raw) = "
+            + p_text(exact_spearman_p(layers, by_trial.mean().to_numpy()))
+        )
+        units.append(unit)
+    return units
+
+
+def per_trial_output_total(rows: pd.DataFrame) -> np.ndarray:
+    return rows.groupby("trial")["frobenius"].apply(lambda f: float(np.sqrt((f**2).sum()))).to_numpy()
+
+
+def size_pairs(rows: pd.DataFrame):
+    for task, task_rows in rows.groupby("task"):
+        sizes = sorted(set(task_rows["size"]))
+        if len(sizes) >= 2:
+            yield (
+                task,
+                sizes[0],
+                sizes[-1],
+                task_rows[task_rows["size"] == sizes[0]],
+                task_rows[task_rows["size"] == sizes[-1]],
+            )
+
+
+def change_studies(ev: Evidence, task: str, sizes, rows: pd.DataFrame) -> tuple:
+    return tuple(sorted({s for size in sizes for s in studies_of(ev.runs, task, size, set(rows["slug"]))}))
+
+
+def more_data_moves_weights_more(ev: Evidence, shared: Shared) -> list[Unit]:
+    return [
+        welch_unit(
+            "more_data_moves_weights_more",
+            f"{task} n={large} vs n={small}",
+            "Welch t: end-of-training ‖ΔW_output‖ (all layers) at the largest size − at the smallest > 0",
+            per_trial_output_total(big),
+            per_trial_output_total(little),
+            studies=change_studies(ev, task, (small, large), big),
+        )
+        for task, small, large, little, big in size_pairs(full_model_output_change(ev))
+    ]
+
+
+def more_data_equal_steps(ev: Evidence, shared: Shared) -> list[Unit]:
+    """Secondary: all sublayers' ‖ΔW‖ at the largest step count both sizes reached."""
+    units = []
+    changes = ev.layer_change
+    if changes.empty:
+        return units
+    for task, small, large, little, big in size_pairs(changes):
+        step = min(little.groupby("trial")["step"].max().min(), big.groupby("trial")["step"].max().min())
+        unit = welch_unit(
+            "more_data_moves_weights_more_at_equal_steps",
+            f"{task} n={large} vs n={small}",
+            f"Welch t: ‖ΔW‖ (all sublayers) at step {step} at the largest size − at the smallest > 0",
+            per_trial_output_total(big[big["step"] == step]),
+            per_trial_output_total(little[little["step"] == step]),
+            studies=studies_of(ev.runs, task, large, set(ev.plain()["ref_full"])),
+        )
+        unit.notes.append("equal steps: controls the number of Adam steps, not how often each example was seen")
+        units.append(unit)
+    return units
+
+
+def weight_change_interaction(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for task, small, large, little, big in size_pairs(full_model_output_change(ev)):
+        slopes = [
+            np.array(
+                [
+                    np.polyfit(r["layer"].to_numpy(float), r["frobenius"].to_numpy(float), 1)[0]
+                    for _, r in rows.groupby("trial")
+                ]
+            )
+            for rows in (big, little)
+        ]
+        units.append(
+            welch_unit(
+                "weight_change_grows_more_in_later_layers_with_more_data",
+                f"{task} n={large} vs n={small}",
+                "Welch t: per-trial slope of ‖ΔW_output‖ over layers at the largest size − at the smallest > 0",
+                *slopes,
+                studies=change_studies(ev, task, (small, large), big),
+            )
+        )
+    return units
+
+
+# --- seed 004: sequential finetuning and heads --------------------------------------------------------------------
+
+
+def intermediate_beats_direct(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    runs = ev.runs[ev.runs["intermediate_task"].notna()] if "intermediate_task" in ev.runs else ev.runs.iloc[0:0]
+    for (task, size, slug), rows in runs.groupby(["task", "size", "slug"]):
+        direct = rows["ref_baseline"].iloc[0]
+        units.append(
+            contrast_unit(
+                ev,
+                "some_intermediate_task_beats_direct",
+                task,
+                int(size),
+                {slug: 1, direct: -1},
+                "after intermediate − direct > 0",
+                name=f"{task} n={size} after {rows['intermediate_task'].iloc[0]}",
+            )
+        )
+    return units
+
+
+def head_units(ev: Evidence, claim: str, layers: Callable[[int], set], sign: int, test: str) -> list[Unit]:
+    units = []
+    for (task, size, layer, head), rows in plain_by(ev, "head").groupby(["task", "size", "layer", "head_index"]):
+        if int(layer) not in layers(ev.num_layers):
+            continue
+        full, _ = refs(rows)
+        units.append(
+            contrast_unit(
+                ev,
+                claim,
+                task,
+                int(size),
+                {rows["slug"].iloc[0]: sign, full: -sign},
+                test,
+                name=f"{task} n={size} layer {int(layer)} head {int(head)}",
+            )
+        )
+    return units
+
+
+def early_heads_hurt(ev: Evidence, shared: Shared) -> list[Unit]:
+    return head_units(ev, "head_reinit_in_first_two_layers_hurts", lambda L: {1, 2}, -1, "full − head reinit > 0")
+
+
+def late_heads_help(ev: Evidence, shared: Shared) -> list[Unit]:
+    return head_units(ev, "head_reinit_in_last_two_layers_helps", lambda L: {L - 1, L}, 1, "head reinit − full > 0")
+
+
+def specific_heads_matter(ev: Evidence, shared: Shared) -> list[Unit]:
+    return head_units(ev, "specific_heads_matter", lambda L: set(range(1, L + 1)), -1, "full − head reinit > 0")
+
+
+# --- the registry --------------------------------------------------------------------------------------------------
+
+ALL_KS = "all_ks"  # Need.args value: ks 0..L (filled in when the command is written)
+PROGRESSIVE = Need("progressive", "progressive", {"ks": ALL_KS})
+BLOCKS = Need("block", "blocks", {"window": 3})
+
+CLAIMS = [
+    Claim(
+        "full_beats_scratch",
+        f"{SEED_001} §2, Fig. 1",
+        "The fully pretrained model finetunes better than the model trained from scratch.",
+        "k = L against k = 0 at every task and size the progressive study ran.",
+        "paired contrast full − scratch > 0 (one-sided t)",
+        (PROGRESSIVE,),
+        full_beats_scratch,
+    ),
+    Claim(
+        "few_layers_suffice_with_plenty_of_data",
+        f"{SEED_001} §2, Fig. 1 caption, contribution 1",
+        "The first few layers provide the majority of the improvement when finetuning data is plentiful.",
+        "'Majority': k90, the first k reaching 90% of the full model's gain over scratch; 'first few': k90 ≤ "
+        "report.few_layers_fraction × L (the paper's 3 of 12 is 0.25); 'plentiful': each task's largest size.",
+        "bootstrap of few + ½ − k90 > 0; needs the gap",
+        (PROGRESSIVE,),
+        few_layers_suffice,
+        needs_gap=True,
+    ),
+    Claim(
+        "k90_grows_as_data_shrinks",
+        f"{SEED_001} §2, contribution 1",
+        "More pretrained layers are needed when finetuning data is scarce.",
+        "k90 at a task's smallest size against its largest.",
+        "bootstrap of k90(smallest) − k90(largest) > 0; needs the gap",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, sizes="two"),),
+        k90_grows_as_data_shrinks,
+        needs_gap=True,
+    ),
+    Claim(
+        "probes_do_not_predict_finetuning",
+        f"{SEED_001} §3, contribution 2",
+        "Probing performance does not explain which layers matter for finetuning.",
+        "Equivalence: |Spearman ρ| between the probe curve and the finetuning curve below report.correlation_margin "
+        "at each task's largest size (the paper gives no number; the margin is a declared input).",
+        "bootstrap TOST of |ρ| < margin, probe seeds resampled; needs the gap",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, probe=True),),
+        probes_do_not_predict,
+        needs_gap=True,
+    ),
+    Claim(
+        "sst2_early_layers_transfer_though_probing_near_chance",
+        f"{SEED_001} §3",
+        "SST-2 probing is near chance at the first three layers, yet preserving them gives large finetuning gains.",
+        "Probe at layers 1-3 within report.chance_margin of chance, and the first block preserved beats scratch.",
+        "TOST per probe layer; paired contrast preserve(first block) − scratch > 0",
+        (
+            Need("progressive", "progressive", {"ks": ALL_KS}, tasks=("sst2",), probe=True),
+            Need("block", "blocks", {"window": 3}, tasks=("sst2",)),
+        ),
+        sst2_early_layers,
+    ),
+    Claim(
+        "cola_transfers_though_probing_at_chance",
+        f"{SEED_001} §3",
+        "No layer of BERT holds explicit knowledge of CoLA as measured by probing, yet its parameters enable "
+        "finetuning.",
+        "Probe within report.chance_margin of chance (MCC 0) at every layer, and full beats scratch on CoLA.",
+        "TOST per probe layer; paired contrast full − scratch > 0 on CoLA",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, tasks=("cola",), probe=True),),
+        cola_transfers_without_probe,
+    ),
+    Claim(
+        "agreement_grows_as_data_shrinks",
+        f"{SEED_001} §3",
+        "The curves for the smallest-data regime bear a greater similarity to the probing curves.",
+        "Similarity = Spearman ρ(probe curve, finetuning curve); smallest against largest size.",
+        "bootstrap of ρ(smallest) − ρ(largest) > 0, probe seeds resampled; needs the gap",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, sizes="two", probe=True),),
+        agreement_grows,
+        needs_gap=True,
+    ),
+    Claim(
+        "high_probing_layers_not_necessary",
+        f"{SEED_001} §3-4, Fig. 1 caption",
+        "Probing does not indicate which layers are necessary: removing the best-probing layers need not hurt.",
+        "The block (of the blocks study's window) with the highest mean probe score, reinitialised, stays within "
+        "report.block_margin of the full model (the paper's 'necessary' = performance decreases when removed).",
+        "paired non-inferiority reinit(block) − full > −margin; needs the gap",
+        (BLOCKS, Need("progressive", "progressive", {"ks": ALL_KS}, probe=True)),
+        high_probing_not_necessary,
+        needs_gap=True,
+    ),
+    Claim(
+        "high_probing_layers_not_sufficient",
+        f"{SEED_001} §3-4",
+        "The best-probing layers are not sufficient: kept alone they do not beat scratch by much.",
+        "That block alone preserved stays below scratch + report.block_margin (the paper's 'sufficient' = "
+        "performance is higher than scratch when kept).",
+        "paired non-superiority preserve(block) − scratch < margin; needs the gap",
+        (Need("block", "blocks", {"window": 3}), Need("progressive", "progressive", {"ks": ALL_KS}, probe=True)),
+        high_probing_not_sufficient,
+        needs_gap=True,
+    ),
+    Claim(
+        "useful_layers_differ_by_task",
+        f"{SEED_001} §4, contribution 3",
+        "The layers most beneficial to finetuning differ by task.",
+        "The profile of block-reinit scores over blocks differs between tasks: the task × block interaction.",
+        "two-way ANOVA F test of the interaction (statsmodels)",
+        (Need("block", "blocks", {"window": 3}, min_tasks=2),),
+        useful_layers_differ_by_task,
+    ),
+    Claim(
+        "early_layers_help_most",
+        f"{SEED_001} §4",
+        "The earlier layers appear to be generally more helpful for finetuning than the later ones.",
+        "The first block preserved alone against the last block preserved alone, per task and size.",
+        "paired contrast preserve(first) − preserve(last) > 0; needs the gap",
+        (BLOCKS,),
+        early_layers_help_most,
+        needs_gap=True,
+    ),
+    Claim(
+        "permutation_lowers_accuracy",
+        f"{SEED_001} §5, contribution 4, Fig. 3",
+        "Reordering the pretrained layers significantly decreases downstream accuracy.",
+        "The full model against the permuted runs, per task and size (the paper's main permutation claim).",
+        "paired contrast full − permuted > 0",
+        (Need("permutation", "permutation"),),
+        permutation_lowers_accuracy,
+    ),
+    Claim(
+        "permuted_closer_to_scratch",
+        f"{SEED_001} §5 (secondary analysis)",
+        "Scrambling the layers reduces finetuning to not much above a randomly initialised network.",
+        "'Not much above': below the midpoint of full and scratch (a labelled secondary analysis of the "
+        "paper's qualitative wording; the main claim is permutation_lowers_accuracy).",
+        "paired contrast (full + scratch)/2 − permuted > 0; needs the gap",
+        (Need("permutation", "permutation"),),
+        permuted_closer_to_scratch,
+        needs_gap=True,
+        secondary=True,
+    ),
+    Claim(
+        "permutation_affects_tasks_alike",
+        f"{SEED_001} §5, Table 1",
+        "A given permutation has similar effects across tasks (relatively high paired correlations).",
+        "Spearman ρ > 0 between two tasks' scores over the same permutations (trial n uses permutation n on "
+        "every task).",
+        "exact permutation test, one-sided, raw p (at N trials the smallest p is 1/N!)",
+        (Need("permutation", "permutation", min_tasks=2),),
+        permutation_affects_tasks_alike,
+    ),
+    Claim(
+        "single_layer_barely_matters",
+        f"{SEED_001} App. C",
+        "Reinitialising a single layer has little effect on finetuning, with the exception of the first layer on CoLA.",
+        "Equivalence |single − full| < report.single_layer_margin at every task, size and layer; the exception is "
+        "encoded as its own test: full − single(layer 1) > 0 on CoLA.",
+        "TOST per layer (exception: paired contrast); needs the gap",
+        (Need("single_layer", "single_layer", {"layers": "all_layers"}),),
+        single_layer_barely_matters,
+        needs_gap=True,
+    ),
+    Claim(
+        "epochs_beyond_3_do_not_help_with_plenty_of_data",
+        f"{SEED_001} App. D",
+        "Training longer than three epochs has minimal effect at 5k examples.",
+        "Runs with more than the default epochs against the plain run at the same k, at sizes above "
+        "train.small_size; 'minimal' = a gain below report.modifier_margin.",
+        "paired non-superiority longer − default < margin",
+        (Need("progressive", "epochs", {"ks": [0, "L"]}, {"epochs": 6}, sizes="large"),),
+        longer_training,
+    ),
+    Claim(
+        "five_epochs_help_with_little_data",
+        f"{SEED_001} App. D",
+        "Training five epochs instead of three improves the 500-example runs by several points.",
+        "Plain runs at sizes ≤ train.small_size (train.small_epochs) against runs of train.epochs at the same k.",
+        "paired contrast default − fewer epochs > 0",
+        (Need("progressive", "epochs_small", {"ks": [0, "L"]}, {"epochs": "train.epochs"}, sizes="small"),),
+        five_epochs_help,
+    ),
+    Claim(
+        "lr_multiplier_does_not_help",
+        f"{SEED_001} App. E",
+        "A 5× learning rate on the reinitialised layers does not improve performance.",
+        "Each k < L of the lr-multiplier study against the plain run at the same k; gain below report.modifier_margin.",
+        "paired non-superiority 5× − plain < margin",
+        (Need("progressive", "lr_multiplier", {"ks": [0, 3]}, {"reinit_lr_multiplier": 5}),),
+        lr_no_gain,
+    ),
+    Claim(
+        "lr_multiplier_adds_variance",
+        f"{SEED_001} App. E",
+        "A higher learning rate appears to increase the variance of the evaluation metrics.",
+        "Variance over trials of the 5× runs against the plain runs at the same k < L.",
+        "one-sided F test of the variance ratio",
+        (Need("progressive", "lr_multiplier", {"ks": [0, 3]}, {"reinit_lr_multiplier": 5}),),
+        lr_adds_variance,
+    ),
+    Claim(
+        "keep_layernorm_does_not_help",
+        f"{SEED_001} App. F",
+        "Preserving the LayerNorm parameters does not aid (and may even harm) finetuning of reinitialised layers.",
+        "Each k < L of the keep-LayerNorm study against the plain run at the same k; gain below "
+        "report.modifier_margin.",
+        "paired non-superiority kept − plain < margin",
+        (Need("progressive", "keep_layernorm", {"ks": [0, 3]}, {"keep_layernorm": True}),),
+        keep_layernorm_no_help,
+    ),
+    Claim(
+        "later_layers_move_more",
+        f"{SEED_003} §4.5, §6.3, Fig. 3",
+        "Higher layers change more during finetuning than lower layers (the curves are upward trending).",
+        "End-of-training L2 (Frobenius) distance of the output sublayer of the full model, per layer, as the paper.",
+        "one-sample t over trials of each trial's slope over layers > 0",
+        (PROGRESSIVE,),
+        later_layers_move_more,
+    ),
+    Claim(
+        "more_data_moves_weights_more",
+        f"{SEED_003} §1, §6.3",
+        "With more training data, the weights of all layers are transformed more (at the end of finetuning).",
+        "End-of-training ‖ΔW_output‖ over all layers of the full model, largest size against smallest.",
+        "Welch t > 0",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, sizes="two"),),
+        more_data_moves_weights_more,
+    ),
+    Claim(
+        "more_data_moves_weights_more_at_equal_steps",
+        f"{SEED_003} §6.3 (secondary analysis)",
+        "(Secondary, not the paper's statement) More data moves the weights more at an equal number of steps.",
+        "All sublayers' ‖ΔW‖ at the largest step count both sizes reached.",
+        "Welch t > 0",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, sizes="two"),),
+        more_data_equal_steps,
+        secondary=True,
+    ),
+    Claim(
+        "weight_change_grows_more_in_later_layers_with_more_data",
+        f"{SEED_003} §6.3",
+        "The increase in L2 distance over layers is steeper when the data size is bigger (layer × size interaction).",
+        "Per-trial slope of end-of-training ‖ΔW_output‖ over layers, largest size against smallest.",
+        "Welch t > 0",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, sizes="two"),),
+        weight_change_interaction,
+    ),
+    Claim(
+        "drop_point_shifts_with_data_size",
+        f"{SEED_003} §6.1",
+        "As training data shrink, the rapid accuracy drop begins at later layers: more early layers become important.",
+        "The drop point = the k whose addition gains most (the curve's steepest step), smallest against largest size.",
+        "bootstrap of drop point(smallest) − drop point(largest) > 0; needs the gap",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, sizes="two"),),
+        drop_point_shifts,
+        needs_gap=True,
+    ),
+    Claim(
+        "cola_near_linear_drop",
+        f"{SEED_003} §6.1, Fig. 1(d)",
+        "CoLA shows a fairly linear drop in performance with increasing partial reinitialisation.",
+        "R² of a straight line through the mean curve over k at least report.linear_r2.",
+        "bootstrap of R² − threshold > 0",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, tasks=("cola",)),),
+        cola_near_linear,
+    ),
+    Claim(
+        "probe_peaks_lower_than_finetuning",
+        f"{SEED_003} §6.2",
+        "Probing reaches a lower peak accuracy than partial reinitialisation.",
+        "max over k of the finetuning curve against max over layers of the probe curve, at each task's largest size.",
+        "bootstrap of the difference of maxima > 0, probe seeds resampled",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, probe=True),),
+        probe_peaks_lower,
+    ),
+    Claim(
+        "probe_needs_more_layers",
+        f"{SEED_003} §6.2, contribution 2",
+        "In probing, information from more layers is needed than in partial reinitialisation for comparable "
+        "performance.",
+        "k90 of the probe curve against k90 of the finetuning curve (each relative to its own range).",
+        "bootstrap of k90(probe) − k90(finetuning) > 0, probe seeds resampled; needs the gap",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, probe=True),),
+        probe_needs_more_layers,
+        needs_gap=True,
+    ),
+    Claim(
+        "top_two_layers_hurt_probing",
+        f"{SEED_003} §6.2",
+        "The highest two layers hurt probing performance.",
+        "Probe score at layer L−2 against layer L.",
+        "bootstrap over probe seeds of probe(L−2) − probe(L) > 0",
+        (Need("progressive", "progressive", {"ks": ALL_KS}, probe=True),),
+        top_two_hurt_probing,
+    ),
+    Claim(
+        "some_intermediate_task_beats_direct",
+        f"{SEED_004} §6.1, abstract",
+        "There are cases where finetuning on an intermediate task first beats finetuning directly on the final task.",
+        "Every (final, intermediate) pair of the sequential study against direct finetuning; existential.",
+        "paired contrast after intermediate − direct > 0, Holm across the report",
+        (Need("progressive", "sequential", {"ks": ["L"]}, {"intermediate_tasks": "data.tasks"}, min_tasks=2),),
+        intermediate_beats_direct,
+        every=False,
+    ),
+    Claim(
+        "later_reinit_costs_less",
+        f"{SEED_004} §6.2, abstract",
+        "Reinitialising downstream layers causes a smaller decrease than reinitialising upstream layers.",
+        "Reinitialising layers ≥ k is the progressive scheme at k − 1: the score rises with k.",
+        "one-sample t over trials of each trial's slope of score over k > 0",
+        (PROGRESSIVE,),
+        later_reinit_costs_less,
+    ),
+    Claim(
+        "reinit_curve_not_monotone",
+        f"{SEED_004} §6.2, abstract",
+        "The change in performance does not decrease monotonically as the next upstream layer is reinitialised.",
+        "Somewhere along the progressive curve, keeping one more layer lowers the score; existential over adjacent k.",
+        "paired contrast score(k) − score(k+1) > 0, Holm across the report",
+        (PROGRESSIVE,),
+        reinit_curve_not_monotone,
+        every=False,
+    ),
+    Claim(
+        "all_reinit_at_chance",
+        f"{SEED_004} §6.2",
+        "Every task exhibits random-guessing behaviour when all layers are reinitialised.",
+        "k = 0 within report.chance_margin of the chance level (majority class share; MCC 0).",
+        "TOST |scratch − chance| < margin",
+        (PROGRESSIVE,),
+        all_reinit_at_chance,
+    ),
+    Claim(
+        "head_reinit_in_first_two_layers_hurts",
+        f"{SEED_004} §6.3, Fig. 7-8",
+        "Reinitialising any attention head in layers 1 or 2 decreases performance (up to the 75th percentile).",
+        "Every head reinitialised in layers 1-2 against the full model.",
+        "paired contrast full − head reinit > 0",
+        (Need("head", "heads", {"layers": [1, 2, "L-1", "L"], "heads": [0]}),),
+        early_heads_hurt,
+    ),
+    Claim(
+        "head_reinit_in_last_two_layers_helps",
+        f"{SEED_004} §6.3",
+        "Reinitialising any attention head in the downstream layers improves performance.",
+        "Every head reinitialised in layers L−1 and L against the full model.",
+        "paired contrast head reinit − full > 0",
+        (Need("head", "heads", {"layers": [1, 2, "L-1", "L"], "heads": [0]}),),
+        late_heads_help,
+    ),
+    Claim(
+        "specific_heads_matter",
+        f"{SEED_004} §6.3",
+        "Specific attention heads (4 and 9 in BERT-base) hold information whose loss decreases performance.",
+        "Some head reinitialised lowers the score; existential over every head and layer the heads study ran.",
+        "paired contrast full − head reinit > 0, Holm across the report",
+        (Need("head", "heads", {"layers": [1, 2, "L-1", "L"], "heads": [0]}),),
+        specific_heads_matter,
+        every=False,
+    ),
+]
+BY_ID = {claim.id: claim for claim in CLAIMS}
 
 
 # --- numbers as the report and its notes print them ---
@@ -661,15 +1423,5 @@ def k_text(value: float) -> str:
     return "undefined" if not np.isfinite(value) else str(int(value))
 
 
-def number(value) -> str:
-    return "n/a" if value is None or not np.isfinite(value) else f"{value:+.3f}"
-
-
 def p_text(value) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:.3g}"
-
-
-def cell(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.3g}" if isinstance(value, float) else str(value)

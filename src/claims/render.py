@@ -4,46 +4,76 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from src.claims.registry import NOT_RUN, cell, estimate_of, interval_of, n_of, number, p_text
-from src.config.schema import ReportConfig
+from src.claims.registry import CLAIMS
+from src.claims.units import Unit
+from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE
+from src.config.schema import ReportConfig, help_text
 
-VERDICT_COLOURS = {"supported": "#d4edda", "contradicted": "#f8d7da", "inconclusive": "#fff3cd", NOT_RUN: "#e2e3e5"}
+VERDICT_COLOURS = {
+    "supported": "#d4edda",
+    "contradicted": "#f8d7da",
+    "inconclusive": "#fff3cd",
+    NO_VERDICT: "#fde2c8",
+    NOT_RUN: "#e2e3e5",
+}
 TITLE = "Claims: Tamkin et al. 2020 and follow-ups"
 
 
+def number(value) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:+.3f}"
+
+
+def p_text(value) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:.3g}"
+
+
+def cell(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def interval_text(unit: Unit) -> str:
+    low, high = unit.interval
+    if np.isfinite(low) and np.isfinite(high):
+        return f"[{number(low)}, {number(high)}]"
+    return f"— ({unit.interval_note})" if unit.interval_note else "—"
+
+
 def unit_rows(verdicts: list[dict], settings: ReportConfig) -> list[list]:
-    """One row per unit: claim, unit, test, estimate, 95% CI, margin, n, raw and Holm-adjusted p, status, notes."""
+    """One row per unit: claim, unit, test, estimate, 95% CI (or — and why), margin, n, the raw
+    one-sided p for and against, the Holm p of the one test in the family, status, notes."""
     rows = []
     for verdict in verdicts:
+        every = verdict["claim"].every
         for u in verdict["units"]:
-            low, high = interval_of(u)
-            margin = (
-                settings.single_layer_margin
-                if u.kind == "equivalence"
-                else settings.correlation_margin
-                if u.kind == "bootstrap-equivalence"
-                else ""
+            in_family = "" if u.refused else f"{p_text(u.adjusted)} ({'against' if every else 'for'})"
+            small = (
+                [f"its test cannot reach p < {settings.alpha} at n = {u.n} (smallest p {u.min_p:.3g})"]
+                if u.min_p >= settings.alpha
+                else []
             )
-            status = u.status if u.counted else "not counted"
             rows.append(
                 [
                     verdict["id"],
                     u.name,
-                    u.kind,
-                    number(estimate_of(u)),
-                    f"[{number(low)}, {number(high)}]",
-                    margin,
-                    n_of(u),
-                    p_text(u.p_for),
-                    p_text(u.adjusted_for),
-                    p_text(u.adjusted_against) if u.kind.endswith("equivalence") else "",
-                    status,
-                    "; ".join(u.notes),
+                    u.test,
+                    number(u.estimate),
+                    interval_text(u),
+                    "" if u.margin is None else u.margin,
+                    u.n,
+                    p_text(u.p_for) + (" (raw, exact)" if u.raw else " (raw)"),
+                    p_text(u.p_against) + (" (raw, exact)" if u.raw else " (raw)"),
+                    in_family,
+                    f"{NO_VERDICT}: {u.refused}" if u.refused else u.status,
+                    "; ".join(u.notes + small),
                 ]
             )
     return rows
@@ -56,10 +86,10 @@ UNIT_HEADER = [
     "estimate",
     "95% CI",
     "margin",
-    "n trials",
-    "p",
-    "Holm p (for)",
-    "Holm p (against)",
+    "n",
+    "p for",
+    "p against",
+    "Holm p (in the family)",
     "unit",
     "notes",
 ]
@@ -68,12 +98,38 @@ UNIT_HEADER = [
 def summary_rows(verdicts: list[dict]) -> list[list]:
     rows = []
     for v in verdicts:
-        plan = v["plan"] or {}
+        claim, plan = v["claim"], v["plan"] or {}
         decide = f"{plan['trials']} trials: `{plan['command']}`" if plan.get("trials") else ""
         if plan.get("reasons"):
             decide += (" " if decide else "") + "(" + "; ".join(plan["reasons"]) + ")"
-        rows.append([f"{v['claim']} ({v['id']})", v["source"], v["test"], v["verdict"], decide])
+        verdict = f"{NOT_RUN}: needs `{v['needs']}`" if v["verdict"] == NOT_RUN else v["verdict"]
+        p = (
+            ""
+            if v["verdict"] == NOT_RUN
+            else (
+                f"{p_text(v['p'])} (intersection-union, raw max)"
+                if claim.every
+                else f"{p_text(v['p'])} (Holm, smallest)"
+            )
+        )
+        rows.append(
+            [
+                f"{claim.hypothesis} ({claim.id})" + (" [secondary analysis]" if claim.secondary else ""),
+                claim.source,
+                claim.operationalisation,
+                claim.test,
+                verdict,
+                p,
+                decide,
+            ]
+        )
     return rows
+
+
+def declared_inputs(settings: ReportConfig) -> list[list]:
+    """Every `report:` knob with its value and what it decides."""
+    helps = help_text(ReportConfig)
+    return [[f"report.{name}", getattr(settings, name), helps[name]] for name in helps]
 
 
 def write_report(
@@ -88,24 +144,20 @@ def write_report(
     extra tables, and the figures (or why each was not drawn), as Markdown (figures linked
     relative to md_path) and a standalone HTML page (figures inlined)."""
     md_path, html_path = Path(md_path), Path(html_path)
+    family = sum(1 for v in verdicts for u in v["units"] if not u.refused and math.isfinite(u.adjusted))
     rule = (
-        f"Every p-value below is one of a single family, Holm-adjusted at α = {settings.alpha}. Directional units use "
-        "the paired "
-        "multi-bootstrap (trials and eval examples resampled together; t interval with n − 1 df); equivalence units "
-        "a TOST against "
-        f"the margin declared in params.yaml before the runs (single layer ±{settings.single_layer_margin}, "
-        f"correlations ±{settings.correlation_margin}); "
-        "k90 and correlations of curves a percentile bootstrap over trials (and eval examples), which needs ≥ "
-        f"{settings.bootstrap_min_trials} trials. "
-        "A claim is supported when every counted unit is resolved for it, contradicted when any is resolved against "
-        "it, else inconclusive. "
-        "Units of claims that need the full-vs-scratch gap are not counted where that gap is unresolved. Collapsed "
-        "runs (one class predicted) are kept; "
-        "only runs whose loss became non-finite are left out, and counted."
+        f"{RULE} Level α = {settings.alpha}; the report's Holm family has {family} tests. {len(verdicts)} claims "
+        f"(of {len(CLAIMS)} in the registry). Every margin and threshold is a params.yaml `report:` input, printed "
+        "below."
     )
     tables = [
-        ("Claims", ["claim", "source", "test", "verdict", "trials that would decide it"], summary_rows(verdicts)),
+        (
+            "Claims",
+            ["claim", "source", "operationalisation", "test", "verdict", "claim p", "trials that would decide it"],
+            summary_rows(verdicts),
+        ),
         ("Tests, per unit", UNIT_HEADER, unit_rows(verdicts, settings)),
+        ("Declared inputs (params.yaml report:)", ["key", "value", "what it decides"], declared_inputs(settings)),
         *[
             (title, list(table.columns), [[cell(v) for v in row] for row in table.itertuples(index=False)])
             for title, table in extra_tables
@@ -161,7 +213,11 @@ def _pipe_table(header: list[str], rows: list[list]) -> str:
 
 def _html_table(header: list[str], rows: list[list]) -> str:
     def opening(name, value):
-        colour = VERDICT_COLOURS.get(value) if name == "verdict" else None
+        colour = (
+            next((c for v, c in VERDICT_COLOURS.items() if str(value).startswith(v)), None)
+            if name == "verdict"
+            else None
+        )
         return f"<td style='background:{colour}'>" if colour else "<td>"
 
     head = "<tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in header) + "</tr>"
@@ -182,16 +238,22 @@ def collapse_rates(points: pd.DataFrame) -> pd.DataFrame:
     ]
 
 
-def report_tables(agreement: pd.DataFrame, tables: Path) -> list[tuple[str, pd.DataFrame]]:
+def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig) -> list[tuple[str, pd.DataFrame]]:
     """The tables the report shows after the claims: agreement, Table 1, collapse, other metrics."""
     points = pd.read_csv(tables / "points.csv")
     every_metric = points[~points["headline"].astype(bool)]
     table1 = pd.read_csv(tables / "permutation_correlations.csv")
     table1_title = (
-        "Table 1: cross-task correlation over the same permutations, and its control (unpermuted runs by trial)"
+        "Table 1: cross-task correlation over the same permutations, and its control (unpermuted runs by trial); "
+        "p raw, exact, two-sided"
+        + "".join(
+            f"; at N = {n} trials the smallest p is 2/N! = {2 / math.factorial(n):.3g}"
+            + (f", so it cannot reach {settings.alpha}" if 2 / math.factorial(n) >= settings.alpha else "")
+            for n in sorted(set(table1["trials"].astype(int)))
+        )
     )
     extra = [
-        ("Probing vs finetuning agreement", agreement.round(4)),
+        ("Probing vs finetuning agreement (p raw; interval only where valid: docs/claims.md)", agreement.round(4)),
         (table1_title + ("" if len(table1) else ": no rows (no permutation study ran)"), table1),
         ("Collapsed runs (one class predicted; kept in every mean)", collapse_rates(points)),
     ]

@@ -150,12 +150,29 @@ class ProbeConfig(Section):
 
 @dataclass(frozen=True)
 class ReportConfig(Section):
-    alpha: float = knob(checks.open_unit, "family-wise error rate: Holm across every test in the report")
+    alpha: float = knob(
+        checks.open_unit, "level: intersection-union for 'every unit', Holm over one test per unit (docs/claims.md)"
+    )
     power: float = knob(checks.open_unit, "the trials planner's target power")
     single_layer_margin: float = knob(checks.positive, "'a single layer barely matters': |single - full| < this")
     correlation_margin: float = knob(checks.open_unit, "'probes do not predict finetuning': |Spearman rho| < this")
     bootstrap_resamples: int = knob(checks.integer(100), "bootstrap resamples")
-    bootstrap_min_trials: int = knob(checks.integer(2), "no bootstrap verdict below this many trials")
+    bootstrap_min_trials: int = knob(checks.integer(2), "no bootstrap verdict (and no interval) below this many trials")
+    max_undefined_share: float = knob(
+        checks.open_unit,
+        "no verdict from a bootstrap whose share of undefined draws (e.g. k90 of no gain) exceeds this",
+    )
+    block_margin: float = knob(
+        checks.positive, "'high-probing layers neither necessary nor sufficient': a block within this of full/scratch"
+    )
+    modifier_margin: float = knob(
+        checks.positive, "App. D/E/F 'does not help': the modified run gains less than this over the plain one"
+    )
+    chance_margin: float = knob(checks.positive, "'at chance': |score - chance level| < this (majority share; MCC 0)")
+    few_layers_fraction: float = knob(
+        checks.open_unit, "'a few early layers suffice': k90 at the largest size <= this x L (at least 1 layer)"
+    )
+    linear_r2: float = knob(checks.open_unit, "'a near-linear drop': R^2 of a straight line through the curve >= this")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,55 @@
+"""The probe-versus-finetuning agreement table (metrics/agreement.csv): a descriptive table
+beside the claims, its p-values raw (the claims that test agreement are in the registry)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from src.claims.registry import Shared
+from src.claims.units import Evidence, exact_spearman_p, first_reaching, row_spearman
+from src.stats import hypothesis
+
+COLUMNS = [
+    "task",
+    "size",
+    "trials",
+    "probe_seeds",
+    "rho",
+    "rho_p_exact",
+    "rho_ci_low",
+    "rho_ci_high",
+    "k90_finetune",
+    "k90_probe",
+]
+
+
+def agreement_table(ev: Evidence) -> pd.DataFrame:
+    """Per task and size with a complete curve and a probe: Spearman ρ between the probe curve and
+    the mean finetuning curve, its exact permutation p over the L + 1 points (raw), a bootstrap
+    95% interval only where it is valid (≥ report.bootstrap_min_trials trials and several probe
+    seeds, else empty), and where each curve first reaches 90% of its gain."""
+    shared, rows = Shared(ev), []
+    for (task, size), curve in shared.curves.items():
+        if task not in shared.probes:
+            continue
+        probe, draws, seeds = shared.probes[task]
+        low = high = np.nan
+        if draws is not None and len(curve.trials) >= ev.settings.bootstrap_min_trials:
+            rho = row_spearman(draws[: len(curve.draws)], curve.draws)
+            low, high = hypothesis.Bootstrap(0.0, rho, len(curve.trials)).interval()
+        rows.append(
+            [
+                task,
+                size,
+                len(curve.trials),
+                seeds,
+                hypothesis.spearman(probe, curve.mean),
+                exact_spearman_p(probe, curve.mean),
+                low,
+                high,
+                first_reaching(curve.mean),
+                first_reaching(probe),
+            ]
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
