@@ -179,7 +179,6 @@ def grid_params() -> dict:
             "single_layer_margin": 0.02,
             "correlation_margin": 0.5,
             "bootstrap_resamples": 200,
-            "bootstrap_min_trials": 10,
             "max_undefined_share": 0.05,
             "block_margin": 0.02,
             "modifier_margin": 0.02,

@@ -121,9 +121,7 @@ def test_f1_and_mcc_pseudo_values_give_the_leave_one_out_jackknife_variance():
 
 def test_one_trial_has_no_interval_and_no_p():
     labels = np.array([0, 1, 1])
-    estimate = hypothesis.paired_contrast(
-        [(1.0, np.array([[0, 1, 1]]), np.array([1.0]))], labels, "accuracy", 100, seed=0
-    )
+    estimate = hypothesis.paired_contrast([(1.0, np.array([[0, 1, 1]]), np.array([1.0]))], labels, "accuracy")
     assert estimate.n == 1 and all(
         math.isnan(v) for v in (*estimate.interval(), estimate.p_zero(), estimate.p_equivalent(0.1))
     )
@@ -151,22 +149,11 @@ def test_exact_permutation_p_of_a_perfect_rank_order_over_four_points():
     assert hypothesis.exact_permutation_p([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(2 / 24)
 
 
-def test_planned_trials_reach_the_power_by_the_noncentral_t():
-    effect, sd, alpha = 0.05, 0.06, 0.01
-    n = hypothesis.trials_for_difference(effect, sd, alpha)
-
-    def power(trials):
-        shift = effect / (sd / math.sqrt(trials))
-        critical = stats.t.ppf(1 - alpha / 2, trials - 1)
-        return stats.nct.sf(critical, trials - 1, shift) + stats.nct.cdf(-critical, trials - 1, shift)
-
-    assert power(n) >= 0.8 > power(n - 1)
-    assert hypothesis.trials_for_difference(0.0, sd, alpha) is None
-
-
 def test_planned_trials_for_equivalence_meet_their_definition():
+    # with no eval-set variance and a family of 1 the planner is Julious's TOST sample size
     margin, sd, alpha = 0.05, 0.04, 0.05
-    n = hypothesis.trials_for_equivalence(0.01, sd, margin, alpha)
+    estimate = hypothesis.Estimate(0.01, math.nan, 3, 2.0, sd, 2.0, 0.0)
+    n = hypothesis.plan_equivalence(estimate, margin, alpha, family=1).point
 
     def enough(trials):
         return (margin - 0.01) * math.sqrt(trials) / sd >= stats.t.ppf(1 - alpha, trials - 1) + stats.t.ppf(
@@ -174,7 +161,39 @@ def test_planned_trials_for_equivalence_meet_their_definition():
         )
 
     assert enough(n) and not enough(n - 1)
-    assert hypothesis.trials_for_equivalence(0.06, sd, margin, alpha) is None  # observed effect beyond the margin
+    beyond = hypothesis.Estimate(0.06, math.nan, 3, 2.0, sd, 2.0, 0.0)
+    assert hypothesis.plan_equivalence(beyond, margin, alpha, family=1).point is None  # observed effect beyond it
+
+
+def test_one_sided_p_is_the_one_sided_t_test_at_any_bound():
+    x = np.array([0.03, 0.05, 0.01, 0.04])
+    estimate = hypothesis.Estimate(x.mean(), x.std(ddof=1) / 2, 4, df=3.0)
+    for bound in (0.0, 0.02):
+        assert estimate.p_greater(bound) == pytest.approx(stats.ttest_1samp(x, bound, alternative="greater").pvalue)
+        assert estimate.p_less(bound) == pytest.approx(stats.ttest_1samp(x, bound, alternative="less").pvalue)
+
+
+def test_variance_ratio_p_is_the_one_sided_f_test():
+    a, b = np.array([1.0, 3.0, 5.0, 9.0]), np.array([2.0, 2.5, 3.0])
+    expected = stats.f.sf(np.var(a, ddof=1) / np.var(b, ddof=1), 3, 2)
+    assert hypothesis.variance_ratio_p(a, b) == pytest.approx(expected)
+
+
+def test_spearman_rows_pairs_row_with_row_as_scipy():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(20, 7)), rng.normal(size=(20, 7))
+    b[3] = 1.0  # a constant row: undefined
+    expected = [stats.spearmanr(x, y).statistic if np.ptp(y) else math.nan for x, y in zip(a, b)]
+    np.testing.assert_allclose(hypothesis.spearman_rows(a, b), expected)
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_exact_spearman_p_is_scipys_permutation_test(alternative):
+    x, y = np.array([0.1, 0.4, 0.2, 0.9, 0.5, 0.5]), np.array([1.0, 2.0, 2.0, 5.0, 3.0, 4.0])  # ties included
+    expected = stats.permutation_test(
+        (x,), lambda a: stats.spearmanr(a, y).statistic, permutation_type="pairings", alternative=alternative
+    ).pvalue
+    assert hypothesis.exact_spearman_p(x, y, alternative) == pytest.approx(expected)
 
 
 def test_bootstrap_p_and_intervals_of_draws():
@@ -183,6 +202,7 @@ def test_bootstrap_p_and_intervals_of_draws():
     assert boot.p_equivalent(0.5) == pytest.approx(0.9)
     assert boot.p_beyond(0.5) == pytest.approx(1 / 101)  # no draw within the margin: floored at 1/(B+1), B = 100
     assert boot.p_greater() == pytest.approx(0.1)
+    assert boot.p_less() == pytest.approx(0.9) and boot.p_less(2.0) == pytest.approx(1 / 101)
 
 
 def test_bootstrap_p_is_never_below_one_over_draws_plus_one():

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from src.claims.registry import Shared
-from src.claims.units import Evidence, exact_spearman_p, first_reaching, row_spearman
-from src.stats import hypothesis
+from src.claims.units import Evidence, first_reaching
+from src.stats import calibration, hypothesis
 
 COLUMNS = [
     "task",
@@ -27,16 +27,16 @@ COLUMNS = [
 def agreement_table(ev: Evidence) -> pd.DataFrame:
     """Per task and size with a complete curve and a probe: Spearman ρ between the probe curve and
     the mean finetuning curve, its exact permutation p over the L + 1 points (raw), a bootstrap
-    95% interval only where it is valid (≥ report.bootstrap_min_trials trials and several probe
-    seeds, else empty), and where each curve first reaches 90% of its gain."""
+    95% interval only where it is valid (calibration.decidable of a "bootstrap" curve statistic
+    at its trials, and several probe seeds; else empty), and where each curve first reaches 90% of its gain."""
     shared, rows = Shared(ev), []
     for (task, size), curve in shared.curves.items():
         if task not in shared.probes:
             continue
         probe, draws, seeds = shared.probes[task]
         low = high = np.nan
-        if draws is not None and len(curve.trials) >= ev.settings.bootstrap_min_trials:
-            rho = row_spearman(draws[: len(curve.draws)], curve.draws)
+        if draws is not None and calibration.decidable("bootstrap", len(curve.trials))[0]:
+            rho = hypothesis.spearman_rows(draws[: len(curve.draws)], curve.draws)
             low, high = hypothesis.Bootstrap(0.0, rho, len(curve.trials)).interval()
         rows.append(
             [
@@ -45,7 +45,7 @@ def agreement_table(ev: Evidence) -> pd.DataFrame:
                 len(curve.trials),
                 seeds,
                 hypothesis.spearman(probe, curve.mean),
-                exact_spearman_p(probe, curve.mean),
+                hypothesis.exact_spearman_p(probe, curve.mean),
                 low,
                 high,
                 first_reaching(curve.mean),

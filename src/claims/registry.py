@@ -33,15 +33,12 @@ from src.claims.units import (
     bootstrap_unit,
     chance_level,
     contrast_unit,
-    exact_spearman_p,
     exact_unit,
     first_reaching,
     probe_curve,
     progressive_curve,
-    row_spearman,
     slope_unit,
     studies_of,
-    variance_ratio_p,
     welch_unit,
 )
 from src.stats import hypothesis
@@ -156,6 +153,7 @@ def few_layers_suffice(ev: Evidence, shared: Shared) -> list[Unit]:
             margin_of(curve.mean),
             along_draws(margin_of, curve.draws),
             len(curve.trials),
+            kind="bootstrap",
             gaps=((task, size),),
             studies=curve.studies,
             notes=[*curve.notes, f"k90 = {k_text(first_reaching(curve.mean))}"],
@@ -181,6 +179,7 @@ def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
                 first_reaching(small.mean) - first_reaching(large.mean),
                 k90(small.draws) - k90(large.draws),
                 min(len(small.trials), len(large.trials)),
+                kind="bootstrap-difference",
                 gaps=((task, sizes[0]), (task, sizes[-1])),
                 studies=tuple(sorted(set(small.studies + large.studies))),
                 notes=[
@@ -215,6 +214,7 @@ def drop_point_shifts(ev: Evidence, shared: Shared) -> list[Unit]:
                 drop_point(small.mean) - drop_point(large.mean),
                 drop_point(small.draws) - drop_point(large.draws),
                 min(len(small.trials), len(large.trials)),
+                kind="bootstrap-difference",
                 gaps=((task, sizes[0]), (task, sizes[-1])),
                 studies=tuple(sorted(set(small.studies + large.studies))),
                 notes=[
@@ -246,6 +246,7 @@ def cola_near_linear(ev: Evidence, shared: Shared) -> list[Unit]:
                 linear_r2(curve.mean) - r2,
                 along_draws(linear_r2, curve.draws) - r2,
                 len(curve.trials),
+                kind="bootstrap",
                 studies=curve.studies,
                 notes=[f"R² = {linear_r2(curve.mean):.3f}"],
             )
@@ -336,7 +337,7 @@ def paired_draws(probe: tuple, curve: Curve) -> np.ndarray:
 
 
 def rho_draws(probe: tuple, curve: Curve) -> np.ndarray:
-    return row_spearman(paired_draws(probe, curve), curve.draws)
+    return hypothesis.spearman_rows(paired_draws(probe, curve), curve.draws)
 
 
 def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
@@ -354,12 +355,13 @@ def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
             hypothesis.spearman(probe[0], curve.mean),
             rho_draws(probe, curve),
             len(curve.trials),
+            kind="bootstrap",
             margin=margin,
             gaps=((task, size),),
             studies=curve.studies,
             notes=[
                 f"{probe[2]} probe seed(s)",
-                f"exact permutation p of ρ (raw) = {p_text(exact_spearman_p(probe[0], curve.mean))}",
+                f"exact permutation p of ρ (raw) = {p_text(hypothesis.exact_spearman_p(probe[0], curve.mean))}",
             ],
         )
         units.append(probe_units_refused(unit, probe))
@@ -383,6 +385,7 @@ def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
             rho[sizes[0]] - rho[sizes[-1]],
             rho_draws(probe, small) - rho_draws(probe, large),
             min(len(small.trials), len(large.trials)),
+            kind="bootstrap-difference",
             gaps=((task, sizes[0]), (task, sizes[-1])),
             studies=tuple(sorted(set(small.studies + large.studies))),
             notes=[f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}"],
@@ -406,6 +409,7 @@ def probe_peaks_lower(ev: Evidence, shared: Shared) -> list[Unit]:
             curve.mean.max() - probe[0].max(),
             curve.draws.max(axis=1) - paired_draws(probe, curve).max(axis=1),
             len(curve.trials),
+            kind="bootstrap",
             studies=curve.studies,
         )
         units.append(probe_units_refused(unit, probe))
@@ -427,6 +431,7 @@ def probe_needs_more_layers(ev: Evidence, shared: Shared) -> list[Unit]:
             first_reaching(probe[0]) - first_reaching(curve.mean),
             along_draws(first_reaching, paired_draws(probe, curve)) - along_draws(first_reaching, curve.draws),
             len(curve.trials),
+            kind="bootstrap",
             gaps=((task, size),),
             studies=curve.studies,
             notes=[f"k90 probe {k_text(first_reaching(probe[0]))}, finetuning {k_text(first_reaching(curve.mean))}"],
@@ -459,6 +464,7 @@ def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
                 estimate,
                 probe[1][:, L - 2] - probe[1][:, L],
                 probe[2],
+                kind="bootstrap",
             )
         )
     return units
@@ -495,6 +501,7 @@ def probe_near_chance_units(ev: Evidence, shared: Shared, claim: str, task: str,
                 estimate,
                 probe[1][:, layer] - chance,
                 probe[2],
+                kind="bootstrap",
                 margin=margin,
             )
         )
@@ -857,8 +864,8 @@ def lr_adds_variance(ev: Evidence, shared: Shared) -> list[Unit]:
             ratio,
             (math.nan, math.nan),
             (len(a), len(b)),
-            p_for=variance_ratio_p(a, b),
-            p_against=variance_ratio_p(b, a),
+            p_for=hypothesis.variance_ratio_p(a, b),
+            p_against=hypothesis.variance_ratio_p(b, a),
             studies=tuple(sorted(set(rows["study"]) | set(base["study"]))),
         )
         unit.interval_note = "a variance ratio: no interval printed"
@@ -911,7 +918,7 @@ def later_layers_move_more(ev: Evidence, shared: Shared) -> list[Unit]:
         )
         unit.notes.append(
             "exact permutation p of ρ(layer, mean ‖ΔW‖) (raw) = "
-            + p_text(exact_spearman_p(layers, by_trial.mean().to_numpy()))
+            + p_text(hypothesis.exact_spearman_p(layers, by_trial.mean().to_numpy()))
         )
         units.append(unit)
     return units

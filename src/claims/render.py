@@ -100,6 +100,8 @@ def summary_rows(verdicts: list[dict]) -> list[list]:
     for v in verdicts:
         claim, plan = v["claim"], v["plan"] or {}
         decide = f"{plan['trials']} trials: `{plan['command']}`" if plan.get("trials") else ""
+        if plan.get("ranges"):
+            decide += " [per unit, low–high (point): " + "; ".join(plan["ranges"]) + "]"
         if plan.get("reasons"):
             decide += (" " if decide else "") + "(" + "; ".join(plan["reasons"]) + ")"
         verdict = f"{NOT_RUN}: needs `{v['needs']}`" if v["verdict"] == NOT_RUN else v["verdict"]

@@ -6,25 +6,22 @@ Each unit carries two one-sided p-values: `p_for` (H0: the claim fails at this u
 `p_against` (H0: the claim holds at this unit), so src/claims/verdicts.py can combine
 them by the claim's logic. A unit with `refused` set has no p-values and says why.
 
-Tests written here because src/stats has no one-sided versions yet (they should move to, or
-use, the stats branch's `Estimate.p_greater`, two-tailed `p_beyond` and floored bootstrap p):
-one-sided t p from an Estimate, the two-tailed minimum-effect p, the floored bootstrap p,
-and the one-sided variance-ratio F test. Each is checked against a textbook case in
-tests/test_claims.py.
+Every statistic (one-sided, equivalence and minimum-effect p's, bootstrap p's, the F test,
+Spearman's exact p) is defined once, in src/stats/hypothesis.py; this module only picks which
+one tests which claim.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from src.config.schema import DataConfig, ReportConfig, StudyConfig, TrainConfig
-from src.stats import hypothesis
+from src.stats import calibration, hypothesis
 from src.stats.hypothesis import Bootstrap, Estimate
 
 
@@ -80,56 +77,19 @@ class Unit:
     key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
     adjusted: float = math.nan  # Holm-adjusted p of the one test that enters the report's family
     status: str = "unresolved"
+    test_type: str = ""  # its calibration.TEST_TYPES entry ("" for exact tests: no calibration needed)
+    collapse_rate: float = 0.0  # the largest share of collapsed runs among its conditions
 
 
-# --- one-sided tests (to move to src/stats: see the module docstring) ----------------------------------------
-
-
-def p_greater(estimate: Estimate, bound: float = 0.0) -> float:
-    """One-sided t p of H0: contrast <= bound (small p: contrast > bound)."""
-    if estimate.n < 2 or not np.isfinite(estimate.se):
-        return math.nan
-    if estimate.se == 0:
-        return 0.0 if estimate.estimate > bound else 1.0
-    return float(stats.t.sf((estimate.estimate - bound) / estimate.se, estimate.df))
-
-
-def p_less(estimate: Estimate, bound: float = 0.0) -> float:
-    """One-sided t p of H0: contrast >= bound."""
-    return p_greater(Estimate(-estimate.estimate, estimate.se, estimate.n), -bound)
-
-
-def p_beyond(estimate: Estimate, margin: float) -> float:
-    """p of H0: |contrast| <= margin with both tails (the least favourable null, contrast = ±margin,
-    rejects on either side): est 0.11, SE 0.03, margin 0.02, df 2 gives 0.072."""
-    if estimate.n < 2 or not np.isfinite(estimate.se):
-        return math.nan
-    if estimate.se == 0:
-        return 0.0 if abs(estimate.estimate) > margin else 1.0
-    z = abs(estimate.estimate)
-    return float(
-        stats.t.sf((z - margin) / estimate.se, estimate.df) + stats.t.cdf((-z - margin) / estimate.se, estimate.df)
-    )
-
-
-def bootstrap_p_greater(draws: np.ndarray, bound: float = 0.0) -> float:
-    """Bootstrap p of H0: statistic <= bound, (1 + draws at or below) / (1 + defined draws): never 0."""
-    defined = draws[np.isfinite(draws)]
-    return float((1 + np.sum(defined <= bound)) / (1 + len(defined))) if len(defined) else math.nan
-
-
-def bootstrap_p_less(draws: np.ndarray, bound: float = 0.0) -> float:
-    return bootstrap_p_greater(-np.asarray(draws), -bound)
-
-
-def variance_ratio_p(a: np.ndarray, b: np.ndarray) -> float:
-    """One-sided F test of H0: var(a) <= var(b) (normal samples; scipy has the F distribution, not the test)."""
-    if len(a) < 2 or len(b) < 2:
-        return math.nan
-    var_b = np.var(b, ddof=1)
-    if var_b == 0:
-        return 0.0 if np.var(a, ddof=1) > 0 else 1.0
-    return float(stats.f.sf(np.var(a, ddof=1) / var_b, len(a) - 1, len(b) - 1))
+def design_refusal(unit: Unit, test_type: str, n_trials: int, collapse_rate: float = 0.0) -> Unit:
+    """Refuse `unit` (no interval, no p) where calibration.decidable says its test does not hold its
+    calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
+    unit.test_type, unit.collapse_rate = test_type, collapse_rate
+    ok, reason = calibration.decidable(test_type, n_trials, collapse_rate)
+    if not ok:
+        unit.refused = unit.interval_note = reason
+        unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
+    return unit
 
 
 # --- rows, trials and predictions --------------------------------------------------------------------------
@@ -150,6 +110,16 @@ def common_trials(runs: pd.DataFrame, task: str, size: int, slugs: list[str]) ->
     notes = [f"{diverged} diverged run(s) left out"] if diverged else []
     notes += [f"{collapsed} collapsed run(s) kept"] if collapsed else []
     return sorted(int(t) for t in common), notes
+
+
+def collapse_rate(runs: pd.DataFrame, task: str, size: int, slugs) -> float:
+    """The largest share of collapsed runs among the conditions `slugs` at (task, size), over all
+    their finished runs: the rate calibration.decidable reads for the collapse-skewed null."""
+    rows = rows_of(runs, task, size, slugs)
+    rows = rows[rows["status"] == "ok"]
+    if rows.empty or "collapsed" not in rows:
+        return 0.0
+    return float(rows["collapsed"].fillna(False).astype(bool).groupby(rows["slug"]).mean().max())
 
 
 def scores_of(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> tuple[np.ndarray | None, np.ndarray]:
@@ -192,7 +162,7 @@ def paired_estimate(ev: Evidence, task: str, size: int, weights: dict[str, float
     if any(predictions is None for _, predictions, _ in terms):
         metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), s) for w, _, s in terms]
         notes = notes + ["trials only (no per-example predictions)"]
-    estimate = hypothesis.paired_contrast(terms, labels, metric, ev.settings.bootstrap_resamples, seed=0)
+    estimate = hypothesis.paired_contrast(terms, labels, metric)
     return estimate, notes
 
 
@@ -218,14 +188,14 @@ def contrast_unit(
     """A paired contrast sum_slug weight * score (minus `shift`, e.g. a chance level) at (task, size).
     shape: greater (> 0) | within (|·| < margin) | below (< margin: no gain) | above (> −margin: no loss)."""
     estimate, notes = paired_estimate(ev, task, size, weights)
-    estimate = Estimate(estimate.estimate - shift, estimate.se, estimate.n)
+    estimate = replace(estimate, estimate=estimate.estimate - shift)
     p_for, p_against = {
-        "greater": lambda: (p_greater(estimate), p_less(estimate)),
-        "within": lambda: (estimate.p_equivalent(margin), p_beyond(estimate, margin)),
-        "below": lambda: (p_less(estimate, margin), p_greater(estimate, margin)),
-        "above": lambda: (p_greater(estimate, -margin), p_less(estimate, -margin)),
+        "greater": lambda: (estimate.p_greater(), estimate.p_less()),
+        "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
+        "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
+        "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
     }[shape]()
-    return estimate_unit(
+    unit = estimate_unit(
         claim,
         name or f"{task} n={size}",
         test,
@@ -239,33 +209,35 @@ def contrast_unit(
         notes=notes,
         key=(task, size),
     )
+    test_type = "equivalence" if shape == "within" else "one-sided"
+    return design_refusal(unit, test_type, estimate.n, collapse_rate(ev.runs, task, size, weights))
 
 
 def bootstrap_unit(
-    ev: Evidence, claim: str, name: str, test: str, estimate: float, draws: np.ndarray, n: int, **kw
+    ev: Evidence, claim: str, name: str, test: str, estimate: float, draws: np.ndarray, n: int, kind: str, **kw
 ) -> Unit:
-    """A percentile-bootstrap statistic, claim "> 0" (or |·| < margin with `margin`): refused
-    below report.bootstrap_min_trials and above report.max_undefined_share, and then printed
-    without an interval."""
+    """A percentile-bootstrap statistic, claim "> 0" (or |·| < margin with `margin`). `kind` is its
+    calibration test type: "bootstrap-difference" for a difference of two like curve statistics
+    tested at 0, "bootstrap" for a curve statistic against a fixed value or margin. Refused
+    (printed without an interval or p) where calibration.decidable says the design cannot decide
+    at n trials, and above report.max_undefined_share."""
     s, margin = ev.settings, kw.pop("margin", None)
     boot = Bootstrap(float(estimate), np.asarray(draws, dtype=float), n)
     share = boot.undefined_share
     unit = Unit(claim, name, test, boot.estimate, boot.interval(0.95), n, result=boot, margin=margin, **kw)
     unit.notes.append(f"undefined draws {share:.1%}")
-    if n < s.bootstrap_min_trials:
-        unit.refused = f"a percentile bootstrap over {n} trials under-covers (needs ≥ {s.bootstrap_min_trials})"
-    elif share > s.max_undefined_share:
-        unit.refused = f"{share:.1%} of bootstrap draws undefined (allowed ≤ {s.max_undefined_share:.0%})"
-    if unit.refused:
-        unit.interval, unit.interval_note = (math.nan, math.nan), unit.refused
+    if design_refusal(unit, kind, n).refused:
+        return unit
+    if share > s.max_undefined_share:
+        unit.refused = unit.interval_note = (
+            f"{share:.1%} of bootstrap draws undefined (allowed ≤ {s.max_undefined_share:.0%})"
+        )
+        unit.interval = (math.nan, math.nan)
         return unit
     if margin is None:
-        unit.p_for, unit.p_against = bootstrap_p_greater(boot.draws), bootstrap_p_less(boot.draws)
+        unit.p_for, unit.p_against = boot.p_greater(), boot.p_less()
     else:
-        defined = boot.draws[np.isfinite(boot.draws)]
-        floor = 1 / (1 + len(defined))
-        unit.p_for = max(boot.p_equivalent(margin), floor)
-        unit.p_against = max(boot.p_beyond(margin), floor)
+        unit.p_for, unit.p_against = boot.p_equivalent(margin), boot.p_beyond(margin)
     return unit
 
 
@@ -277,6 +249,8 @@ def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, *
     unit = Unit(claim, name, test, estimate, (math.nan, math.nan), (len(a), len(b)), result={"sd": sd}, **kw)
     if len(a) < 2 or len(b) < 2:
         unit.refused = "fewer than 2 runs on a side"
+        return unit
+    if design_refusal(unit, "welch", min(len(a), len(b))).refused:
         return unit
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     unit.interval = (float(ci.low), float(ci.high))
@@ -296,7 +270,7 @@ def exact_unit(claim: str, name: str, test: str, x, y, **kw) -> Unit:
         unit.refused = "fewer than 3 points or a constant side"
         return unit
     unit.min_p = 1 / math.factorial(len(x)) if len(x) <= 8 else 0.0
-    unit.p_for, unit.p_against = exact_spearman_p(x, y, "greater"), exact_spearman_p(x, y, "less")
+    unit.p_for, unit.p_against = (hypothesis.exact_spearman_p(x, y, side) for side in ("greater", "less"))
     return unit
 
 
@@ -308,8 +282,10 @@ def slope_unit(claim: str, name: str, test: str, x, per_trial: np.ndarray, **kw)
     slopes = np.array([np.polyfit(x, row, 1)[0] for row in np.asarray(per_trial, dtype=float)])
     n = len(slopes)
     se = float(np.std(slopes, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    estimate = Estimate(float(np.mean(slopes)) if n else math.nan, se, n)
-    return estimate_unit(claim, name, test, estimate, p_greater(estimate), p_less(estimate), **kw)
+    sd = float(np.std(slopes, ddof=1)) if n > 1 else math.nan
+    estimate = Estimate(float(np.mean(slopes)) if n else math.nan, se, n, n - 1, sd, n - 1)
+    unit = estimate_unit(claim, name, test, estimate, estimate.p_greater(), estimate.p_less(), **kw)
+    return design_refusal(unit, "one-sided", n)
 
 
 # --- curves over k and probe curves ------------------------------------------------------------------------
@@ -393,40 +369,6 @@ def first_reaching(values_by_k, fraction: float = 0.9) -> float:
         return math.nan
     target = fraction * gains[-1]
     return float(np.argmax((gains >= target) | np.isclose(gains, target)))
-
-
-def row_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spearman ρ of each row of `a` with the same row of `b` (average ranks, as scipy), NaN
-    where a row is constant: the Pearson correlation of the rows' ranks, vectorised."""
-    ra = stats.rankdata(np.asarray(a, dtype=float), axis=1)
-    rb = stats.rankdata(np.asarray(b, dtype=float), axis=1)
-    ra, rb = ra - ra.mean(axis=1, keepdims=True), rb - rb.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (ra * rb).sum(axis=1) / np.sqrt((ra**2).sum(axis=1) * (rb**2).sum(axis=1))
-
-
-def exact_spearman_p(x, y, alternative: str = "two-sided") -> float:
-    """Permutation p of Spearman ρ(x, y) over the pairings, as scipy.stats.permutation_test gives
-    it (two-sided: twice the smaller tail, at most 1), with every permutation up to 8 points
-    (20,000 random ones beyond, p = (1 + hits) / (1 + draws)), vectorised: scipy calls
-    spearmanr once per permutation (15 s for 7 points on a loaded core, 0.05 s here)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return math.nan
-    exact = len(x) <= 8
-    orders = (
-        np.array(list(itertools.permutations(range(len(x)))))
-        if exact
-        else np.stack([np.random.default_rng(0).permutation(len(x)) for _ in range(20_000)])
-    )
-    observed = row_spearman(x[None, :], y[None, :])[0]
-    null = row_spearman(x[orders], np.broadcast_to(y, orders.shape))
-    tolerance = 1e-12 * max(1.0, abs(observed))
-    hits = {"greater": np.sum(null >= observed - tolerance), "less": np.sum(null <= observed + tolerance)}
-    tail = {k: (v / len(null) if exact else (1 + v) / (1 + len(null))) for k, v in hits.items()}
-    if alternative != "two-sided":
-        return float(tail[alternative])
-    return float(min(1.0, 2 * min(tail.values())))
 
 
 def along_draws(function, draws: np.ndarray) -> np.ndarray:

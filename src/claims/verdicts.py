@@ -4,17 +4,19 @@ the trials planner and the `dvc exp run -S …` command that adds what a claim n
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from src.claims.registry import CLAIMS, Claim, Need, Shared
 from src.claims.units import ONE_PROBE_SEED, Evidence, Unit
 from src.config.schema import StudyConfig
-from src.stats import hypothesis
+from src.stats import calibration, hypothesis
 from src.tasks.registry import TASKS
 
 NOT_RUN = "not run"
 NO_VERDICT = "no verdict"
+DESIGN_REFUSAL = "the design cannot decide"  # how calibration.decidable's refusals begin
 RULE = (
     "Each unit of a claim has two one-sided tests: *for* the claim (H0: it fails there) and *against* it (H0: it "
     "holds there). A universal claim ('at every task and size') is **supported** by an intersection-union test: "
@@ -56,16 +58,22 @@ def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
     ]
     for (unit, _), adjusted in zip(family, hypothesis.holm([p for _, p in family])):
         unit.adjusted = adjusted
-    family_size = sum(np.isfinite(p) for _, p in family)
+    # the family of the planned design: today's tests and every unit more trials would make testable
+    planned_family = sum(np.isfinite(p) for _, p in family) + sum(
+        1
+        for units in by_claim.values()
+        for u in units
+        if u.refused.startswith(DESIGN_REFUSAL) and calibration.decidable_from(u.test_type, u.collapse_rate)
+    )
     for claim in CLAIMS:
         for unit in by_claim[claim.id]:
             unit.status = unit_status(unit, claim.every, alpha)
     gaps = {u.key: u for u in by_claim["full_beats_scratch"]}
-    verdicts = [verdict(claim, by_claim[claim.id], gaps, ev, family_size) for claim in CLAIMS]
+    verdicts = [verdict(claim, by_claim[claim.id], gaps, ev, planned_family) for claim in CLAIMS]
     return verdicts, [u for units in by_claim.values() for u in units]
 
 
-def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, family_size: int) -> dict:
+def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, planned_family: int) -> dict:
     needed_gaps = [gaps.get(g) for u in units for g in u.gaps] if claim.needs_gap else []
     statuses = [u.status for u in units]
     if not units:
@@ -100,7 +108,7 @@ def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, family_si
         "verdict": text,
         "p": p,  # universal: the intersection-union p (raw, the largest); existential: the smallest Holm p
         "units": units,
-        "plan": plan_trials(claim, units, needed_gaps, ev, family_size) if undecided else None,
+        "plan": plan_trials(claim, units, needed_gaps, ev, planned_family) if undecided else None,
         "needs": command_for(claim, ev) if text == NOT_RUN else None,
     }
 
@@ -108,70 +116,88 @@ def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, family_si
 # --- the planner ------------------------------------------------------------------------------------------------
 
 
-def trials_for(unit: Unit, alpha: float, power: float) -> tuple[int | None, str]:
-    """(trials the unit's one-sided test at `alpha` needs at `power` if its observed effect and
-    per-trial SD are the true ones, or None with the reason)."""
-    try:
-        return _trials_for(unit, alpha, power)
-    except ValueError:  # statsmodels' power solver found no root (it returns NaN)
-        return None, "the power solver did not converge"
+def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.TrialsPlan:
+    """Trials the unit's one-sided test at alpha / `family` needs at `power` if its observed effect is the
+    true one: a range (low, point, high) from the trial SD's interval and the eval set's fixed SE
+    (hypothesis.plan_difference / plan_equivalence), or None with the reason; never below the trials
+    from which calibration.decidable says its design decides."""
+    plan = _plan_for(unit, alpha, power, family)
+    floor = calibration.decidable_from(unit.test_type, unit.collapse_rate) if unit.test_type else None
+    if unit.test_type and floor is None:
+        return hypothesis.TrialsPlan(None, None, None, unit.refused or "no number of trials calibrates its test")
+    if floor is None or plan.point is None:
+        return plan
+    raised = [None if n is None else max(n, floor) for n in (plan.low, plan.point, plan.high)]
+    reason = plan.reason or (f"its design decides from {floor} trials" if floor > (plan.point or 0) else "")
+    return hypothesis.TrialsPlan(*raised, reason)
 
 
-def _trials_for(unit: Unit, alpha: float, power: float) -> tuple[int | None, str]:
+def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.TrialsPlan:
     result = unit.result
     if isinstance(result, hypothesis.Estimate):
-        sd, effect = result.trial_sd, result.estimate
         if unit.shape == "within":
-            n = hypothesis.trials_for_equivalence(effect, sd, unit.margin, alpha, power)
-        else:
-            distance = {
-                "greater": effect,
-                "below": unit.margin - effect if unit.margin else effect,
-                "above": effect + (unit.margin or 0),
-            }[unit.shape]
-            n = hypothesis.trials_for_difference(distance, sd, 2 * alpha, power) if distance > 0 else None
-        return n, "" if n else "no number of trials decides it if the observed effect is the true one"
+            return hypothesis.plan_equivalence(result, unit.margin, alpha, family, power)
+        distance = {
+            "greater": result.estimate,
+            "below": (unit.margin or 0) - result.estimate,
+            "above": result.estimate + (unit.margin or 0),
+        }[unit.shape]
+        if not distance > 0:
+            return hypothesis.TrialsPlan(
+                None, None, None, "no number of trials decides it if the observed effect is the true one"
+            )
+        # a one-sided test at alpha / family is the two-sided one at 2 alpha / family
+        return hypothesis.plan_difference(replace(result, estimate=distance), 2 * alpha, family, power)
     if isinstance(result, hypothesis.Bootstrap):
-        return None, "a bootstrap statistic: power is not computed"
+        floor = calibration.decidable_from(unit.test_type) if unit.test_type else None
+        return hypothesis.TrialsPlan(None, floor, None, "a bootstrap statistic: power is not computed")
     if isinstance(result, dict) and np.isfinite(unit.estimate) and unit.estimate > 0:
-        n = hypothesis.trials_for_two_samples(unit.estimate, result["sd"], 2 * alpha, power)
-        return n, "" if n else "no number of trials decides it"
+        n = hypothesis.trials_for_two_samples(unit.estimate, result["sd"], 2 * alpha / family, power)
+        return hypothesis.TrialsPlan(
+            None, n, None, "point value only (Welch)" if n else "no number of trials decides it"
+        )
     if unit.raw:
-        n = next(n for n in range(3, 12) if 1 / math.factorial(n) < alpha)
-        return n, f"an exact test reaches p < {alpha} from {n} points (power not computed)"
-    return None, "no planner for this test"
+        n = next(n for n in range(3, 12) if 1 / math.factorial(n) < alpha / family)
+        return hypothesis.TrialsPlan(None, n, None, f"an exact test reaches p < {alpha / family:.3g} from {n} points")
+    return hypothesis.TrialsPlan(None, None, None, "no planner for this test")
 
 
-def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, family_size: int) -> dict:
+def plan_text(plan: hypothesis.TrialsPlan) -> str:
+    if plan.low is not None and plan.high is not None and plan.low != plan.high:
+        return f"{plan.low}–{plan.high} (point {plan.point})"
+    return f"{plan.high or plan.point}" if plan.high else f"≥ {plan.point} (no upper end)" if plan.point else ""
+
+
+def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, planned_family: int) -> dict:
     """Trials that would decide every undecided unit (and the gaps it needs): at α for a universal
     claim (intersection-union needs no adjustment), at α / family for an existential one
-    (Bonferroni, the strictest Holm step). A point value from the observed SD (2 df at 3
-    trials: the true need can be several times larger or smaller); never fewer than one more
-    trial than a blocking unit has, and at least report.bootstrap_min_trials for a bootstrap."""
+    (Bonferroni, the strictest Holm step), with the family of the planned design (every unit that
+    more trials would make testable). Per unit a range (low–high, point): the trial SD's 95%
+    interval on its df, the eval set's part of the variance not shrinking with trials. The
+    claim's number is the largest point over its blocking units; never fewer than one more trial
+    than a blocking unit has."""
     s = ev.settings
-    alpha = s.alpha if claim.every else s.alpha / max(family_size, 1)
+    family = 1 if claim.every else planned_family
     blocking = [u for u in units if u.status != "for"] + [g for g in gaps if g is not None and g.status != "for"]
-    needs, studies, reasons = [], set(), []
+    needs, studies, reasons, ranges = [], set(), [], []
     for unit in dict.fromkeys(blocking):
         if unit.refused == ONE_PROBE_SEED:
             reasons.append(f"{unit.name}: needs several probe seeds, not more trials")
             continue
-        n, reason = trials_for(unit, alpha, s.power)
-        if isinstance(unit.result, hypothesis.Bootstrap) and unit.result.n < s.bootstrap_min_trials:
-            n = s.bootstrap_min_trials
-            reason = f"{reason}; {s.bootstrap_min_trials} trials is the minimum for its interval"
-        if reason:
-            reasons.append(f"{unit.name}: {reason}")
-        if n is None:
+        plan = plan_for(unit, s.alpha, s.power, family)
+        if plan.reason:
+            reasons.append(f"{unit.name}: {plan.reason}")
+        if plan.point is None:
             continue
         have = max(unit.n) if isinstance(unit.n, tuple) else int(unit.n)
-        needs.append(max(n, have + 1))
+        needs.append(max(plan.point, have + 1))
+        ranges.append(f"{unit.name}: {plan_text(plan)}")
         studies |= set(unit.studies)
     if not needs or not studies:
-        return {"trials": None, "command": None, "reasons": reasons}
+        return {"trials": None, "command": None, "reasons": reasons, "ranges": ranges}
     n = max(needs)
     command = "dvc exp run " + " ".join(f"-S studies.{study}.trials={n}" for study in sorted(studies))
-    return {"trials": n, "command": command, "reasons": reasons}
+    return {"trials": n, "command": command, "reasons": reasons, "ranges": ranges}
 
 
 # --- what a claim that did not run needs -----------------------------------------------------------------------------

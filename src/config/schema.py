@@ -157,7 +157,6 @@ class ReportConfig(Section):
     single_layer_margin: float = knob(checks.positive, "'a single layer barely matters': |single - full| < this")
     correlation_margin: float = knob(checks.open_unit, "'probes do not predict finetuning': |Spearman rho| < this")
     bootstrap_resamples: int = knob(checks.integer(100), "bootstrap resamples")
-    bootstrap_min_trials: int = knob(checks.integer(2), "no bootstrap verdict (and no interval) below this many trials")
     max_undefined_share: float = knob(
         checks.open_unit,
         "no verdict from a bootstrap whose share of undefined draws (e.g. k90 of no gain) exceeds this",

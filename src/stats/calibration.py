@@ -431,6 +431,18 @@ def decidable(test_type: str, n_trials: int, collapse_rate: float = 0.0, alpha: 
     return True, ""
 
 
+def decidable_from(test_type: str, collapse_rate: float = 0.0, alpha: float = ALPHA) -> int | None:
+    """The fewest trials at which decidable() says yes (up to MAX_DECIDABLE_TRIALS), None when no
+    number of trials makes the design decide (a "bootstrap" curve statistic)."""
+    return next(
+        (t for t in range(min(TRIALS), MAX_DECIDABLE_TRIALS + 1) if decidable(test_type, t, collapse_rate, alpha)[0]),
+        None,
+    )
+
+
+MAX_DECIDABLE_TRIALS = 1000
+
+
 def test_type_of(row: Row) -> str:
     """The decidable() test type a row of the table measures."""
     if row.test.startswith("Welch"):

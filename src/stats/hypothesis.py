@@ -15,13 +15,14 @@ measured by simulation (src/stats/calibration.py, docs/calibration.md).
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.power import TTestIndPower, TTestPower
+from statsmodels.stats.power import TTestIndPower
 
 POWER = 0.8  # the planner's default: the usual 80%
 BINARY_COUNT_METRICS = ("f1", "mcc")  # metrics of the binary confusion counts
@@ -156,13 +157,17 @@ class Estimate:
             return 0.0 if self.estimate != 0 else 1.0
         return float(2 * stats.t.sf(abs(self.estimate) / self.se, self.df))
 
-    def p_greater(self) -> float:
-        """One-sided p of H0: contrast <= 0 (small p: the contrast is positive)."""
+    def p_greater(self, bound: float = 0.0) -> float:
+        """One-sided p of H0: contrast <= bound (small p: the contrast is above `bound`)."""
         if not self._testable():
             return math.nan
         if self.se == 0:
-            return 0.0 if self.estimate > 0 else 1.0
-        return float(stats.t.sf(self.estimate / self.se, self.df))
+            return 0.0 if self.estimate > bound else 1.0
+        return float(stats.t.sf((self.estimate - bound) / self.se, self.df))
+
+    def p_less(self, bound: float = 0.0) -> float:
+        """One-sided p of H0: contrast >= bound (small p: the contrast is below `bound`)."""
+        return replace(self, estimate=-self.estimate).p_greater(-bound)
 
     def p_equivalent(self, margin: float) -> float:
         """TOST p of H0: |contrast| >= margin (small p: within the margin)."""
@@ -192,8 +197,6 @@ def paired_contrast(
     terms: list[tuple[float, np.ndarray, np.ndarray]],
     labels: np.ndarray,
     metric: str,
-    resamples: int | None = None,
-    seed: int | None = None,
 ) -> Estimate:
     """sum_i w_i * mean over trials of metric(run of condition i), paired by trial.
 
@@ -204,9 +207,7 @@ def paired_contrast(
     sum_i w_i pv_i[t, n]: trials and eval examples are both random, each component counted
     once; its calibration is measured in docs/calibration.md. For other metrics (and
     without eval labels) the examples are not resampled and the test is the paired t
-    over trials. One trial gives
-    no SE. `resamples` and `seed` are not used (the variance is no longer bootstrapped);
-    they stay so that existing callers keep working."""
+    over trials. One trial gives no SE."""
     scores = [np.asarray(s, dtype=float) for _, _, s in terms]
     n_trials = len(scores[0])
     per_trial = sum(weight * s for (weight, _, _), s in zip(terms, scores))
@@ -272,9 +273,13 @@ class Bootstrap:
         defined = self._defined
         return self._floored(2 * min(np.mean(defined <= 0), np.mean(defined >= 0)) if len(defined) else 0.0)
 
-    def p_greater(self) -> float:
-        """One-sided bootstrap p of H0: statistic <= 0."""
-        return self._floored(np.mean(self._defined <= 0) if len(self._defined) else 0.0)
+    def p_greater(self, bound: float = 0.0) -> float:
+        """One-sided bootstrap p of H0: statistic <= bound."""
+        return self._floored(np.mean(self._defined <= bound) if len(self._defined) else 0.0)
+
+    def p_less(self, bound: float = 0.0) -> float:
+        """One-sided bootstrap p of H0: statistic >= bound."""
+        return self._floored(np.mean(self._defined >= bound) if len(self._defined) else 0.0)
 
     def p_equivalent(self, margin: float) -> float:
         defined = self._defined
@@ -305,38 +310,79 @@ def spearman(x, y) -> float:
 
 def spearman_rows(x, rows) -> np.ndarray:
     """spearman(x, row) for every row of `rows` [B, K] at once (ranks with ties averaged, then
-    Pearson of the ranks, as scipy does): [B], NaN where a row or x is constant. For bootstrap
-    draws of a curve, where one scipy call per draw is the slow part."""
+    Pearson of the ranks, as scipy does): [B], NaN where a row or x is constant. `x` is one
+    vector [K] for all rows or one per row [B, K]. For bootstrap draws of a curve and the
+    permutations of an exact test, where one scipy call per row is the slow part."""
     x, rows = np.asarray(x, dtype=float), np.asarray(rows, dtype=float)
-    rx = stats.rankdata(x) - (len(x) + 1) / 2
-    r = stats.rankdata(rows, axis=1) - (rows.shape[1] + 1) / 2
+    rx = stats.rankdata(x, axis=-1)
+    r = stats.rankdata(rows, axis=-1)
+    rx, r = rx - rx.mean(axis=-1, keepdims=True), r - r.mean(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (r @ rx) / np.sqrt((r**2).sum(axis=1) * (rx**2).sum())
-    return np.where((np.ptp(rows, axis=1) > 0) & (np.ptp(x) > 0), rho, math.nan)
+        rho = (r * rx).sum(axis=-1) / np.sqrt((r**2).sum(axis=-1) * (rx**2).sum(axis=-1))
+    return np.where((np.ptp(rows, axis=-1) > 0) & (np.ptp(x, axis=-1) > 0), rho, math.nan)
+
+
+EXACT_MAX_POINTS = 8  # every permutation up to 8! = 40,320; random ones beyond
+RANDOM_PERMUTATIONS = 20_000
+
+
+def exact_spearman_p(x, y, alternative: str = "two-sided") -> float:
+    """Permutation p of Spearman rho(x, y) over the pairings, as scipy.stats.permutation_test
+    gives it (two-sided: twice the smaller tail, at most 1), with every permutation up to
+    EXACT_MAX_POINTS points (RANDOM_PERMUTATIONS random ones beyond, p = (1 + hits) / (1 +
+    draws)), vectorised: scipy calls spearmanr once per permutation (15 s for 7 points on a
+    loaded core, 0.05 s here). scipy's asymptotic p is unreliable at the 4-7 points these
+    tables have."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    exact = len(x) <= EXACT_MAX_POINTS
+    orders = (
+        np.array(list(itertools.permutations(range(len(x)))))
+        if exact
+        else np.stack([np.random.default_rng(0).permutation(len(x)) for _ in range(RANDOM_PERMUTATIONS)])
+    )
+    observed = spearman_rows(x, y[None, :])[0]
+    null = spearman_rows(y, x[orders])
+    tolerance = 1e-12 * max(1.0, abs(observed))
+    hits = {"greater": np.sum(null >= observed - tolerance), "less": np.sum(null <= observed + tolerance)}
+    tail = {k: (v / len(null) if exact else (1 + v) / (1 + len(null))) for k, v in hits.items()}
+    if alternative != "two-sided":
+        return float(tail[alternative])
+    return float(min(1.0, 2 * min(tail.values())))
 
 
 def exact_permutation_p(x, y, method: str = "spearman") -> float:
     """Two-sided p of a correlation by permutation of the pairings: exact (every
-    permutation) up to 8 points, 20,000 random permutations beyond. scipy's asymptotic p
-    is unreliable at the 4-7 points these tables have."""
+    permutation) up to EXACT_MAX_POINTS points, RANDOM_PERMUTATIONS random ones beyond.
+    Spearman by exact_spearman_p; Pearson by scipy.stats.permutation_test."""
+    if method == "spearman":
+        return exact_spearman_p(x, y)
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
-    statistic = (
-        (lambda a: stats.spearmanr(a, y).statistic)
-        if method == "spearman"
-        else (lambda a: stats.pearsonr(a, y).statistic)
-    )
-    exact = math.factorial(len(x)) <= 40_320
+    exact = len(x) <= EXACT_MAX_POINTS
     result = stats.permutation_test(
         (x,),
-        statistic,
+        lambda a: stats.pearsonr(a, y).statistic,
         permutation_type="pairings",
-        n_resamples=np.inf if exact else 20_000,
+        n_resamples=np.inf if exact else RANDOM_PERMUTATIONS,
         alternative="two-sided",
         rng=0,
     )
     return float(result.pvalue)
+
+
+def variance_ratio_p(a: np.ndarray, b: np.ndarray) -> float:
+    """One-sided F test of H0: var(a) <= var(b) (normal samples; scipy has the F distribution,
+    not the test)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    var_b = np.var(b, ddof=1)
+    if var_b == 0:
+        return 0.0 if np.var(a, ddof=1) > 0 else 1.0
+    return float(stats.f.sf(np.var(a, ddof=1) / var_b, len(a) - 1, len(b) - 1))
 
 
 # --- multiplicity and planning ------------------------------------------------------------------------
@@ -350,17 +396,6 @@ def holm(pvalues: list[float]) -> list[float]:
     if finite.any():
         adjusted[finite] = multipletests(p[finite], method="holm")[1]
     return adjusted.tolist()
-
-
-def trials_for_difference(effect: float, trial_sd: float, alpha: float, power: float = POWER) -> int | None:
-    """Trials a paired t test at `alpha` needs to detect `effect` with `power`, if the
-    per-trial SD stays `trial_sd`. None when the observed effect is 0."""
-    if not (np.isfinite(effect) and np.isfinite(trial_sd)) or effect == 0:
-        return None
-    if trial_sd == 0:
-        return 2
-    n = TTestPower().solve_power(effect_size=abs(effect) / trial_sd, alpha=alpha, power=power, alternative="two-sided")
-    return max(2, math.ceil(n))
 
 
 def intersection_union(pvalues: list[float]) -> float:
@@ -449,20 +484,6 @@ def plan_equivalence(
     return _plan(
         margin - abs(estimate.estimate), estimate, lambda df: stats.t.ppf(1 - a, df) + stats.t.ppf(1 - beta, df), level
     )
-
-
-def trials_for_equivalence(
-    effect: float, trial_sd: float, margin: float, alpha: float, power: float = POWER
-) -> int | None:
-    """Trials a TOST at `alpha` needs to show |contrast| < margin with `power`, if the true
-    contrast is the observed `effect` and the per-trial SD stays `trial_sd`, with no
-    eval-set variance: plan_equivalence's point with fixed_se = 0 and family 1. None when
-    |effect| >= margin: no number of trials shows equivalence if the effect is what was observed."""
-    if not (np.isfinite(effect) and np.isfinite(trial_sd)) or abs(effect) >= margin:
-        return None
-    return plan_equivalence(
-        Estimate(effect, math.nan, 2, math.nan, max(trial_sd, 1e-12), 1.0), margin, alpha, 1, power
-    ).point
 
 
 def trials_for_two_samples(effect: float, sd: float, alpha: float, power: float = POWER) -> int | None:
