@@ -147,6 +147,10 @@ def test_one_trial_cannot_decide_a_wide_interval_is_inconclusive_and_the_planner
     v = verdicts(Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08).evidence())["full_beats_scratch"]
     assert v["units"][0].estimate > 0 and v["verdict"] == "inconclusive"
     assert v["plan"]["trials"] > 3
+    # the range from the trial SD's interval on its df (plan_difference), with its point
+    (text,) = v["plan"]["ranges"]
+    low, high, point = map(int, re.fullmatch(r"\S+ n=\d+: (\d+)–(\d+) \(point (\d+)\)", text).groups())
+    assert low <= point <= high and v["plan"]["trials"] == max(point, 4)
     assert v["plan"]["command"] == f"dvc exp run -S studies.progressive.trials={v['plan']['trials']}"
 
 
