@@ -314,23 +314,20 @@ def progressive_curve(ev: Evidence, task: str, size: int, rng: np.random.Generat
     trials, notes = common_trials(ev.runs, task, size, slugs)
     if not trials:
         return None
-    B = ev.settings.bootstrap_resamples
     labels = np.asarray(ev.labels.get(task, np.zeros(1)))
-    trial_counts = rng.multinomial(len(trials), np.full(len(trials), 1 / len(trials)), size=B)
-    example_counts = rng.multinomial(labels.size, np.full(labels.size, 1 / labels.size), size=B).astype(float)
     metric = metric_of(ev.runs, task)
-    per_trial, draws = [], []
-    for slug in slugs:
-        predictions, scores = scores_of(ev, task, size, slug, trials)
-        if predictions is None:
-            metric, predictions = "trials only", np.zeros((len(trials), labels.size))
-        weighted = hypothesis.example_weighted_metric(metric, predictions, labels, example_counts, scores)
-        per_trial.append(scores)
-        draws.append((weighted * trial_counts).sum(axis=1) / len(trials))
-    per_trial = np.stack(per_trial, axis=1)
+    points = [scores_of(ev, task, size, slug, trials) for slug in slugs]
+    if any(predictions is None for predictions, _ in points):
+        metric = "trials only"
+    predictions = np.stack(
+        [np.zeros((len(trials), labels.size)) if p is None or metric == "trials only" else p for p, _ in points]
+    )
+    scores = np.stack([s for _, s in points])  # [K, T]
+    draws = hypothesis.curve_draws(metric, predictions, labels, scores, ev.settings.bootstrap_resamples, rng)
+    per_trial = scores.T
     return Curve(
         per_trial.mean(axis=0),
-        np.stack(draws, axis=1),
+        draws,
         per_trial,
         trials,
         notes,

@@ -277,15 +277,10 @@ def simulate_curve(null: Null, n_trials: int, reps: int, rng: np.random.Generato
     return (latent > 0).astype(float)
 
 
-def curve_draws(correct: np.ndarray, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(mean curve [K], percentile-bootstrap draws [B, K]) of one replicate's correctness
-    [K, T, N], resampling trials and eval examples jointly, the same draw at every k, as the
-    claims code does for curves (src/claims/registry.py, _curve_draws)."""
-    n_trials, n_examples = correct.shape[1:]
-    trial_counts = rng.multinomial(n_trials, np.full(n_trials, 1 / n_trials), size=resamples)
-    example_counts = rng.multinomial(n_examples, np.full(n_examples, 1 / n_examples), size=resamples)
-    per_trial = np.einsum("bn,ktn->bkt", example_counts, correct) / n_examples
-    return correct.mean(axis=(1, 2)), np.einsum("bkt,bt->bk", per_trial, trial_counts) / n_trials
+def _as_predictions(correct: np.ndarray) -> tuple:
+    """hypothesis.curve_draws' arguments (accuracy) for simulated correctness [K, T, N]: labels all 1,
+    predictions = correctness."""
+    return "accuracy", correct, np.ones(correct.shape[-1]), correct.mean(axis=-1)
 
 
 def _bootstrap_row(test, null_name, n_trials, estimates, boots, truth) -> Row:
@@ -323,7 +318,10 @@ def curve_table(reps: int, resamples: int, seed: int = 0, trials=TRIALS, nulls=N
             correct = simulate_curve(NULLS[name], n_trials, reps, rng), simulate_curve(NULLS[name], n_trials, reps, rng)
             k90, k90_difference, rho, rho_difference = [], [], [], []
             for r in range(reps):
-                (curve_a, draws_a), (curve_b, draws_b) = (curve_draws(c[r], resamples, rng) for c in correct)
+                (curve_a, draws_a), (curve_b, draws_b) = (
+                    (c[r].mean(axis=(1, 2)), hypothesis.curve_draws(*_as_predictions(c[r]), resamples, rng))
+                    for c in correct
+                )
                 k90_a, k90_b = (np.apply_along_axis(first_reaching, 1, d) for d in (draws_a, draws_b))
                 rho_a, rho_b = (hypothesis.spearman_rows(PROBE, d) for d in (draws_a, draws_b))
                 k90.append(hypothesis.Bootstrap(first_reaching(curve_a), k90_a, n_trials))

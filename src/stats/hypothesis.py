@@ -289,6 +289,24 @@ class Bootstrap:
         return self._floored(np.mean(np.abs(self._defined) <= margin) if len(self._defined) else 0.0)
 
 
+def curve_draws(
+    metric: str, predictions: np.ndarray, labels: np.ndarray, scores: np.ndarray, resamples: int, rng
+) -> np.ndarray:
+    """Percentile-bootstrap draws [B, K] of a curve's mean over trials, from each point's
+    predictions [K, T, N] and scores [K, T]: trials and eval examples resampled jointly, the
+    same draw at every k so the curve stays paired (example_weighted_metric: accuracy, F1 and
+    MCC resample the examples, other metrics the trials only). The joint draw counts the
+    trials x examples interaction more than once (Owen 2007); docs/calibration.md measures
+    what that costs (this is the function src/stats/calibration.py simulates)."""
+    n_trials, labels = scores.shape[1], np.asarray(labels)
+    trial_counts = rng.multinomial(n_trials, np.full(n_trials, 1 / n_trials), size=resamples)
+    example_counts = rng.multinomial(labels.size, np.full(labels.size, 1 / labels.size), size=resamples).astype(float)
+    per_point = [
+        example_weighted_metric(metric, p, labels, example_counts, s) for p, s in zip(predictions, scores)
+    ]  # [B, T] each
+    return np.stack([(w * trial_counts).sum(axis=1) / n_trials for w in per_point], axis=1)
+
+
 def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Means over trials (axis 0 of `values`, [T, ...]) under `resamples` draws of the trials
     with replacement: [resamples, ...]. The same trial draw applies to every column, so a
