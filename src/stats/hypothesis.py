@@ -293,18 +293,33 @@ def curve_draws(
     metric: str, predictions: np.ndarray, labels: np.ndarray, scores: np.ndarray, resamples: int, rng
 ) -> np.ndarray:
     """Percentile-bootstrap draws [B, K] of a curve's mean over trials, from each point's
-    predictions [K, T, N] and scores [K, T]: trials and eval examples resampled jointly, the
-    same draw at every k so the curve stays paired (example_weighted_metric: accuracy, F1 and
-    MCC resample the examples, other metrics the trials only). The joint draw counts the
-    trials x examples interaction more than once (Owen 2007); docs/calibration.md measures
-    what that costs (this is the function src/stats/calibration.py simulates)."""
-    n_trials, labels = scores.shape[1], np.asarray(labels)
+    predictions [K, T, N] and scores [K, T], with each variance component counted once, as in
+    crossed_variance: the trials are resampled (the same draw at every k, so the curve stays
+    paired), which carries s2_T/T + s2_TE/(T N); the eval set's own part s2_E/N is added once,
+    as the deviation of the all-trials mean under one example draw (shared by every k), scaled
+    per k to crossed_variance's `fixed_variance` (an example draw alone would also carry
+    s2_TE/(T N) again; resampling both jointly carries it about three times, Owen 2007). For
+    metrics that are not example means or ratios (example_weighted_metric), or one trial, the
+    trials only. Its calibration is measured by src/stats/calibration.py (docs/calibration.md)."""
+    scores, labels = np.asarray(scores, dtype=float), np.asarray(labels)
+    n_trials = scores.shape[1]
     trial_counts = rng.multinomial(n_trials, np.full(n_trials, 1 / n_trials), size=resamples)
+    trial_part = trial_counts @ scores.T / n_trials  # [B, K]
+    if metric not in EXAMPLE_METRICS or labels.size < 2 or n_trials < 2:
+        return trial_part
     example_counts = rng.multinomial(labels.size, np.full(labels.size, 1 / labels.size), size=resamples).astype(float)
-    per_point = [
-        example_weighted_metric(metric, p, labels, example_counts, s) for p, s in zip(predictions, scores)
-    ]  # [B, T] each
-    return np.stack([(w * trial_counts).sum(axis=1) / n_trials for w in per_point], axis=1)
+    deviation = np.stack(
+        [
+            example_weighted_metric(metric, p, labels, example_counts, s).mean(axis=1) - s.mean()
+            for p, s in zip(predictions, scores)
+        ],
+        axis=1,
+    )  # [B, K]
+    fixed = crossed_variance(pseudo_values(metric, np.asarray(predictions), labels)).fixed_variance  # [K]
+    spread = deviation.var(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.where(spread > 0, np.sqrt(fixed / spread), 0.0)
+    return trial_part + deviation * scale
 
 
 def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
