@@ -144,6 +144,7 @@ def test_one_trial_cannot_decide_a_wide_interval_is_inconclusive_and_the_planner
     one = verdicts(Builder().curve(RISING, trials=1).evidence())["full_beats_scratch"]
     assert one["verdict"] == NO_VERDICT and one["units"][0].refused.startswith("the design cannot decide at T = 1:")
     assert math.isnan(one["units"][0].p_for) and math.isnan(one["units"][0].interval[0])
+    assert one["plan"]["trials"] == 3  # no SD to plan from: the trials from which the design decides
     v = verdicts(Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08).evidence())["full_beats_scratch"]
     assert v["units"][0].estimate > 0 and v["verdict"] == "inconclusive"
     assert v["plan"]["trials"] > 3

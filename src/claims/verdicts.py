@@ -125,6 +125,8 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
     floor = calibration.decidable_from(unit.test_type, unit.collapse_rate) if unit.test_type else None
     if unit.test_type and floor is None:
         return hypothesis.TrialsPlan(None, None, None, unit.refused or "no number of trials calibrates its test")
+    if floor is not None and plan.point is None and plan.reason.startswith("no variance estimate"):
+        return hypothesis.TrialsPlan(None, floor, None, f"{plan.reason}: its design decides from {floor} trials")
     if floor is None or plan.point is None:
         return plan
     raised = [None if n is None else max(n, floor) for n in (plan.low, plan.point, plan.high)]
