@@ -116,3 +116,12 @@ def increasing_percentages(value, key):
     require(all(a < b for a, b in zip(value, value[1:], strict=False)), key, value, allowed)
     require(not value or value[-1] == 100, key, value, allowed)
     return tuple(float(v) for v in value)
+
+
+def crossed_design(value, key):
+    """{subsets: S, seeds: D}, both integers >= 2 (a factor with one level has no variance to split);
+    returned as (S, D)."""
+    allowed = "a mapping {subsets: S, seeds: D} of integers >= 2"
+    require(isinstance(value, dict) and set(value) == {"subsets", "seeds"}, key, value, allowed)
+    require(all(is_int(v) and v >= 2 for v in value.values()), key, value, allowed)
+    return value["subsets"], value["seeds"]

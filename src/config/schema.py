@@ -172,6 +172,7 @@ class StudyConfig(Section):
     keep_layernorm: bool | None = None
     epochs: int | None = None
     intermediate_tasks: tuple[str, ...] | None = None
+    seed_design: tuple[int, int] | None = None  # (subsets, seeds) of a crossed design
 
 
 @dataclass(frozen=True)
