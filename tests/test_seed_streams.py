@@ -3,14 +3,19 @@ own seed stream, and a crossed design pairs every random draw with every trainin
 
 from dataclasses import replace
 
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import grid_params
+from scipy import stats
 from test_training import run
 
 from src.conditions.condition import SEED_SOURCES, Condition
 from src.conditions.studies import all_study_conditions
 from src.config.load import validate
 from src.errors import ParamsError
+from src.results.aggregate import variance_components
+from src.stats.components import crossed_components
 
 BASE = Condition("rt_sentiment", 48, trial=0, epochs=1, k=1)  # 3-layer tiny model: layers 2-3 reinitialised
 
@@ -87,3 +92,44 @@ def test_a_bad_seed_design_is_refused_in_one_line(change, message):
     with pytest.raises(ParamsError) as error:
         validate(crossed_params(**change))
     assert str(error.value) == message
+
+
+def test_crossed_components_match_a_hand_computed_two_way_table():
+    # subsets (rows) x draws (columns): grand mean 4, row means 2 4 6, column means 7/3 17/3.
+    # MS_subset = 2 * 8 / 2 = 8, MS_draws = 3 * 50/9 = 50/3, SS_residual = 34 - 16 - 50/3 = 4/3 on 2 df.
+    table = [[1, 3], [2, 6], [4, 8]]
+    cells = pd.DataFrame(
+        [{"subset": s, "draws": d, "value": v} for s, row in enumerate(table) for d, v in enumerate(row)]
+    )
+    found = crossed_components(cells)
+    assert found["ms_subset"] == pytest.approx(8) and found["ms_draws"] == pytest.approx(50 / 3)
+    assert found["ms_residual"] == pytest.approx(2 / 3)
+    assert found["var_subset"] == pytest.approx((8 - 2 / 3) / 2)  # (MS_subset - MS_residual) / seeds
+    assert found["var_draws"] == pytest.approx((50 / 3 - 2 / 3) / 3)  # (MS_draws - MS_residual) / subsets
+    assert found["share_draws"] == pytest.approx((16 / 3) / (29 / 3))
+    assert found["p_subset"] == pytest.approx(1 / 13)  # F(2, 2) = 12: P(F > f) = 1 / (1 + f)
+    assert found["p_draws"] == pytest.approx(stats.f.sf(25, 1, 2))
+
+
+def test_the_aggregate_splits_a_crossed_studys_spread_by_source():
+    config = validate(crossed_params())
+    conditions = [c for c in all_study_conditions(config, 6)["crossed"] if c.k == 3]
+    rng = np.random.default_rng(0)
+    subset_effect, draw_effect = rng.normal(0, 1, 3), rng.normal(0, 0.01, 2)  # the subsets dominate
+    runs = pd.DataFrame(
+        {
+            "task": c.task,
+            "size": c.size,
+            "slug": c.slug,
+            "status": "ok",
+            "subset_stream": c.stream("subset"),
+            "draws_stream": c.stream("reinit"),
+            "value": subset_effect[c.stream("subset")] + draw_effect[c.stream("reinit")] + rng.normal(0, 0.01),
+        }
+        for c in conditions
+    )
+    [row] = variance_components(runs).to_dict("records")
+    assert row["runs"] == 6 and row["subsets"] == 3 and row["seeds"] == 2
+    assert row["share_subset"] > 0.9 and row["share_draws"] < 0.05
+    failed = variance_components(runs.assign(status=["ok"] * 5 + ["diverged"]))
+    assert failed["share_subset"].isna().all()  # an incomplete table: no components, the row says how many runs

@@ -24,6 +24,7 @@ from src.config.schema import Config, TrainConfig
 from src.files import json_safe
 from src.results.tables import full_model, plain, results_table, summarise
 from src.stats import hypothesis
+from src.stats.components import COMPONENT_COLUMNS, crossed_components
 from src.train.result import RunResult, read_results
 
 PLOT_COLUMNS = [
@@ -98,6 +99,7 @@ CORRELATION_COLUMNS = [
 # study ran, so every table the stage declares is a readable CSV.
 EXTRA_TABLE_COLUMNS = {
     "permutation_correlations": [*CORRELATION_COLUMNS, "study"],
+    "variance_components": ["study", "task", "size", "slug", "runs", *COMPONENT_COLUMNS],
     "heads_summary": [
         "study",
         "task",
@@ -192,6 +194,19 @@ def heads_summary(changes: pd.DataFrame) -> pd.DataFrame:
         described = changes.groupby(["study", "task", "size", by])["change"].describe().reset_index()
         parts.append(described.rename(columns={by: "index"}).assign(by=by))
     return pd.concat(parts, ignore_index=True)[EXTRA_TABLE_COLUMNS["heads_summary"]]
+
+
+def variance_components(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per condition of a crossed seed_design study: how much of its spread comes from the
+    training subset and how much from the random draws (src/stats/components.py). A condition
+    with a run that did not finish has an incomplete table: its components are left empty."""
+    rows = []
+    for (task, size, slug), group in runs.groupby(["task", "size", "slug"], sort=True):
+        cells = group.rename(columns={"subset_stream": "subset", "draws_stream": "draws"})
+        complete = (cells["status"] == "ok").all()
+        found = crossed_components(cells[["subset", "draws", "value"]]) if complete else {}
+        rows.append({"task": task, "size": size, "slug": slug, "runs": len(group), **found})
+    return pd.DataFrame(rows, columns=EXTRA_TABLE_COLUMNS["variance_components"][1:])
 
 
 def epoch_curves(results: list[RunResult], metric: str) -> pd.DataFrame:
@@ -344,6 +359,8 @@ def extra_tables(config_studies: dict, headline: pd.DataFrame, plain_runs: pd.Da
             parts["permutation_correlations"].append(
                 permutation_correlations(runs[runs["scheme"] == "permutation"], plain_runs).assign(study=name)
             )
+        if study.seed_design is not None:
+            parts["variance_components"].append(variance_components(runs).assign(study=name))
         if study.scheme == "head":
             changes = head_changes(runs[runs["scheme"] == "head"], plain_runs)
             if len(changes):
