@@ -172,7 +172,16 @@ def grid_params() -> dict:
             "log_dir": "data/cluster_logs",
             "max_retries": 2,
         },
-        "probe": {"tasks": ["rt_sentiment"], "batch_size": 64, "epochs": 2, "lr": 1.0e-3, "train_batch_size": 64},
+        "probe": {
+            "tasks": ["rt_sentiment"],
+            "batch_size": 64,
+            "epochs": 2,
+            "lr": 1.0e-3,
+            "train_batch_size": 64,
+            "pooling": "mean",
+            "seeds": 2,
+            "mdl_portions": [10, 50, 100],
+        },
         "report": {
             "alpha": 0.05,
             "power": 0.8,

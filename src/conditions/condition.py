@@ -24,6 +24,22 @@ def derive_seed(*parts) -> int:
     return int.from_bytes(digest[:8], "little") >> 1
 
 
+# The sources of a run's randomness, each with its own seed stream (Dodge et al. 2020): which
+# training examples it sees, the fresh encoder weights (and layer order), the new task head,
+# the order of its batches and its dropout masks.
+SEED_SOURCES = ("subset", "reinit", "head", "order", "dropout")
+
+
+def crossed_streams(trial: int, design: tuple[int, int] | None) -> tuple[tuple[str, int], ...]:
+    """A crossed design (subsets, seeds): trial t sees subset t // seeds and takes random draw
+    t % seeds for every other source, so each draw meets each subset once. None: every stream
+    is the trial's own (the subset and the draws vary together, one trial per pair)."""
+    if design is None:
+        return ()
+    seeds = design[1]
+    return (("subset", trial // seeds), *((source, trial % seeds) for source in SEED_SOURCES[1:]))
+
+
 @dataclass(frozen=True)
 class Condition:
     task: str
@@ -42,10 +58,17 @@ class Condition:
     intermediate_task: str | None = None  # sequential finetuning: train on this task first
     recipe: str = "paper"
     pooling: str = "mean"
+    # (source, index) for the seed streams that do not follow the trial (crossed_streams)
+    streams: tuple[tuple[str, int], ...] = ()
 
-    def __post_init__(self):
-        if self.removed is not None:  # a result's JSON gives a list: a condition stays hashable
+    def __post_init__(self):  # a result's JSON gives lists: a condition stays hashable
+        object.__setattr__(self, "streams", tuple((str(s), int(i)) for s, i in self.streams))
+        if self.removed is not None:
             object.__setattr__(self, "removed", tuple(self.removed))
+
+    def stream(self, source: str) -> int:
+        """The index of `source`'s seed stream (SEED_SOURCES): the trial unless a design sets it."""
+        return dict(self.streams).get(source, self.trial)
 
     def check(self, num_layers: int, num_heads: int) -> None:
         """Refuse arguments the model cannot take, with one message, before any compute."""
@@ -92,6 +115,7 @@ class Condition:
             self.lr_multiplier if fresh else 1.0,
             self.keep_layernorm if fresh else False,
             self.removed or (),
+            self.streams,
         )
 
     @property
@@ -109,7 +133,15 @@ class Condition:
         figures and claims use. `full` is k = L (nothing reinitialised), `scratch` k = 0;
         a modified progressive condition also has `baseline`, the same k trained plainly
         (for sequential finetuning: direct finetuning on the final task)."""
-        plain = Condition(self.task, self.size, self.trial, self.epochs, recipe=self.recipe, pooling=self.pooling)
+        plain = Condition(
+            self.task,
+            self.size,
+            self.trial,
+            self.epochs,
+            recipe=self.recipe,
+            pooling=self.pooling,
+            streams=self.streams,
+        )
         refs = {"full": replace(plain, k=num_layers), "scratch": replace(plain, k=0)}
         if self.scheme == "progressive" and self.modified:
             refs["baseline"] = replace(plain, k=self.k)
@@ -129,13 +161,15 @@ class Condition:
         (seed, trial) only, so trial n uses the same order on every task (paper §5)."""
         if self.scheme != "permutation":
             return list(range(num_layers))
-        return np.random.default_rng(derive_seed(base_seed, "permutation", self.trial)).permutation(num_layers).tolist()
+        return np.random.default_rng(self.seed(base_seed, "permutation", "reinit")).permutation(num_layers).tolist()
 
-    def seed(self, base_seed: int, purpose: str) -> int:
-        """Seeds for the trial's randomness. They depend on the trial, not on the scheme, so
-        the fresh weights of layer 5 are the same draw whether k is 2 or 4: differences
-        across conditions come from what is kept, not from a luckier initialisation."""
-        return derive_seed(base_seed, purpose, self.trial)
+    def seed(self, base_seed: int, purpose: str, source: str) -> int:
+        """Seeds for the trial's randomness, from `source`'s stream. They depend on the stream,
+        not on the scheme, so the fresh weights of layer 5 are the same draw whether k is 2 or
+        4: differences across conditions come from what is kept, not from a luckier
+        initialisation. (Order and dropout share the purpose "train", as when one seed drove
+        both: numpy draws the order and torch the masks, so the default's draws are unchanged.)"""
+        return derive_seed(base_seed, purpose, self.stream(source))
 
     @property
     def slug(self) -> str:
@@ -152,4 +186,4 @@ class Condition:
         return f"{self.task} n={self.size} {self.slug} trial {self.trial}"
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "streams": [list(pair) for pair in self.streams]}  # as JSON reads it back

@@ -292,6 +292,14 @@ MODIFIERS: dict[str, Modifier] = {
             "sequential",
             0,
         ),
+        Modifier(
+            "seed_design",
+            "Dodge et al.: {subsets: S, seeds: D}, trials = S x D, each random draw crossed with each subset",
+            checks.crossed_design,
+            False,
+            None,
+            None,
+        ),
     )
 }
 COMMON_KEYS = ("scheme", "tasks", "sizes", "trials")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from src.conditions.condition import Condition
+from src.conditions.condition import Condition, crossed_streams
 from src.conditions.schemes import SCHEMES
 from src.config.schema import Config, StudyConfig, TrainConfig
 
@@ -38,6 +38,7 @@ def study_conditions(
                     "epochs": epochs,
                     "recipe": recipe,
                     "pooling": pooling,
+                    "streams": crossed_streams(trial, study.seed_design),
                 }
                 for fields in SCHEMES[study.scheme].expand(study, num_layers):
                     modified = Condition(

@@ -111,3 +111,22 @@ def member_of(options: Iterable[str], allowed: str) -> Check:
         return value
 
     return check
+
+
+def increasing_percentages(value, key):
+    """Strictly increasing percentages in (0, 100] that end at 100 (or an empty list)."""
+    allowed = "an empty list or strictly increasing percentages in (0, 100] ending at 100"
+    require(isinstance(value, list), key, value, allowed)
+    require(all(is_number(v) and 0 < v <= 100 for v in value), key, value, allowed)
+    require(all(a < b for a, b in zip(value, value[1:], strict=False)), key, value, allowed)
+    require(not value or value[-1] == 100, key, value, allowed)
+    return tuple(float(v) for v in value)
+
+
+def crossed_design(value, key):
+    """{subsets: S, seeds: D}, both integers >= 2 (a factor with one level has no variance to split);
+    returned as (S, D)."""
+    allowed = "a mapping {subsets: S, seeds: D} of integers >= 2"
+    require(isinstance(value, dict) and set(value) == {"subsets", "seeds"}, key, value, allowed)
+    require(all(is_int(v) and v >= 2 for v in value.values()), key, value, allowed)
+    return value["subsets"], value["seeds"]

@@ -281,6 +281,14 @@ def _study(name: str, node, in_data, limits: ModelLimits) -> StudyConfig:
         require(scheme.whole_layers or not modifier.whole_layers_only, f"{key}.{modifier.key}", value, WHOLE_LAYERS)
         check = modifier.check or checks.listing(in_data)
         values[modifier.key] = check(value, f"{key}.{modifier.key}")
+    if "seed_design" in values:
+        subsets, seeds = values["seed_design"]
+        require(
+            values["trials"] == subsets * seeds,
+            f"{key}.trials",
+            values["trials"],
+            f"subsets x seeds of seed_design = {subsets * seeds}",
+        )
     study = StudyConfig(name=name, scheme=scheme.name, **values)
     object.__setattr__(study, "_key", key)
     return study

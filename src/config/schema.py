@@ -146,6 +146,15 @@ class ProbeConfig(Section):
     epochs: int = knob(checks.integer(1), "probe training epochs (paper: 10)")
     lr: float = knob(checks.positive, "probe learning rate")
     train_batch_size: int = knob(checks.integer(1), "probe training batch size")
+    pooling: str = knob(
+        checks.choice(("mean", "cls")),
+        "mean (masked mean of each layer, the paper's text) | cls ([CLS] state through the frozen pooler, their code)",
+    )
+    seeds: int = knob(checks.integer(1), "probe seeds (init, data order): every probe curve gets an interval")
+    mdl_portions: tuple[float, ...] = knob(
+        checks.increasing_percentages,
+        "online-code MDL block boundaries, % of the train set, ending at 100 (Voita & Titov); [] = no MDL",
+    )
 
 
 @dataclass(frozen=True)
@@ -198,6 +207,7 @@ class StudyConfig(Section):
     keep_layernorm: bool | None = None
     epochs: int | None = None
     intermediate_tasks: tuple[str, ...] | None = None
+    seed_design: tuple[int, int] | None = None  # (subsets, seeds) of a crossed design
 
 
 @dataclass(frozen=True)

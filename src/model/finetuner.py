@@ -72,7 +72,7 @@ def new_task_head(model: Finetuner, num_labels: int, condition: Condition, seed:
     second head after the model moved to the GPU), and CPU draws keep a head identical on
     every device."""
     head = nn.Linear(model.classifier.in_features, num_labels)
-    written = reinit.init_module(head, "classifier", "paper", sigma, seed, condition.trial)
+    written = reinit.init_module(head, "classifier", "paper", sigma, seed, condition.stream("head"))
     model.classifier = head.to(model.classifier.weight.device)
     return written
 
@@ -87,16 +87,21 @@ def build_finetuner(model_dir: Path, condition: Condition, num_labels: int, seed
     order = condition.layer_order(num_layers, seed)
     reinit.permute_layers(encoder, order)
     manifest = reinit.reinit_layers(
-        encoder, condition.reinit_layers(num_layers), condition.recipe, seed, condition.trial, condition.keep_layernorm
+        encoder,
+        condition.reinit_layers(num_layers),
+        condition.recipe,
+        seed,
+        condition.stream("reinit"),
+        condition.keep_layernorm,
     )
     if condition.scheme == "head":
         manifest += reinit.reinit_head(
-            encoder, condition.layer - 1, condition.head_index, condition.recipe, seed, condition.trial
+            encoder, condition.layer - 1, condition.head_index, condition.recipe, seed, condition.stream("reinit")
         )
     depth = reinit.remove_layers(encoder, condition.removed_layers())
     sigma = encoder.config.initializer_range
     if condition.pooling == "cls" and reinit.pooler_looks_untrained(encoder):
-        manifest += reinit.init_module(encoder.pooler, "pooler", "paper", sigma, seed, condition.trial)
+        manifest += reinit.init_module(encoder.pooler, "pooler", "paper", sigma, seed, condition.stream("head"))
     model = Finetuner(encoder, num_labels, condition.pooling)
     manifest += new_task_head(model, num_labels, condition, seed, sigma)
     return model, {"reinitialised": manifest, "layer_order": order, "depth": depth}

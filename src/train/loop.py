@@ -105,6 +105,7 @@ def finetune(
     checkpoint_key: str = "",
     progress=lambda line: None,
     layer_change: Callable[[], list[float]] | None = None,
+    dropout_seed: int | None = None,
 ) -> dict:
     """Train every parameter with AdamW (weight decay 0 = the paper's Adam), constant lr, no
     warm-up, as the paper's released code. Returns every step's loss, per-epoch mean losses, per-epoch eval
@@ -127,7 +128,8 @@ def finetune(
     )
     # fp16 gradients underflow without loss scaling; with bf16 / fp32 the scaler is a no-op.
     scaler = torch.amp.GradScaler(device.type, enabled=cfg.precision == "fp16")
-    torch.manual_seed(seed)  # dropout masks (CPU and every CUDA device)
+    # `seed` draws the batch order, `dropout_seed` the dropout masks (None: `seed` draws both)
+    torch.manual_seed(seed if dropout_seed is None else dropout_seed)  # CPU and every CUDA device
     order = np.random.default_rng(seed)
     state = {
         "epoch": 0,

@@ -119,16 +119,17 @@ def _run_condition(
 
     if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
         pool = _load(tasks_dir, first.name, "train")
-        indices = tokens.training_subset(len(pool), condition.size, first.name, condition.trial, seed)
+        indices = tokens.training_subset(len(pool), condition.size, first.name, condition.stream("subset"), seed)
         outcome = finetune(
             model,
             first,
             pool.subset(indices),
             settings,
-            condition.seed(seed, "train-intermediate"),
+            condition.seed(seed, "train-intermediate", "order"),
             fresh,
             condition.lr_multiplier,
             progress=lambda line: progress(f"intermediate {first.name}: {line}"),
+            dropout_seed=condition.seed(seed, "train-intermediate", "dropout"),
         )
         if outcome["status"] != "ok":
             return _result(condition, settings, record, outcome, {}, [], task, key)
@@ -138,7 +139,7 @@ def _run_condition(
         fresh = set()
 
     pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
-    indices = tokens.training_subset(len(pool), condition.size, task.name, condition.trial, seed)
+    indices = tokens.training_subset(len(pool), condition.size, task.name, condition.stream("subset"), seed)
     start = layer_weights(model.encoder)
     train_split = pool.subset(indices)
     initial = layer_states(model.encoder) if settings.criticality else None
@@ -150,7 +151,7 @@ def _run_condition(
         task,
         train_split,
         settings,
-        condition.seed(seed, "train"),
+        condition.seed(seed, "train", "order"),
         fresh,
         condition.lr_multiplier,
         eval_split=eval_split if log_epochs else None,
@@ -158,6 +159,7 @@ def _run_condition(
         checkpoint_key=key,
         progress=progress,
         layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
+        dropout_seed=condition.seed(seed, "train", "dropout"),
     )
     evaluation = (
         evaluate(model, task, eval_split, settings.eval_batch_size, settings.precision, layer_features=settings.cka)
@@ -245,19 +247,22 @@ def _measurements(
 
 
 def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
-    """The seeds the run drew from (each reinitialised tensor has its own, from its name)."""
+    """The seeds the run drew from, one per source (each reinitialised tensor has its own, from its name)."""
     c = condition
     seeds = {
         "base": seed,
-        "subset": derive_seed(seed, "subset", c.task, c.size, c.trial),
-        "train": c.seed(seed, "train"),
+        "subset": derive_seed(seed, "subset", c.task, c.size, c.stream("subset")),
+        "order": c.seed(seed, "train", "order"),
+        "dropout": c.seed(seed, "train", "dropout"),
     }
     if c.scheme == "permutation":
-        seeds["permutation"] = c.seed(seed, "permutation")
+        seeds["permutation"] = c.seed(seed, "permutation", "reinit")
     if c.intermediate_task:
-        seeds["subset_intermediate"] = derive_seed(seed, "subset", c.intermediate_task, c.size, c.trial)
-        seeds["train_intermediate"] = c.seed(seed, "train-intermediate")
-    seeds["reinit"] = f"derive_seed({seed}, 'reinit', {c.trial}, <tensor name>) per tensor"
+        seeds["subset_intermediate"] = derive_seed(seed, "subset", c.intermediate_task, c.size, c.stream("subset"))
+        seeds["order_intermediate"] = c.seed(seed, "train-intermediate", "order")
+        seeds["dropout_intermediate"] = c.seed(seed, "train-intermediate", "dropout")
+    seeds["reinit"] = f"derive_seed({seed}, 'reinit', {c.stream('reinit')}, <tensor name>) per tensor"
+    seeds["head"] = f"derive_seed({seed}, 'reinit', {c.stream('head')}, <tensor name>) per tensor"
     return seeds
 
 
