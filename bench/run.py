@@ -58,8 +58,9 @@ from src.config.load import load_config, model_limits
 from src.config.schema import ProbeConfig
 from src.data import tokens as data
 from src.model.base import load_encoder, load_tokenizer
+from src.model.features import layer_features
 from src.model.finetuner import build_finetuner
-from src.probing.probes import layer_features, train_probes
+from src.probing.probes import train_probes
 from src.tasks.registry import get_task
 from src.train.device import resolve_precision
 from src.train.loop import RunSettings, evaluate, finetune, reuse_freed_memory

@@ -14,7 +14,7 @@ import torch
 from src.config.load import load_config
 from src.data import tokens
 from src.model.base import load_encoder
-from src.probing.probes import layer_features
+from src.model.features import layer_features
 from src.stage import run_stage
 
 

@@ -11,7 +11,8 @@ from src.data import tokens
 from src.data.tokens import TokenizedSplit
 from src.files import write_json_atomically
 from src.model.base import load_encoder
-from src.probing.probes import control_labels, layer_features, online_codelength, pool_layers, probe_seed
+from src.model.features import layer_features, pool_layers
+from src.probing.probes import control_labels, online_codelength, probe_seed
 from src.results.aggregate import probe_table, progressive_curves
 from src.tasks.registry import get_task
 

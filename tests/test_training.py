@@ -1,8 +1,7 @@
 """The real finetune and probe code paths on the tiny model: reproducible, learning, and honest about divergence."""
 
 import base64
-from dataclasses import asdict
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
@@ -12,8 +11,9 @@ from src.conditions.condition import Condition
 from src.config.load import validate
 from src.data import tokens
 from src.model.base import load_encoder
+from src.model.features import layer_features
 from src.model.finetuner import masked_mean
-from src.probing.probes import layer_features, train_probes
+from src.probing.probes import train_probes
 from src.tasks.registry import get_task
 from src.train.result import RunResult
 from src.train.run import run_condition

@@ -27,9 +27,9 @@ from src.measures.cka import layer_cka
 from src.measures.criticality import layer_states, rewind_drops
 from src.measures.heads import head_importance
 from src.model.base import load_encoder
+from src.model.features import layer_features
 from src.model.finetuner import Finetuner, build_finetuner, new_task_head, reinitialised_layer_parameters
 from src.model.record import BaseModelRecord
-from src.probing.probes import layer_features
 from src.tasks.registry import get_task
 from src.train.loop import RunSettings, autocast, evaluate, finetune
 from src.train.result import RunResult, encode_step_losses
