@@ -139,6 +139,9 @@ def grid_params() -> dict:
             "eval_size": 50,
             "neutral_band": 0.8,
             "split_seed": 0,
+            "squad_dir": None,
+            "qa_stride": 32,
+            "qa_max_answer_tokens": 30,
         },
         "train": {
             "lr": 2.0e-5,

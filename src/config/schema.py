@@ -81,6 +81,12 @@ class DataConfig(Section):
         checks.positive, "rt_sentiment, tweet_sentiment: drop |mean rating| below this (of -4..4)"
     )
     split_seed: int = knob(checks.integer(0), "seed of the train/eval split")
+    squad_dir: str | None = knob(
+        checks.text("null (the hub) or a folder path", nullable=True),
+        "null: SQuAD 2.0 from the hub; or a folder with train-v2.0.json and dev-v2.0.json",
+    )
+    qa_stride: int = knob(checks.integer(0), "span QA: tokens shared by consecutive windows of a long context")
+    qa_max_answer_tokens: int = knob(checks.integer(1), "span QA: the longest answer span predicted, in tokens")
 
 
 @dataclass(frozen=True)

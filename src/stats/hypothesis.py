@@ -32,10 +32,12 @@ def example_weighted_metric(
 ) -> np.ndarray:
     """The metric of every trial (rows of `predictions`, [T, N]) under each bootstrap draw's
     example multiplicities (`example_counts`, [B, N]): [B, T]. Accuracy, F1 and MCC (binary)
-    are computed from weighted counts; for other metrics (regression correlations) the
-    examples are not resampled and each trial keeps its `scores` value."""
+    are computed from weighted counts, SQuAD F1 as the weighted mean of per-question F1; for
+    other metrics (regression correlations) the examples are not resampled and each trial keeps its `scores` value."""
     if metric == "accuracy":
         return example_counts @ (predictions == labels).T.astype(float) / labels.size
+    if metric == "squad_f1":  # span QA: the stored predictions are each question's F1, the metric their mean
+        return example_counts @ predictions.T.astype(float) / labels.size
     if metric in ("f1", "mcc"):
         positive, truth = (predictions == 1).astype(float), (labels == 1).astype(float)
         tp = example_counts @ (positive * truth).T

@@ -1,9 +1,9 @@
 """The task registry: every task the pipeline can train on, by name.
 
 A task is what the rest of the pipeline needs to know to train and score on it: its
-text fields, its kind (src/tasks/kinds.py: classification or regression), its metrics
-(the first one is the task's headline number, the y axis of the figures) and where its
-data come from (embedded: built offline from pinned PyPI artifacts; glue).
+text fields, its kind (src/tasks/kinds.py: classification, regression or span QA), its
+metrics (the first one is the task's headline number, the y axis of the figures) and where
+its data come from (embedded: built offline from pinned PyPI artifacts; glue; squad).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from src.tasks.glue import GLUE_TASKS
 from src.tasks.kinds import KINDS, TaskKind
+from src.tasks.metrics import SQUAD_METRICS
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class TaskSpec:
     kind: TaskKind
     num_labels: int  # classes (1 for regression)
     metrics: tuple[str, ...]  # the first is the headline metric
-    source: str  # "embedded" (built from PyPI artifacts) or "glue"
+    source: str  # "embedded" (built from PyPI artifacts), "glue" or "squad"
 
     @property
     def headline(self) -> str:
@@ -49,6 +50,8 @@ TASKS: dict[str, TaskSpec] = {
         name: TaskSpec(name, fmt.text_fields, KINDS[fmt.label_kind], fmt.num_labels, GLUE_METRICS[name], "glue")
         for name, fmt in GLUE_TASKS.items()
     },
+    # SQuAD 2.0: official F1 (the headline) and exact match, overall and HasAns / NoAns.
+    "squad_v2": TaskSpec("squad_v2", ("question", "context"), KINDS["span_qa"], 2, SQUAD_METRICS, "squad"),
 }
 GLUE_TASK_NAMES = tuple(GLUE_TASKS)
 

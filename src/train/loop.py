@@ -16,7 +16,6 @@ import torch
 from torch import nn
 
 from src.data.tokens import TokenizedSplit, batches, collate
-from src.tasks.metrics import score
 from src.tasks.registry import TaskSpec
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -253,11 +252,8 @@ def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, scaler, 
 
 
 @torch.inference_mode()
-def evaluate(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size: int, precision: str) -> dict:
-    """Scores, mean loss, the share of the most common prediction (1.0 = the model
-    predicts one class for everything: collapsed, whatever its accuracy says), and every
-    example's prediction (class id, or score for regression) in eval-split order, so a
-    contrast between runs can be resampled over eval examples too."""
+def forward_split(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size: int, precision: str):
+    """(what the task kind keeps of every sequence, in split order; the mean loss)."""
     model.eval()
     device = next(model.parameters()).device
     outputs = np.empty(len(split), dtype=task.kind.prediction_dtype)
@@ -268,10 +264,29 @@ def evaluate(model: nn.Module, task: TaskSpec, split: TokenizedSplit, batch_size
         with autocast(precision, device):
             logits = model(**batch).float()
         loss_sum += float(task.kind.loss(logits, labels)) * len(indices)
-        outputs[indices] = task.kind.predict(logits)
-    return {
-        "scores": score(task.metrics, outputs, split.labels),
-        "loss": loss_sum / len(split),
-        "majority_share": task.kind.majority_share(outputs),
-        "predictions": outputs,
-    }
+        outputs[indices] = task.kind.batch_outputs(logits, split.lengths[indices])
+    return outputs, loss_sum / len(split)
+
+
+def evaluate(
+    model: nn.Module,
+    task: TaskSpec,
+    split: TokenizedSplit,
+    batch_size: int,
+    precision: str,
+    null_threshold: float | None = None,
+) -> dict:
+    """Scores, mean loss, the share of the most common prediction (1.0 = the model
+    predicts one class for everything: collapsed, whatever its accuracy says; span QA: the
+    share of "no answer"), and every example's prediction (class id, score for regression,
+    F1 per question for span QA) in eval-split order, so a contrast between runs can be
+    resampled over eval examples too. `null_threshold`: span QA's, fitted on training data."""
+    outputs, loss = forward_split(model, task, split, batch_size, precision)
+    return {"loss": loss, **task.kind.score(task, split, outputs, null_threshold)}
+
+
+def fit_null_threshold(model: nn.Module, task: TaskSpec, train: TokenizedSplit, batch_size: int, precision: str):
+    """Span QA's null-score threshold, fitted on the training subset after training (never
+    on the eval set, which it then scores)."""
+    outputs, _ = forward_split(model, task, train, batch_size, precision)
+    return task.kind.fit_null_threshold(train, outputs)

@@ -44,6 +44,7 @@ class RunResult:
     base_weights_sha256: str | None = None
     device: str | None = None
     torch: str | None = None
+    null_threshold: float | None = None  # span QA: "no answer" when null - best span score exceeds it (fitted on train)
 
     @property
     def cond(self) -> Condition:

@@ -23,7 +23,7 @@ from src.imports import ROOT, code_files
 from src.model.finetuner import build_finetuner, new_task_head, reinitialised_layer_parameters
 from src.model.record import BaseModelRecord
 from src.tasks.registry import get_task
-from src.train.loop import RunSettings, evaluate, finetune
+from src.train.loop import RunSettings, evaluate, finetune, fit_null_threshold
 from src.train.result import RunResult
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
@@ -94,7 +94,9 @@ def _run_condition(
     task = get_task(condition.task)
     seed = settings.seed
     first = get_task(condition.intermediate_task) if condition.intermediate_task else task
-    model, record = build_finetuner(model_dir, condition, first.kind.head_outputs(first.num_labels), seed)
+    model, record = build_finetuner(
+        model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
+    )
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type != settings.device:  # e.g. a SLURM node without the GPU the run asked for
         raise RuntimeError(
@@ -111,11 +113,11 @@ def _run_condition(
 
     if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
         pool = _load(tasks_dir, first.name, "train")
-        indices = tokens.training_subset(len(pool), condition.size, first.name, condition.trial, seed)
+        indices = tokens.training_subset(pool.examples, condition.size, first.name, condition.trial, seed)
         outcome = finetune(
             model,
             first,
-            pool.subset(indices),
+            pool.of_examples(indices),
             settings,
             condition.seed(seed, "train-intermediate"),
             fresh,
@@ -125,17 +127,23 @@ def _run_condition(
         if outcome["status"] != "ok":
             return _result(condition, settings, record, outcome, {}, [], task, key)
         record["reinitialised"] += new_task_head(
-            model, task.kind.head_outputs(task.num_labels), condition, seed, model.encoder.config.initializer_range
+            model,
+            task.kind.head_outputs(task.num_labels),
+            condition,
+            seed,
+            model.encoder.config.initializer_range,
+            task.kind.token_level,
         )
         fresh = set()
 
     pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
-    indices = tokens.training_subset(len(pool), condition.size, task.name, condition.trial, seed)
+    indices = tokens.training_subset(pool.examples, condition.size, task.name, condition.trial, seed)
+    train = pool.of_examples(indices)
     start = layer_weights(model.encoder)
     outcome = finetune(
         model,
         task,
-        pool.subset(indices),
+        train,
         settings,
         condition.seed(seed, "train"),
         fresh,
@@ -146,14 +154,18 @@ def _run_condition(
         progress=progress,
         layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
     )
+    null_threshold = None
+    if outcome["status"] == "ok" and task.kind.fits_null_threshold:
+        null_threshold = fit_null_threshold(model, task, train, settings.eval_batch_size, settings.precision)
+        record["null_threshold"] = null_threshold
     evaluation = (
-        evaluate(model, task, eval_split, settings.eval_batch_size, settings.precision)
+        evaluate(model, task, eval_split, settings.eval_batch_size, settings.precision, null_threshold)
         if outcome["status"] == "ok"
         else {}
     )
     changes = weight_change(start, layer_weights(model.encoder)) if outcome["status"] == "ok" else []
     record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
-    record["eval_examples"] = len(eval_split)
+    record["eval_examples"] = eval_split.examples
     record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
     record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
     return _result(condition, settings, record, outcome, evaluation, changes, task, key)
