@@ -63,13 +63,11 @@ def best_over_golds(golds: list[str], prediction: str) -> tuple[float, float]:
     return max(token_f1(g, prediction) for g in golds), max(exact_match(g, prediction) for g in golds)
 
 
-SQUAD_METRICS = ("squad_f1", "squad_exact", "HasAns_f1", "HasAns_exact", "NoAns_f1", "NoAns_exact")
-
-
 def squad_scores(f1: np.ndarray, exact: np.ndarray, answerable: np.ndarray) -> dict[str, float]:
-    """The official summary from per-question F1 and exact match, as fractions (the official
-    script prints them x 100): over every question, and over the answerable (HasAns) and
-    unanswerable (NoAns) ones; a part without questions is NaN."""
+    """The official summary (src/tasks/registry.py SQUAD_METRICS) from per-question F1 and
+    exact match, as fractions (the official script prints them x 100): over every question,
+    and over the answerable (HasAns) and unanswerable (NoAns) ones; NaN for a part without
+    questions."""
 
     def mean(values: np.ndarray) -> float:
         return float(values.mean()) if len(values) else math.nan

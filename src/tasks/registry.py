@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from src.tasks.glue import GLUE_TASKS
 from src.tasks.kinds import KINDS, TaskKind
-from src.tasks.metrics import SQUAD_METRICS
 
 
 @dataclass(frozen=True)
@@ -44,13 +43,15 @@ GLUE_METRICS = {
     "stsb": ("pearson", "spearman"),
     "wnli": ("accuracy",),
 }
+# SQuAD 2.0's official F1 (the headline) and exact match, overall and HasAns / NoAns
+# (src/tasks/metrics.py squad_scores computes them).
+SQUAD_METRICS = ("squad_f1", "squad_exact", "HasAns_f1", "HasAns_exact", "NoAns_f1", "NoAns_exact")
 TASKS: dict[str, TaskSpec] = {
     **EMBEDDED,
     **{
         name: TaskSpec(name, fmt.text_fields, KINDS[fmt.label_kind], fmt.num_labels, GLUE_METRICS[name], "glue")
         for name, fmt in GLUE_TASKS.items()
     },
-    # SQuAD 2.0: official F1 (the headline) and exact match, overall and HasAns / NoAns.
     "squad_v2": TaskSpec("squad_v2", ("question", "context"), KINDS["span_qa"], 2, SQUAD_METRICS, "squad"),
 }
 GLUE_TASK_NAMES = tuple(GLUE_TASKS)
