@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
-from conftest import WORDS
+from conftest import WORDS, grid_params
 
 from src.conditions.condition import Condition
 from src.config.load import validate
@@ -57,7 +58,8 @@ def test_no_answer_scores_one_against_no_answer_and_zero_against_a_span():
     assert best_over_golds([], "") == (1.0, 1.0)
     assert best_over_golds([], "Paris") == (0.0, 0.0)
     assert best_over_golds(["Paris"], "") == (0.0, 0.0)
-    assert best_over_golds(["the"], "") == (1.0, 1.0)  # a gold that normalises to nothing is dropped
+    assert best_over_golds(["the"], "") == (1.0, 1.0)  # no gold left: the gold is "" (no answer)
+    assert best_over_golds(["the", "cat"], "") == (0.0, 0.0)  # a gold that normalises to nothing is dropped
 
 
 def test_has_answer_and_no_answer_are_averaged_separately():
@@ -110,8 +112,6 @@ def test_the_threshold_is_the_official_best_f1_threshold():
 
 def squad_frame(questions: list[tuple[str, str, list[str]]]):
     """(question, context, gold texts) -> the frame the SQuAD loaders return."""
-    import pandas as pd
-
     rows = [(f"q{i}", q, c, golds, c.index(golds[0]) if golds else -1) for i, (q, c, golds) in enumerate(questions)]
     return pd.DataFrame(rows, columns=["id", "question", "context", "answers", "answer_start"])
 
@@ -275,3 +275,58 @@ def test_the_shared_slices_build_with_their_question_counts(tmp_path, tiny_model
     eval_split = tokens.load_split(tmp_path / "tokens.npz", "eval")
     assert eval_split.examples == 6078 and len(np.unique(eval_split.question_of_window)) == 6078
     assert torch.from_numpy(eval_split.labels).shape[1] == 3
+
+
+# --- a tiny QA checkpoint through the real pipeline --------------------------------------------------
+
+
+def write_tiny_squad(folder: Path) -> None:
+    """A SQuAD 2.0 folder of synthetic paragraphs, a third of the questions unanswerable,
+    contexts long enough to need several windows at max_length 64."""
+    folder.mkdir()
+    for name, n, seed in (("train-v2.0.json", 36, 1), ("dev-v2.0.json", 24, 2)):
+        paragraphs = []
+        for i, (question, context, golds) in enumerate(toy_qa(n, seed)):
+            context = long_context(seed * 100 + i, 40) + " " + context
+            answers = [{"text": g, "answer_start": context.index("great " + g) + 6} for g in golds]
+            qa = {"id": f"{seed}-{i}", "question": question, "answers": answers, "is_impossible": not golds}
+            paragraphs.append({"context": context, "qas": [qa]})
+        squad = {"version": "v2.0", "data": [{"title": "toy", "paragraphs": paragraphs}]}
+        (folder / name).write_text(json.dumps(squad))
+
+
+def test_the_progressive_study_on_squad_runs_through_dvc_exp_run(tmp_path):
+    from test_pipeline import dvc, init_scratch_repo
+
+    from src.results.predictions import read_predictions
+    from src.train.result import RunResult
+
+    params = grid_params()
+    params["model"]["max_length"] = 64
+    params["data"].update(tasks=["rt_sentiment", "squad_v2"], squad_dir="squad", qa_stride=16)
+    params["probe"]["tasks"] = ["rt_sentiment"]
+    params["train"].update(workers=1, threads=2)
+    params.update(size=8, trials=1)  # the focus condition (on rt_sentiment): one short run
+    params["studies"] = {"progressive": {**params["studies"]["progressive"], "sizes": [16]}}
+    init_scratch_repo(tmp_path, params, lambda repo: write_tiny_squad(repo / "squad"))
+    dvc(tmp_path, "exp", "run", "-S", "studies.progressive.tasks=[squad_v2]")
+
+    info = json.loads((tmp_path / "data/tasks/squad_v2/info.json").read_text())
+    assert info["answerable"] == {"train": 24, "eval": 16} and info["windows"]["eval"] > 24  # windowed
+    results = sorted((tmp_path / "data/runs/studies/progressive/squad_v2/n16").rglob("trial*.json"))
+    assert len(results) == 2 * 2  # k = 0 and 6, two trials
+    for path in results:
+        result = RunResult.read(path)
+        assert result.ok and result.metric == "squad_f1" and result.null_threshold is not None
+        assert set(result.scores) == {"squad_f1", "squad_exact", "HasAns_f1", "HasAns_exact", "NoAns_f1", "NoAns_exact"}
+        assert len(result.eval_predictions()) == 24  # one F1 per dev question
+    runs = pd.read_csv(tmp_path / "metrics/runs.csv")
+    squad = runs[runs["task"] == "squad_v2"]
+    assert set(squad.loc[squad["headline"], "metric"]) == {"squad_f1"} and len(squad) == 4 * 6
+    points = pd.read_csv(tmp_path / "metrics/points.csv")
+    assert set(points.loc[points["task"] == "squad_v2", "k"]) == {0, 6}
+    predictions, labels = read_predictions(tmp_path / "data/predictions.npz")
+    assert labels["squad_v2"].tolist().count(1) == 16 and len(labels["squad_v2"]) == 24
+    assert sum(key[0] == "squad_v2" for key in predictions) == 4
+    assert "squad_v2" in (tmp_path / "metrics/report.md").read_text()
+    assert (tmp_path / "plots/figures/progressive.png").exists()
