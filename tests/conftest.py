@@ -140,6 +140,9 @@ def grid_params() -> dict:
             "neutral_band": 0.8,
             "split_seed": 0,
             "max_unk_rate": 0.05,
+            "squad_dir": None,
+            "qa_stride": 32,
+            "qa_max_answer_tokens": 30,
         },
         "train": {
             "lr": 2.0e-5,

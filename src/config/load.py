@@ -124,6 +124,18 @@ def validate(params: dict, limits: ModelLimits = ModelLimits()) -> Config:
         require(L is None or value <= L, key, value, f"0..{L} (the model has {L} encoder layers)")
         return value
 
+    # A probe predicts one label per sequence from a pooled layer; a span-QA task has none.
+    sequence_tasks = [t for t in data.tasks if not TASKS[t].kind.token_level]
+    probed = (
+        in_data
+        if len(sequence_tasks) == len(data.tasks)
+        else checks.member_of(
+            sequence_tasks,
+            f"tasks listed in data.tasks that are not span QA {sequence_tasks} (a probe predicts one label per "
+            "sequence; a span-QA task labels tokens)",
+        )
+    )
+
     focus = {"task": checks.choice(data.tasks), "k": k_check}
     scalars = {
         f.name: focus.get(f.name, f.metadata["check"])(_get(params, f.name, f.name), f.name)
@@ -143,7 +155,7 @@ def validate(params: dict, limits: ModelLimits = ModelLimits()) -> Config:
         data=data,
         train=_section(TrainConfig, _get(params, "train", "train"), "train"),
         executor=_executor(_get(params, "executor", "executor")),
-        probe=_section(ProbeConfig, _get(params, "probe", "probe"), "probe", {"tasks": checks.listing(in_data)}),
+        probe=_section(ProbeConfig, _get(params, "probe", "probe"), "probe", {"tasks": checks.listing(probed)}),
         report=_section(ReportConfig, _get(params, "report", "report"), "report"),
         studies=_studies(_get(params, "studies", "studies"), in_data, limits),
     )

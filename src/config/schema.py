@@ -87,6 +87,12 @@ class DataConfig(Section):
         checks.unit_interval,
         "refuse a task whose words map to [UNK] more often than this: a tokenizer that does not fit the text",
     )
+    squad_dir: str | None = knob(
+        checks.text("null (the hub) or a folder path", nullable=True),
+        "null: SQuAD 2.0 from the hub; or a folder with train-v2.0.json and dev-v2.0.json",
+    )
+    qa_stride: int = knob(checks.integer(0), "span QA: tokens shared by consecutive windows of a long context")
+    qa_max_answer_tokens: int = knob(checks.integer(1), "span QA: the longest answer span predicted, in tokens")
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ class RunResult:
     layer_cka: list[float] = field(default_factory=list)  # layer 0 (embeddings)..L: finetuned vs pretrained
     criticality: list[dict] = field(default_factory=list)  # layer, rewound_to (pretrained|initial), score, drop
     head_importance: dict = field(default_factory=dict)  # before / after: [layer][head] mean |dL/dgate|
+    null_threshold: float | None = None  # span QA: "no answer" when null - best span score exceeds it (fitted on train)
 
     @property
     def cond(self) -> Condition:

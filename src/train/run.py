@@ -31,7 +31,7 @@ from src.model.features import layer_features
 from src.model.finetuner import Finetuner, build_finetuner, new_task_head, reinitialised_layer_parameters
 from src.model.record import BaseModelRecord
 from src.tasks.registry import get_task
-from src.train.loop import RunSettings, autocast, evaluate, finetune
+from src.train.loop import RunSettings, autocast, evaluate, finetune, fit_null_threshold
 from src.train.result import RunResult, encode_step_losses
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
@@ -102,7 +102,9 @@ def _run_condition(
     task = get_task(condition.task)
     seed = settings.seed
     first = get_task(condition.intermediate_task) if condition.intermediate_task else task
-    model, record = build_finetuner(model_dir, condition, first.kind.head_outputs(first.num_labels), seed)
+    model, record = build_finetuner(
+        model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
+    )
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type != settings.device:  # e.g. a SLURM node without the GPU the run asked for
         raise RuntimeError(
@@ -119,11 +121,11 @@ def _run_condition(
 
     if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
         pool = _load(tasks_dir, first.name, "train")
-        indices = tokens.training_subset(len(pool), condition.size, first.name, condition.stream("subset"), seed)
+        indices = tokens.training_subset(pool.examples, condition.size, first.name, condition.stream("subset"), seed)
         outcome = finetune(
             model,
             first,
-            pool.subset(indices),
+            pool.of_examples(indices),
             settings,
             condition.seed(seed, "train-intermediate", "order"),
             fresh,
@@ -134,14 +136,19 @@ def _run_condition(
         if outcome["status"] != "ok":
             return _result(condition, settings, record, outcome, {}, [], task, key)
         record["reinitialised"] += new_task_head(
-            model, task.kind.head_outputs(task.num_labels), condition, seed, model.encoder.config.initializer_range
+            model,
+            task.kind.head_outputs(task.num_labels),
+            condition,
+            seed,
+            model.encoder.config.initializer_range,
+            task.kind.token_level,
         )
         fresh = set()
 
     pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
-    indices = tokens.training_subset(len(pool), condition.size, task.name, condition.stream("subset"), seed)
+    indices = tokens.training_subset(pool.examples, condition.size, task.name, condition.stream("subset"), seed)
     start = layer_weights(model.encoder)
-    train_split = pool.subset(indices)
+    train_split = pool.of_examples(indices)
     initial = layer_states(model.encoder) if settings.criticality else None
     importance_before = (
         head_importance(model, task, train_split, settings.batch_size) if settings.head_importance else None
@@ -161,8 +168,20 @@ def _run_condition(
         layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
         dropout_seed=condition.seed(seed, "train", "dropout"),
     )
+    null_threshold = None
+    if outcome["status"] == "ok" and task.kind.fits_null_threshold:
+        null_threshold = fit_null_threshold(model, task, train_split, settings.eval_batch_size, settings.precision)
+        record["null_threshold"] = null_threshold
     evaluation = (
-        evaluate(model, task, eval_split, settings.eval_batch_size, settings.precision, layer_features=settings.cka)
+        evaluate(
+            model,
+            task,
+            eval_split,
+            settings.eval_batch_size,
+            settings.precision,
+            null_threshold,
+            layer_features=settings.cka,
+        )
         if outcome["status"] == "ok"
         else {}
     )
@@ -183,7 +202,7 @@ def _run_condition(
         if importance_before is not None:
             record["head_importance"]["before"] = importance_before
     record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
-    record["eval_examples"] = len(eval_split)
+    record["eval_examples"] = eval_split.examples
     record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
     record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
     return _result(condition, settings, record, outcome, evaluation, changes, task, key)
