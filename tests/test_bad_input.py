@@ -254,7 +254,8 @@ def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
             (
                 "params.yaml: data.glue_dri = 'glue' is invalid; "
                 "allowed: the keys known here: eval_size, glue_carve_train_from_dev, "
-                "glue_dir, max_unk_rate, neutral_band, qa_max_answer_tokens, qa_stride, split_seed, squad_dir, tasks (did you "
+                "glue_dir, max_unk_rate, neutral_band, qa_max_answer_tokens, qa_stride, split_seed, squad_dir, "
+                "tasks (did you "
                 "mean glue_dir?)"
             ),
             id="section-typo",

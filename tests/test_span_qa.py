@@ -17,7 +17,7 @@ from src.config.load import validate
 from src.data import tokens
 from src.errors import ParamsError
 from src.model.base import load_tokenizer
-from src.tasks.build import build_splits, write_task
+from src.tasks.build import build_splits, checked_unknown_words, write_task
 from src.tasks.metrics import best_over_golds, exact_match, normalize_answer, squad_scores, token_f1
 from src.tasks.spans import Decoded, best_span
 from src.tasks.squad import SquadFormatError, read_squad_json
@@ -193,7 +193,8 @@ def qa_tasks_dir(tmp_path, tiny_model_dir, params):
     config = validate(params)
     tokenizer = load_tokenizer(tiny_model_dir)
     train, eval_ = squad_frame(toy_qa(40, 1)), squad_frame(toy_qa(20, 2))
-    write_task("squad_v2", train, eval_, "toy", tokenizer, 24, tmp_path / "squad_v2", config.data)
+    unknown = checked_unknown_words("squad_v2", train, eval_, tokenizer, config.data)
+    write_task("squad_v2", train, eval_, "toy", unknown, tokenizer, 24, tmp_path / "squad_v2", config.data)
     return tmp_path, config
 
 
@@ -267,7 +268,9 @@ def test_the_shared_slices_build_with_their_question_counts(tmp_path, tiny_model
     params["data"].update(tasks=[*params["data"]["tasks"], "squad_v2"], squad_dir=str(SHARED_SQUAD), qa_stride=16)
     config = validate(params)
     train, eval_, note = build_splits("squad_v2", config.data)
-    info = write_task("squad_v2", train, eval_, note, load_tokenizer(tiny_model_dir), 64, tmp_path, config.data)
+    tokenizer = load_tokenizer(tiny_model_dir)
+    unknown = checked_unknown_words("squad_v2", train, eval_, tokenizer, config.data)
+    info = write_task("squad_v2", train, eval_, note, unknown, tokenizer, 64, tmp_path, config.data)
     assert (info["train_examples"], info["eval_examples"]) == (5147, 6078)
     assert info["answerable"] == {"train": 4799, "eval": 2910}
     assert info["eval_examples"] - info["answerable"]["eval"] == 3168
