@@ -221,7 +221,9 @@ def _pretrained_features(
     """The base encoder's per-layer eval features, pooled as the finetuned eval pass pools
     them and under the same autocast, once per worker process and task."""
     with autocast(precision, torch.device(device)):
-        return layer_features(_pretrained(model_dir, device), tokens.load_split(tokens_file, "eval"), batch_size)
+        return layer_features(
+            _pretrained(model_dir, device), tokens.load_split(tokens_file, "eval"), batch_size, "mean"
+        )
 
 
 def _measurements(
