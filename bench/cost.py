@@ -158,14 +158,10 @@ def count(grid: dict) -> dict:
     }
 
 
-def examples_trained(condition) -> int:
-    """stages/finetune.py's sort key: examples a run passes through (its intermediate task's too)."""
-    return condition.size * condition.epochs * (2 if condition.intermediate_task else 1)
-
-
-def stage_order(conditions: list) -> list:
-    """The order a finetune stage submits its runs: longest (examples x epochs) first, stable."""
-    return sorted(conditions, key=lambda c: -examples_trained(c))
+def stage_order(conditions: list, stats: dict) -> list:
+    """The order a finetune stage submits its runs (src/train/schedule.run_all): most examples
+    trained first (every sequential step's included), stable."""
+    return sorted(conditions, key=lambda c: -c.examples_trained(lambda task: stats[task]["train_examples"]))
 
 
 # --- FLOPs and time per run -------------------------------------------------------------------------
@@ -194,10 +190,11 @@ def run_cost(
     example), dev_examples, dev_tokens. Expected tokens of a random n-subset: n x mean."""
     task = stats[condition.task]
     evals = evaluations(condition, log_epochs)
-    train_tokens = condition.size * task["mean_tokens"] * condition.epochs
+    steps_of_run = condition.steps(lambda name: stats[name]["train_examples"])  # sequential: every step
+    train_tokens = sum(size * stats[name]["mean_tokens"] * epochs for name, size, epochs in steps_of_run)
     eval_tokens = task["dev_tokens"] * evals
     flops = run_flops(train_tokens, eval_tokens, n_params)
-    steps = math.ceil(condition.size / TRAIN["batch_size"]) * condition.epochs
+    steps = sum(math.ceil(size / TRAIN["batch_size"]) * epochs for _, size, epochs in steps_of_run)
     eval_batches = math.ceil(task["dev_examples"] / TRAIN["eval_batch_size"]) * evals
     floor = steps * assumptions["step_latency_s"] + eval_batches * assumptions["eval_batch_latency_s"]
     by_flops = {
@@ -376,7 +373,7 @@ def project(stats: dict, grid: dict = PAPER_GRID, assumptions: dict = ASSUMPTION
     rows, durations = {}, {}
     for name, study in runs.items():
         log_epochs = "epochs" in grid[name]
-        ordered = stage_order(study["trained"])
+        ordered = stage_order(study["trained"], stats)
         costs = [run_cost(c, stats, log_epochs, assumptions) for c in ordered]
         durations[name] = [c["projected_s"] for c in costs]
         rows[name] = {

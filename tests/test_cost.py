@@ -104,17 +104,18 @@ def test_idle_tail_runs_from_the_first_slot_going_idle_to_the_end():
 
 
 def test_stage_order_is_the_finetune_stages_order():
-    from src.train.schedule import examples_trained
-
+    stats = {"a": {"train_examples": 9000}, "b": {"train_examples": 700}}
     conditions = [
         Condition("a", 500, 0, 5, k=1),
         Condition("a", 5000, 0, 3, k=1),
         Condition("b", 500, 1, 10, k=2),
         Condition("a", 5000, 1, 3, k=2),
         Condition("b", 500, 0, 5, k=0, intermediate_task="a"),
+        Condition("b", 500, 0, 5, k=0, intermediate_task="a", intermediate_size="full", intermediate_epochs=3),
     ]
-    expected = [conditions[i] for i in sorted(range(len(conditions)), key=lambda i: -examples_trained(conditions[i]))]
-    assert cost.stage_order(conditions) == expected
+    examples = [2500, 15000, 5000, 15000, 5000, 9000 * 3 + 2500]
+    expected = [conditions[i] for i in sorted(range(len(conditions)), key=lambda i: -examples[i])]
+    assert cost.stage_order(conditions, stats) == expected
 
 
 def test_the_projection_neither_imports_ray_nor_needs_glue_to_say_so(tmp_path):

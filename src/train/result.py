@@ -3,7 +3,8 @@
 data/runs/studies/<study>/<task>/n<size>/<slug>/trial<t>.json holds one RunResult: scores,
 eval loss, per-example eval predictions, per-epoch losses (and eval), the weight change
 (and by step), the layer order, every reinitialised tensor, the subset hash, every setting
-the run trained with, the seeds it drew from, and the fingerprint of its inputs.
+the run trained with, the seeds it drew from, each intermediate step of a sequential run (task,
+size, epochs, losses), and the fingerprint of its inputs.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class RunResult:
     base_weights_sha256: str | None = None
     device: str | None = None
     torch: str | None = None
+    intermediate_steps: list[dict] = field(default_factory=list)  # sequential: task, size, epochs, losses per step
 
     @property
     def cond(self) -> Condition:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 
 from src.conditions.condition import Condition, derive_seed
+from src.config.checks import FULL
 from src.data import tokens
 from src.files import sha256_of
 from src.imports import ROOT, code_files
@@ -37,7 +38,7 @@ def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, ta
     folder), base weights, token ids and code. A finished result whose fingerprint matches
     is reused as it is; any other file in its place is recomputed. Never the executor kind
     or the worker count: those do not change a result."""
-    tasks = [condition.task] + ([condition.intermediate_task] if condition.intermediate_task else [])
+    tasks = [condition.task, *condition.intermediate_steps]
     inputs = {
         "condition": condition.as_dict(),
         "settings": {**asdict(settings), "checkpoint_every": None},  # checkpoints never change results
@@ -93,7 +94,8 @@ def _run_condition(
 ) -> RunResult:
     task = get_task(condition.task)
     seed = settings.seed
-    first = get_task(condition.intermediate_task) if condition.intermediate_task else task
+    chain = [get_task(name) for name in condition.intermediate_steps]
+    first = chain[0] if chain else task
     model, record = build_finetuner(model_dir, condition, first.kind.head_outputs(first.num_labels), seed)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type != settings.device:  # e.g. a SLURM node without the GPU the run asked for
@@ -109,25 +111,42 @@ def _run_condition(
     # not the always-new task head).
     fresh = reinitialised_layer_parameters(model, record["reinitialised"])
 
-    if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
-        pool = _load(tasks_dir, first.name, "train")
-        indices = tokens.training_subset(len(pool), condition.size, first.name, condition.trial, seed)
+    # Sequential finetuning (Huang et al. 4.1): each intermediate task in order, then the
+    # final one, each step with a head of its own; the scheme's fresh layers are fresh in the first.
+    pool_size = lambda name: len(_load(tasks_dir, name, "train"))  # noqa: E731 - read only for `full`
+    record["intermediate_steps"] = []
+    for step, (step_task, (_, size, epochs)) in enumerate(zip(chain, condition.steps(pool_size))):
+        if step:
+            record["reinitialised"] += new_task_head(model, _head_outputs(step_task), condition, seed, _sigma(model))
+        pool = _load(tasks_dir, step_task.name, "train")
+        indices = tokens.training_subset(len(pool), size, step_task.name, condition.trial, seed)
         outcome = finetune(
             model,
-            first,
+            step_task,
             pool.subset(indices),
-            settings,
-            condition.seed(seed, "train-intermediate"),
+            replace(settings, epochs=epochs),
+            condition.seed(seed, _intermediate_purpose(step)),
             fresh,
             condition.lr_multiplier,
-            progress=lambda line: progress(f"intermediate {first.name}: {line}"),
+            progress=lambda line, name=step_task.name: progress(f"intermediate {name}: {line}"),
+        )
+        record["intermediate_steps"].append(
+            {
+                "task": step_task.name,
+                "size": size,
+                "epochs": epochs,
+                "status": outcome["status"],
+                "steps": outcome.get("steps"),
+                "epoch_losses": outcome["epoch_losses"],
+                "train_seconds": round(outcome["train_seconds"], 2),
+                "train_subset_sha256": hashlib.sha256(indices.tobytes()).hexdigest(),
+            }
         )
         if outcome["status"] != "ok":
             return _result(condition, settings, record, outcome, {}, [], task, key)
-        record["reinitialised"] += new_task_head(
-            model, task.kind.head_outputs(task.num_labels), condition, seed, model.encoder.config.initializer_range
-        )
         fresh = set()
+    if chain:
+        record["reinitialised"] += new_task_head(model, _head_outputs(task), condition, seed, _sigma(model))
 
     pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
     indices = tokens.training_subset(len(pool), condition.size, task.name, condition.trial, seed)
@@ -159,6 +178,19 @@ def _run_condition(
     return _result(condition, settings, record, outcome, evaluation, changes, task, key)
 
 
+def _head_outputs(task) -> int:
+    return task.kind.head_outputs(task.num_labels)
+
+
+def _sigma(model) -> float:
+    return model.encoder.config.initializer_range
+
+
+def _intermediate_purpose(step: int) -> str:
+    """The training seed's purpose of intermediate step `step` (the first keeps its earlier name)."""
+    return "train-intermediate" if step == 0 else f"train-intermediate-{step}"
+
+
 def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
     """The seeds the run drew from (each reinitialised tensor has its own, from its name)."""
     c = condition
@@ -169,9 +201,13 @@ def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
     }
     if c.scheme == "permutation":
         seeds["permutation"] = c.seed(seed, "permutation")
-    if c.intermediate_task:
-        seeds["subset_intermediate"] = derive_seed(seed, "subset", c.intermediate_task, c.size, c.trial)
-        seeds["train_intermediate"] = c.seed(seed, "train-intermediate")
+    for step, task in enumerate(c.intermediate_steps):
+        suffix = f"_{step}" if step else ""
+        size = c.size if c.intermediate_size is None else c.intermediate_size
+        seeds[f"subset_intermediate{suffix}"] = (
+            derive_seed(seed, "subset", task, size, c.trial) if size != FULL else "the whole training set"
+        )
+        seeds[f"train_intermediate{suffix}"] = c.seed(seed, _intermediate_purpose(step))
     seeds["reinit"] = f"derive_seed({seed}, 'reinit', {c.trial}, <tensor name>) per tensor"
     return seeds
 
