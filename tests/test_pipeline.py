@@ -70,19 +70,26 @@ def pipeline_params() -> dict:
     return params
 
 
-@pytest.fixture(scope="module")
-def scratch_repo(tmp_path_factory):
-    repo = tmp_path_factory.mktemp("pipeline")
+def make_repo(repo: Path, params_text: str) -> list[str]:
+    """A scratch git + DVC repo at `repo`: this checkout's pipeline and code, tiny GLUE, and
+    `params_text` as its params.yaml, committed. Returns the git command prefix."""
     for item in ("dvc.yaml", "src", "stages", ".dvcignore", ".gitignore"):
         (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, repo / item)
     shutil.copytree(REPO / ".dvc", repo / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
     write_tiny_glue(repo / "glue")
-    (repo / "params.yaml").write_text(yaml.safe_dump(pipeline_params(), sort_keys=False))
+    (repo / "params.yaml").write_text(params_text)
 
     git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "-m", "tiny grid"], cwd=repo, check=True)
+    return git
+
+
+@pytest.fixture(scope="module")
+def scratch_repo(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("pipeline")
+    git = make_repo(repo, yaml.safe_dump(pipeline_params(), sort_keys=False))
     params_read = tmp_path_factory.mktemp("params_read")  # src/stage.py: each stage writes the params keys it read
     first = dvc(repo, "repro", env={"TRANSFER_RECORD_PARAMS": str(params_read)})
     return repo, first, git, params_read
