@@ -14,7 +14,7 @@ from test_params import DEFAULT_MODEL, with_change
 
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions, trained_conditions
-from src.config.load import validate
+from src.config.load import read_params, validate
 from src.errors import ParamsError
 from src.train.run import run_condition
 from src.train.schedule import check_sizes, run_settings
@@ -125,6 +125,34 @@ def test_bad_study_designs_are_refused_in_one_line(key, value, message):
     params = design_params(**({"intermediate_tasks": ["subjectivity"]} if key == "intermediate_size" else {}))
     text = refusal(with_change(f"studies.progressive.{key}", value, params))
     assert text == f"params.yaml: {message}" and "\n" not in text
+
+
+def test_dvc_exp_run_set_param_writes_the_new_shapes_as_the_validator_reads_them(tmp_path):
+    # dvc.utils.hydra.apply_overrides is what `dvc exp run -S` does to params.yaml (Hydra's
+    # override grammar: {k: v} is a mapping, [[a, b], c] a list of lists). A list cannot be
+    # merged into a mapping: `~key` first, then `+key={...}`.
+    from dvc.utils.hydra import apply_overrides
+    from dvc.utils.serialize import dumps_yaml
+
+    path = tmp_path / "params.yaml"
+    path.write_text(dumps_yaml(design_params()))
+    apply_overrides(
+        path,
+        [
+            "~studies.progressive.sizes",
+            "+studies.progressive.sizes={rt_sentiment: [64, 128], subjectivity: [64], tweet_sentiment: [64]}",
+            "studies.progressive.trials={64: 3, 128: 2}",
+            "+studies.progressive.intermediate_tasks=[[subjectivity, tweet_sentiment], rt_sentiment]",
+            "+studies.progressive.intermediate_size=full",
+        ],
+    )
+    study = validate(read_params(path), DEFAULT_MODEL).studies["progressive"]
+    assert study.sizes_of("rt_sentiment") == (64, 128) and study.sizes_of("subjectivity") == (64,)
+    assert (study.trials_at(64), study.trials_at(128)) == (3, 2)
+    assert study.intermediate_tasks == (("subjectivity", "tweet_sentiment"), ("rt_sentiment",))
+    assert study.intermediate_size == "full"
+    apply_overrides(path, ["studies.progressive.trials=4"])  # back to one count for every size
+    assert validate(read_params(path), DEFAULT_MODEL).studies["progressive"].trials == 4
 
 
 def test_trials_per_size_must_name_every_size_of_the_study():
