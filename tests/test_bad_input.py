@@ -277,7 +277,7 @@ def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
                 "params.yaml: studies.blocks.trails = 3 is invalid; "
                 "allowed: keys of a block study: scheme, tasks, sizes, "
                 "trials, window, reinit_lr_multiplier, keep_layernorm, "
-                "epochs, intermediate_tasks, seed_design (did you mean trials?)"
+                "epochs, intermediate_tasks, seed_design, intermediate_size (did you mean trials?)"
             ),
             id="study-typo",
         ),

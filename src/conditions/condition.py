@@ -11,11 +11,13 @@ numbered 1..L like k.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from src.conditions.schemes import WHOLE_LAYER_VARIANTS, scheme_of
+from src.config.checks import FULL
 
 
 def derive_seed(*parts) -> int:
@@ -40,6 +42,9 @@ def crossed_streams(trial: int, design: tuple[int, int] | None) -> tuple[tuple[s
     return (("subset", trial // seeds), *((source, trial % seeds) for source in SEED_SOURCES[1:]))
 
 
+CHAIN = "+"  # joins a chain of intermediate tasks in Condition.intermediate_task: `mnli+rte`
+
+
 @dataclass(frozen=True)
 class Condition:
     task: str
@@ -55,7 +60,9 @@ class Condition:
     removed: tuple[int, ...] | None = None  # remove: the encoder layers deleted (1-based, ascending)
     lr_multiplier: float = 1.0  # App. E: reinitialised layers train at lr * lr_multiplier
     keep_layernorm: bool = False  # App. F: reinitialised layers keep their pretrained LayerNorm
-    intermediate_task: str | None = None  # sequential finetuning: train on this task first
+    intermediate_task: str | None = None  # sequential finetuning: train on this task first (a chain: `a+b`, in order)
+    intermediate_size: int | str | None = None  # each intermediate step's examples (`full`: its whole train set);
+    intermediate_epochs: int | None = None  # None for both: the final task's size and epochs (Huang et al. 4.1)
     recipe: str = "paper"
     pooling: str = "mean"
     # (source, index) for the seed streams that do not follow the trial (crossed_streams)
@@ -108,6 +115,8 @@ class Condition:
             self.recipe,
             self.pooling,
             self.intermediate_task,
+            self.intermediate_size,
+            self.intermediate_epochs,
             fresh,
             self.scheme == "permutation",  # the order is drawn from (seed, trial)
             (self.layer, self.head_index) if self.scheme == "head" else None,
@@ -117,6 +126,24 @@ class Condition:
             self.removed or (),
             self.streams,
         )
+
+    @property
+    def intermediate_steps(self) -> tuple[str, ...]:
+        """The intermediate tasks in the order they train (none: direct finetuning)."""
+        return tuple(self.intermediate_task.split(CHAIN)) if self.intermediate_task else ()
+
+    def steps(self, pool_size: Callable[[str], int]) -> list[tuple[str, int, int]]:
+        """(task, examples, epochs) of every finetuning step, the final one last; `pool_size(task)`
+        gives a task's training examples (what `full` means)."""
+        size = self.size if self.intermediate_size is None else self.intermediate_size
+        epochs = self.intermediate_epochs or self.epochs
+        first = [(t, pool_size(t) if size == FULL else size, epochs) for t in self.intermediate_steps]
+        return [*first, (self.task, self.size, self.epochs)]
+
+    def examples_trained(self, pool_size: Callable[[str], int]) -> int:
+        """Examples the run passes through, every step's epochs included (a finetune stage
+        submits the longest runs first)."""
+        return sum(size * epochs for _, size, epochs in self.steps(pool_size))
 
     @property
     def modified(self) -> bool:
@@ -178,6 +205,7 @@ class Condition:
             f"lr{self.lr_multiplier:g}x" if self.lr_multiplier != 1.0 else "",
             "keep_layernorm" if self.keep_layernorm else "",
             f"after_{self.intermediate_task}" if self.intermediate_task else "",
+            f"n{self.intermediate_size}_e{self.intermediate_epochs}" if self.intermediate_size is not None else "",
             f"e{self.epochs}",
         ]
         return "_".join([scheme_of(self.scheme).slug(self), *filter(None, modifiers)])

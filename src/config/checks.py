@@ -130,3 +130,32 @@ def crossed_design(value, key):
     require(isinstance(value, dict) and set(value) == {"subsets", "seeds"}, key, value, allowed)
     require(all(is_int(v) and v >= 2 for v in value.values()), key, value, allowed)
     return value["subsets"], value["seeds"]
+
+
+def chains(item: Check) -> Check:
+    """A non-empty list of chains trained in order: each entry a task (a chain of one) or a
+    non-empty list of tasks; returned as tuples of tasks."""
+
+    def check(value, key):
+        require(
+            isinstance(value, list) and len(value) > 0,
+            key,
+            value,
+            "a non-empty list of tasks or of task lists (chains)",
+        )
+        found = tuple(
+            listing(item)(chain, f"{key}[{i}]") if isinstance(chain, list) else (item(chain, f"{key}[{i}]"),)
+            for i, chain in enumerate(value)
+        )
+        require(len(set(found)) == len(found), key, value, "a list without duplicate chains")
+        return found
+
+    return check
+
+
+FULL = "full"  # a training size: the task's whole training set
+
+
+def count_or_full(value, key):
+    require((is_int(value) and value >= 1) or value == FULL, key, value, f"an integer >= 1 | {FULL} (the whole set)")
+    return value

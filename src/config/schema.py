@@ -200,8 +200,8 @@ class StudyConfig(Section):
     name: str = ""
     scheme: str = ""
     tasks: tuple[str, ...] = ()
-    sizes: tuple[int, ...] = ()
-    trials: int = 1
+    sizes: tuple[int, ...] | dict[str, tuple[int, ...]] = ()  # one list for every task, or one per task
+    trials: int | dict[int, int] = 1  # one count for every size, or one per size
     # scheme arguments
     ks: tuple[int, ...] | None = None
     window: int | None = None
@@ -212,8 +212,17 @@ class StudyConfig(Section):
     reinit_lr_multiplier: float | None = None
     keep_layernorm: bool | None = None
     epochs: int | None = None
-    intermediate_tasks: tuple[str, ...] | None = None
+    intermediate_tasks: tuple[tuple[str, ...], ...] | None = None  # chains; a plain task is a chain of one
+    intermediate_size: int | str | None = None  # None: the final task's size; `full`: each step's whole train set
     seed_design: tuple[int, int] | None = None  # (subsets, seeds) of a crossed design
+
+    def sizes_of(self, task: str) -> tuple[int, ...]:
+        """The training-set sizes `task` runs at in this study (Tamkin et al. App. B: no CoLA at 50k)."""
+        return self.sizes[task] if isinstance(self.sizes, dict) else self.sizes
+
+    def trials_at(self, size: int) -> int:
+        """Trials at `size` (Tamkin et al. App. B: 50 at 500 examples, 3 at 5k and 50k)."""
+        return self.trials[size] if isinstance(self.trials, dict) else self.trials
 
 
 @dataclass(frozen=True)

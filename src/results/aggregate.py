@@ -52,6 +52,8 @@ CONDITION = [
     "lr_multiplier",
     "keep_layernorm",
     "intermediate_task",
+    "intermediate_size",
+    "intermediate_epochs",
     "epochs",
 ]
 

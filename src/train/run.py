@@ -12,7 +12,7 @@ import functools
 import hashlib
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from src.conditions.condition import Condition, derive_seed
+from src.config.checks import FULL
 from src.data import tokens
 from src.files import sha256_of
 from src.imports import ROOT, code_files
@@ -45,7 +46,7 @@ def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, ta
     folder), base weights, token ids and code. A finished result whose fingerprint matches
     is reused as it is; any other file in its place is recomputed. Never the executor kind
     or the worker count: those do not change a result."""
-    tasks = [condition.task] + ([condition.intermediate_task] if condition.intermediate_task else [])
+    tasks = [condition.task, *condition.intermediate_steps]
     inputs = {
         "condition": condition.as_dict(),
         "settings": {**asdict(settings), "checkpoint_every": None},  # checkpoints never change results
@@ -101,7 +102,8 @@ def _run_condition(
 ) -> RunResult:
     task = get_task(condition.task)
     seed = settings.seed
-    first = get_task(condition.intermediate_task) if condition.intermediate_task else task
+    chain = [get_task(name) for name in condition.intermediate_steps]
+    first = chain[0] if chain else task
     model, record = build_finetuner(
         model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
     )
@@ -119,31 +121,43 @@ def _run_condition(
     # not the always-new task head).
     fresh = reinitialised_layer_parameters(model, record["reinitialised"])
 
-    if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
-        pool = _load(tasks_dir, first.name, "train")
-        indices = tokens.training_subset(pool.examples, condition.size, first.name, condition.stream("subset"), seed)
+    # Sequential finetuning (Huang et al. 4.1): each intermediate task in order, then the
+    # final one, each step with a head of its own; the scheme's fresh layers are fresh in the first.
+    pool_size = lambda name: _load(tasks_dir, name, "train").examples  # noqa: E731 - read only for `full`
+    record["intermediate_steps"] = []
+    for step, (step_task, (_, size, epochs)) in enumerate(zip(chain, condition.steps(pool_size))):
+        if step:
+            record["reinitialised"] += _new_head(model, step_task, condition, seed)
+        pool = _load(tasks_dir, step_task.name, "train")
+        indices = tokens.training_subset(pool.examples, size, step_task.name, condition.stream("subset"), seed)
         outcome = finetune(
             model,
-            first,
+            step_task,
             pool.of_examples(indices),
-            settings,
-            condition.seed(seed, "train-intermediate", "order"),
+            replace(settings, epochs=epochs),
+            condition.seed(seed, _intermediate_purpose(step), "order"),
             fresh,
             condition.lr_multiplier,
-            progress=lambda line: progress(f"intermediate {first.name}: {line}"),
-            dropout_seed=condition.seed(seed, "train-intermediate", "dropout"),
+            progress=lambda line, name=step_task.name: progress(f"intermediate {name}: {line}"),
+            dropout_seed=condition.seed(seed, _intermediate_purpose(step), "dropout"),
+        )
+        record["intermediate_steps"].append(
+            {
+                "task": step_task.name,
+                "size": size,
+                "epochs": epochs,
+                "status": outcome["status"],
+                "steps": outcome.get("steps"),
+                "epoch_losses": outcome["epoch_losses"],
+                "train_seconds": round(outcome["train_seconds"], 2),
+                "train_subset_sha256": hashlib.sha256(indices.tobytes()).hexdigest(),
+            }
         )
         if outcome["status"] != "ok":
             return _result(condition, settings, record, outcome, {}, [], task, key)
-        record["reinitialised"] += new_task_head(
-            model,
-            task.kind.head_outputs(task.num_labels),
-            condition,
-            seed,
-            model.encoder.config.initializer_range,
-            task.kind.token_level,
-        )
         fresh = set()
+    if chain:
+        record["reinitialised"] += _new_head(model, task, condition, seed)
 
     pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
     indices = tokens.training_subset(pool.examples, condition.size, task.name, condition.stream("subset"), seed)
@@ -267,6 +281,23 @@ def _measurements(
     return found
 
 
+def _new_head(model: Finetuner, task, condition: Condition, seed: int) -> list:
+    """A fresh task head for `task` (every finetuning step gets its own)."""
+    return new_task_head(
+        model,
+        task.kind.head_outputs(task.num_labels),
+        condition,
+        seed,
+        model.encoder.config.initializer_range,
+        task.kind.token_level,
+    )
+
+
+def _intermediate_purpose(step: int) -> str:
+    """The training seed's purpose of intermediate step `step` (the first keeps its earlier name)."""
+    return "train-intermediate" if step == 0 else f"train-intermediate-{step}"
+
+
 def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
     """The seeds the run drew from, one per source (each reinitialised tensor has its own, from its name)."""
     c = condition
@@ -278,10 +309,14 @@ def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
     }
     if c.scheme == "permutation":
         seeds["permutation"] = c.seed(seed, "permutation", "reinit")
-    if c.intermediate_task:
-        seeds["subset_intermediate"] = derive_seed(seed, "subset", c.intermediate_task, c.size, c.stream("subset"))
-        seeds["order_intermediate"] = c.seed(seed, "train-intermediate", "order")
-        seeds["dropout_intermediate"] = c.seed(seed, "train-intermediate", "dropout")
+    for step, task in enumerate(c.intermediate_steps):
+        suffix = f"_{step}" if step else ""
+        size = c.size if c.intermediate_size is None else c.intermediate_size
+        seeds[f"subset_intermediate{suffix}"] = (
+            derive_seed(seed, "subset", task, size, c.stream("subset")) if size != FULL else "the whole training set"
+        )
+        seeds[f"order_intermediate{suffix}"] = c.seed(seed, _intermediate_purpose(step), "order")
+        seeds[f"dropout_intermediate{suffix}"] = c.seed(seed, _intermediate_purpose(step), "dropout")
     seeds["reinit"] = f"derive_seed({seed}, 'reinit', {c.stream('reinit')}, <tensor name>) per tensor"
     seeds["head"] = f"derive_seed({seed}, 'reinit', {c.stream('head')}, <tensor name>) per tensor"
     return seeds
