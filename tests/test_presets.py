@@ -16,12 +16,10 @@ from test_pipeline import init_scratch_repo
 from bench.cost import BERT_BASE_LIMITS, load_preset
 from src.conditions.studies import all_study_conditions
 from src.config.load import read_params, validate
-from src.errors import ParamsError
-from src.tasks.registry import TASKS
 
 REPO = Path(__file__).resolve().parents[1]
 PRESETS = REPO / "presets"
-SQUAD = PRESETS / "huang2021_squad.yaml"  # needs task squad_v2 (branch qa)
+SQUAD = PRESETS / "huang2021_squad.yaml"
 GLUE_PRESETS = sorted(p for p in PRESETS.glob("*.yaml") if p != SQUAD)
 # GLUE train-set sizes (the official files; ../shared/glue/PROVENANCE.tsv lists the same counts)
 GLUE_TRAIN = {"sst2": 67_349, "qnli": 104_743, "cola": 8_551, "mrpc": 3_668, "rte": 2_490, "wnli": 635, "stsb": 5_749}
@@ -40,15 +38,9 @@ def test_each_preset_validates_offline_as_params_yaml_does(preset):
         assert all(size <= GLUE_TRAIN[task] for task in study.tasks for size in study.sizes_of(task))
 
 
-def test_the_squad_preset_validates_once_task_squad_v2_exists():
-    params = read_params(SQUAD)
-    if "squad_v2" in TASKS:  # the qa branch is merged
-        validate(params, BERT_BASE_LIMITS)
-        return
-    with pytest.raises(ParamsError) as error:  # not merged: one line saying which task is missing
-        validate(params, BERT_BASE_LIMITS)
-    assert str(error.value).startswith("params.yaml: data.tasks[0] = 'squad_v2' is invalid; allowed: ")
-    assert "\n" not in str(error.value)
+def test_the_squad_preset_validates():
+    config = validate(read_params(SQUAD), BERT_BASE_LIMITS)
+    assert config.studies["progressive"].tasks == ("squad_v2",) and config.model.max_length == 384
 
 
 def test_singh_giovanardi_runs_1_10_and_100_percent():
