@@ -1,13 +1,14 @@
 """Cost of the paper's grid (seed 001, Tamkin et al. 2020, Sec. 2-5 and App. B-F) in GPU-hours
 and wall time: a PROJECTION from FLOPs and stated assumptions, not a measurement.
 
-    python -m bench.cost [--glue-dir ../shared/glue]      # writes bench/cost.json, prints the table
+    python -m bench.cost [--glue-dir ../shared/glue] [--preset presets/tamkin2020.yaml]  # bench/cost.json + table
     python -m bench.cost --measure-tail [--gpus 8]        # + the idle tail measured with Ray on fake GPUs
 
 No GPU was lent to this project, so nothing here is a measured GPU time:
-- runs: the paper's grid as `studies:` sections (PAPER_GRID, each citing the paper), turned
-  into the runs this pipeline would train by src/conditions/studies.py (a run shared by two
-  conditions, e.g. block preserve 1-3 = progressive k = 3, trains once);
+- runs: the paper's grid as the preset presets/tamkin2020.yaml runs it (each study citing the
+  paper; `--preset` projects another), validated as params.yaml is and turned into the runs
+  this pipeline would train by src/conditions/studies.py (a run shared by two conditions,
+  e.g. block preserve 1-3 = progressive k = 3, trains once);
 - tokens: the real GLUE files tokenized as the data stage does (pairs joined as
   [CLS] a [SEP] b [SEP], truncated at 128) with the embedded model's tokenizer, whose
   WordPiece vocabulary is bert-base-uncased's (checked: 30,522 entries, lower-casing,
@@ -37,11 +38,12 @@ import math
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
-from src.conditions.studies import reported_conditions, trained_conditions
-from src.config.load import study_configs
-from src.config.schema import TrainConfig
+from src.conditions.studies import all_study_conditions, trained_conditions
+from src.config.load import ModelLimits, load_config, read_params
+from src.config.schema import Config, TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "cost.json"
@@ -59,63 +61,22 @@ def non_embedding_params(layers: int, hidden: int, ffn: int) -> int:
 
 N_BERT_BASE = non_embedding_params(BERT_BASE["layers"], BERT_BASE["hidden"], BERT_BASE["ffn"])  # 85,054,464
 
-# --- the paper's grid -------------------------------------------------------------------------------
-TASKS = ["sst2", "qnli", "cola"]  # Sec. 2: SST-2, QNLI, CoLA
-KS = list(range(13))  # Sec. 2: k in {0, 1, ..., 12}
-# App. D: the 500-example runs train 5 epochs, all others 3; batch 8 (Sec. 2); max length 128.
-TRAIN = {"epochs": 3, "small_size": 500, "small_epochs": 5, "batch_size": 8, "eval_batch_size": 32, "max_length": 128}
-# Sec. 2: "The 5k subset size is then used as the default for our other experiments";
-# App. B: "50 runs for the experiments with 500 examples, while we perform 3 runs for the other settings".
-PAPER_GRID = {
-    # Sec. 2, App. B: progressive k = 0..12 at 5k, 3 runs. First: the other studies' references.
-    "progressive": {"scheme": "progressive", "ks": KS, "tasks": TASKS, "sizes": [5000], "trials": 3},
-    # Sec. 2, App. B (50 runs at 500), App. D (5 epochs at 500).
-    "progressive_500": {"scheme": "progressive", "ks": KS, "tasks": TASKS, "sizes": [500], "trials": 50},
-    # Sec. 2: 50k "excluding 50k for CoLA, which contains only 8.5k examples"; App. B: 3 runs.
-    "progressive_50k": {"scheme": "progressive", "ks": KS, "tasks": ["sst2", "qnli"], "sizes": [50000], "trials": 3},
-    # Sec. 4: every block of three consecutive layers reinitialised, or alone preserved; 5k; App. B: 3 runs
-    # (the released code ran 10, seeds/README.md).
-    "blocks": {"scheme": "block", "window": 3, "tasks": TASKS, "sizes": [5000], "trials": 3},
-    # App. C: "three trials of reinitializing each layer k in {1 ... 12}" on each task; size not stated: 5k.
-    "single_layer": {"scheme": "single_layer", "layers": KS[1:], "tasks": TASKS, "sizes": [5000], "trials": 3},
-    # Sec. 5, Table 1: N = 10 permutations, the same one for the n-th run of each task; 5k. Its
-    # full/scratch references (Fig. 3, +-2 sigma) at trials 3..9 are not in `progressive`: trained here.
-    "permutation": {"scheme": "permutation", "tasks": TASKS, "sizes": [5000], "trials": 10},
-    # App. E, Fig. 6: 5x lr on the reinitialised layers of the progressive runs; size not stated: 5k, 3 runs.
-    "lr_multiplier": {
-        "scheme": "progressive",
-        "ks": KS,
-        "reinit_lr_multiplier": 5,
-        "tasks": TASKS,
-        "sizes": [5000],
-        "trials": 3,
-    },
-    # App. F, Fig. 7: LayerNorm kept, progressive runs with 5k examples, 3 runs.
-    "keep_layernorm": {
-        "scheme": "progressive",
-        "ks": KS,
-        "keep_layernorm": True,
-        "tasks": TASKS,
-        "sizes": [5000],
-        "trials": 3,
-    },
-    # App. D: "up to 10 epochs ... for k in {0, 6, 12} across all tasks and for 500 and 5k examples";
-    # trials not stated: App. B's 50 at 500 and 3 at 5k. Separate 10-epoch runs, eval after each epoch.
-    "epochs_500": {
-        "scheme": "progressive",
-        "ks": [0, 6, 12],
-        "epochs": 10,
-        "tasks": TASKS,
-        "sizes": [500],
-        "trials": 50,
-    },
-    "epochs": {"scheme": "progressive", "ks": [0, 6, 12], "epochs": 10, "tasks": TASKS, "sizes": [5000], "trials": 3},
-}
+# --- the paper's grid: presets/tamkin2020.yaml, the runnable design --------------------------------
+PRESETS = REPO / "presets"
+PAPER_PRESET = PRESETS / "tamkin2020.yaml"
+# bert-base's limits (config.json: 12 layers, 12 heads, 512 positions): a preset validates offline against them.
+BERT_BASE_LIMITS = ModelLimits(num_layers=BERT_BASE["layers"], num_heads=12, max_positions=BERT_BASE["positions"])
 # App. D: probes train "10 epochs on the full dataset"; here one frozen forward pass per task (stage
 # `features`) and linear probes on the cached features (negligible), on the GPU where DVC runs.
 QNLI_TRAIN_EXAMPLES = (
     104_743  # GLUE QNLI train.tsv rows (../shared/glue/PROVENANCE.tsv: official_rows; the file is absent)
 )
+
+
+def load_preset(path: Path = PAPER_PRESET) -> Config:
+    """A preset validated as params.yaml is (src/config/load.py), against bert-base's limits."""
+    return load_config(path, BERT_BASE_LIMITS)
+
 
 # --- assumptions: none of these is measured here ----------------------------------------------------
 ASSUMPTIONS = {
@@ -132,40 +93,28 @@ ASSUMPTIONS = {
 }
 
 
-def with_trials(grid: dict, **trials: int) -> dict:
-    """The grid with other trial counts per study, e.g. README "Paper setting"'s: 3 for every
-    progressive size, 10 for blocks and permutation (the released code's; seeds/README.md)."""
-    return {name: {**study, "trials": trials.get(name, study["trials"])} for name, study in grid.items()}
-
-
-README_SETTING = {"progressive_500": 3, "epochs_500": 3, "blocks": 10}
-
-
-def grid_runs(grid: dict = PAPER_GRID, layers: int = BERT_BASE["layers"]) -> dict:
+def grid_runs(design: Config) -> dict:
     """Per study: the conditions it reports and the runs it trains by src/conditions/studies.py."""
-    train = TrainConfig(epochs=TRAIN["epochs"], small_size=TRAIN["small_size"], small_epochs=TRAIN["small_epochs"])
-    reported = reported_conditions(study_configs(grid, TASKS), train, "paper", "mean", layers)
+    layers = BERT_BASE["layers"]
+    reported = all_study_conditions(design, layers)
     return {
-        name: {"conditions": reported[name], "trained": trained_conditions(reported, name, layers)} for name in grid
+        name: {"conditions": reported[name], "trained": trained_conditions(reported, name, layers)}
+        for name in design.studies
     }
 
 
-def count(grid: dict) -> dict:
-    runs = grid_runs(grid)
+def count(design: Config) -> dict:
+    runs = grid_runs(design)
     return {
         "conditions": sum(len(r["conditions"]) for r in runs.values()),
         "runs": sum(len(r["trained"]) for r in runs.values()),
     }
 
 
-def examples_trained(condition) -> int:
-    """stages/finetune.py's sort key: examples a run passes through (its intermediate task's too)."""
-    return condition.size * condition.epochs * (2 if condition.intermediate_task else 1)
-
-
-def stage_order(conditions: list) -> list:
-    """The order a finetune stage submits its runs: longest (examples x epochs) first, stable."""
-    return sorted(conditions, key=lambda c: -examples_trained(c))
+def stage_order(conditions: list, stats: dict) -> list:
+    """The order a finetune stage submits its runs (src/train/schedule.run_all): most examples
+    trained first (every sequential step's included), stable."""
+    return sorted(conditions, key=lambda c: -c.examples_trained(lambda task: stats[task]["train_examples"]))
 
 
 # --- FLOPs and time per run -------------------------------------------------------------------------
@@ -188,17 +137,23 @@ def attention_share(mean_tokens: float, mean_sq_tokens: float, layers: int, hidd
 
 
 def run_cost(
-    condition, stats: dict, log_epochs: bool, assumptions: dict = ASSUMPTIONS, n_params: int = N_BERT_BASE
+    condition,
+    stats: dict,
+    log_epochs: bool,
+    train: TrainConfig,
+    assumptions: dict = ASSUMPTIONS,
+    n_params: int = N_BERT_BASE,
 ) -> dict:
     """Tokens, FLOPs and projected seconds of one run. `stats[task]`: mean_tokens (train, per
     example), dev_examples, dev_tokens. Expected tokens of a random n-subset: n x mean."""
     task = stats[condition.task]
     evals = evaluations(condition, log_epochs)
-    train_tokens = condition.size * task["mean_tokens"] * condition.epochs
+    steps_of_run = condition.steps(lambda name: stats[name]["train_examples"])  # sequential: every step
+    train_tokens = sum(size * stats[name]["mean_tokens"] * epochs for name, size, epochs in steps_of_run)
     eval_tokens = task["dev_tokens"] * evals
     flops = run_flops(train_tokens, eval_tokens, n_params)
-    steps = math.ceil(condition.size / TRAIN["batch_size"]) * condition.epochs
-    eval_batches = math.ceil(task["dev_examples"] / TRAIN["eval_batch_size"]) * evals
+    steps = sum(math.ceil(size / train.batch_size) * epochs for _, size, epochs in steps_of_run)
+    eval_batches = math.ceil(task["dev_examples"] / train.eval_batch_size) * evals
     floor = steps * assumptions["step_latency_s"] + eval_batches * assumptions["eval_batch_latency_s"]
     by_flops = {
         f"{device} @ {mfu:.0%}": flops / (peak * mfu)
@@ -335,19 +290,19 @@ def token_lengths(df, fields: tuple[str, ...], tokenizer, max_length: int) -> li
     return [len(ids) for ids in encoded["input_ids"]]
 
 
-def glue_token_stats(glue_dir: Path, tokenizer, tasks: list[str] = TASKS) -> dict:
+def glue_token_stats(glue_dir: Path, tokenizer, tasks: tuple[str, ...], max_length: int) -> dict:
     from src.tasks.glue import GLUE_TASKS, read_glue_tsv
 
     stats = {}
     for task in tasks:
         fmt = GLUE_TASKS[task]
         dev = token_lengths(
-            read_glue_tsv(glue_dir / fmt.folder / "dev.tsv", fmt), fmt.text_fields, tokenizer, TRAIN["max_length"]
+            read_glue_tsv(glue_dir / fmt.folder / "dev.tsv", fmt), fmt.text_fields, tokenizer, max_length
         )
         train_path = glue_dir / fmt.folder / "train.tsv"
         if train_path.is_file():
             train, source, n_train = (
-                token_lengths(read_glue_tsv(train_path, fmt), fmt.text_fields, tokenizer, TRAIN["max_length"]),
+                token_lengths(read_glue_tsv(train_path, fmt), fmt.text_fields, tokenizer, max_length),
                 "train.tsv",
                 None,
             )
@@ -361,7 +316,7 @@ def glue_token_stats(glue_dir: Path, tokenizer, tasks: list[str] = TASKS) -> dic
             "train_examples": n_train,
             "train_tokens_full": n_train * mean,
             "mean_source": source,
-            "truncated_share": sum(x == TRAIN["max_length"] for x in train) / len(train),
+            "truncated_share": sum(x == max_length for x in train) / len(train),
             "dev_examples": len(dev),
             "dev_tokens": sum(dev),
         }
@@ -371,13 +326,13 @@ def glue_token_stats(glue_dir: Path, tokenizer, tasks: list[str] = TASKS) -> dic
 # --- the projection -----------------------------------------------------------------------------------
 
 
-def project(stats: dict, grid: dict = PAPER_GRID, assumptions: dict = ASSUMPTIONS, gpus=(1, 8, 64)) -> dict:
-    runs = grid_runs(grid)
+def project(stats: dict, design: Config, assumptions: dict = ASSUMPTIONS, gpus=(1, 8, 64)) -> dict:
+    runs = grid_runs(design)
     rows, durations = {}, {}
     for name, study in runs.items():
-        log_epochs = "epochs" in grid[name]
-        ordered = stage_order(study["trained"])
-        costs = [run_cost(c, stats, log_epochs, assumptions) for c in ordered]
+        log_epochs = design.studies[name].epochs is not None
+        ordered = stage_order(study["trained"], stats)
+        costs = [run_cost(c, stats, log_epochs, design.train, assumptions) for c in ordered]
         durations[name] = [c["projected_s"] for c in costs]
         rows[name] = {
             "conditions": len(study["conditions"]),
@@ -415,8 +370,7 @@ def project(stats: dict, grid: dict = PAPER_GRID, assumptions: dict = ASSUMPTION
         "label": "PROJECTION from FLOPs and stated assumptions; no GPU was measured",
         "n_non_embedding_params": N_BERT_BASE,
         "assumptions": assumptions,
-        "train": TRAIN,
-        "grid": grid,
+        "train": asdict(design.train),
         "token_stats": stats,
         "attention_share": {
             t: attention_share(s["mean_tokens"], s["mean_sq_tokens"], L, h, N_BERT_BASE) for t, s in stats.items()
@@ -425,7 +379,6 @@ def project(stats: dict, grid: dict = PAPER_GRID, assumptions: dict = ASSUMPTION
         "studies": rows,
         "total": total,
         "probing": {"flops": probe_flops, "seconds_primary": probe_s},
-        "readme_setting_count": {"trials": README_SETTING, **count(with_trials(grid, **README_SETTING))},
         "wall": {str(g): w for g, w in walls.items()},
         "durations_s": durations,
     }
@@ -577,6 +530,7 @@ def main() -> None:
         default=600.0,
         help="--measure-tail: scale durations so the study's sleeps / G take this long",
     )
+    parser.add_argument("--preset", type=Path, default=PAPER_PRESET, help="the design to project (a params file)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
@@ -588,11 +542,12 @@ def main() -> None:
     from src.errors import UserError
 
     try:
+        design = load_preset(args.preset)
         tokenizer, checks = load_bert_tokenizer(args.model_dir)
-        stats = glue_token_stats(args.glue_dir, tokenizer)
+        stats = glue_token_stats(args.glue_dir, tokenizer, design.data.tasks, design.model.max_length)
     except UserError as error:
         sys.exit(f"error: {error}")
-    result = project(stats)
+    result = {"preset": str(args.preset), "grid": read_params(args.preset)["studies"], **project(stats, design)}
     result["tokenizer_checks"] = checks
     print(table(result))
     if args.measure_tail:

@@ -1,7 +1,8 @@
 """Stage data: build every task's train/eval split (data.tasks) and tokenise it once.
 
 Embedded tasks come from pinned PyPI artifacts (src/tasks/embedded.py); GLUE tasks from
-the hub, or from data.glue_dir in the original GLUE TSV layout (src/tasks/glue.py).
+the hub, or from data.glue_dir in the original GLUE TSV layout (src/tasks/glue.py); SQuAD 2.0
+from the hub or data.squad_dir in the official JSON layout (src/tasks/squad.py).
 """
 
 import argparse
@@ -27,11 +28,15 @@ def main() -> None:
         for name, (train, eval_, _) in built.items()
     }
     for name, (train, eval_, note) in built.items():
-        info = write_task(name, train, eval_, note, unknown[name], tokenizer, config.model.max_length, args.out / name)
+        info = write_task(
+            name, train, eval_, note, unknown[name], tokenizer, config.model.max_length, args.out / name, config.data
+        )
         print(f"{name}: {len(train)} train / {len(eval_)} eval examples; {note}")
         print(f"  [UNK] words {unknown[name].unknown} of {unknown[name].words} ({unknown[name].rate:.2%})")
         if info["label_counts"]:
             print(f"  label counts {info['label_counts']}")
+        if info["answerable"]:
+            print(f"  answerable questions {info['answerable']}, windows {info['windows']}")
 
 
 if __name__ == "__main__":

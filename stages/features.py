@@ -1,7 +1,8 @@
 """Stage features@<task>: one forward pass of the frozen pretrained model over the task.
 
-Caches, for every example, the attention-masked mean of each layer's hidden states
-(0 = embeddings .. L), so probes can be retrained without touching the model again.
+Caches, for every example, each layer's pooled hidden state (0 = embeddings .. L;
+probe.pooling: the attention-masked mean, or the [CLS] state through the frozen pooler),
+so probes can be retrained without touching the model again.
 """
 
 import argparse
@@ -13,7 +14,7 @@ import torch
 from src.config.load import load_config
 from src.data import tokens
 from src.model.base import load_encoder
-from src.probing.probes import layer_features
+from src.model.features import layer_features
 from src.stage import run_stage
 
 
@@ -24,12 +25,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    batch_size = load_config().probe.batch_size
-    encoder = load_encoder(args.model, with_pooler=False).to(
+    probe = load_config().probe
+    encoder = load_encoder(args.model, with_pooler=probe.pooling == "cls").to(
         "cuda" if torch.cuda.is_available() else "cpu"
     )  # the GPU when there is one
     features = {
-        split: layer_features(encoder, tokens.load_split(args.tokens, split), batch_size, desc=f"features {split}")
+        split: layer_features(
+            encoder, tokens.load_split(args.tokens, split), probe.batch_size, probe.pooling, desc=f"features {split}"
+        )
         for split in ("train", "eval")
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -140,6 +140,9 @@ def grid_params() -> dict:
             "neutral_band": 0.8,
             "split_seed": 0,
             "max_unk_rate": 0.05,
+            "squad_dir": None,
+            "qa_stride": 32,
+            "qa_max_answer_tokens": 30,
         },
         "train": {
             "lr": 2.0e-5,
@@ -172,7 +175,16 @@ def grid_params() -> dict:
             "log_dir": "data/cluster_logs",
             "max_retries": 2,
         },
-        "probe": {"tasks": ["rt_sentiment"], "batch_size": 64, "epochs": 2, "lr": 1.0e-3, "train_batch_size": 64},
+        "probe": {
+            "tasks": ["rt_sentiment"],
+            "batch_size": 64,
+            "epochs": 2,
+            "lr": 1.0e-3,
+            "train_batch_size": 64,
+            "pooling": "mean",
+            "seeds": 2,
+            "mdl_portions": [10, 50, 100],
+        },
         "report": {
             "alpha": 0.05,
             "power": 0.8,

@@ -254,7 +254,8 @@ def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
             (
                 "params.yaml: data.glue_dri = 'glue' is invalid; "
                 "allowed: the keys known here: eval_size, glue_carve_train_from_dev, "
-                "glue_dir, max_unk_rate, neutral_band, split_seed, tasks (did you "
+                "glue_dir, max_unk_rate, neutral_band, qa_max_answer_tokens, qa_stride, split_seed, squad_dir, "
+                "tasks (did you "
                 "mean glue_dir?)"
             ),
             id="section-typo",
@@ -276,7 +277,7 @@ def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
                 "params.yaml: studies.blocks.trails = 3 is invalid; "
                 "allowed: keys of a block study: scheme, tasks, sizes, "
                 "trials, window, reinit_lr_multiplier, keep_layernorm, "
-                "epochs, intermediate_tasks (did you mean trials?)"
+                "epochs, intermediate_tasks, seed_design, intermediate_size (did you mean trials?)"
             ),
             id="study-typo",
         ),

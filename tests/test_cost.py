@@ -31,7 +31,8 @@ def test_flops_per_run_is_6n_per_trained_and_2n_per_evaluated_token():
     assert cost.run_flops(0, 1000, n_params=10) == 20_000
     # 500 examples of 10 tokens, 5 epochs; a dev set of 100 examples, 2,000 tokens, scored once.
     stats = {"t": {"mean_tokens": 10.0, "dev_examples": 100, "dev_tokens": 2000}}
-    run = cost.run_cost(Condition("t", 500, 0, 5, k=0), stats, log_epochs=False)
+    train = cost.load_preset().train  # the paper's batch 8, eval batch 32
+    run = cost.run_cost(Condition("t", 500, 0, 5, k=0), stats, log_epochs=False, train=train)
     assert run["train_tokens"] == 25_000
     assert run["flops"] == 6 * 85_054_464 * 25_000 + 2 * 85_054_464 * 2000
     assert run["steps"] == 63 * 5  # ceil(500 / 8) batches per epoch
@@ -44,7 +45,7 @@ def test_flops_per_run_is_6n_per_trained_and_2n_per_evaluated_token():
         max(run["by_flops_s"]["A100 @ 10%"], run["floor_s"]) + a["run_overhead_s"]
     )
     # An epochs study scores the dev set after every epoch and at the end.
-    logged = cost.run_cost(Condition("t", 500, 0, 5, k=0), stats, log_epochs=True)
+    logged = cost.run_cost(Condition("t", 500, 0, 5, k=0), stats, log_epochs=True, train=train)
     assert logged["flops"] - run["flops"] == 5 * 2 * 85_054_464 * 2000
 
 
@@ -54,15 +55,27 @@ def test_attention_share_is_small_at_128_tokens():
     assert cost.attention_share(128, 128**2, 12, 768, cost.N_BERT_BASE) == pytest.approx(0.0277, abs=1e-4)
 
 
+def counts_per_size(conditions) -> dict:
+    found = {}
+    for c in conditions:
+        found[(c.task, c.size)] = found.get((c.task, c.size), 0) + 1
+    return found
+
+
 def test_grid_counts_follow_the_paper():
-    runs = cost.grid_runs()
+    runs = cost.grid_runs(cost.load_preset())
     reported = {name: len(r["conditions"]) for name, r in runs.items()}
     trained = {name: len(r["trained"]) for name, r in runs.items()}
-    assert reported["progressive"] == 13 * 3 * 3  # Sec. 2: k = 0..12, 3 tasks; App. B: 3 runs at 5k
-    assert reported["progressive_500"] == 13 * 3 * 50  # App. B: 50 runs at 500
-    assert reported["progressive_50k"] == 13 * 2 * 3  # Sec. 2: no 50k for CoLA
-    assert {c.epochs for c in runs["progressive_500"]["trained"]} == {5}  # App. D: 5 epochs at 500
-    assert {c.epochs for c in runs["progressive"]["trained"]} == {3}
+    # Sec. 2: k = 0..12 on SST-2, QNLI, CoLA at 500, 5k and 50k (no CoLA at 50k); App. B: 50 runs at 500, 3 elsewhere.
+    progressive = counts_per_size(runs["progressive"]["conditions"])
+    assert progressive == {
+        **{(t, 500): 13 * 50 for t in ("sst2", "qnli", "cola")},
+        **{(t, 5000): 13 * 3 for t in ("sst2", "qnli", "cola")},
+        ("sst2", 50000): 13 * 3,
+        ("qnli", 50000): 13 * 3,
+    }
+    assert {c.epochs for c in runs["progressive"]["trained"] if c.size == 500} == {5}  # App. D: 5 epochs at 500
+    assert {c.epochs for c in runs["progressive"]["trained"] if c.size > 500} == {3}
     # Sec. 4: 10 windows of 3 layers in 12, reinitialised or preserved; preserve 1-3 is k = 3 and
     # reinit 10-12 is k = 9, trained once (progressive trains them).
     assert reported["blocks"] == 10 * 2 * 3 * 3 and trained["blocks"] == 10 * 2 * 3 * 3 - 2 * 3 * 3
@@ -73,12 +86,25 @@ def test_grid_counts_follow_the_paper():
     # App. E: k = 12 has no fresh layer, so 5x lr changes nothing there and the run is progressive's.
     assert reported["lr_multiplier"] == 117 and trained["lr_multiplier"] == 12 * 3 * 3
     assert trained["keep_layernorm"] == 12 * 3 * 3  # App. F, same
-    # App. D: k in {0, 6, 12}, 3 tasks, 10 epochs at 500 (50 trials) and 5k (3 trials).
-    assert trained["epochs_500"] == 3 * 3 * 50 and trained["epochs"] == 3 * 3 * 3
-    assert {c.epochs for c in runs["epochs_500"]["trained"]} == {10}
-    assert cost.count(cost.PAPER_GRID) == {"conditions": 3216, "runs": 3171}
-    # The README's paper setting (3 trials at 500, 10 for blocks): the "~1,400".
-    assert cost.count(cost.with_trials(cost.PAPER_GRID, **cost.README_SETTING)) == {"conditions": 1422, "runs": 1335}
+    # App. D: k in {0, 6, 12}, 3 tasks, 10 epochs at 500 (50 trials) and 5k (3 trials), one study.
+    assert counts_per_size(runs["epochs"]["trained"]) == {
+        **{(t, 500): 3 * 50 for t in ("sst2", "qnli", "cola")},
+        **{(t, 5000): 3 * 3 for t in ("sst2", "qnli", "cola")},
+    }
+    assert {c.epochs for c in runs["epochs"]["trained"]} == {10}
+    assert cost.count(cost.load_preset()) == {"conditions": 3216, "runs": 3171}
+
+
+def test_the_projection_reads_the_preset(tmp_path):
+    # The projection and the runnable design cannot disagree: a change to the preset file is a change
+    # of the projection (50 -> 10 trials at 500 drops 40 x 13 x 3 progressive and 40 x 3 x 3 epochs runs).
+    edited = cost.PAPER_PRESET.read_text().replace("trials: {500: 50,", "trials: {500: 10,")
+    assert edited.count("trials: {500: 10,") == 2
+    (tmp_path / "preset.yaml").write_text(edited)
+    assert cost.count(cost.load_preset(tmp_path / "preset.yaml")) == {
+        "conditions": 3216 - 40 * 13 * 3 - 40 * 3 * 3,
+        "runs": 3171 - 40 * 13 * 3 - 40 * 3 * 3,
+    }
 
 
 def test_lpt_on_two_slots_hand_worked():
@@ -104,17 +130,18 @@ def test_idle_tail_runs_from_the_first_slot_going_idle_to_the_end():
 
 
 def test_stage_order_is_the_finetune_stages_order():
-    from src.train.schedule import examples_trained
-
+    stats = {"a": {"train_examples": 9000}, "b": {"train_examples": 700}}
     conditions = [
         Condition("a", 500, 0, 5, k=1),
         Condition("a", 5000, 0, 3, k=1),
         Condition("b", 500, 1, 10, k=2),
         Condition("a", 5000, 1, 3, k=2),
         Condition("b", 500, 0, 5, k=0, intermediate_task="a"),
+        Condition("b", 500, 0, 5, k=0, intermediate_task="a", intermediate_size="full", intermediate_epochs=3),
     ]
-    expected = [conditions[i] for i in sorted(range(len(conditions)), key=lambda i: -examples_trained(conditions[i]))]
-    assert cost.stage_order(conditions) == expected
+    examples = [2500, 15000, 5000, 15000, 5000, 9000 * 3 + 2500]
+    expected = [conditions[i] for i in sorted(range(len(conditions)), key=lambda i: -examples[i])]
+    assert cost.stage_order(conditions, stats) == expected
 
 
 def test_the_projection_neither_imports_ray_nor_needs_glue_to_say_so(tmp_path):
@@ -156,7 +183,7 @@ def test_projection_table_on_stated_token_counts():
         }
         for t, m in (("sst2", 13.0), ("qnli", 51.0), ("cola", 11.0))
     }
-    result = cost.project(stats)
+    result = cost.project(stats, cost.load_preset())
     assert result["total"]["runs"] == 3171
     one = result["wall"]["1"]["stage"]
     assert one["wall_s"] == pytest.approx(one["ideal_s"]) and one["tail_s"] == 0  # one GPU never idles
@@ -192,7 +219,7 @@ def test_tokens_per_example_are_the_data_stages():
 def test_real_token_counts_from_the_glue_files():
     tokenizer, checks = cost.load_bert_tokenizer(REPO / "data" / "model")
     assert all(checks.values())
-    stats = cost.glue_token_stats(GLUE, tokenizer, tasks=["cola", "qnli"])
+    stats = cost.glue_token_stats(GLUE, tokenizer, ("cola", "qnli"), 128)
     assert stats["cola"]["train_examples"] == 8551 and stats["cola"]["mean_source"] == "train.tsv"
     assert stats["qnli"]["train_examples"] == 104_743 and stats["qnli"]["mean_source"].startswith("dev.tsv")
     assert stats["qnli"]["dev_examples"] == 5463

@@ -14,7 +14,7 @@ CLASSIFICATION, REGRESSION = KINDS["classification"], KINDS["regression"]
 
 
 def test_the_registry_holds_each_kind_under_its_name():
-    assert set(KINDS) == {"classification", "regression"}
+    assert set(KINDS) == {"classification", "regression", "span_qa"}
     assert isinstance(CLASSIFICATION, Classification) and isinstance(REGRESSION, Regression)
     assert all(kind.name == name for name, kind in KINDS.items())
     # the report resamples eval examples only where the metric is a mean over examples

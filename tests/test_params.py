@@ -119,7 +119,7 @@ def test_the_test_grid_is_valid_for_the_default_model(params):
             "studies.blocks.ks",
             [0],
             "studies.blocks.ks = [0] is invalid; allowed: keys of a block study: scheme, tasks, sizes, trials, window, "
-            "reinit_lr_multiplier, keep_layernorm, epochs, intermediate_tasks",
+            "reinit_lr_multiplier, keep_layernorm, epochs, intermediate_tasks, seed_design, intermediate_size",
         ),
         (
             "studies.blocks.scheme",

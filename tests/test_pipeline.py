@@ -74,19 +74,26 @@ def pipeline_params() -> dict:
     return params
 
 
-@pytest.fixture(scope="module")
-def scratch_repo(tmp_path_factory):
-    repo = tmp_path_factory.mktemp("pipeline")
+def init_scratch_repo(repo: Path, params: dict, write_inputs=lambda repo: None) -> list[str]:
+    """A git + DVC repo of this checkout's pipeline with `params` as its params.yaml and the
+    files `write_inputs` writes, committed; returns the git command prefix."""
     for item in ("dvc.yaml", "src", "stages", ".dvcignore", ".gitignore"):
         (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, repo / item)
     shutil.copytree(REPO / ".dvc", repo / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
-    write_tiny_glue(repo / "glue")
-    (repo / "params.yaml").write_text(yaml.safe_dump(pipeline_params(), sort_keys=False))
+    write_inputs(repo)
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
     git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "-m", "tiny grid"], cwd=repo, check=True)
+    return git
+
+
+@pytest.fixture(scope="module")
+def scratch_repo(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("pipeline")
+    git = init_scratch_repo(repo, pipeline_params(), lambda repo: write_tiny_glue(repo / "glue"))
     params_read = tmp_path_factory.mktemp("params_read")  # src/stage.py: each stage writes the params keys it read
     first = dvc(repo, "repro", env={"TRANSFER_RECORD_PARAMS": str(params_read)})
     return repo, first, git, params_read
@@ -111,7 +118,16 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     }
     curves = pd.read_csv(repo / "plots/progressive.csv")
     assert set(curves["curve"]) == {"finetune", "probe"}
-    assert sorted(curves[curves["curve"] == "probe"]["k"]) == list(range(7))  # embeddings + 6 layers
+    probe_curve = curves[curves["curve"] == "probe"]
+    assert sorted(probe_curve["k"]) == list(range(7))  # embeddings + 6 layers
+    assert (probe_curve["n"] == 2).all() and (probe_curve["ci_high"] > probe_curve["ci_low"]).all()  # probe seeds
+    probes = pd.read_csv(repo / "metrics/probe.csv")
+    assert len(probes) == 7 * 2 and sorted(probes["seed"].unique()) == [0, 1]
+    assert np.allclose(probes["selectivity"], probes["value"] - probes["control"], atol=1e-4)
+    assert (probes["compression"] > 0).all() and (probes["uniform_bits"] > 0).all()
+    with np.load(repo / "data/runs/probe/sst2.npz") as probe_predictions:  # [seeds, layers, eval examples]
+        assert probe_predictions["predictions"].shape[:2] == (2, 7)
+        assert probe_predictions["predictions"].dtype == np.int8
     finetune = curves[curves["curve"] == "finetune"]
     assert (finetune["n"] == 2).all() and (finetune["ci_low"] <= finetune["mean"]).all()
     for figure in (
@@ -263,17 +279,20 @@ def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_fr
         }
 
     def seeds(task: str, size: int, trial: int) -> dict:
+        # the default design: every source's stream is the trial, order and dropout share the
+        # seed a run had before the sources were split (so the default's draws did not move)
         return {
             "base": seed,
             "subset": derive_seed(seed, "subset", task, size, trial),
-            "train": derive_seed(seed, "train", trial),
+            "order": derive_seed(seed, "train", trial),
+            "dropout": derive_seed(seed, "train", trial),
         }
 
     for trial in (0, 1):
         result = json.loads((runs / f"progressive/sst2/n8/k0_e1/trial{trial}.json").read_text())
         assert result["settings"] == expected_settings(train["epochs"], full_model=False)
-        assert {key: result["seeds"][key] for key in ("base", "subset", "train")} == seeds("sst2", 8, trial)
-        assert set(result["seeds"]) == {"base", "subset", "train", "reinit"}
+        assert {key: result["seeds"][key] for key in ("base", "subset", "order", "dropout")} == seeds("sst2", 8, trial)
+        assert set(result["seeds"]) == {"base", "subset", "order", "dropout", "reinit", "head"}
     longer = json.loads((runs / "epochs/sst2/n8/k6_e2/trial0.json").read_text())  # the epochs study's own epochs
     assert longer["settings"] == expected_settings(params["studies"]["epochs"]["epochs"], full_model=True)
     permuted = json.loads((runs / "permutation/rt_sentiment/n8/permutation_e1/trial2.json").read_text())
@@ -281,7 +300,7 @@ def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_fr
     assert permuted["layer_order"] == np.random.default_rng(permuted["seeds"]["permutation"]).permutation(6).tolist()
     sequential = json.loads((runs / "sequential/sst2/n8/k6_after_rt_sentiment_e1/trial0.json").read_text())
     assert sequential["seeds"]["subset_intermediate"] == derive_seed(seed, "subset", "rt_sentiment", 8, 0)
-    assert sequential["seeds"]["train_intermediate"] == derive_seed(seed, "train-intermediate", 0)
+    assert sequential["seeds"]["order_intermediate"] == derive_seed(seed, "train-intermediate", 0)
 
 
 # The stage each entry point runs as (src/stage.py names a record by the module's file name).
@@ -409,7 +428,7 @@ def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_r
     # (src/conditions/studies.trained_conditions: the earliest study that needs a run trains it). Nothing else does.
     trained = [line for line in out.splitlines() if ": ok {" in line]
     assert len(trained) == 2 and all("rt_sentiment n=8 k6_e1 trial" in line for line in trained), trained
-    for table in ("permutation_correlations", "heads_summary"):
+    for table in ("permutation_correlations", "heads_summary", "variance_components"):  # no such study: a header
         rows = pd.read_csv(repo / f"metrics/{table}.csv")
         assert len(rows) == 0 and "study" in rows.columns, table
     assert "no rows (no permutation study ran)" in (repo / "metrics/report.md").read_text()

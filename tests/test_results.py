@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import grid_params, stub_result
 
-from src.conditions.condition import Condition
+from src.conditions.condition import Condition, derive_seed
 from src.conditions.studies import all_study_conditions
 from src.config.load import ModelLimits, model_limits, validate
 from src.data.tokens import load_split
@@ -78,7 +78,9 @@ def test_a_result_records_the_settings_and_seeds_it_trained_with(runs, settings,
         again = RunResult(**json.loads(json.dumps(asdict(result))))
         assert RunSettings(**again.settings) == settings and again.settings["device"] == "cpu"
         seeds = again.seeds
-        assert seeds["base"] == settings.seed and seeds["train"] == condition.seed(settings.seed, "train")
+        assert seeds["base"] == settings.seed
+        # the default design: order and dropout draw from the one seed a run had before they were split
+        assert seeds["order"] == seeds["dropout"] == derive_seed(settings.seed, "train", condition.trial)
         # the recorded subset seed draws exactly the examples the run trained on
         pool = len(load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "train"))
         drawn = np.sort(np.random.default_rng(seeds["subset"]).choice(pool, size=condition.size, replace=False))
@@ -89,7 +91,7 @@ def test_a_result_records_the_settings_and_seeds_it_trained_with(runs, settings,
         assert again.eval_examples == 60 and len(again.eval_predictions()) == 60
     # a permutation records the seed of its order, and the order it drew from it
     permuted = runs[PERMUTATION]
-    assert permuted.seeds["permutation"] == PERMUTATION.seed(settings.seed, "permutation")
+    assert permuted.seeds["permutation"] == derive_seed(settings.seed, "permutation", PERMUTATION.trial)
     assert permuted.layer_order == PERMUTATION.layer_order(3, settings.seed)
     assert "permutation" not in runs[PROGRESSIVE].seeds and runs[PROGRESSIVE].layer_order == [0, 1, 2]
 

@@ -1,7 +1,7 @@
 """The real finetune and probe code paths on the tiny model: reproducible, learning, and honest about divergence."""
 
 import base64
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
@@ -11,8 +11,9 @@ from src.conditions.condition import Condition
 from src.config.load import validate
 from src.data import tokens
 from src.model.base import load_encoder
+from src.model.features import layer_features
 from src.model.finetuner import masked_mean
-from src.probing.probes import layer_features, train_probes
+from src.probing.probes import train_probes
 from src.tasks.registry import get_task
 from src.train.result import RunResult
 from src.train.run import run_condition
@@ -77,7 +78,7 @@ def test_absurd_learning_rate_is_recorded_as_diverged(tiny_model_dir, tiny_tasks
 def test_features_equal_per_layer_masked_means(tiny_model_dir, tiny_task_dir):
     encoder = load_encoder(tiny_model_dir, with_pooler=False)
     split = tokens.load_split(tiny_task_dir / "tokens.npz", "eval")
-    features = layer_features(encoder, split, batch_size=16)
+    features = layer_features(encoder, split, batch_size=16, pooling="mean")
     assert features.shape == (len(split), 4, 64)
     batch = tokens.collate(split, np.array([2]))
     with torch.no_grad():
@@ -89,7 +90,7 @@ def test_features_equal_per_layer_masked_means(tiny_model_dir, tiny_task_dir):
         np.testing.assert_allclose(features[2, layer], expected, rtol=1e-2, atol=1e-2)
 
 
-def test_probes_are_independent_per_layer():
+def test_probes_are_independent_per_layer(config):
     # Layer 1 carries the label, layers 0 and 2 are noise: only probe 1 may score well.
     rng = np.random.default_rng(0)
 
@@ -100,10 +101,9 @@ def test_probes_are_independent_per_layer():
         return x, y
 
     (train_x, train_y), (eval_x, eval_y) = make(600), make(300)
-    scores = train_probes(
-        get_task("rt_sentiment"), train_x, train_y, eval_x, eval_y, epochs=10, lr=1e-2, batch_size=32, seed=0
-    )
-    accuracy = [s["accuracy"] for s in scores]
+    probe = replace(config.probe, epochs=10, lr=1e-2, train_batch_size=32)
+    [predictions] = train_probes(get_task("rt_sentiment"), train_x, train_y[:, None], eval_x, probe, seed=0)
+    accuracy = [(p == eval_y).mean() for p in predictions]
     assert accuracy[1] > 0.95 and accuracy[0] < 0.65 and accuracy[2] < 0.65
 
 

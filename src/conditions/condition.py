@@ -11,17 +11,38 @@ numbered 1..L like k.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from src.conditions.schemes import WHOLE_LAYER_VARIANTS, scheme_of
+from src.config.checks import FULL
 
 
 def derive_seed(*parts) -> int:
     """A stable 63-bit seed from any printable parts (Python's hash() is salted per process)."""
     digest = hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()
     return int.from_bytes(digest[:8], "little") >> 1
+
+
+# The sources of a run's randomness, each with its own seed stream (Dodge et al. 2020): which
+# training examples it sees, the fresh encoder weights (and layer order), the new task head,
+# the order of its batches and its dropout masks.
+SEED_SOURCES = ("subset", "reinit", "head", "order", "dropout")
+
+
+def crossed_streams(trial: int, design: tuple[int, int] | None) -> tuple[tuple[str, int], ...]:
+    """A crossed design (subsets, seeds): trial t sees subset t // seeds and takes random draw
+    t % seeds for every other source, so each draw meets each subset once. None: every stream
+    is the trial's own (the subset and the draws vary together, one trial per pair)."""
+    if design is None:
+        return ()
+    seeds = design[1]
+    return (("subset", trial // seeds), *((source, trial % seeds) for source in SEED_SOURCES[1:]))
+
+
+CHAIN = "+"  # joins a chain of intermediate tasks in Condition.intermediate_task: `mnli+rte`
 
 
 @dataclass(frozen=True)
@@ -39,13 +60,22 @@ class Condition:
     removed: tuple[int, ...] | None = None  # remove: the encoder layers deleted (1-based, ascending)
     lr_multiplier: float = 1.0  # App. E: reinitialised layers train at lr * lr_multiplier
     keep_layernorm: bool = False  # App. F: reinitialised layers keep their pretrained LayerNorm
-    intermediate_task: str | None = None  # sequential finetuning: train on this task first
+    intermediate_task: str | None = None  # sequential finetuning: train on this task first (a chain: `a+b`, in order)
+    intermediate_size: int | str | None = None  # each intermediate step's examples (`full`: its whole train set);
+    intermediate_epochs: int | None = None  # None for both: the final task's size and epochs (Huang et al. 4.1)
     recipe: str = "paper"
     pooling: str = "mean"
+    # (source, index) for the seed streams that do not follow the trial (crossed_streams)
+    streams: tuple[tuple[str, int], ...] = ()
 
-    def __post_init__(self):
-        if self.removed is not None:  # a result's JSON gives a list: a condition stays hashable
+    def __post_init__(self):  # a result's JSON gives lists: a condition stays hashable
+        object.__setattr__(self, "streams", tuple((str(s), int(i)) for s, i in self.streams))
+        if self.removed is not None:
             object.__setattr__(self, "removed", tuple(self.removed))
+
+    def stream(self, source: str) -> int:
+        """The index of `source`'s seed stream (SEED_SOURCES): the trial unless a design sets it."""
+        return dict(self.streams).get(source, self.trial)
 
     def check(self, num_layers: int, num_heads: int) -> None:
         """Refuse arguments the model cannot take, with one message, before any compute."""
@@ -85,6 +115,8 @@ class Condition:
             self.recipe,
             self.pooling,
             self.intermediate_task,
+            self.intermediate_size,
+            self.intermediate_epochs,
             fresh,
             self.scheme == "permutation",  # the order is drawn from (seed, trial)
             (self.layer, self.head_index) if self.scheme == "head" else None,
@@ -92,7 +124,26 @@ class Condition:
             self.lr_multiplier if fresh else 1.0,
             self.keep_layernorm if fresh else False,
             self.removed or (),
+            self.streams,
         )
+
+    @property
+    def intermediate_steps(self) -> tuple[str, ...]:
+        """The intermediate tasks in the order they train (none: direct finetuning)."""
+        return tuple(self.intermediate_task.split(CHAIN)) if self.intermediate_task else ()
+
+    def steps(self, pool_size: Callable[[str], int]) -> list[tuple[str, int, int]]:
+        """(task, examples, epochs) of every finetuning step, the final one last; `pool_size(task)`
+        gives a task's training examples (what `full` means)."""
+        size = self.size if self.intermediate_size is None else self.intermediate_size
+        epochs = self.intermediate_epochs or self.epochs
+        first = [(t, pool_size(t) if size == FULL else size, epochs) for t in self.intermediate_steps]
+        return [*first, (self.task, self.size, self.epochs)]
+
+    def examples_trained(self, pool_size: Callable[[str], int]) -> int:
+        """Examples the run passes through, every step's epochs included (a finetune stage
+        submits the longest runs first)."""
+        return sum(size * epochs for _, size, epochs in self.steps(pool_size))
 
     @property
     def modified(self) -> bool:
@@ -109,7 +160,15 @@ class Condition:
         figures and claims use. `full` is k = L (nothing reinitialised), `scratch` k = 0;
         a modified progressive condition also has `baseline`, the same k trained plainly
         (for sequential finetuning: direct finetuning on the final task)."""
-        plain = Condition(self.task, self.size, self.trial, self.epochs, recipe=self.recipe, pooling=self.pooling)
+        plain = Condition(
+            self.task,
+            self.size,
+            self.trial,
+            self.epochs,
+            recipe=self.recipe,
+            pooling=self.pooling,
+            streams=self.streams,
+        )
         refs = {"full": replace(plain, k=num_layers), "scratch": replace(plain, k=0)}
         if self.scheme == "progressive" and self.modified:
             refs["baseline"] = replace(plain, k=self.k)
@@ -129,13 +188,15 @@ class Condition:
         (seed, trial) only, so trial n uses the same order on every task (paper §5)."""
         if self.scheme != "permutation":
             return list(range(num_layers))
-        return np.random.default_rng(derive_seed(base_seed, "permutation", self.trial)).permutation(num_layers).tolist()
+        return np.random.default_rng(self.seed(base_seed, "permutation", "reinit")).permutation(num_layers).tolist()
 
-    def seed(self, base_seed: int, purpose: str) -> int:
-        """Seeds for the trial's randomness. They depend on the trial, not on the scheme, so
-        the fresh weights of layer 5 are the same draw whether k is 2 or 4: differences
-        across conditions come from what is kept, not from a luckier initialisation."""
-        return derive_seed(base_seed, purpose, self.trial)
+    def seed(self, base_seed: int, purpose: str, source: str) -> int:
+        """Seeds for the trial's randomness, from `source`'s stream. They depend on the stream,
+        not on the scheme, so the fresh weights of layer 5 are the same draw whether k is 2 or
+        4: differences across conditions come from what is kept, not from a luckier
+        initialisation. (Order and dropout share the purpose "train", as when one seed drove
+        both: numpy draws the order and torch the masks, so the default's draws are unchanged.)"""
+        return derive_seed(base_seed, purpose, self.stream(source))
 
     @property
     def slug(self) -> str:
@@ -144,6 +205,7 @@ class Condition:
             f"lr{self.lr_multiplier:g}x" if self.lr_multiplier != 1.0 else "",
             "keep_layernorm" if self.keep_layernorm else "",
             f"after_{self.intermediate_task}" if self.intermediate_task else "",
+            f"n{self.intermediate_size}_e{self.intermediate_epochs}" if self.intermediate_size is not None else "",
             f"e{self.epochs}",
         ]
         return "_".join([scheme_of(self.scheme).slug(self), *filter(None, modifiers)])
@@ -152,4 +214,4 @@ class Condition:
         return f"{self.task} n={self.size} {self.slug} trial {self.trial}"
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "streams": [list(pair) for pair in self.streams]}  # as JSON reads it back

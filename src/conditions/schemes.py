@@ -286,11 +286,27 @@ MODIFIERS: dict[str, Modifier] = {
         ),
         Modifier(
             "intermediate_tasks",
-            "Huang et al. 4.1: finetune on each of these tasks first (sequential)",
+            "Huang et al. 4.1: finetune on each of these tasks (or chains of tasks, in order) first (sequential)",
             None,
             False,
             "sequential",
             0,
+        ),
+        Modifier(
+            "seed_design",
+            "Dodge et al.: {subsets: S, seeds: D}, trials = S x D, each random draw crossed with each subset",
+            checks.crossed_design,
+            False,
+            None,
+            None,
+        ),
+        Modifier(
+            "intermediate_size",
+            "Huang et al. 4.1: examples of each intermediate step (full: its whole set); default the final size",
+            checks.count_or_full,
+            False,
+            None,
+            None,
         ),
     )
 }

@@ -10,9 +10,11 @@ file is the only place that turns params into conditions.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
-from src.conditions.condition import Condition
+from src.conditions.condition import CHAIN, Condition, crossed_streams
 from src.conditions.schemes import SCHEMES
+from src.config.checks import FULL
 from src.config.schema import Config, StudyConfig, TrainConfig
 
 
@@ -28,9 +30,9 @@ def study_conditions(
     progressive study, when this is another study) already reports them."""
     conditions = []
     for task in study.tasks:
-        for size in study.sizes:
+        for size in study.sizes_of(task):
             epochs = study.epochs or train.epochs_for(size)
-            for trial in range(study.trials):
+            for trial in range(study.trials_at(size)):
                 base = {
                     "task": task,
                     "size": size,
@@ -38,6 +40,7 @@ def study_conditions(
                     "epochs": epochs,
                     "recipe": recipe,
                     "pooling": pooling,
+                    "streams": crossed_streams(trial, study.seed_design),
                 }
                 for fields in SCHEMES[study.scheme].expand(study, num_layers):
                     modified = Condition(
@@ -47,14 +50,25 @@ def study_conditions(
                         keep_layernorm=bool(study.keep_layernorm),
                     )
                     variants = [
-                        Condition(**{**modified.as_dict(), "intermediate_task": t})
-                        for t in (study.intermediate_tasks or ())
-                        if t != task
+                        replace(modified, **intermediate(chain, study.intermediate_size, size, epochs, train))
+                        for chain in (study.intermediate_tasks or ())
+                        if chain != (task,)
                     ] or [modified]
                     for variant in variants:
                         conditions += [variant, *variant.reported_references(num_layers)]
     reported = set() if progressive is None else set(study_conditions(progressive, train, recipe, pooling, num_layers))
     return [c for c in dict.fromkeys(conditions) if c not in reported]
+
+
+def intermediate(chain: tuple[str, ...], size: int | str | None, final_size: int, epochs: int, train: TrainConfig):
+    """The sequential fields of a condition: the chain, and each step's size and epochs when
+    they differ from the final task's (none: today's conditions, their slugs and runs). A
+    step's epochs follow its size as the final task's do (`full` counts as large)."""
+    fields = {"intermediate_task": CHAIN.join(chain)}
+    step_epochs = train.epochs if size == FULL else train.epochs_for(size or final_size)
+    if size is not None and (size, step_epochs) != (final_size, epochs):
+        fields |= {"intermediate_size": size, "intermediate_epochs": step_epochs}
+    return fields
 
 
 def reported_conditions(

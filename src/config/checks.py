@@ -111,3 +111,51 @@ def member_of(options: Iterable[str], allowed: str) -> Check:
         return value
 
     return check
+
+
+def increasing_percentages(value, key):
+    """Strictly increasing percentages in (0, 100] that end at 100 (or an empty list)."""
+    allowed = "an empty list or strictly increasing percentages in (0, 100] ending at 100"
+    require(isinstance(value, list), key, value, allowed)
+    require(all(is_number(v) and 0 < v <= 100 for v in value), key, value, allowed)
+    require(all(a < b for a, b in zip(value, value[1:], strict=False)), key, value, allowed)
+    require(not value or value[-1] == 100, key, value, allowed)
+    return tuple(float(v) for v in value)
+
+
+def crossed_design(value, key):
+    """{subsets: S, seeds: D}, both integers >= 2 (a factor with one level has no variance to split);
+    returned as (S, D)."""
+    allowed = "a mapping {subsets: S, seeds: D} of integers >= 2"
+    require(isinstance(value, dict) and set(value) == {"subsets", "seeds"}, key, value, allowed)
+    require(all(is_int(v) and v >= 2 for v in value.values()), key, value, allowed)
+    return value["subsets"], value["seeds"]
+
+
+def chains(item: Check) -> Check:
+    """A non-empty list of chains trained in order: each entry a task (a chain of one) or a
+    non-empty list of tasks; returned as tuples of tasks."""
+
+    def check(value, key):
+        require(
+            isinstance(value, list) and len(value) > 0,
+            key,
+            value,
+            "a non-empty list of tasks or of task lists (chains)",
+        )
+        found = tuple(
+            listing(item)(chain, f"{key}[{i}]") if isinstance(chain, list) else (item(chain, f"{key}[{i}]"),)
+            for i, chain in enumerate(value)
+        )
+        require(len(set(found)) == len(found), key, value, "a list without duplicate chains")
+        return found
+
+    return check
+
+
+FULL = "full"  # a training size: the task's whole training set
+
+
+def count_or_full(value, key):
+    require((is_int(value) and value >= 1) or value == FULL, key, value, f"an integer >= 1 | {FULL} (the whole set)")
+    return value

@@ -124,6 +124,18 @@ def validate(params: dict, limits: ModelLimits = ModelLimits()) -> Config:
         require(L is None or value <= L, key, value, f"0..{L} (the model has {L} encoder layers)")
         return value
 
+    # A probe predicts one label per sequence from a pooled layer; a span-QA task has none.
+    sequence_tasks = [t for t in data.tasks if not TASKS[t].kind.token_level]
+    probed = (
+        in_data
+        if len(sequence_tasks) == len(data.tasks)
+        else checks.member_of(
+            sequence_tasks,
+            f"tasks listed in data.tasks that are not span QA {sequence_tasks} (a probe predicts one label per "
+            "sequence; a span-QA task labels tokens)",
+        )
+    )
+
     focus = {"task": checks.choice(data.tasks), "k": k_check}
     scalars = {
         f.name: focus.get(f.name, f.metadata["check"])(_get(params, f.name, f.name), f.name)
@@ -143,7 +155,7 @@ def validate(params: dict, limits: ModelLimits = ModelLimits()) -> Config:
         data=data,
         train=_section(TrainConfig, _get(params, "train", "train"), "train"),
         executor=_executor(_get(params, "executor", "executor")),
-        probe=_section(ProbeConfig, _get(params, "probe", "probe"), "probe", {"tasks": checks.listing(in_data)}),
+        probe=_section(ProbeConfig, _get(params, "probe", "probe"), "probe", {"tasks": checks.listing(probed)}),
         report=_section(ReportConfig, _get(params, "report", "report"), "report"),
         studies=_studies(_get(params, "studies", "studies"), in_data, limits),
     )
@@ -258,10 +270,15 @@ def _study(name: str, node, in_data, limits: ModelLimits) -> StudyConfig:
             node[unknown],
             f"keys of a {scheme.name} study: {', '.join(allowed)}{checks.nearest(unknown, allowed)}",
         )
+    tasks = checks.listing(in_data)(_get(node, f"{key}.tasks", "tasks"), f"{key}.tasks")
+    sizes = _sizes(_get(node, f"{key}.sizes", "sizes"), f"{key}.sizes", tasks)
+    every_size = sorted(
+        {s for task_sizes in (sizes.values() if isinstance(sizes, dict) else [sizes]) for s in task_sizes}
+    )
     values = {
-        "tasks": checks.listing(in_data)(_get(node, f"{key}.tasks", "tasks"), f"{key}.tasks"),
-        "sizes": checks.listing(checks.integer(1))(_get(node, f"{key}.sizes", "sizes"), f"{key}.sizes"),
-        "trials": checks.integer(1)(_get(node, f"{key}.trials", "trials"), f"{key}.trials"),
+        "tasks": tasks,
+        "sizes": sizes,
+        "trials": _trials(_get(node, f"{key}.trials", "trials"), f"{key}.trials", every_size),
     }
     for arg, check in scheme.keys.items():
         values[arg] = check(_get(node, f"{key}.{arg}", arg), f"{key}.{arg}")
@@ -279,11 +296,54 @@ def _study(name: str, node, in_data, limits: ModelLimits) -> StudyConfig:
             continue
         value = node[modifier.key]
         require(scheme.whole_layers or not modifier.whole_layers_only, f"{key}.{modifier.key}", value, WHOLE_LAYERS)
-        check = modifier.check or checks.listing(in_data)
+        check = modifier.check or checks.chains(in_data)
         values[modifier.key] = check(value, f"{key}.{modifier.key}")
+    if "seed_design" in values:
+        subsets, seeds = values["seed_design"]
+        counts = set(values["trials"].values()) if isinstance(values["trials"], dict) else {values["trials"]}
+        require(
+            counts == {subsets * seeds},
+            f"{key}.trials",
+            values["trials"],
+            f"subsets x seeds of seed_design = {subsets * seeds}",
+        )
+    require(
+        "intermediate_size" not in node or "intermediate_tasks" in node,
+        f"{key}.intermediate_size",
+        node.get("intermediate_size"),
+        "only in a study with intermediate_tasks",
+    )
     study = StudyConfig(name=name, scheme=scheme.name, **values)
     object.__setattr__(study, "_key", key)
     return study
+
+
+def _sizes(value, key: str, tasks: tuple[str, ...]) -> tuple[int, ...] | dict[str, tuple[int, ...]]:
+    """One list of sizes for every task, or a mapping task -> its own list (Tamkin et al.: no CoLA at 50k)."""
+    sizes = checks.listing(checks.integer(1))
+    if not isinstance(value, dict):
+        return sizes(value, key)
+    require(
+        sorted(map(str, value)) == sorted(tasks),
+        key,
+        value,
+        f"a list of sizes for every task, or a mapping with one list of sizes per task of the study {list(tasks)}",
+    )
+    return {task: sizes(value[task], f"{key}.{task}") for task in tasks}
+
+
+def _trials(value, key: str, sizes: list[int]) -> int | dict[int, int]:
+    """One count for every size, or a mapping size -> its own count (Tamkin et al. App. B: 50 at 500, 3 elsewhere)."""
+    if not isinstance(value, dict):
+        return checks.integer(1)(value, key)
+    # the keys are the sizes themselves, never `default`: DVC cannot hash a mapping of int and str keys
+    require(
+        all(checks.is_int(size) for size in value) and sorted(value) == sizes,
+        key,
+        value,
+        f"an integer >= 1, or a mapping with one count per size of the study {sizes}",
+    )
+    return {size: checks.integer(1)(value[size], f"{key}.{size}") for size in sizes}
 
 
 def model_limits(model_dir: str | Path) -> ModelLimits:

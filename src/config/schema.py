@@ -87,6 +87,12 @@ class DataConfig(Section):
         checks.unit_interval,
         "refuse a task whose words map to [UNK] more often than this: a tokenizer that does not fit the text",
     )
+    squad_dir: str | None = knob(
+        checks.text("null (the hub) or a folder path", nullable=True),
+        "null: SQuAD 2.0 from the hub; or a folder with train-v2.0.json and dev-v2.0.json",
+    )
+    qa_stride: int = knob(checks.integer(0), "span QA: tokens shared by consecutive windows of a long context")
+    qa_max_answer_tokens: int = knob(checks.integer(1), "span QA: the longest answer span predicted, in tokens")
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,15 @@ class ProbeConfig(Section):
     epochs: int = knob(checks.integer(1), "probe training epochs (paper: 10)")
     lr: float = knob(checks.positive, "probe learning rate")
     train_batch_size: int = knob(checks.integer(1), "probe training batch size")
+    pooling: str = knob(
+        checks.choice(("mean", "cls")),
+        "mean (masked mean of each layer, the paper's text) | cls ([CLS] state through the frozen pooler, their code)",
+    )
+    seeds: int = knob(checks.integer(1), "probe seeds (init, data order): every probe curve gets an interval")
+    mdl_portions: tuple[float, ...] = knob(
+        checks.increasing_percentages,
+        "online-code MDL block boundaries, % of the train set, ending at 100 (Voita & Titov); [] = no MDL",
+    )
 
 
 @dataclass(frozen=True)
@@ -184,8 +199,8 @@ class StudyConfig(Section):
     name: str = ""
     scheme: str = ""
     tasks: tuple[str, ...] = ()
-    sizes: tuple[int, ...] = ()
-    trials: int = 1
+    sizes: tuple[int, ...] | dict[str, tuple[int, ...]] = ()  # one list for every task, or one per task
+    trials: int | dict[int, int] = 1  # one count for every size, or one per size
     # scheme arguments
     ks: tuple[int, ...] | None = None
     window: int | None = None
@@ -196,7 +211,17 @@ class StudyConfig(Section):
     reinit_lr_multiplier: float | None = None
     keep_layernorm: bool | None = None
     epochs: int | None = None
-    intermediate_tasks: tuple[str, ...] | None = None
+    intermediate_tasks: tuple[tuple[str, ...], ...] | None = None  # chains; a plain task is a chain of one
+    intermediate_size: int | str | None = None  # None: the final task's size; `full`: each step's whole train set
+    seed_design: tuple[int, int] | None = None  # (subsets, seeds) of a crossed design
+
+    def sizes_of(self, task: str) -> tuple[int, ...]:
+        """The training-set sizes `task` runs at in this study (Tamkin et al. App. B: no CoLA at 50k)."""
+        return self.sizes[task] if isinstance(self.sizes, dict) else self.sizes
+
+    def trials_at(self, size: int) -> int:
+        """Trials at `size` (Tamkin et al. App. B: 50 at 500 examples, 3 at 5k and 50k)."""
+        return self.trials[size] if isinstance(self.trials, dict) else self.trials
 
 
 @dataclass(frozen=True)

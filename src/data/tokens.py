@@ -7,6 +7,7 @@ conditions can disagree about the text.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ import pandas as pd
 import torch
 
 from src.conditions.condition import derive_seed
+from src.errors import ParamsError
 from src.tasks.kinds import TaskKind
 
 
@@ -36,13 +38,76 @@ class TokenizedSplit:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    @property
+    def examples(self) -> int:
+        """Examples a training size counts (one sequence each here; a question's windows in SpanSplit)."""
+        return len(self)
+
+    @property
+    def example_labels(self) -> np.ndarray:
+        """One label per example, what the report resamples against."""
+        return self.labels
+
+    def of_examples(self, examples: np.ndarray) -> TokenizedSplit:
+        """The sequences of these examples (a training subset)."""
+        return self.subset(examples)
+
+    def _tokens_of(self, indices: np.ndarray) -> np.ndarray:
+        return (
+            np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in indices])
+            if len(indices)
+            else np.zeros(0, dtype=np.int64)
+        )
+
     def subset(self, indices: np.ndarray) -> TokenizedSplit:
         lengths = self.lengths[indices]
         offsets = np.concatenate([[0], np.cumsum(lengths)])
-        take = (
-            np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in indices]) if len(indices) else []
-        )
+        take = self._tokens_of(indices)
         return TokenizedSplit(self.ids[take], self.type_ids[take], offsets, self.labels[indices], self.pad_id)
+
+
+@dataclass
+class SpanSplit(TokenizedSplit):
+    """Extractive QA: each sequence is one window (question + a stretch of its context), and
+    an example is a question with all its windows. `labels` is [windows, 3]: the answer's
+    start and end token in the window ([CLS] = 0 for both when the window does not hold the
+    whole answer, or the question has none) and the question's index. `char_spans` maps
+    every token to its characters in the context ([-1, -1] for question and special tokens)."""
+
+    char_spans: np.ndarray = None  # int32 [tokens, 2]
+    contexts: list[str] = None
+    golds: list[list[str]] = None  # gold answer texts per question ([] = unanswerable)
+    max_answer_tokens: int = 0  # the longest span a prediction may take (a task setting: in tokens.npz)
+
+    @property
+    def examples(self) -> int:
+        return len(self.contexts)
+
+    @property
+    def question_of_window(self) -> np.ndarray:
+        return self.labels[:, 2]
+
+    @property
+    def answerable(self) -> np.ndarray:
+        return np.array([bool(g) for g in self.golds], dtype=np.int8)
+
+    @property
+    def example_labels(self) -> np.ndarray:
+        return self.answerable
+
+    def of_examples(self, examples: np.ndarray) -> SpanSplit:
+        return self.subset(np.flatnonzero(np.isin(self.question_of_window, examples)))
+
+    def subset(self, indices: np.ndarray) -> SpanSplit:
+        windows = super().subset(indices)  # question indices in labels still refer to every question
+        spans = self.char_spans[self._tokens_of(indices)]
+        return SpanSplit(
+            **vars(windows),
+            char_spans=spans,
+            contexts=self.contexts,
+            golds=self.golds,
+            max_answer_tokens=self.max_answer_tokens,
+        )
 
 
 def tokenize(
@@ -92,19 +157,79 @@ def unknown_words(texts: list[str], tokenizer, examples: int = 5) -> UnknownWord
     return UnknownWords(words, sum(found.values()), tuple(word for word, _ in found.most_common(examples)))
 
 
+def tokenize_spans(df: pd.DataFrame, tokenizer, max_length: int, stride: int, max_answer_tokens: int) -> SpanSplit:
+    """(question, context) pairs cut into windows of at most `max_length` tokens, consecutive
+    windows of a context overlapping by `stride` tokens (the approach of HF's run_qa.py, with
+    the fast tokenizer's offset mappings). `df` has question, context, answers (the gold
+    texts, [] if unanswerable) and answer_start (the first gold's character offset, -1)."""
+    questions = [q.lstrip() for q in df["question"]]  # run_qa.py: leading spaces waste window room
+    longest = max(len(ids) for ids in tokenizer(questions, add_special_tokens=False)["input_ids"])
+    if longest + 3 + stride >= max_length:  # [CLS] q [SEP] ... [SEP]: the context must advance
+        raise ParamsError(
+            f"params.yaml: model.max_length = {max_length} is invalid; allowed: more than the longest question "
+            f"({longest} tokens) + 3 special tokens + data.qa_stride ({stride}), so every window holds context"
+        )
+    encoded = tokenizer(
+        questions,
+        df["context"].tolist(),
+        truncation="only_second",
+        max_length=max_length,
+        stride=stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        return_token_type_ids=True,
+    )
+    labels, spans = [], []
+    for window, question in enumerate(encoded["overflow_to_sample_mapping"]):
+        in_context = np.array([s == 1 for s in encoded.sequence_ids(window)])
+        offsets = np.array(encoded["offset_mapping"][window], dtype=np.int32).reshape(-1, 2)
+        offsets[~in_context] = -1
+        spans.append(offsets)
+        start, end = 0, 0  # [CLS]: no answer in this window
+        first = int(df["answer_start"].iloc[question])
+        if first >= 0:
+            last = first + len(df["answers"].iloc[question][0])
+            starts = np.flatnonzero(in_context & (offsets[:, 0] <= first) & (offsets[:, 1] > first))
+            ends = np.flatnonzero(in_context & (offsets[:, 0] < last) & (offsets[:, 1] >= last))
+            if len(starts) and len(ends):  # the whole answer lies inside this window
+                start, end = int(starts[0]), int(ends[-1])
+        labels.append((start, end, question))
+    lengths = [len(x) for x in encoded["input_ids"]]
+    return SpanSplit(
+        ids=np.concatenate(encoded["input_ids"]).astype(np.int32),
+        type_ids=np.concatenate(encoded["token_type_ids"]).astype(np.int8),
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        labels=np.array(labels, dtype=np.int64).reshape(-1, 3),
+        pad_id=tokenizer.pad_token_id,
+        char_spans=np.concatenate(spans),
+        contexts=df["context"].tolist(),
+        golds=[list(a) for a in df["answers"]],
+        max_answer_tokens=max_answer_tokens,
+    )
+
+
 def save_splits(path: Path, splits: dict[str, TokenizedSplit]) -> None:
     arrays = {
         f"{name}.{field}": np.asarray(getattr(split, field))
         for name, split in splits.items()
         for field in TokenizedSplit.__dataclass_fields__
     }
+    for name, split in splits.items():
+        if isinstance(split, SpanSplit):  # texts as UTF-8 JSON bytes: no pickled objects in the file
+            arrays[f"{name}.char_spans"] = split.char_spans
+            texts = {"contexts": split.contexts, "golds": split.golds, "max_answer_tokens": split.max_answer_tokens}
+            arrays[f"{name}.span_texts"] = np.frombuffer(json.dumps(texts).encode(), dtype=np.uint8)
     np.savez(path, **arrays)
 
 
 def load_split(path: Path, name: str) -> TokenizedSplit:
     with np.load(path) as z:
         fields = {field: z[f"{name}.{field}"] for field in TokenizedSplit.__dataclass_fields__}
-    return TokenizedSplit(**{**fields, "pad_id": int(fields["pad_id"])})
+        fields["pad_id"] = int(fields["pad_id"])
+        if f"{name}.char_spans" not in z.files:
+            return TokenizedSplit(**fields)
+        texts = json.loads(z[f"{name}.span_texts"].tobytes().decode())
+        return SpanSplit(**fields, char_spans=z[f"{name}.char_spans"], **texts)
 
 
 def training_subset(pool_size: int, size: int, task: str, trial: int, seed: int) -> np.ndarray:

@@ -108,7 +108,19 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
             )
         probe = rows[rows["curve"] == "probe"].sort_values("k")
         if len(probe):
-            _measured_line(ax, probe["k"], probe["mean"], "0.3", "probe of layer k (frozen)", style="--")
+            _band(
+                ax,
+                probe["k"],
+                probe["ci_low"],
+                probe["ci_high"],
+                probe["n"],
+                "0.3",
+                VALUE_RANGE.get(probe["metric"].iloc[0], (-np.inf, np.inf)),
+            )
+            seeds = int(probe["n"].min())
+            _measured_line(
+                ax, probe["k"], probe["mean"], "0.3", f"probe of layer k (frozen, {seeds} seeds)", style="--"
+            )
         ax.set_title(task)
         ax.set_xlabel("k: pretrained encoder layers kept (0 = all reinitialised)")
         ax.set_ylabel(rows["metric"].iloc[0])

@@ -33,24 +33,29 @@ def encode(encoder: nn.Module, input_ids, attention_mask, token_type_ids, **opti
 class Finetuner(nn.Module):
     """Encoder + task head. `mean` pooling: attention-masked mean of the last layer -> linear
     (the paper's text, same as its probes); `cls`: BERT's [CLS] pooler -> linear (its code),
-    or, in families without a pooler, the first token's last hidden state -> linear."""
+    or, in families without a pooler, the first token's last hidden state -> linear.
+    `token_level` (span QA): no pooling, every token's last hidden state -> linear (start and
+    end logits, [batch, tokens, 2]), as BertForQuestionAnswering."""
 
-    def __init__(self, encoder: nn.Module, num_labels: int, pooling: str):
+    def __init__(self, encoder: nn.Module, num_labels: int, pooling: str, token_level: bool = False):
         super().__init__()
-        self.encoder, self.pooling = encoder, pooling
+        self.encoder, self.pooling, self.token_level = encoder, pooling, token_level
         self.has_pooler = family_of(encoder).pooler
         self.dropout = nn.Dropout(getattr(encoder.config, family_of(encoder).dropout))
         self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
 
     def forward(self, input_ids, attention_mask, token_type_ids, layer_features: list | None = None):
-        """Logits. With a `layer_features` list, the same pass also appends the batch's
-        attention-masked mean of every layer's hidden states ([batch, L + 1, hidden], 0 =
-        embeddings), as the probes pool them: the eval pass's representations for CKA."""
+        """Logits (per token for span QA). With a `layer_features` list, the same pass also
+        appends the batch's attention-masked mean of every layer's hidden states ([batch,
+        L + 1, hidden], 0 = embeddings), as the probes pool them: the eval pass's
+        representations for CKA."""
         out = encode(
             self.encoder, input_ids, attention_mask, token_type_ids, output_hidden_states=layer_features is not None
         )
         if layer_features is not None:
             layer_features.append(torch.stack([masked_mean(h, attention_mask) for h in out.hidden_states], dim=1))
+        if self.token_level:
+            return self.classifier(self.dropout(out.last_hidden_state))
         if self.pooling == "mean":
             pooled = masked_mean(out.last_hidden_state, attention_mask)
         else:
@@ -65,19 +70,25 @@ def reinitialised_layer_parameters(model: Finetuner, manifest: list[dict]) -> se
     return {f"encoder.{e['name']}" for e in manifest if e["name"].startswith(stack) and "[" not in e["name"]}
 
 
-def new_task_head(model: Finetuner, num_labels: int, condition: Condition, seed: int, sigma: float) -> list[dict]:
-    """A fresh classifier (BERT's init: normal weights, zero bias); the head is always new.
+def new_task_head(
+    model: Finetuner, num_labels: int, condition: Condition, seed: int, sigma: float, token_level: bool = False
+) -> list[dict]:
+    """A fresh classifier (BERT's init: normal weights, zero bias), per sequence or, with
+    `token_level`, per token (span QA); the head is always new.
     Initialised on the CPU, then moved to the model's device: reinit's generators are CPU
     torch.Generators, which torch refuses for a CUDA tensor (sequential finetuning builds a
     second head after the model moved to the GPU), and CPU draws keep a head identical on
     every device."""
     head = nn.Linear(model.classifier.in_features, num_labels)
-    written = reinit.init_module(head, "classifier", "paper", sigma, seed, condition.trial)
+    written = reinit.init_module(head, "classifier", "paper", sigma, seed, condition.stream("head"))
     model.classifier = head.to(model.classifier.weight.device)
+    model.token_level = token_level
     return written
 
 
-def build_finetuner(model_dir: Path, condition: Condition, num_labels: int, seed: int) -> tuple[Finetuner, dict]:
+def build_finetuner(
+    model_dir: Path, condition: Condition, num_labels: int, seed: int, token_level: bool = False
+) -> tuple[Finetuner, dict]:
     """The starting model of `condition` and a record of what it did to the pretrained
     weights: `reinitialised` (every tensor given fresh weights), `layer_order`, and `depth`
     (the depth audit: how many layers the model has and which original layers they are)."""
@@ -87,16 +98,21 @@ def build_finetuner(model_dir: Path, condition: Condition, num_labels: int, seed
     order = condition.layer_order(num_layers, seed)
     reinit.permute_layers(encoder, order)
     manifest = reinit.reinit_layers(
-        encoder, condition.reinit_layers(num_layers), condition.recipe, seed, condition.trial, condition.keep_layernorm
+        encoder,
+        condition.reinit_layers(num_layers),
+        condition.recipe,
+        seed,
+        condition.stream("reinit"),
+        condition.keep_layernorm,
     )
     if condition.scheme == "head":
         manifest += reinit.reinit_head(
-            encoder, condition.layer - 1, condition.head_index, condition.recipe, seed, condition.trial
+            encoder, condition.layer - 1, condition.head_index, condition.recipe, seed, condition.stream("reinit")
         )
     depth = reinit.remove_layers(encoder, condition.removed_layers())
     sigma = encoder.config.initializer_range
     if condition.pooling == "cls" and reinit.pooler_looks_untrained(encoder):
-        manifest += reinit.init_module(encoder.pooler, "pooler", "paper", sigma, seed, condition.trial)
+        manifest += reinit.init_module(encoder.pooler, "pooler", "paper", sigma, seed, condition.stream("head"))
     model = Finetuner(encoder, num_labels, condition.pooling)
-    manifest += new_task_head(model, num_labels, condition, seed, sigma)
+    manifest += new_task_head(model, num_labels, condition, seed, sigma, token_level)
     return model, {"reinitialised": manifest, "layer_order": order, "depth": depth}

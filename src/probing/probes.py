@@ -1,92 +1,176 @@
-"""Linear probes on the frozen pretrained model (paper §3).
+"""Linear probes on the frozen pretrained model (paper §3), with the controls a referee asks for.
 
 One forward pass gives every layer's hidden states (0 = embeddings, 1..L = encoder
-layers); we keep the attention-masked mean of each, then train all L+1 probes at
-once as one batched linear map. Summing the per-layer losses keeps the probes
-independent (each probe's gradient only sees its own loss), so this equals L+1
-separate runs at a fraction of the cost.
+layers); we keep one pooled vector per layer (`mean`: the attention-masked mean, the
+paper's text; `cls`: the [CLS] state through the frozen pooler, the authors' code), then
+train all L+1 probes at once as one batched linear map. Summing the per-layer losses
+keeps the probes independent (each probe's gradient only sees its own loss), so this
+equals L+1 separate runs at a fraction of the cost.
+
+Each probe seed (its init and data order) gives, per layer:
+- the task score on the eval split, and the per-example eval predictions;
+- the control score (Hewitt & Liang 2019): the same probe trained on control labels, a
+  fixed random function of each sentence with the task's label balance; selectivity =
+  task score - control score says how much of the score the probe did not just memorise;
+- the online codelength (Voita & Titov 2020): the train set in a seeded order, cut at
+  growing portions; the first block is coded uniformly, every later block with a probe
+  trained on all examples before it. Compression = uniform codelength / online codelength.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 from torch import nn
-from tqdm import tqdm
 
-from src.data.tokens import TokenizedSplit, batches, collate
-from src.model.finetuner import encode, masked_mean
+from src.conditions.condition import derive_seed
+from src.data.tokens import TokenizedSplit
 from src.tasks.metrics import score
 from src.tasks.registry import TaskSpec
 
+if TYPE_CHECKING:  # annotations only: probe code stays out of the config's import closure
+    from src.config.schema import ProbeConfig
 
-@torch.inference_mode()
-def layer_features(encoder: nn.Module, split: TokenizedSplit, batch_size: int, desc: str = "") -> np.ndarray:
-    """[examples, layers + 1, hidden] masked-mean features, float16 to halve the cache."""
-    encoder.eval()
-    config, device = encoder.config, next(encoder.parameters()).device
-    features = np.empty((len(split), config.num_hidden_layers + 1, config.hidden_size), dtype=np.float16)
-    for indices in tqdm(batches(split.lengths, batch_size, None), desc=desc, leave=False, mininterval=5):
-        batch = {name: t.to(device) for name, t in collate(split, indices).items()}
-        batch.pop("labels")
-        hidden = encode(encoder, **batch, output_hidden_states=True).hidden_states
-        pooled = torch.stack([masked_mean(h, batch["attention_mask"]) for h in hidden], dim=1)
-        features[indices] = pooled.float().cpu().numpy().astype(np.float16)
-    return features
+
+def control_labels(splits: list[TokenizedSplit], balance: np.ndarray, seed: int) -> list[np.ndarray]:
+    """Hewitt & Liang's control task at the sentence level: each sentence's label is a fixed
+    random function of its tokens (the same sentence gets the same label in every split), drawn
+    from the empirical distribution of `balance` (the task's train labels), so the control task
+    has the task's label balance and nothing a probe could learn except by memorising."""
+
+    def uniform(split: TokenizedSplit, i: int) -> float:
+        start, end = split.offsets[i], split.offsets[i + 1]
+        text = hashlib.sha256(split.ids[start:end].tobytes() + split.type_ids[start:end].tobytes()).hexdigest()
+        return derive_seed(seed, "control", text) / 2**63
+
+    return [
+        np.quantile(balance, [uniform(split, i) for i in range(len(split))], method="inverted_cdf").astype(
+            balance.dtype
+        )
+        for split in splits
+    ]
 
 
 class LayerProbes(nn.Module):
-    """One linear probe per layer: logits[n, l] = features[n, l] @ weight[l] + bias[l]."""
+    """One linear probe per label set and layer: logits[n, g, l] = features[n, l] @ weight[g, l] + bias[g, l].
+    Label set g is the task's labels or its control labels: both trained in one pass."""
 
-    def __init__(self, num_layers: int, hidden: int, num_labels: int):
+    def __init__(self, num_sets: int, num_layers: int, hidden: int, num_labels: int):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(num_layers, hidden, num_labels))
-        self.bias = nn.Parameter(torch.zeros(num_layers, num_labels))
+        self.weight = nn.Parameter(torch.empty(num_sets, num_layers, hidden, num_labels))
+        self.bias = nn.Parameter(torch.zeros(num_sets, num_layers, num_labels))
         nn.init.normal_(self.weight, std=0.02)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return torch.einsum("nlh,lhc->nlc", features, self.weight) + self.bias
+        return torch.einsum("nlh,glhc->nglc", features, self.weight) + self.bias
 
 
-def train_probes(
-    task: TaskSpec,
-    train_x: np.ndarray,
-    train_y: np.ndarray,
-    eval_x: np.ndarray,
-    eval_y: np.ndarray,
-    epochs: int,
-    lr: float,
-    batch_size: int,
-    seed: int,
-) -> list[dict[str, float]]:
-    """Train the probes with Adam (on the GPU when there is one); return each layer's
-    metrics on the eval split."""
+def _device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _loss(task: TaskSpec, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The summed losses of every (label set, layer): one loss each, so the probes stay independent.
+    logits [n, sets, layers, outputs], target [n, sets]."""
+    target = target[:, :, None].expand(-1, -1, logits.shape[2])
+    if task.kind.name == "regression":
+        return nn.functional.mse_loss(logits.squeeze(-1), target.float(), reduction="sum")
+    return nn.functional.cross_entropy(logits.permute(0, 3, 1, 2), target, reduction="sum")
+
+
+def fit_probes(task: TaskSpec, x: np.ndarray, y: np.ndarray, probe: ProbeConfig, seed: int) -> LayerProbes:
+    """Probes trained with Adam on `x` [n, layers, hidden] for each label set in `y` [n, sets]
+    (on the GPU when there is one); `seed` fixes the init and the data order."""
     torch.manual_seed(seed)
     order = np.random.default_rng(seed)
-    num_layers, hidden = train_x.shape[1:]
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    probes = LayerProbes(num_layers, hidden, task.num_labels).to(
+    device = _device()
+    probes = LayerProbes(y.shape[1], x.shape[1], x.shape[2], task.kind.head_outputs(task.num_labels)).to(
         device
     )  # drawn on the CPU: the same start on every device
-    optimizer = torch.optim.Adam(probes.parameters(), lr=lr)
-    x, y = torch.from_numpy(train_x.astype(np.float32)).to(device), torch.from_numpy(train_y).to(device)
-    for _ in range(epochs):
-        for indices in np.array_split(order.permutation(len(x)), max(1, len(x) // batch_size)):
+    optimizer = torch.optim.Adam(probes.parameters(), lr=probe.lr)
+    features, labels = torch.from_numpy(x.astype(np.float32)).to(device), torch.from_numpy(y).to(device)
+    for _ in range(probe.epochs):
+        for indices in np.array_split(order.permutation(len(x)), max(1, len(x) // probe.train_batch_size)):
             picked = torch.from_numpy(indices).to(device)
-            logits = probes(x[picked])  # [n, layers, labels]
-            target = y[picked]
-            if task.kind.name == "regression":  # one loss per layer, summed: the probes stay independent
-                loss = nn.functional.mse_loss(
-                    logits.squeeze(-1), target[:, None].expand(-1, num_layers).float(), reduction="sum"
-                )
-            else:
-                loss = nn.functional.cross_entropy(
-                    logits.transpose(1, 2), target[:, None].expand(-1, num_layers), reduction="sum"
-                )
+            loss = _loss(task, probes(features[picked]), labels[picked])
             optimizer.zero_grad(set_to_none=True)
             (loss / len(indices)).backward()
             optimizer.step()
-    with torch.inference_mode():
-        logits = probes(torch.from_numpy(eval_x.astype(np.float32)).to(device)).cpu()
-    per_layer = task.kind.predict(logits)
-    return [score(task.metrics, per_layer[:, layer], eval_y) for layer in range(num_layers)]
+    return probes
+
+
+@torch.inference_mode()
+def _logits(probes: LayerProbes, x: np.ndarray) -> torch.Tensor:
+    return probes(torch.from_numpy(x.astype(np.float32)).to(_device())).float().cpu()
+
+
+def train_probes(
+    task: TaskSpec, train_x: np.ndarray, train_y: np.ndarray, eval_x: np.ndarray, probe: ProbeConfig, seed: int
+) -> np.ndarray:
+    """[sets, layers, eval examples] predictions of probes trained on (train_x, train_y [n, sets])."""
+    probes = fit_probes(task, train_x, train_y, probe, seed)
+    return task.kind.predict(_logits(probes, eval_x)).transpose(1, 2, 0)
+
+
+def portion_ends(n: int, portions_percent: tuple[float, ...]) -> list[int]:
+    """Example counts at each portion boundary (at least 1 example in the first block)."""
+    return sorted({max(1, min(n, round(n * p / 100))) for p in portions_percent})
+
+
+def online_codelength(
+    task: TaskSpec, x: np.ndarray, y: np.ndarray, probe: ProbeConfig, seed: int
+) -> tuple[np.ndarray, float]:
+    """(online codelength in bits per layer, uniform codelength in bits) of the labels `y`
+    given `x` (Voita & Titov 2020), with the examples in an order drawn from `seed`."""
+    order = np.random.default_rng(derive_seed(seed, "mdl-order")).permutation(len(x))
+    x, y = x[order], y[order]
+    ends = portion_ends(len(x), probe.mdl_portions)
+    bits_per_label = math.log2(task.num_labels)
+    online = np.full(x.shape[1], ends[0] * bits_per_label)  # the first block, coded uniformly
+    for start, end in zip(ends, ends[1:], strict=False):
+        probes = fit_probes(task, x[:start], y[:start, None], probe, derive_seed(seed, "mdl", start))
+        log_p = torch.log_softmax(_logits(probes, x[start:end])[:, 0], dim=-1)  # [block, layers, classes]
+        target = torch.from_numpy(y[start:end])[:, None, None].expand(-1, x.shape[1], 1)
+        online -= log_p.gather(-1, target).squeeze(-1).sum(0).numpy() / math.log(2)
+    return online, ends[-1] * bits_per_label
+
+
+@dataclass(frozen=True)
+class ProbeSeed:
+    """One probe seed's outcome, per layer."""
+
+    scores: list[dict[str, float]]
+    control_scores: list[dict[str, float]]
+    predictions: np.ndarray  # [layers, eval examples]
+    codelength_bits: np.ndarray | None  # None: no online code (regression, or mdl_portions empty)
+    uniform_bits: float | None
+
+
+def probe_seed(
+    task: TaskSpec,
+    features: dict[str, np.ndarray],
+    labels: dict[str, np.ndarray],
+    control: dict[str, np.ndarray],
+    probe: ProbeConfig,
+    seed: int,
+) -> ProbeSeed:
+    """Task probes, control probes and the online code of one probe seed."""
+    both = np.stack([labels["train"], control["train"]], axis=1)
+    predictions, control_predictions = train_probes(task, features["train"], both, features["eval"], probe, seed)
+    # MDL codes class labels; a regression target has no uniform code to compare with.
+    coded = task.kind.name == "classification" and probe.mdl_portions
+    online, uniform = (
+        online_codelength(task, features["train"], labels["train"], probe, seed) if coded else (None, None)
+    )
+    return ProbeSeed(
+        scores=[score(task.metrics, p, labels["eval"]) for p in predictions],
+        control_scores=[score(task.metrics, p, control["eval"]) for p in control_predictions],
+        predictions=predictions,
+        codelength_bits=online,
+        uniform_bits=uniform,
+    )

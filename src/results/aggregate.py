@@ -24,6 +24,7 @@ from src.config.schema import Config, TrainConfig
 from src.files import json_safe
 from src.results.tables import full_model, plain, results_table, summarise
 from src.stats import hypothesis
+from src.stats.components import COMPONENT_COLUMNS, crossed_components
 from src.train.result import RunResult, read_results
 
 PLOT_COLUMNS = [
@@ -51,6 +52,8 @@ CONDITION = [
     "lr_multiplier",
     "keep_layernorm",
     "intermediate_task",
+    "intermediate_size",
+    "intermediate_epochs",
     "epochs",
 ]
 
@@ -100,6 +103,7 @@ CORRELATION_COLUMNS = [
 # study ran, so every table the stage declares is a readable CSV.
 EXTRA_TABLE_COLUMNS = {
     "permutation_correlations": [*CORRELATION_COLUMNS, "study"],
+    "variance_components": ["study", "task", "size", "slug", "runs", *COMPONENT_COLUMNS],
     "heads_summary": [
         "study",
         "task",
@@ -196,6 +200,19 @@ def heads_summary(changes: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[EXTRA_TABLE_COLUMNS["heads_summary"]]
 
 
+def variance_components(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per condition of a crossed seed_design study: how much of its spread comes from the
+    training subset and how much from the random draws (src/stats/components.py). A condition
+    with a run that did not finish has an incomplete table: its components are left empty."""
+    rows = []
+    for (task, size, slug), group in runs.groupby(["task", "size", "slug"], sort=True):
+        cells = group.rename(columns={"subset_stream": "subset", "draws_stream": "draws"})
+        complete = (cells["status"] == "ok").all()
+        found = crossed_components(cells[["subset", "draws", "value"]]) if complete else {}
+        rows.append({"task": task, "size": size, "slug": slug, "runs": len(group), **found})
+    return pd.DataFrame(rows, columns=EXTRA_TABLE_COLUMNS["variance_components"][1:])
+
+
 def epoch_curves(results: list[RunResult], metric: str) -> pd.DataFrame:
     rows = [
         {
@@ -278,38 +295,57 @@ def layer_change_table(results: dict[str, list[RunResult]], train: TrainConfig, 
     return table[columns].sort_values(columns[:6]).reset_index(drop=True)
 
 
+PROBE_COLUMNS = [
+    "task",
+    "layer",
+    "seed",
+    "metric",
+    "value",
+    "control",
+    "selectivity",
+    "codelength_bits",
+    "uniform_bits",
+    "compression",
+    "pooling",
+    "train_examples",
+]
+
+
 def probe_table(probe_dir: Path, tasks: list[str]) -> pd.DataFrame:
+    """One row per task, layer and probe seed: the task score (`value`, the headline metric),
+    the control task's score, selectivity = value - control, and the online codelength with
+    compression = uniform / online bits (NaN where there is no online code: regression)."""
     rows = []
     for task in tasks:
         probe = json.loads((probe_dir / f"{task}.json").read_text())
-        rows += [
-            {
-                "task": task,
-                "layer": layer["layer"],
-                "metric": probe["metric"],
-                "value": layer["scores"][probe["metric"]],
-                "train_examples": probe["train_examples"],
-            }
-            for layer in probe["layers"]
-        ]
-    return pd.DataFrame(rows, columns=["task", "layer", "metric", "value", "train_examples"])
+        metric, uniform = probe["metric"], probe["uniform_bits"]
+        for layer in probe["layers"]:
+            value, control, online = layer["scores"][metric], layer["control_scores"][metric], layer["codelength_bits"]
+            rows.append(
+                {
+                    "task": task,
+                    "layer": layer["layer"],
+                    "seed": layer["seed"],
+                    "metric": metric,
+                    "value": value,
+                    "control": control,
+                    "selectivity": value - control,
+                    "codelength_bits": online,
+                    "uniform_bits": uniform,
+                    "compression": uniform / online if online else None,
+                    "pooling": probe["pooling"],
+                    "train_examples": probe["train_examples"],
+                }
+            )
+    return pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({"codelength_bits": float, "compression": float})
 
 
 def progressive_curves(points: pd.DataFrame, probe: pd.DataFrame, order: list[str]) -> pd.DataFrame:
-    """Fig. 1's plot table: finetuning curves per size, and the probe of layer k (dashed)."""
+    """Fig. 1's plot table: finetuning curves per size, and the probe of layer k (dashed) with
+    its 95% t interval over probe seeds."""
     finetune = points.assign(curve="finetune", series="n=" + points["size"].astype(str))
-    probes = probe.assign(
-        curve="probe",
-        series="probe",
-        size=probe["train_examples"],
-        k=probe["layer"],
-        mean=probe["value"],
-        ci_low=probe["value"],
-        ci_high=probe["value"],
-        n=1,
-        diverged=0,
-        collapsed=0,
-    )
+    seeds = summarise(probe.assign(status="ok"), ["task", "layer"], carry=("metric", "train_examples"))
+    probes = seeds.assign(curve="probe", series="probe", size=seeds["train_examples"], k=seeds["layer"])
     curves = pd.concat([finetune, probes[probes["task"].isin(order)]], ignore_index=True)
     curves["k"] = curves["k"].astype(int)
     return curves.sort_values("task", key=lambda t: t.map(order.index), kind="stable")
@@ -343,6 +379,8 @@ def extra_tables(config_studies: dict, headline: pd.DataFrame, plain_runs: pd.Da
             parts["permutation_correlations"].append(
                 permutation_correlations(runs[runs["scheme"] == "permutation"], plain_runs).assign(study=name)
             )
+        if study.seed_design is not None:
+            parts["variance_components"].append(variance_components(runs).assign(study=name))
         if study.scheme == "head":
             changes = head_changes(runs[runs["scheme"] == "head"], plain_runs)
             if len(changes):
@@ -408,7 +446,7 @@ def write_tables(tables: Tables, config: Config, folder: Path, plot_data: Path, 
     t.points.round(5).to_csv(folder / "points.csv", index=False)
     t.weights.round(6).to_csv(folder / "weight_change.csv", index=False)
     layer_change_table(t.results, config.train, num_layers).to_csv(folder / "layer_change.csv", index=False)
-    t.probe.to_csv(folder / "probe.csv", index=False)
+    t.probe.round(5).to_csv(folder / "probe.csv", index=False)
     for name, table in extra_tables(config.studies, t.headline, t.plain_runs).items():
         table.round(5).to_csv(folder / f"{name}.csv", index=False)
     studies_metrics(t.points, folder / "studies.json")

@@ -27,7 +27,7 @@ def write_predictions(path: Path, results: dict[str, list[RunResult]], tasks_dir
             if r.predictions:
                 arrays[_run_key((c.task, c.size, c.slug, c.trial))] = r.eval_predictions()
     for task in sorted({key.split("|")[0] for key in arrays}):
-        arrays[f"labels|{task}"] = tokens.load_split(tasks_dir / task / "tokens.npz", "eval").labels
+        arrays[f"labels|{task}"] = tokens.load_split(tasks_dir / task / "tokens.npz", "eval").example_labels
     np.savez_compressed(path, **arrays)
 
 

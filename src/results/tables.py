@@ -62,7 +62,11 @@ def results_table(results: list[RunResult], study: str, num_layers: int) -> pd.D
             rows.append(
                 {
                     "study": study,
-                    **result.condition,
+                    **{key: value for key, value in result.condition.items() if key != "streams"},
+                    # the seed streams as two factors: the training subset, and the random draws
+                    # (reinit, head, order, dropout: one index under every design the studies offer)
+                    "subset_stream": condition.stream("subset"),
+                    "draws_stream": condition.stream("reinit"),
                     "slug": condition.slug,
                     "metric": metric,
                     "headline": metric == result.metric,

@@ -26,7 +26,7 @@ from statsmodels.stats.power import TTestIndPower
 
 POWER = 0.8  # the planner's default: the usual 80%
 BINARY_COUNT_METRICS = ("f1", "mcc")  # metrics of the binary confusion counts
-EXAMPLE_METRICS = ("accuracy", *BINARY_COUNT_METRICS)  # metrics whose eval examples are resampled
+EXAMPLE_METRICS = ("accuracy", "squad_f1", *BINARY_COUNT_METRICS)  # metrics whose eval examples are resampled
 
 
 def _binary_metric(metric: str, tp, fp, fn, tn) -> np.ndarray:
@@ -50,10 +50,12 @@ def example_weighted_metric(
 ) -> np.ndarray:
     """The metric of every trial (rows of `predictions`, [T, N]) under each bootstrap draw's
     example multiplicities (`example_counts`, [B, N]): [B, T]. Accuracy, F1 and MCC (binary)
-    are computed from weighted counts; for other metrics (regression correlations) the
-    examples are not resampled and each trial keeps its `scores` value."""
+    are computed from weighted counts, SQuAD F1 as the weighted mean of per-question F1; for
+    other metrics (regression correlations) the examples are not resampled and each trial keeps its `scores` value."""
     if metric == "accuracy":
         return example_counts @ (predictions == labels).T.astype(float) / labels.size
+    if metric == "squad_f1":  # span QA: the stored predictions are each question's F1, the metric their mean
+        return example_counts @ predictions.T.astype(float) / labels.size
     if metric in BINARY_COUNT_METRICS:
         return _binary_metric(metric, *(example_counts @ c.T for c in _confusion(predictions, labels)))
     return np.broadcast_to(scores, (example_counts.shape[0], len(scores)))
@@ -67,6 +69,8 @@ def pseudo_values(metric: str, predictions: np.ndarray, labels: np.ndarray) -> n
     textbook one; for F1 and MCC they linearise the metric around the trial's counts."""
     if metric == "accuracy":
         return (predictions == labels).astype(float)
+    if metric == "squad_f1":  # a mean over questions of the stored per-question F1
+        return predictions.astype(float)
     counts = _confusion(predictions, labels)
     totals = [c.sum(axis=-1, keepdims=True) for c in counts]
     n = labels.shape[-1]

@@ -10,7 +10,7 @@ import pandas as pd
 from src.config.schema import DataConfig
 from src.data import tokens
 from src.errors import ParamsError
-from src.tasks import embedded, glue
+from src.tasks import embedded, glue, squad
 from src.tasks.registry import get_task
 
 
@@ -18,6 +18,8 @@ def build_splits(name: str, data: DataConfig) -> tuple[pd.DataFrame, pd.DataFram
     """(train, eval, note) data frames for task `name`."""
     if get_task(name).source == "embedded":
         return embedded.build_embedded(name, data.eval_size, data.neutral_band, data.split_seed)
+    if get_task(name).source == "squad":
+        return squad.load_squad(data.squad_dir)
     splits = glue.load_glue(
         name, data.glue_dir, carve_train_from_dev=name in data.glue_carve_train_from_dev, seed=data.split_seed
     )
@@ -31,7 +33,10 @@ def checked_unknown_words(
     """The [UNK] words of a task's text, refused above data.max_unk_rate: a tokenizer that
     cannot spell the text (one of another model, or none) would train on [UNK] and report
     chance as a result."""
-    texts = [text for df in (train, eval_) for field in get_task(name).text_fields for text in df[field]]
+    # distinct texts: a SQuAD context repeats once per question (1.8M words for 11k questions)
+    texts = list(
+        dict.fromkeys(text for df in (train, eval_) for field in get_task(name).text_fields for text in df[field])
+    )
     unknown = tokens.unknown_words(texts, tokenizer)
     if unknown.rate > data.max_unk_rate:
         raise ParamsError(
@@ -51,13 +56,18 @@ def write_task(
     tokenizer,
     max_length: int,
     out: Path,
+    data: DataConfig,
 ) -> dict:
-    """Write <out>/{train,eval}.tsv, tokens.npz and info.json; return the info."""
+    """Write <out>/{train,eval}.tsv, tokens.npz and info.json; return the info. Span QA
+    tasks are cut into windows (data.qa_stride, data.qa_max_answer_tokens)."""
     spec = get_task(name)
-    tokenized = {
-        split: tokens.tokenize(df, spec.text_fields, spec.kind, tokenizer, max_length)
-        for split, df in (("train", train), ("eval", eval_))
-    }
+
+    def tokenize(df: pd.DataFrame) -> tokens.TokenizedSplit:
+        if spec.kind.token_level:
+            return tokens.tokenize_spans(df, tokenizer, max_length, data.qa_stride, data.qa_max_answer_tokens)
+        return tokens.tokenize(df, spec.text_fields, spec.kind, tokenizer, max_length)
+
+    tokenized = {split: tokenize(df) for split, df in (("train", train), ("eval", eval_))}
     out.mkdir(parents=True, exist_ok=True)
     train.to_csv(out / "train.tsv", sep="\t", index=False)
     eval_.to_csv(out / "eval.tsv", sep="\t", index=False)
@@ -74,6 +84,10 @@ def write_task(
         }
         if classes
         else None,
+        "answerable": {split: int(split_tokens.answerable.sum()) for split, split_tokens in tokenized.items()}
+        if spec.kind.token_level
+        else None,
+        "windows": {split: len(split_tokens) for split, split_tokens in tokenized.items()},
         "mean_tokens": {split: float(split_tokens.lengths.mean()) for split, split_tokens in tokenized.items()},
         "unk_rate": unknown.rate,  # share of the words (train and eval) the tokenizer maps to [UNK]
         "unk_examples": list(unknown.examples),

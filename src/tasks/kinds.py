@@ -2,8 +2,9 @@
 
 A kind says how many outputs the task head has, the loss, how logits become per-example
 predictions, how those are stored compactly in a result, when a run counts as collapsed,
-and what the report may resample. Today's kinds are classification and regression; a
-new kind (extractive span QA) is one more subclass registered in KINDS.
+and what the report may resample. The kinds are classification, regression and extractive
+span QA (SQuAD 2.0: a start/end logit per token, decoded per question in src/tasks/spans.py);
+a new kind is one more subclass registered in KINDS.
 
 torch is imported inside the methods that need it, so the validate stage stays cheap.
 """
@@ -22,6 +23,8 @@ class TaskKind:
     label_dtype: type
     prediction_dtype: type
     resamples_examples: bool  # the report may resample eval examples (else trials only)
+    token_level = False  # the head scores every token (span QA), not one pooled vector per sequence
+    fits_null_threshold = False  # after training, a threshold is fitted on the training subset (span QA)
 
     def head_outputs(self, num_labels: int) -> int:
         return num_labels
@@ -32,6 +35,20 @@ class TaskKind:
     def predict(self, logits):
         """Per-example predictions (a CPU numpy array) from a batch's logits."""
         raise NotImplementedError
+
+    def batch_outputs(self, logits, lengths: np.ndarray) -> np.ndarray:
+        """What evaluation keeps of a batch, one entry per sequence (`lengths`: its real tokens)."""
+        return self.predict(logits)
+
+    def score(self, task, split, outputs: np.ndarray, null_threshold: float | None = None) -> dict:
+        """scores (task.metrics), majority_share and the per-example predictions to store."""
+        from src.tasks.metrics import score
+
+        return {
+            "scores": score(task.metrics, outputs, split.labels),
+            "majority_share": self.majority_share(outputs),
+            "predictions": outputs,
+        }
 
     def majority_share(self, predictions: np.ndarray) -> float | None:
         """The share of the most common prediction (None where the kind has no classes)."""
@@ -92,4 +109,58 @@ class Regression(TaskKind):
         return logits.squeeze(-1).cpu().numpy()
 
 
-KINDS: dict[str, TaskKind] = {kind.name: kind for kind in (Classification(), Regression())}
+class SpanQA(TaskKind):
+    """Extractive QA with unanswerable questions (SQuAD 2.0). Sequences are windows of a
+    question's context (src/data/tokens.py SpanSplit); the head gives each token a start and
+    an end logit; labels are the answer's start and end token ([CLS] = 0 when the window has
+    none). A question's prediction is its best span over its windows, or "no answer" when the
+    null ([CLS]) score beats it by more than a threshold fitted on the training subset. The
+    stored per-question prediction is its F1 (float16), so the report resamples questions;
+    majority_share is the share of "no answer" predictions: collapsed like a classifier
+    predicting one class."""
+
+    name = "span_qa"
+    label_dtype = np.int64
+    prediction_dtype = object  # per window: [2, tokens] start / end logits
+    resamples_examples = True
+    token_level = True
+    fits_null_threshold = True
+
+    def head_outputs(self, num_labels: int) -> int:
+        return 2  # a start and an end logit per token
+
+    def loss(self, logits, labels):
+        from torch import nn
+
+        logits = logits.float()
+        start = nn.functional.cross_entropy(logits[..., 0], labels[:, 0])
+        end = nn.functional.cross_entropy(logits[..., 1], labels[:, 1])
+        return (start + end) / 2  # BertForQuestionAnswering's loss
+
+    def batch_outputs(self, logits, lengths: np.ndarray) -> np.ndarray:
+        values = logits.float().cpu().numpy()
+        out = np.empty(len(lengths), dtype=object)
+        for row, n in enumerate(lengths):
+            out[row] = values[row, :n].T  # padding dropped
+        return out
+
+    def score(self, task, split, outputs: np.ndarray, null_threshold: float | None = None) -> dict:
+        from src.tasks import spans
+        from src.tasks.metrics import squad_scores
+
+        decoded = spans.decode(split, outputs)
+        # Without a fitted threshold (per-epoch eval curves): HF run_qa.py's default, 0.
+        f1, exact, no_answer = decoded.scored(0.0 if null_threshold is None else null_threshold)
+        return {
+            "scores": squad_scores(f1, exact, decoded.answerable),
+            "majority_share": float(no_answer.mean()),
+            "predictions": f1.astype(np.float32),
+        }
+
+    def fit_null_threshold(self, split, outputs: np.ndarray) -> float:
+        from src.tasks import spans
+
+        return spans.decode(split, outputs).best_null_threshold()
+
+
+KINDS: dict[str, TaskKind] = {kind.name: kind for kind in (Classification(), Regression(), SpanQA())}

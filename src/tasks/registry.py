@@ -1,9 +1,9 @@
 """The task registry: every task the pipeline can train on, by name.
 
 A task is what the rest of the pipeline needs to know to train and score on it: its
-text fields, its kind (src/tasks/kinds.py: classification or regression), its metrics
-(the first one is the task's headline number, the y axis of the figures) and where its
-data come from (embedded: built offline from pinned PyPI artifacts; glue).
+text fields, its kind (src/tasks/kinds.py: classification, regression or span QA), its
+metrics (the first one is the task's headline number, the y axis of the figures) and where
+its data come from (embedded: built offline from pinned PyPI artifacts; glue; squad).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class TaskSpec:
     kind: TaskKind
     num_labels: int  # classes (1 for regression)
     metrics: tuple[str, ...]  # the first is the headline metric
-    source: str  # "embedded" (built from PyPI artifacts) or "glue"
+    source: str  # "embedded" (built from PyPI artifacts), "glue" or "squad"
 
     @property
     def headline(self) -> str:
@@ -43,12 +43,16 @@ GLUE_METRICS = {
     "stsb": ("pearson", "spearman"),
     "wnli": ("accuracy",),
 }
+# SQuAD 2.0's official F1 (the headline) and exact match, overall and HasAns / NoAns
+# (src/tasks/metrics.py squad_scores computes them).
+SQUAD_METRICS = ("squad_f1", "squad_exact", "HasAns_f1", "HasAns_exact", "NoAns_f1", "NoAns_exact")
 TASKS: dict[str, TaskSpec] = {
     **EMBEDDED,
     **{
         name: TaskSpec(name, fmt.text_fields, KINDS[fmt.label_kind], fmt.num_labels, GLUE_METRICS[name], "glue")
         for name, fmt in GLUE_TASKS.items()
     },
+    "squad_v2": TaskSpec("squad_v2", ("question", "context"), KINDS["span_qa"], 2, SQUAD_METRICS, "squad"),
 }
 GLUE_TASK_NAMES = tuple(GLUE_TASKS)
 

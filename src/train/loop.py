@@ -16,7 +16,6 @@ import torch
 from torch import nn
 
 from src.data.tokens import TokenizedSplit, batches, collate
-from src.tasks.metrics import score
 from src.tasks.registry import TaskSpec
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -105,6 +104,7 @@ def finetune(
     checkpoint_key: str = "",
     progress=lambda line: None,
     layer_change: Callable[[], list[float]] | None = None,
+    dropout_seed: int | None = None,
 ) -> dict:
     """Train every parameter with AdamW (weight decay 0 = the paper's Adam), constant lr, no
     warm-up, as the paper's released code. Returns every step's loss, per-epoch mean losses, per-epoch eval
@@ -127,7 +127,8 @@ def finetune(
     )
     # fp16 gradients underflow without loss scaling; with bf16 / fp32 the scaler is a no-op.
     scaler = torch.amp.GradScaler(device.type, enabled=cfg.precision == "fp16")
-    torch.manual_seed(seed)  # dropout masks (CPU and every CUDA device)
+    # `seed` draws the batch order, `dropout_seed` the dropout masks (None: `seed` draws both)
+    torch.manual_seed(seed if dropout_seed is None else dropout_seed)  # CPU and every CUDA device
     order = np.random.default_rng(seed)
     state = {
         "epoch": 0,
@@ -273,20 +274,17 @@ def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, scaler, 
 
 
 @torch.inference_mode()
-def evaluate(
+def forward_split(
     model: nn.Module,
     task: TaskSpec,
     split: TokenizedSplit,
     batch_size: int,
     precision: str,
     layer_features: bool = False,
-) -> dict:
-    """Scores, mean loss, the share of the most common prediction (1.0 = the model
-    predicts one class for everything: collapsed, whatever its accuracy says), and every
-    example's prediction (class id, or score for regression) in eval-split order, so a
-    contrast between runs can be resampled over eval examples too. With `layer_features`,
-    also every example's masked-mean hidden state per layer ([examples, L + 1, hidden],
-    float32, eval-split order) from the same pass."""
+):
+    """(what the task kind keeps of every sequence, in split order; the mean loss; with
+    `layer_features`, every example's masked-mean hidden state per layer ([examples, L + 1,
+    hidden], float32, split order) from the same pass, else None)."""
     model.eval()
     device = next(model.parameters()).device
     outputs = np.empty(len(split), dtype=task.kind.prediction_dtype)
@@ -299,16 +297,38 @@ def evaluate(
         with autocast(precision, device):
             logits = model(**batch, **({"layer_features": pooled} if layer_features else {})).float()
         loss_sum += float(task.kind.loss(logits, labels)) * len(indices)
-        outputs[indices] = task.kind.predict(logits)
+        outputs[indices] = task.kind.batch_outputs(logits, split.lengths[indices])
         if layer_features:
             layers = pooled[0].float().cpu().numpy()
             if features is None:
                 features = np.empty((len(split), *layers.shape[1:]), dtype=np.float32)
             features[indices] = layers
-    return {
-        "scores": score(task.metrics, outputs, split.labels),
-        "loss": loss_sum / len(split),
-        "majority_share": task.kind.majority_share(outputs),
-        "predictions": outputs,
-        **({"layer_features": features} if layer_features else {}),
-    }
+    return outputs, loss_sum / len(split), features
+
+
+def evaluate(
+    model: nn.Module,
+    task: TaskSpec,
+    split: TokenizedSplit,
+    batch_size: int,
+    precision: str,
+    null_threshold: float | None = None,
+    layer_features: bool = False,
+) -> dict:
+    """Scores, mean loss, the share of the most common prediction (1.0 = the model
+    predicts one class for everything: collapsed, whatever its accuracy says; span QA: the
+    share of "no answer"), and every example's prediction (class id, score for regression,
+    F1 per question for span QA) in eval-split order, so a contrast between runs can be
+    resampled over eval examples too. `null_threshold`: span QA's, fitted on training data.
+    With `layer_features`, also every example's masked-mean hidden state per layer
+    ([examples, L + 1, hidden], float32, eval-split order) from the same pass."""
+    outputs, loss, features = forward_split(model, task, split, batch_size, precision, layer_features)
+    scored = {"loss": loss, **task.kind.score(task, split, outputs, null_threshold)}
+    return {**scored, "layer_features": features} if layer_features else scored
+
+
+def fit_null_threshold(model: nn.Module, task: TaskSpec, train: TokenizedSplit, batch_size: int, precision: str):
+    """Span QA's null-score threshold, fitted on the training subset after training (never
+    on the eval set, which it then scores)."""
+    outputs, _, _ = forward_split(model, task, train, batch_size, precision)
+    return task.kind.fit_null_threshold(train, outputs)

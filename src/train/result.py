@@ -3,7 +3,8 @@
 data/runs/studies/<study>/<task>/n<size>/<slug>/trial<t>.json holds one RunResult: scores,
 eval loss, per-example eval predictions, per-step and per-epoch losses (and eval), the weight change
 (and by step), the layer order, the depth audit, every reinitialised tensor, the subset hash, every setting
-the run trained with, the seeds it drew from, and the fingerprint of its inputs.
+the run trained with, the seeds it drew from, each intermediate step of a sequential run (task,
+size, epochs, losses), and the fingerprint of its inputs.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class RunResult:
     layer_cka: list[float] = field(default_factory=list)  # layer 0 (embeddings)..L: finetuned vs pretrained
     criticality: list[dict] = field(default_factory=list)  # layer, rewound_to (pretrained|initial), score, drop
     head_importance: dict = field(default_factory=dict)  # before / after: [layer][head] mean |dL/dgate|
+    null_threshold: float | None = None  # span QA: "no answer" when null - best span score exceeds it (fitted on train)
+    intermediate_steps: list[dict] = field(default_factory=list)  # sequential: task, size, epochs, losses per step
 
     @property
     def cond(self) -> Condition:

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from src.conditions.condition import Condition, derive_seed
+from src.config.checks import FULL
 from src.data import tokens
 from src.files import sha256_of
 from src.imports import ROOT, code_files
@@ -27,11 +28,11 @@ from src.measures.cka import layer_cka
 from src.measures.criticality import layer_states, rewind_drops
 from src.measures.heads import head_importance
 from src.model.base import load_encoder
+from src.model.features import layer_features
 from src.model.finetuner import Finetuner, build_finetuner, new_task_head, reinitialised_layer_parameters
 from src.model.record import BaseModelRecord
-from src.probing.probes import layer_features
 from src.tasks.registry import get_task
-from src.train.loop import RunSettings, autocast, evaluate, finetune
+from src.train.loop import RunSettings, autocast, evaluate, finetune, fit_null_threshold
 from src.train.result import RunResult, encode_step_losses
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
@@ -45,7 +46,7 @@ def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, ta
     folder), base weights, token ids and code. A finished result whose fingerprint matches
     is reused as it is; any other file in its place is recomputed. Never the executor kind
     or the worker count: those do not change a result."""
-    tasks = [condition.task] + ([condition.intermediate_task] if condition.intermediate_task else [])
+    tasks = [condition.task, *condition.intermediate_steps]
     inputs = {
         "condition": condition.as_dict(),
         "settings": {**asdict(settings), "checkpoint_every": None},  # checkpoints never change results
@@ -101,8 +102,11 @@ def _run_condition(
 ) -> RunResult:
     task = get_task(condition.task)
     seed = settings.seed
-    first = get_task(condition.intermediate_task) if condition.intermediate_task else task
-    model, record = build_finetuner(model_dir, condition, first.kind.head_outputs(first.num_labels), seed)
+    chain = [get_task(name) for name in condition.intermediate_steps]
+    first = chain[0] if chain else task
+    model, record = build_finetuner(
+        model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
+    )
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type != settings.device:  # e.g. a SLURM node without the GPU the run asked for
         raise RuntimeError(
@@ -117,30 +121,48 @@ def _run_condition(
     # not the always-new task head).
     fresh = reinitialised_layer_parameters(model, record["reinitialised"])
 
-    if condition.intermediate_task:  # sequential finetuning: the same size and trial on task A first
-        pool = _load(tasks_dir, first.name, "train")
-        indices = tokens.training_subset(len(pool), condition.size, first.name, condition.trial, seed)
+    # Sequential finetuning (Huang et al. 4.1): each intermediate task in order, then the
+    # final one, each step with a head of its own; the scheme's fresh layers are fresh in the first.
+    pool_size = lambda name: _load(tasks_dir, name, "train").examples  # noqa: E731 - read only for `full`
+    record["intermediate_steps"] = []
+    for step, (step_task, (_, size, epochs)) in enumerate(zip(chain, condition.steps(pool_size))):
+        if step:
+            record["reinitialised"] += _new_head(model, step_task, condition, seed)
+        pool = _load(tasks_dir, step_task.name, "train")
+        indices = tokens.training_subset(pool.examples, size, step_task.name, condition.stream("subset"), seed)
         outcome = finetune(
             model,
-            first,
-            pool.subset(indices),
-            settings,
-            condition.seed(seed, "train-intermediate"),
+            step_task,
+            pool.of_examples(indices),
+            replace(settings, epochs=epochs),
+            condition.seed(seed, _intermediate_purpose(step), "order"),
             fresh,
             condition.lr_multiplier,
-            progress=lambda line: progress(f"intermediate {first.name}: {line}"),
+            progress=lambda line, name=step_task.name: progress(f"intermediate {name}: {line}"),
+            dropout_seed=condition.seed(seed, _intermediate_purpose(step), "dropout"),
+        )
+        record["intermediate_steps"].append(
+            {
+                "task": step_task.name,
+                "size": size,
+                "epochs": epochs,
+                "status": outcome["status"],
+                "steps": outcome.get("steps"),
+                "epoch_losses": outcome["epoch_losses"],
+                "train_seconds": round(outcome["train_seconds"], 2),
+                "train_subset_sha256": hashlib.sha256(indices.tobytes()).hexdigest(),
+            }
         )
         if outcome["status"] != "ok":
             return _result(condition, settings, record, outcome, {}, [], task, key)
-        record["reinitialised"] += new_task_head(
-            model, task.kind.head_outputs(task.num_labels), condition, seed, model.encoder.config.initializer_range
-        )
         fresh = set()
+    if chain:
+        record["reinitialised"] += _new_head(model, task, condition, seed)
 
     pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
-    indices = tokens.training_subset(len(pool), condition.size, task.name, condition.trial, seed)
+    indices = tokens.training_subset(pool.examples, condition.size, task.name, condition.stream("subset"), seed)
     start = layer_weights(model.encoder)
-    train_split = pool.subset(indices)
+    train_split = pool.of_examples(indices)
     initial = layer_states(model.encoder) if settings.criticality else None
     importance_before = (
         head_importance(model, task, train_split, settings.batch_size) if settings.head_importance else None
@@ -150,7 +172,7 @@ def _run_condition(
         task,
         train_split,
         settings,
-        condition.seed(seed, "train"),
+        condition.seed(seed, "train", "order"),
         fresh,
         condition.lr_multiplier,
         eval_split=eval_split if log_epochs else None,
@@ -158,9 +180,22 @@ def _run_condition(
         checkpoint_key=key,
         progress=progress,
         layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
+        dropout_seed=condition.seed(seed, "train", "dropout"),
     )
+    null_threshold = None
+    if outcome["status"] == "ok" and task.kind.fits_null_threshold:
+        null_threshold = fit_null_threshold(model, task, train_split, settings.eval_batch_size, settings.precision)
+        record["null_threshold"] = null_threshold
     evaluation = (
-        evaluate(model, task, eval_split, settings.eval_batch_size, settings.precision, layer_features=settings.cka)
+        evaluate(
+            model,
+            task,
+            eval_split,
+            settings.eval_batch_size,
+            settings.precision,
+            null_threshold,
+            layer_features=settings.cka,
+        )
         if outcome["status"] == "ok"
         else {}
     )
@@ -181,7 +216,7 @@ def _run_condition(
         if importance_before is not None:
             record["head_importance"]["before"] = importance_before
     record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
-    record["eval_examples"] = len(eval_split)
+    record["eval_examples"] = eval_split.examples
     record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
     record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
     return _result(condition, settings, record, outcome, evaluation, changes, task, key)
@@ -200,7 +235,9 @@ def _pretrained_features(
     """The base encoder's per-layer eval features, pooled as the finetuned eval pass pools
     them and under the same autocast, once per worker process and task."""
     with autocast(precision, torch.device(device)):
-        return layer_features(_pretrained(model_dir, device), tokens.load_split(tokens_file, "eval"), batch_size)
+        return layer_features(
+            _pretrained(model_dir, device), tokens.load_split(tokens_file, "eval"), batch_size, "mean"
+        )
 
 
 def _measurements(
@@ -244,20 +281,44 @@ def _measurements(
     return found
 
 
+def _new_head(model: Finetuner, task, condition: Condition, seed: int) -> list:
+    """A fresh task head for `task` (every finetuning step gets its own)."""
+    return new_task_head(
+        model,
+        task.kind.head_outputs(task.num_labels),
+        condition,
+        seed,
+        model.encoder.config.initializer_range,
+        task.kind.token_level,
+    )
+
+
+def _intermediate_purpose(step: int) -> str:
+    """The training seed's purpose of intermediate step `step` (the first keeps its earlier name)."""
+    return "train-intermediate" if step == 0 else f"train-intermediate-{step}"
+
+
 def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
-    """The seeds the run drew from (each reinitialised tensor has its own, from its name)."""
+    """The seeds the run drew from, one per source (each reinitialised tensor has its own, from its name)."""
     c = condition
     seeds = {
         "base": seed,
-        "subset": derive_seed(seed, "subset", c.task, c.size, c.trial),
-        "train": c.seed(seed, "train"),
+        "subset": derive_seed(seed, "subset", c.task, c.size, c.stream("subset")),
+        "order": c.seed(seed, "train", "order"),
+        "dropout": c.seed(seed, "train", "dropout"),
     }
     if c.scheme == "permutation":
-        seeds["permutation"] = c.seed(seed, "permutation")
-    if c.intermediate_task:
-        seeds["subset_intermediate"] = derive_seed(seed, "subset", c.intermediate_task, c.size, c.trial)
-        seeds["train_intermediate"] = c.seed(seed, "train-intermediate")
-    seeds["reinit"] = f"derive_seed({seed}, 'reinit', {c.trial}, <tensor name>) per tensor"
+        seeds["permutation"] = c.seed(seed, "permutation", "reinit")
+    for step, task in enumerate(c.intermediate_steps):
+        suffix = f"_{step}" if step else ""
+        size = c.size if c.intermediate_size is None else c.intermediate_size
+        seeds[f"subset_intermediate{suffix}"] = (
+            derive_seed(seed, "subset", task, size, c.stream("subset")) if size != FULL else "the whole training set"
+        )
+        seeds[f"order_intermediate{suffix}"] = c.seed(seed, _intermediate_purpose(step), "order")
+        seeds[f"dropout_intermediate{suffix}"] = c.seed(seed, _intermediate_purpose(step), "dropout")
+    seeds["reinit"] = f"derive_seed({seed}, 'reinit', {c.stream('reinit')}, <tensor name>) per tensor"
+    seeds["head"] = f"derive_seed({seed}, 'reinit', {c.stream('head')}, <tensor name>) per tensor"
     return seeds
 
 

@@ -62,15 +62,20 @@ def is_full_model(condition: Condition, num_layers: int) -> bool:
     )
 
 
+def pool_sizes(tasks_dir: Path):
+    """task -> its training examples, as the data stage recorded them (what `full` means)."""
+    return lambda task: json.loads((tasks_dir / task / "info.json").read_text())["train_examples"]
+
+
 def check_sizes(conditions: list[Condition], tasks_dir: Path, where: str) -> None:
-    """Every training size must fit its task's pool: fail before the first condition trains."""
+    """Every training size, intermediate steps included, must fit its task's pool: fail before
+    the first condition trains."""
+    pool = pool_sizes(tasks_dir)
     for condition in conditions:
-        for task in filter(None, (condition.task, condition.intermediate_task)):
-            pool = json.loads((tasks_dir / task / "info.json").read_text())["train_examples"]
-            if condition.size > pool:
+        for task, size, _ in condition.steps(lambda task: 0):  # `full` asks for 0: it always fits
+            if size > pool(task):
                 raise ParamsError(
-                    f"params.yaml: {where} asks for {condition.size} training examples of task {task!r}, which has "
-                    f"{pool}"
+                    f"params.yaml: {where} asks for {size} training examples of task {task!r}, which has {pool(task)}"
                 )
 
 
@@ -81,11 +86,6 @@ def finished_in_studies(studies_dir: Path, condition: Condition, key: str) -> tu
         if (result := finished(path, key)) is not None:
             return result, path
     return None
-
-
-def examples_trained(condition: Condition) -> int:
-    """Examples a condition's run passes through, its intermediate task's included."""
-    return condition.size * condition.epochs * (2 if condition.intermediate_task else 1)
 
 
 def run_all(
@@ -114,9 +114,9 @@ def run_all(
             print(f"[{i}/{len(conditions)}] {condition.describe()}: the same run as in {source}, copied")
         results.append(result)
     # Longest runs first, so that a stage ends on a short one and the other workers idle less.
-    todo = sorted(
-        (i for i, result in enumerate(results) if result is None), key=lambda i: -examples_trained(conditions[i])
-    )
+    pool = pool_sizes(tasks_dir)
+    examples = [condition.examples_trained(pool) for condition in conditions]
+    todo = sorted((i for i, result in enumerate(results) if result is None), key=lambda i: -examples[i])
     # Absolute paths: SLURM and Ray workers do not start in this folder (it must be on a shared filesystem).
     runs = [
         (
@@ -131,7 +131,7 @@ def run_all(
         )
         for i in todo
     ]
-    progress = Progress([examples_trained(conditions[i]) for i in todo], concurrency(config.executor, config.train))
+    progress = Progress([examples[i] for i in todo], concurrency(config.executor, config.train))
     failed = []
     for done, (job, result) in enumerate(execute(run_condition, runs, config.executor, config.train), 1):
         i = todo[job]

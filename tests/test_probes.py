@@ -1,0 +1,158 @@
+"""Probes a referee accepts: control tasks, online-code MDL, probe seeds and [CLS] pooling, on the real probe code."""
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from src.data import tokens
+from src.data.tokens import TokenizedSplit
+from src.files import write_json_atomically
+from src.model.base import load_encoder
+from src.model.features import layer_features, pool_layers
+from src.probing.probes import control_labels, online_codelength, probe_seed
+from src.results.aggregate import probe_table, progressive_curves
+from src.tasks.registry import get_task
+
+TASK = get_task("rt_sentiment")  # binary classification, headline accuracy
+
+
+def sentences(n: int, rng: np.random.Generator) -> TokenizedSplit:
+    """n distinct random token sequences (the control task hashes them), lengths 5..15."""
+    lengths = rng.integers(5, 16, size=n)
+    ids = rng.integers(1000, 30000, size=lengths.sum()).astype(np.int32)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    return TokenizedSplit(ids, np.zeros(len(ids), np.int8), offsets, rng.integers(2, size=n), 0)
+
+
+def layered_features(labels: np.ndarray, rng: np.random.Generator, signal: float = 1.5) -> np.ndarray:
+    """[n, 2, 16]: layer 0 is noise, layer 1 carries the label (plus noise)."""
+    x = rng.normal(size=(len(labels), 2, 16)).astype(np.float32)
+    x[:, 1, :4] += signal * (2 * labels[:, None] - 1)
+    return x
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """As the probe stage runs them: the probes' tiny matmuls are fastest on one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def probe(config):
+    return replace(config.probe, epochs=5, lr=1e-2, train_batch_size=32, mdl_portions=(5.0, 10.0, 25.0, 50.0, 100.0))
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    splits = {"train": sentences(600, rng), "eval": sentences(300, rng)}
+    labels = {name: split.labels for name, split in splits.items()}
+    features = {name: layered_features(labels[name], rng) for name in splits}
+    return splits, labels, features
+
+
+def test_the_online_codelength_of_shuffled_labels_exceeds_that_of_true_labels(probe, data):
+    _, labels, features = data
+    true, uniform = online_codelength(TASK, features["train"], labels["train"], probe, seed=0)
+    shuffled_labels = np.random.default_rng(1).permutation(labels["train"])
+    shuffled, _ = online_codelength(TASK, features["train"], shuffled_labels, probe, seed=0)
+    assert uniform == 600  # 600 binary labels: one bit each
+    assert shuffled[1] > 1.5 * true[1]  # the informative layer compresses its true labels well
+    assert true[1] < 0.6 * uniform and shuffled[1] > 0.9 * uniform
+    assert true[0] > 0.9 * uniform  # the noise layer has nothing to compress
+
+
+def test_selectivity_is_near_zero_for_a_layer_of_random_features(probe, data):
+    splits, labels, features = data
+    control = dict(zip(splits, control_labels(list(splits.values()), labels["train"], seed=0)))
+    outcome = probe_seed(TASK, features, labels, control, probe, seed=0)
+    selectivity = [s["accuracy"] - c["accuracy"] for s, c in zip(outcome.scores, outcome.control_scores)]
+    assert abs(selectivity[0]) < 0.1  # random features: the task is no easier than its control
+    assert selectivity[1] > 0.3  # the label-carrying layer: far more selective
+    assert outcome.predictions.shape == (2, 300)
+
+
+def test_control_labels_are_a_fixed_function_of_the_sentence_with_the_task_balance():
+    rng = np.random.default_rng(0)
+    split = sentences(2000, rng)
+    balance = np.array([0] * 300 + [1] * 700)
+    [labels] = control_labels([split], balance, seed=0)
+    assert abs(labels.mean() - 0.7) < 0.04
+    picked = np.random.default_rng(1).choice(2000, size=300)  # the same sentences, in another split and order
+    [again] = control_labels([split.subset(picked)], balance, seed=0)
+    assert again.tolist() == labels[picked].tolist()
+    [other_seed] = control_labels([split], balance, seed=1)
+    assert (other_seed != labels).mean() > 0.3
+
+
+def test_probe_seeds_give_every_layer_an_interval(probe, data, tmp_path):
+    splits, labels, _ = data
+    rng = np.random.default_rng(2)  # a layer that carries the label less clearly: seeds disagree a little
+    features = {name: layered_features(labels[name], rng, signal=0.3) for name in splits}
+    control = dict(zip(splits, control_labels(list(splits.values()), labels["train"], seed=0)))
+    outcomes = [probe_seed(TASK, features, labels, control, probe, seed) for seed in (0, 1, 2)]
+    # the same JSON the probe stage writes, read back by the aggregate's table
+    write_json_atomically(
+        tmp_path / "rt_sentiment.json",
+        {
+            "task": "rt_sentiment",
+            "metric": "accuracy",
+            "pooling": "mean",
+            "train_examples": 600,
+            "uniform_bits": outcomes[0].uniform_bits,
+            "layers": [
+                {
+                    "layer": layer,
+                    "seed": s,
+                    "scores": o.scores[layer],
+                    "control_scores": o.control_scores[layer],
+                    "codelength_bits": float(o.codelength_bits[layer]),
+                }
+                for s, o in enumerate(outcomes)
+                for layer in range(2)
+            ],
+        },
+    )
+    table = probe_table(tmp_path, ["rt_sentiment"])
+    assert len(table) == 6 and sorted(table["seed"].unique()) == [0, 1, 2]
+    assert np.allclose(table["selectivity"], table["value"] - table["control"])
+    assert (table["compression"] > 0).all()
+    no_finetuning = pd.DataFrame(columns=["task", "size", "k", "mean", "ci_low", "ci_high", "n", "metric"])
+    curves = progressive_curves(no_finetuning, table, ["rt_sentiment"])
+    assert (curves["n"] == 3).all()
+    assert (curves["ci_high"] > curves["ci_low"]).all()  # seeds differ: the interval has width
+
+
+def test_cls_pooling_reads_the_first_token_only():
+    rng = torch.Generator().manual_seed(0)
+    hidden = [torch.randn(4, 9, 8, generator=rng) for _ in range(3)]
+    mask = torch.ones(4, 9, dtype=torch.long)
+    perturbed = [h.clone() for h in hidden]
+    for h in perturbed:
+        h[:, 1:] += torch.randn(4, 8, 8, generator=rng)
+    pooler = torch.nn.Module()
+    pooler.dense, pooler.activation = torch.nn.Linear(8, 8), torch.nn.Tanh()
+    for p in (None, pooler):
+        before, after = pool_layers(hidden, mask, "cls", p), pool_layers(perturbed, mask, "cls", p)
+        assert before.shape == (4, 3, 8) and torch.equal(before, after)
+    assert not torch.allclose(pool_layers(hidden, mask, "mean", None), pool_layers(perturbed, mask, "mean", None))
+
+
+def test_cls_features_are_the_frozen_pooler_on_each_layers_first_token(tiny_model_dir, tiny_task_dir):
+    encoder = load_encoder(tiny_model_dir, with_pooler=True)
+    split = tokens.load_split(tiny_task_dir / "tokens.npz", "eval")
+    features = layer_features(encoder, split, batch_size=16, pooling="cls")
+    batch = tokens.collate(split, np.array([2]))
+    with torch.no_grad():
+        hidden = encoder(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True
+        ).hidden_states
+        for layer in range(4):
+            expected = encoder.pooler(hidden[layer])[0].numpy()  # BERT's pooler reads token 0 itself
+            np.testing.assert_allclose(features[2, layer], expected, rtol=1e-2, atol=1e-2)
