@@ -244,7 +244,7 @@ def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
             10,
             (
                 "params.yaml: train.max_steps = 10 is invalid; allowed: "
-                "the keys known here: batch_size, checkpoint_every, epochs,"
+                "the keys known here: batch_size, checkpoint_every, cka, criticality, criticality_examples, epochs,"
             ),
             id="key-added-to-a-section",
         ),
