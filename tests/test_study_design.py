@@ -263,7 +263,7 @@ def test_a_chain_trains_every_step_with_a_fresh_head_and_records_it(tiny_model_d
     assert result.steps == 4 * 2 and len(result.epoch_losses) == 2  # the final task: 32 examples, 2 epochs
     heads = [e for e in result.reinitialised if e["name"] == "classifier.weight"]
     assert len(heads) == 3  # one fresh head per step: two intermediate, one final
-    assert set(result.seeds) >= {"train_intermediate", "train_intermediate_1", "subset_intermediate_1"}
+    assert set(result.seeds) >= {"order_intermediate", "dropout_intermediate_1", "subset_intermediate_1"}
 
 
 def test_the_papers_grid_trains_each_shared_run_once():
