@@ -54,7 +54,7 @@ def run_settings(config: Config, epochs: int, full_model: bool = False) -> RunSe
 
 
 def is_full_model(condition: Condition, num_layers: int) -> bool:
-    """Plain finetuning of the whole pretrained model: nothing reinitialised, permuted or removed, no other task first."""
+    """Plain finetuning of the whole pretrained model: nothing reinitialised, permuted or removed, no task first."""
     return (
         not condition.reinit_layers(num_layers)
         and condition.scheme not in ("permutation", "head", "remove")
