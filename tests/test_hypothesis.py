@@ -258,3 +258,13 @@ def test_planner_says_when_the_eval_set_alone_blocks_the_test():
     # TOST within 0.04: margin - |effect| = 0.02 < (1.645 + 0.84) * 0.01
     assert hypothesis.plan_equivalence(estimate, 0.04, 0.05, family=1).point is None
     assert hypothesis.plan_equivalence(estimate, 0.05, 0.05, family=1).point is not None
+
+
+def test_trials_for_two_samples_matches_statsmodels_and_never_returns_nan():
+    from statsmodels.stats.power import TTestIndPower
+
+    assert hypothesis.trials_for_two_samples(0.5, 1.0, 0.05, 0.8) == 64  # Cohen's d = 0.5: 64 per group
+    n = hypothesis.trials_for_two_samples(0.01, 1.0, 0.05 / 30, 0.8)
+    assert TTestIndPower().power(effect_size=0.01, nobs1=n, alpha=0.05 / 30) >= 0.8
+    assert TTestIndPower().power(effect_size=0.01, nobs1=n - 1, alpha=0.05 / 30) < 0.8
+    assert hypothesis.trials_for_two_samples(0.001, 1.0, 0.05 / 30, 0.8) is None  # beyond a million trials

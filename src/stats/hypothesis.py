@@ -524,14 +524,26 @@ def plan_equivalence(
 
 
 def trials_for_two_samples(effect: float, sd: float, alpha: float, power: float = POWER) -> int | None:
-    """Trials per group a two-sample t test at `alpha` needs to detect `effect` with `power`."""
+    """Trials per group a two-sample t test at `alpha` needs to detect `effect` with `power`:
+    the smallest n whose power (statsmodels) reaches it, by doubling then bisection (statsmodels'
+    root finder returns NaN when n lies beyond its bracket). None beyond a million trials."""
     if not (np.isfinite(effect) and np.isfinite(sd)) or effect == 0:
         return None
     if sd == 0:
         return 2
-    return max(
-        2,
-        math.ceil(
-            TTestIndPower().solve_power(effect_size=abs(effect) / sd, alpha=alpha, power=power, alternative="two-sided")
-        ),
-    )
+
+    def reaches(n: int) -> bool:
+        return (
+            TTestIndPower().power(effect_size=abs(effect) / sd, nobs1=n, alpha=alpha, alternative="two-sided") >= power
+        )
+
+    high = 2
+    while not reaches(high):
+        if high > 1_000_000:
+            return None
+        high *= 2
+    low = high // 2  # reaches(high), and not reaches(low) unless high == 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return max(2, high)
