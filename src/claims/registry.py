@@ -105,6 +105,14 @@ class Shared:
     def tasks(self) -> list[str]:
         return sorted({t for t, _ in self.curves})
 
+    def probed_at_largest_size(self):
+        """(task, size, probe, curve) for every probed task at its largest size: where the
+        probe-vs-finetuning claims compare the two curves."""
+        for task in self.tasks():
+            if task in self.probes:
+                size = self.sizes(task)[-1]
+                yield task, size, self.probes[task], self.curves[(task, size)]
+
 
 def L_of(ev: Evidence) -> int:  # noqa: N802 - L as in the papers
     return ev.num_layers
@@ -342,11 +350,7 @@ def rho_draws(probe: tuple, curve: Curve) -> np.ndarray:
 
 def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
     units, margin = [], ev.settings.correlation_margin
-    for task in shared.tasks():
-        if task not in shared.probes:
-            continue
-        size, probe = shared.sizes(task)[-1], shared.probes[task]
-        curve = shared.curves[(task, size)]
+    for task, size, probe, curve in shared.probed_at_largest_size():
         unit = bootstrap_unit(
             ev,
             "probes_do_not_predict_finetuning",
@@ -396,11 +400,7 @@ def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
 
 def probe_peaks_lower(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
-    for task in shared.tasks():
-        if task not in shared.probes:
-            continue
-        size, probe = shared.sizes(task)[-1], shared.probes[task]
-        curve = shared.curves[(task, size)]
+    for task, size, probe, curve in shared.probed_at_largest_size():
         unit = bootstrap_unit(
             ev,
             "probe_peaks_lower_than_finetuning",
@@ -418,11 +418,7 @@ def probe_peaks_lower(ev: Evidence, shared: Shared) -> list[Unit]:
 
 def probe_needs_more_layers(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
-    for task in shared.tasks():
-        if task not in shared.probes:
-            continue
-        size, probe = shared.sizes(task)[-1], shared.probes[task]
-        curve = shared.curves[(task, size)]
+    for task, size, probe, curve in shared.probed_at_largest_size():
         unit = bootstrap_unit(
             ev,
             "probe_needs_more_layers",
