@@ -200,43 +200,16 @@ def _contrast_rows(name, null, n_trials, reps, rng, metric, estimator, resamples
     ]
     if metric != "accuracy":
         return rows
-    rows.append(
-        Row(
-            "one-sided (p_greater)",
-            name,
-            n_trials,
-            reps,
-            float(np.mean([e.p_greater() < ALPHA for e in at_zero])),
-            math.nan,
-            math.nan,
-            estimator=estimator,
-        )
-    )
+
+    def size_only(test: str, rejected: list[bool]) -> Row:  # a test without an interval: its size alone
+        return Row(test, name, n_trials, reps, float(np.mean(rejected)), math.nan, math.nan, estimator=estimator)
+
     at_margin = estimates(MARGIN)
-    rows.append(
-        Row(
-            f"equivalence (TOST, m={MARGIN})",
-            name,
-            n_trials,
-            reps,
-            float(np.mean([e.p_equivalent(MARGIN) < ALPHA for e in at_margin])),
-            math.nan,
-            math.nan,
-            estimator=estimator,
-        )
-    )
-    rows.append(
-        Row(
-            f"beyond margin (p_beyond, m={MARGIN})",
-            name,
-            n_trials,
-            reps,
-            float(np.mean([e.p_beyond(MARGIN) < ALPHA for e in at_margin])),
-            math.nan,
-            math.nan,
-            estimator=estimator,
-        )
-    )
+    rows += [
+        size_only("one-sided (p_greater)", [e.p_greater() < ALPHA for e in at_zero]),
+        size_only(f"equivalence (TOST, m={MARGIN})", [e.p_equivalent(MARGIN) < ALPHA for e in at_margin]),
+        size_only(f"beyond margin (p_beyond, m={MARGIN})", [e.p_beyond(MARGIN) < ALPHA for e in at_margin]),
+    ]
     return rows
 
 
