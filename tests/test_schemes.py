@@ -12,6 +12,7 @@ from src.conditions.schemes import BY_VARIANT, SCHEMES, VARIANTS, WHOLE_LAYER_VA
 from src.conditions.studies import all_study_conditions
 from src.config.load import ModelLimits, validate
 from src.errors import ParamsError
+from src.train.schedule import is_full_model
 
 L, H = 6, 12  # the test grid's model shape (all-MiniLM-L6-v2)
 LIMITS = ModelLimits(L, H, 512)
@@ -71,6 +72,21 @@ def test_what_a_scheme_reinitialises():
     # permutation moves pretrained layers and head reinit touches slices: no whole layer is fresh
     assert Condition("t", 8, 0, 1, scheme="permutation").reinit_layers(L) == []
     assert Condition("t", 8, 0, 1, scheme="head", layer=2, head_index=3).reinit_layers(L) == []
+
+
+def test_only_a_condition_that_changes_nothing_is_the_full_model():
+    """The full model's measures (criticality, head importance) and its schedule go to the k = L
+    condition only: a permutation, a head reinit or a removal reinitialises no whole layer but
+    is not the pretrained model, and neither is a run that finetuned another task first."""
+    assert is_full_model(Condition("t", 8, 0, 1, k=L), L)
+    assert not is_full_model(Condition("t", 8, 0, 1, k=L - 1), L)
+    assert not is_full_model(Condition("t", 8, 0, 1, k=L, intermediate_task="u"), L)
+    for fields in (
+        dict(scheme="permutation"),
+        dict(scheme="head", layer=2, head_index=3),
+        dict(scheme="remove", removal="top1", removed=(L,)),
+    ):
+        assert not is_full_model(Condition("t", 8, 0, 1, **fields), L), fields
 
 
 @pytest.mark.parametrize(

@@ -46,6 +46,8 @@ class Scheme:
     whole_layers: bool  # it reinitialises whole layers: the lr and LayerNorm modifiers apply
     figure: str  # src/figures/studies.py draws a study of this scheme with this figure
     reports_full_and_scratch: bool  # its figure draws the k = L and k = 0 references
+    alters_model: bool  # it changes the pretrained model beyond whole reinitialised layers (their order,
+    # one head, removed layers): none of its conditions is the plain full model
 
 
 def _layers_fit(condition, L: int) -> bool:
@@ -132,6 +134,7 @@ SCHEMES: dict[str, Scheme] = {
             whole_layers=True,
             figure="progressive",
             reports_full_and_scratch=False,
+            alters_model=False,
         ),
         Scheme(
             "block",
@@ -150,6 +153,7 @@ SCHEMES: dict[str, Scheme] = {
             whole_layers=True,
             figure="blocks",
             reports_full_and_scratch=True,
+            alters_model=False,
         ),
         Scheme(
             "single_layer",
@@ -164,6 +168,7 @@ SCHEMES: dict[str, Scheme] = {
             whole_layers=True,
             figure="single_layer",
             reports_full_and_scratch=True,
+            alters_model=False,
         ),
         Scheme(
             "permutation",
@@ -178,6 +183,7 @@ SCHEMES: dict[str, Scheme] = {
             whole_layers=False,
             figure="permutation",
             reports_full_and_scratch=True,
+            alters_model=True,
         ),
         Scheme(
             "head",
@@ -199,6 +205,7 @@ SCHEMES: dict[str, Scheme] = {
             whole_layers=False,
             figure="heads",
             reports_full_and_scratch=True,
+            alters_model=True,
         ),
         Scheme(
             "remove",
@@ -229,6 +236,7 @@ SCHEMES: dict[str, Scheme] = {
             whole_layers=False,
             figure="remove",
             reports_full_and_scratch=True,
+            alters_model=True,
         ),
     )
 }

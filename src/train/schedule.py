@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from src.conditions.condition import Condition
+from src.conditions.schemes import scheme_of
 from src.config.schema import Config
 from src.errors import ParamsError
 from src.files import write_json_atomically
@@ -57,7 +58,7 @@ def is_full_model(condition: Condition, num_layers: int) -> bool:
     """Plain finetuning of the whole pretrained model: nothing reinitialised, permuted or removed, no task first."""
     return (
         not condition.reinit_layers(num_layers)
-        and condition.scheme not in ("permutation", "head", "remove")
+        and not scheme_of(condition.scheme).alters_model
         and condition.intermediate_task is None
     )
 
