@@ -41,7 +41,7 @@ def main() -> None:
     for name, table in measure_tables(config.studies, tables.results, tables.headline, tables.plain_runs).items():
         table.round(6).to_csv(args.tables / f"{name}.csv", index=False)
     pd.DataFrame(drawn).to_csv(args.tables / "figures.csv", index=False)
-    write_predictions(args.predictions, tables.results, args.tasks)
+    write_predictions(args.predictions, tables.results, args.tasks, args.probe, config.probe.tasks)
     print(tables.headline_points[SHOWN].to_string(index=False))
 
 

@@ -18,12 +18,12 @@ from src.claims.units import Evidence
 from src.claims.verdicts import judge_claims
 from src.config.load import load_config, model_limits
 from src.config.schema import Config
-from src.results.predictions import read_predictions
+from src.results.predictions import Predictions, read_predictions
 from src.results.tables import plain
 from src.stage import run_stage
 
 
-def load_evidence(tables: Path, predictions: dict, labels: dict, num_layers: int, config: Config) -> Evidence:
+def load_evidence(tables: Path, predictions: Predictions, num_layers: int, config: Config) -> Evidence:
     """Every headline run once (modified conditions too: App. D-F and Huang et al. compare them
     with the plain run), marked `plain` where the condition is unmodified."""
     runs = pd.read_csv(tables / "runs.csv")
@@ -31,8 +31,8 @@ def load_evidence(tables: Path, predictions: dict, labels: dict, num_layers: int
     unmodified = plain(headline, config.train, ["task", "size", "slug", "trial"])
     return Evidence(
         headline.assign(plain=headline.index.isin(unmodified.index)),
-        predictions,
-        labels,
+        predictions.runs,
+        predictions.labels,
         pd.read_csv(tables / "probe.csv"),
         pd.read_csv(tables / "weight_change.csv"),
         pd.read_csv(tables / "layer_change.csv"),
@@ -41,6 +41,7 @@ def load_evidence(tables: Path, predictions: dict, labels: dict, num_layers: int
         dict(config.studies),
         config.data,
         config.train,
+        predictions.probes,
     )
 
 
@@ -53,7 +54,7 @@ def main() -> None:
 
     config = load_config()
     evidence = load_evidence(
-        args.tables, *read_predictions(args.predictions), model_limits(args.model).num_layers, config
+        args.tables, read_predictions(args.predictions), model_limits(args.model).num_layers, config
     )
     verdicts, _ = judge_claims(evidence)
     agreement = agreement_table(evidence)

@@ -19,7 +19,7 @@ import yaml
 from conftest import grid_params
 from statsmodels.stats.multitest import multipletests
 
-from src.claims.registry import BY_ID, CLAIMS
+from src.claims.registry import BY_ID, CLAIMS, Shared
 from src.claims.render import report_tables, write_report
 from src.claims.units import (
     ONE_PROBE_SEED,
@@ -153,6 +153,12 @@ def test_one_trial_cannot_decide_a_wide_interval_is_inconclusive_and_the_planner
     low, high, point = map(int, re.fullmatch(r"\S+ n=\d+: (\d+)–(\d+) \(point (\d+)\)", text).groups())
     assert low <= point <= high and v["plan"]["trials"] == max(point, 4)
     assert v["plan"]["command"] == f"dvc exp run -S studies.progressive.trials={v['plan']['trials']}"
+    # trials per size: the whole mapping comes back, the blocking unit's size raised, the others kept
+    per_size = replace(CONFIG.studies["progressive"], trials={500: 3, 64: 7})
+    b = Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08)
+    v = verdicts(b.evidence(studies={"progressive": per_size}))["full_beats_scratch"]
+    n = v["plan"]["trials"]
+    assert v["plan"]["command"] == f"dvc exp run -S 'studies.progressive.trials={{500: {n}, 64: 7}}'"
 
 
 def permutation_study(permuted: float, curve=RISING, trials=6):
@@ -302,10 +308,60 @@ def test_one_probe_seed_gives_no_verdict_several_seeds_are_resampled():
     # probes that fall while finetuning rises: ρ = −1 beyond the margin at every seed draw
     seeds = [[0.9, 0.8, 0.7, 0.6, 0.5 + 0.01 * s] for s in range(4)]
     several = verdicts(b.evidence(probe=probe_table(seeds)))["probes_do_not_predict_finetuning"]
-    assert "4 probe seed(s)" in several["units"][0].notes
+    assert "4 probe seed(s); bootstrap over probe seeds and trials" in several["units"][0].notes
     # the seeds are resampled, but a percentile-bootstrap rho against a fixed margin under-covers at
     # every T measured (docs/calibration.md): the design, not the probe seeds, refuses it
     assert several["verdict"] == NO_VERDICT and several["units"][0].refused.startswith("the design cannot decide")
+
+
+def test_a_probe_and_a_finetuning_curve_resample_their_shared_eval_set_jointly():
+    """A probe whose seeds made exactly the predictions of the finetuning runs' trials: its draws
+    equal the curve's (the same eval-set draw b for both, and equal scores at every seed), so a
+    statistic of the two curves has no eval noise left from the set they share; without the
+    probes' predictions, only the seeds are resampled."""
+    b = Builder().curve(RISING, trials=3, spread=0.0)
+    seeds = np.stack([[b.predictions[("sst2", 500, f"k{k}", t)] for k in range(L + 1)] for t in range(3)])
+    probe = probe_table([RISING] * 3).assign(metric="accuracy")
+    shared = Shared(replace(b.evidence(probe=probe), probe_predictions={"sst2": seeds}))
+    curve, probe_curve = shared.curves[("sst2", 500)], shared.probes["sst2"]
+    assert probe_curve.eval_resampled and probe_curve.seeds == 3
+    assert curve.draws.std(axis=0).max() > 0.005  # the eval set's noise is in both
+    np.testing.assert_allclose(probe_curve.draws, curve.draws)
+    seeds_only = Shared(b.evidence(probe=probe)).probes["sst2"]
+    assert (
+        not seeds_only.eval_resampled and np.ptp(seeds_only.draws, axis=0).max() == 0
+    )  # identical seeds: nothing to resample
+
+
+def probe_evidence(builder: Builder, curve: list[float], seeds: int):
+    """Evidence with a probe of `seeds` seeds whose layer-l predictions score exactly curve[l]."""
+    predictions = np.stack(
+        [
+            [predictions_with_accuracy(a, stable_seed("probe", s, layer)) for layer, a in enumerate(curve)]
+            for s in range(seeds)
+        ]
+    )
+    probe = probe_table([curve] * seeds).assign(metric="accuracy")
+    return replace(builder.evidence(probe=probe), probe_predictions={"sst2": predictions})
+
+
+def test_a_contrast_of_probe_layers_is_paired_by_probe_seed_and_decides_from_three_seeds():
+    """The top layers' probe drop is a paired contrast with the seeds as trials (an estimate test,
+    calibrated from 3 trials), not a percentile bootstrap the design cannot decide."""
+    b = Builder().curve(RISING, trials=3)
+    falling_top = [0.6, 0.7, 0.8, 0.75, 0.7]  # layer L-2 = 2 beats layer L = 4 by 0.1 at every seed
+    v = verdicts(probe_evidence(b, falling_top, seeds=3))["top_two_layers_hurt_probing"]
+    (unit,) = v["units"]
+    assert unit.n == 3 and unit.estimate == pytest.approx(0.1) and "paired by probe seed" in unit.test
+    assert v["verdict"] == "supported" and unit.interval[0] > 0
+    # a drop of 0.01 at every seed is within the eval set's noise (200 examples): the seeds agreeing
+    # exactly says nothing about the examples they share
+    small = verdicts(probe_evidence(b, [0.6, 0.7, 0.8, 0.8, 0.79], seeds=3))["top_two_layers_hurt_probing"]
+    assert small["verdict"] == "inconclusive" and small["units"][0].interval[0] < 0
+    v = verdicts(probe_evidence(b, [0.6, 0.7, 0.7, 0.75, 0.8], seeds=3))["top_two_layers_hurt_probing"]
+    assert v["verdict"] == "contradicted"
+    one = verdicts(probe_evidence(b, falling_top, seeds=1))["top_two_layers_hurt_probing"]
+    assert one["verdict"] == NO_VERDICT and one["units"][0].refused == ONE_PROBE_SEED
 
 
 def test_an_exact_test_that_cannot_reach_alpha_at_its_n_says_so(tmp_path):

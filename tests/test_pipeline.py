@@ -164,15 +164,16 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     report = (repo / "metrics/report.md").read_text()
     assert "full_beats_scratch" in report and "single_layer_barely_matters" in report and "Holm" in report
     assert "base64," in (repo / "metrics/report.html").read_text()
-    assert {"rho", "rho_p_exact", "k90_finetune", "k90_probe"} <= set(
-        pd.read_csv(repo / "metrics/agreement.csv").columns
-    )
+    agreement = pd.read_csv(repo / "metrics/agreement.csv")
+    assert {"rho", "rho_p_exact", "k90_finetune", "k90_probe"} <= set(agreement.columns)
+    assert agreement[["rho_selectivity", "rho_compression"]].notna().all().all()  # the probes' controls too
     assert set(pd.read_csv(repo / "metrics/figures.csv")["status"]) == {"drawn"}
     with np.load(repo / "data/predictions.npz") as predictions:  # every finished run's eval predictions, and the labels
         assert (
             len(predictions["labels|sst2"]) == len(predictions["sst2|8|k0_e1|0"])
             and "rt_sentiment|8|permutation_e1|2" in predictions.files
         )
+        assert predictions["probe|sst2"].shape[1:] == (7, len(predictions["labels|sst2"]))  # seeds x layers x examples
     points = pd.read_csv(repo / "metrics/points.csv")
     assert {"collapsed", "diverged", "ref_full"} <= set(points.columns) and (points["n"] >= 1).all()
     # a condition's record lists every reinitialised tensor of layers 1..6 at k=0

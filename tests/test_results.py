@@ -123,15 +123,23 @@ def test_base_json_written_by_its_writer_is_read_back_by_its_reader(tiny_model_d
 # --- the predictions store ---------------------------------------------------------------------
 
 
-def test_the_predictions_of_real_runs_round_trip_with_the_eval_labels(runs, tiny_tasks_root, tmp_path):
+def test_the_predictions_of_real_runs_and_probes_round_trip_with_the_eval_labels(runs, tiny_tasks_root, tmp_path):
     diverged = RunResult(**{**asdict(runs[PROGRESSIVE]), "status": "diverged", "predictions": None, "scores": {}})
     diverged = RunResult(**{**asdict(diverged), "condition": {**diverged.condition, "trial": 5}})
+    eval_size = len(load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "eval").labels)
+    probe = np.random.default_rng(0).integers(0, 2, (2, 4, eval_size)).astype(np.int8)  # seeds x layers x examples
+    (tmp_path / "probe").mkdir()
+    np.savez_compressed(tmp_path / "probe" / "rt_sentiment.npz", predictions=probe)
+    np.savez_compressed(tmp_path / "probe" / "subjectivity.npz", predictions=probe)  # not in probe.tasks: not read
     write_predictions(
         tmp_path / "predictions.npz",
         {"progressive": [runs[PROGRESSIVE], diverged], "permutation": [runs[PERMUTATION]]},
         tiny_tasks_root,
+        tmp_path / "probe",
+        ["rt_sentiment"],
     )
-    by_run, labels = read_predictions(tmp_path / "predictions.npz")
+    by_run, labels, probes = read_predictions(tmp_path / "predictions.npz")
+    assert probes.keys() == {"rt_sentiment"} and np.array_equal(probes["rt_sentiment"], probe)
     assert set(by_run) == {
         ("rt_sentiment", 8, c.slug, c.trial) for c in (PROGRESSIVE, PERMUTATION)
     }  # none for diverged
@@ -169,8 +177,8 @@ def test_every_condition_of_the_test_grid_has_its_own_key_in_the_predictions_sto
             predictions = rng.integers(0, 2, 60)
             expected[(c.task, c.size, c.slug, c.trial)] = predictions
             results[study].append(fake_result(c, predictions))
-    write_predictions(tmp_path / "predictions.npz", results, tasks_dir)
-    by_run, labels = read_predictions(tmp_path / "predictions.npz")
+    write_predictions(tmp_path / "predictions.npz", results, tasks_dir, tmp_path / "probe", [])
+    by_run, labels, _ = read_predictions(tmp_path / "predictions.npz")
     assert by_run.keys() == expected.keys()
     assert all(np.array_equal(by_run[key], expected[key]) for key in expected)
     assert set(labels) == {c.task for cs in reported.values() for c in cs}

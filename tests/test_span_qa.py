@@ -330,8 +330,10 @@ def test_the_progressive_study_on_squad_runs_through_dvc_exp_run(tmp_path):
     assert set(squad.loc[squad["headline"], "metric"]) == {"squad_f1"} and len(squad) == 4 * 6
     points = pd.read_csv(tmp_path / "metrics/points.csv")
     assert set(points.loc[points["task"] == "squad_v2", "k"]) == {0, 6}
-    predictions, labels = read_predictions(tmp_path / "data/predictions.npz")
-    assert labels["squad_v2"].tolist().count(1) == 16 and len(labels["squad_v2"]) == 24
-    assert sum(key[0] == "squad_v2" for key in predictions) == 4
+    stored = read_predictions(tmp_path / "data/predictions.npz")
+    assert stored.labels["squad_v2"].tolist().count(1) == 16 and len(stored.labels["squad_v2"]) == 24
+    assert sum(key[0] == "squad_v2" for key in stored.runs) == 4
+    assert stored.probes.keys() == {"rt_sentiment"}  # the probe of a classification task, on its eval set
+    assert stored.probes["rt_sentiment"].shape[1:] == (7, len(stored.labels["rt_sentiment"]))
     assert "squad_v2" in (tmp_path / "metrics/report.md").read_text()
     assert (tmp_path / "plots/figures/progressive.png").exists()

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from src.claims.registry import Shared
-from src.claims.units import Evidence, first_reaching
+from src.claims.units import PROBE_MEASURES, Evidence, first_reaching, probe_measure_curve
 from src.stats import calibration, hypothesis
 
 COLUMNS = [
@@ -21,6 +21,7 @@ COLUMNS = [
     "rho_ci_high",
     "k90_finetune",
     "k90_probe",
+    *(f"rho_{column}" for column in PROBE_MEASURES),
 ]
 
 
@@ -28,28 +29,35 @@ def agreement_table(ev: Evidence) -> pd.DataFrame:
     """Per task and size with a complete curve and a probe: Spearman ρ between the probe curve and
     the mean finetuning curve, its exact permutation p over the L + 1 points (raw), a bootstrap
     95% interval only where it is valid (calibration.decidable of a "bootstrap" curve statistic
-    at its trials, and several probe seeds; else empty), and where each curve first reaches 90% of its gain."""
+    at its trials, and several probe seeds; else empty), where each curve first reaches 90% of its
+    gain, and ρ of the probes' selectivity and MDL compression curves against the finetuning curve."""
     shared, rows = Shared(ev), []
     for (task, size), curve in shared.curves.items():
         if task not in shared.probes:
             continue
-        probe, draws, seeds = shared.probes[task]
+        probe = shared.probes[task]
         low = high = np.nan
-        if draws is not None and calibration.decidable("bootstrap", len(curve.trials))[0]:
-            rho = hypothesis.spearman_rows(draws[: len(curve.draws)], curve.draws)
+        if probe.draws is not None and calibration.decidable("bootstrap", len(curve.trials))[0]:
+            rho = hypothesis.spearman_rows(probe.draws[: len(curve.draws)], curve.draws)
             low, high = hypothesis.Bootstrap(0.0, rho, len(curve.trials)).interval()
         rows.append(
             [
                 task,
                 size,
                 len(curve.trials),
-                seeds,
-                hypothesis.spearman(probe, curve.mean),
-                hypothesis.exact_spearman_p(probe, curve.mean),
+                probe.seeds,
+                hypothesis.spearman(probe.mean, curve.mean),
+                hypothesis.exact_spearman_p(probe.mean, curve.mean),
                 low,
                 high,
                 first_reaching(curve.mean),
-                first_reaching(probe),
+                first_reaching(probe.mean),
+                *(
+                    np.nan
+                    if (m := probe_measure_curve(ev, task, column)) is None
+                    else hypothesis.spearman(m, curve.mean)
+                    for column in PROBE_MEASURES
+                ),
             ]
         )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -26,16 +26,21 @@ from statsmodels.stats.anova import anova_lm
 
 from src.claims.units import (
     ONE_PROBE_SEED,
+    PROBE_MEASURES,
     Curve,
     Evidence,
+    ProbeCurve,
     Unit,
     along_draws,
     bootstrap_unit,
     chance_level,
     contrast_unit,
+    estimate_test_unit,
     exact_unit,
     first_reaching,
+    probe_contrast,
     probe_curve,
+    probe_measure_curve,
     progressive_curve,
     slope_unit,
     studies_of,
@@ -78,10 +83,19 @@ class Claim:
 
 
 class Shared:
-    """What several claims read, computed once per report: progressive curves and probe curves."""
+    """What several claims read, computed once per report: progressive curves and probe curves,
+    all of a task's drawn with the same draws of its eval set (they are all scored on it)."""
 
     def __init__(self, ev: Evidence):
         self.ev, self.rng = ev, np.random.default_rng(0)
+
+    @cached_property
+    def eval_draws(self) -> dict[str, np.ndarray]:
+        """Each task's eval-set bootstrap draws [B, N] (hypothesis.example_draws)."""
+        return {
+            task: hypothesis.example_draws(len(labels), self.ev.settings.bootstrap_resamples, self.rng)
+            for task, labels in sorted(self.ev.labels.items())
+        }
 
     @cached_property
     def curves(self) -> dict[tuple[str, int], Curve]:
@@ -89,15 +103,15 @@ class Shared:
         progressive = plain[plain["scheme"] == "progressive"]
         found = {}
         for task, size in sorted(set(zip(progressive["task"], progressive["size"].astype(int)))):
-            curve = progressive_curve(self.ev, task, size, self.rng)
+            curve = progressive_curve(self.ev, task, size, self.rng, self.eval_draws.get(task))
             if curve is not None:
                 found[(task, size)] = curve
         return found
 
     @cached_property
-    def probes(self) -> dict[str, tuple]:
+    def probes(self) -> dict[str, ProbeCurve]:
         tasks = sorted(set(self.ev.probe["task"])) if not self.ev.probe.empty else []
-        return {t: p for t in tasks if (p := probe_curve(self.ev, t, self.rng)) is not None}
+        return {t: p for t in tasks if (p := probe_curve(self.ev, t, self.rng, self.eval_draws.get(t))) is not None}
 
     def sizes(self, task: str) -> list[int]:
         return sorted(s for t, s in self.curves if t == task)
@@ -330,21 +344,22 @@ def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
 # --- seed 001: probes against finetuning ----------------------------------------------------------------------
 
 
-def probe_units_refused(unit: Unit, probe: tuple) -> Unit:
-    if probe[1] is None:
+def probe_units_refused(unit: Unit, probe: ProbeCurve) -> Unit:
+    if probe.draws is None:
         unit.refused, unit.p_for, unit.p_against = ONE_PROBE_SEED, math.nan, math.nan
         unit.interval, unit.interval_note = (math.nan, math.nan), ONE_PROBE_SEED
     return unit
 
 
-def paired_draws(probe: tuple, curve: Curve) -> np.ndarray:
-    """Probe draws paired with the finetuning curve's draws (independent noise); the fixed probe
+def paired_draws(probe: ProbeCurve, curve: Curve) -> np.ndarray:
+    """Probe draws paired with the finetuning curve's draws: draw b of both took the same eval-set
+    draw (Shared.eval_draws) and independent draws of probe seeds and trials; the fixed probe
     curve where there is one seed (the unit is then refused)."""
-    probe_draws = probe[1] if probe[1] is not None else np.broadcast_to(probe[0], curve.draws.shape)
+    probe_draws = probe.draws if probe.draws is not None else np.broadcast_to(probe.mean, curve.draws.shape)
     return probe_draws[: len(curve.draws)]
 
 
-def rho_draws(probe: tuple, curve: Curve) -> np.ndarray:
+def rho_draws(probe: ProbeCurve, curve: Curve) -> np.ndarray:
     return hypothesis.spearman_rows(paired_draws(probe, curve), curve.draws)
 
 
@@ -356,7 +371,7 @@ def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
             "probes_do_not_predict_finetuning",
             f"{task} n={size}",
             f"|Spearman ρ(probe curve, finetuning curve)| < {margin} (bootstrap TOST)",
-            hypothesis.spearman(probe[0], curve.mean),
+            hypothesis.spearman(probe.mean, curve.mean),
             rho_draws(probe, curve),
             len(curve.trials),
             kind="bootstrap",
@@ -364,12 +379,28 @@ def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
             gaps=((task, size),),
             studies=curve.studies,
             notes=[
-                f"{probe[2]} probe seed(s)",
-                f"exact permutation p of ρ (raw) = {p_text(hypothesis.exact_spearman_p(probe[0], curve.mean))}",
+                f"{probe.seeds} probe seed(s); bootstrap over {probe.resampled} and trials",
+                f"exact permutation p of ρ (raw) = {p_text(hypothesis.exact_spearman_p(probe.mean, curve.mean))}",
+                *secondary_probe_measures(ev, task, curve),
             ],
         )
         units.append(probe_units_refused(unit, probe))
     return units
+
+
+def secondary_probe_measures(ev: Evidence, task: str, curve: Curve) -> list[str]:
+    """The same comparison with the probes' controls (issue 26): ρ of the selectivity curve and
+    of the MDL compression curve against the finetuning curve, with exact p (raw). A labelled
+    secondary analysis: the paper states the claim for probe accuracy, and the verdict is that."""
+    notes = []
+    for column, label in PROBE_MEASURES.items():
+        measure = probe_measure_curve(ev, task, column)
+        if measure is not None:
+            rho, p = hypothesis.spearman(measure, curve.mean), hypothesis.exact_spearman_p(measure, curve.mean)
+            notes.append(
+                f"secondary, not in the verdict: ρ({label}, finetuning) = {rho:+.2f}, exact p (raw) {p_text(p)}"
+            )
+    return notes
 
 
 def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
@@ -380,7 +411,7 @@ def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
             continue
         probe = shared.probes[task]
         small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
-        rho = {s: hypothesis.spearman(probe[0], shared.curves[(task, s)].mean) for s in (sizes[0], sizes[-1])}
+        rho = {s: hypothesis.spearman(probe.mean, shared.curves[(task, s)].mean) for s in (sizes[0], sizes[-1])}
         unit = bootstrap_unit(
             ev,
             "agreement_grows_as_data_shrinks",
@@ -406,7 +437,7 @@ def probe_peaks_lower(ev: Evidence, shared: Shared) -> list[Unit]:
             "probe_peaks_lower_than_finetuning",
             f"{task} n={size}",
             "bootstrap of max(finetuning curve) − max(probe curve) > 0",
-            curve.mean.max() - probe[0].max(),
+            curve.mean.max() - probe.mean.max(),
             curve.draws.max(axis=1) - paired_draws(probe, curve).max(axis=1),
             len(curve.trials),
             kind="bootstrap",
@@ -424,83 +455,57 @@ def probe_needs_more_layers(ev: Evidence, shared: Shared) -> list[Unit]:
             "probe_needs_more_layers",
             f"{task} n={size}",
             "bootstrap of k90(probe) − k90(finetuning) > 0",
-            first_reaching(probe[0]) - first_reaching(curve.mean),
+            first_reaching(probe.mean) - first_reaching(curve.mean),
             along_draws(first_reaching, paired_draws(probe, curve)) - along_draws(first_reaching, curve.draws),
             len(curve.trials),
             kind="bootstrap",
             gaps=((task, size),),
             studies=curve.studies,
-            notes=[f"k90 probe {k_text(first_reaching(probe[0]))}, finetuning {k_text(first_reaching(curve.mean))}"],
+            notes=[f"k90 probe {k_text(first_reaching(probe.mean))}, finetuning {k_text(first_reaching(curve.mean))}"],
         )
         units.append(probe_units_refused(unit, probe))
     return units
 
 
 def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
-    L, units = ev.num_layers, []
-    for task, probe in shared.probes.items():
-        estimate = probe[0][L - 2] - probe[0][L]
-        if probe[1] is None:
-            unit = Unit(
+    L = ev.num_layers
+    return [
+        probe_units_refused(
+            estimate_test_unit(
                 "top_two_layers_hurt_probing",
                 task,
-                f"probe(layer {L - 2}) − probe(layer {L}) > 0",
-                estimate,
-                (math.nan, math.nan),
-                probe[2],
-            )
-            units.append(probe_units_refused(unit, probe))
-            continue
-        units.append(
-            bootstrap_unit(
-                ev,
-                "top_two_layers_hurt_probing",
-                task,
-                f"bootstrap over probe seeds of probe(layer {L - 2}) − probe(layer {L}) > 0",
-                estimate,
-                probe[1][:, L - 2] - probe[1][:, L],
-                probe[2],
-                kind="bootstrap",
-            )
+                f"probe(layer {L - 2}) − probe(layer {L}) > 0, paired by probe seed",
+                probe_contrast(ev, task, probe, {L - 2: 1, L: -1}),
+                notes=[f"{probe.seeds} probe seed(s) as trials; eval examples crossed: {probe.eval_resampled}"],
+            ),
+            probe,
         )
-    return units
+        for task, probe in shared.probes.items()
+    ]
 
 
 def probe_near_chance_units(ev: Evidence, shared: Shared, claim: str, task: str, layers) -> list[Unit]:
-    """ "Probing near chance" at `layers`: with one probe seed refused (its noise is unmeasured)."""
+    """ "Probing near chance" at `layers`: a TOST of probe − chance per layer, the probe seeds as
+    trials; with one probe seed refused (its noise is unmeasured)."""
     if task not in shared.probes:
         return []
     probe, chance, margin = shared.probes[task], chance_level(ev, task), ev.settings.chance_margin
     units = []
     for layer in layers:
-        estimate = probe[0][layer] - chance
-        if probe[1] is None or not np.isfinite(chance):
-            unit = Unit(
-                claim,
-                f"{task} probe layer {layer}",
-                f"|probe − chance| < {margin}",
-                estimate,
-                (math.nan, math.nan),
-                probe[2],
-            )
-            unit = probe_units_refused(unit, probe)
-            if not np.isfinite(chance):
-                unit.refused = "chance level unknown without the eval labels"
-            units.append(unit)
-            continue
-        units.append(
-            bootstrap_unit(
-                ev,
-                claim,
-                f"{task} probe layer {layer}",
-                f"|probe − chance| < {margin} (bootstrap over probe seeds)",
-                estimate,
-                probe[1][:, layer] - chance,
-                probe[2],
-                kind="bootstrap",
-                margin=margin,
-            )
+        estimate = probe_contrast(ev, task, probe, {layer: 1})
+        unit = estimate_test_unit(
+            claim,
+            f"{task} probe layer {layer}",
+            f"|probe − chance| < {margin} (TOST, paired by probe seed)",
+            replace(estimate, estimate=estimate.estimate - chance),
+            shape="within",
+            margin=margin,
+            notes=[f"chance level {chance:.3f}; {probe.seeds} probe seed(s) as trials"],
         )
+        unit = probe_units_refused(unit, probe)
+        if not np.isfinite(chance):
+            unit.refused = "chance level unknown without the eval labels"
+        units.append(unit)
     return units
 
 
@@ -544,7 +549,7 @@ def highest_probing_window(ev: Evidence, shared: Shared, task: str, window: int)
     """The start of the `window`-layer block with the highest mean probe score (layers 1..L)."""
     if task not in shared.probes:
         return None
-    probe = shared.probes[task][0][1:]
+    probe = shared.probes[task].mean[1:]
     means = [probe[s : s + window].mean() for s in range(len(probe) - window + 1)]
     return int(np.argmax(means)) + 1
 
@@ -574,7 +579,7 @@ def block_units(
             gap=True,
         )
         unit.notes.append(
-            f"block chosen by the highest mean probe score ({shared.probes[task][2]} probe seed(s); "
+            f"block chosen by the highest mean probe score ({shared.probes[task].seeds} probe seed(s); "
             "the choice is not resampled)"
         )
         units.append(unit)
@@ -1097,7 +1102,7 @@ CLAIMS = [
         "Probing performance does not explain which layers matter for finetuning.",
         "Equivalence: |Spearman ρ| between the probe curve and the finetuning curve below report.correlation_margin "
         "at each task's largest size (the paper gives no number; the margin is a declared input).",
-        "bootstrap TOST of |ρ| < margin, probe seeds resampled; needs the gap",
+        "bootstrap TOST of |ρ| < margin, probe seeds and the shared eval set resampled; needs the gap",
         (Need("progressive", "progressive", {"ks": ALL_KS}, probe=True),),
         probes_do_not_predict,
         needs_gap=True,
@@ -1107,7 +1112,7 @@ CLAIMS = [
         f"{SEED_001} §3",
         "SST-2 probing is near chance at the first three layers, yet preserving them gives large finetuning gains.",
         "Probe at layers 1-3 within report.chance_margin of chance, and the first block preserved beats scratch.",
-        "TOST per probe layer; paired contrast preserve(first block) − scratch > 0",
+        "TOST per probe layer (probe seeds as trials); paired contrast preserve(first block) − scratch > 0",
         (
             Need("progressive", "progressive", {"ks": ALL_KS}, tasks=("sst2",), probe=True),
             Need("block", "blocks", {"window": 3}, tasks=("sst2",)),
@@ -1120,7 +1125,7 @@ CLAIMS = [
         "No layer of BERT holds explicit knowledge of CoLA as measured by probing, yet its parameters enable "
         "finetuning.",
         "Probe within report.chance_margin of chance (MCC 0) at every layer, and full beats scratch on CoLA.",
-        "TOST per probe layer; paired contrast full − scratch > 0 on CoLA",
+        "TOST per probe layer (probe seeds as trials); paired contrast full − scratch > 0 on CoLA",
         (Need("progressive", "progressive", {"ks": ALL_KS}, tasks=("cola",), probe=True),),
         cola_transfers_without_probe,
     ),
@@ -1129,7 +1134,7 @@ CLAIMS = [
         f"{SEED_001} §3",
         "The curves for the smallest-data regime bear a greater similarity to the probing curves.",
         "Similarity = Spearman ρ(probe curve, finetuning curve); smallest against largest size.",
-        "bootstrap of ρ(smallest) − ρ(largest) > 0, probe seeds resampled; needs the gap",
+        "bootstrap of ρ(smallest) − ρ(largest) > 0, probe seeds and the shared eval set resampled; needs the gap",
         (Need("progressive", "progressive", {"ks": ALL_KS}, sizes="two", probe=True),),
         agreement_grows,
         needs_gap=True,
@@ -1325,7 +1330,7 @@ CLAIMS = [
         f"{SEED_003} §6.2",
         "Probing reaches a lower peak accuracy than partial reinitialisation.",
         "max over k of the finetuning curve against max over layers of the probe curve, at each task's largest size.",
-        "bootstrap of the difference of maxima > 0, probe seeds resampled",
+        "bootstrap of the difference of maxima > 0, probe seeds and the shared eval set resampled",
         (Need("progressive", "progressive", {"ks": ALL_KS}, probe=True),),
         probe_peaks_lower,
     ),
@@ -1335,7 +1340,7 @@ CLAIMS = [
         "In probing, information from more layers is needed than in partial reinitialisation for comparable "
         "performance.",
         "k90 of the probe curve against k90 of the finetuning curve (each relative to its own range).",
-        "bootstrap of k90(probe) − k90(finetuning) > 0, probe seeds resampled; needs the gap",
+        "bootstrap of k90(probe) − k90(finetuning) > 0, probe seeds and the shared eval set resampled; needs the gap",
         (Need("progressive", "progressive", {"ks": ALL_KS}, probe=True),),
         probe_needs_more_layers,
         needs_gap=True,
@@ -1345,7 +1350,7 @@ CLAIMS = [
         f"{SEED_003} §6.2",
         "The highest two layers hurt probing performance.",
         "Probe score at layer L−2 against layer L.",
-        "bootstrap over probe seeds of probe(L−2) − probe(L) > 0",
+        "paired contrast of probe(L−2) − probe(L) > 0, the probe seeds as trials crossed with the eval examples",
         (Need("progressive", "progressive", {"ks": ALL_KS}, probe=True),),
         top_two_hurt_probing,
     ),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,8 @@ class Evidence:
     scheme, k, layer, window, head_index, lr_multiplier, keep_layernorm, intermediate_task,
     epochs, metric, value, status, collapsed, study, ref_full, ref_scratch, ref_baseline,
     plain: an unmodified condition); predictions by (task, size, slug, trial) and eval labels
-    by task; `probe`: task, layer, value (and seed, when several probe seeds ran);
+    by task; `probe`: task, layer, value (and seed, when several probe seeds ran), with the
+    probes' eval predictions [seeds, layers, examples] by task in `probe_predictions`;
     `weight_change`: ‖ΔW‖ at the end of training per run, layer and sublayer; `layer_change`:
     the full model's per-layer ‖ΔW‖ after steps 1, 2, 4, …; the params the report reads
     (`report:`, the studies, data.tasks, train) so that a missing claim names its command."""
@@ -47,6 +49,7 @@ class Evidence:
     studies: dict[str, StudyConfig] = field(default_factory=dict)
     data: DataConfig | None = None
     train: TrainConfig | None = None
+    probe_predictions: dict = field(default_factory=dict)
 
     def plain(self) -> pd.DataFrame:
         return self.runs[self.runs["plain"]] if "plain" in self.runs else self.runs
@@ -188,29 +191,42 @@ def contrast_unit(
     """A paired contrast sum_slug weight * score (minus `shift`, e.g. a chance level) at (task, size).
     shape: greater (> 0) | within (|·| < margin) | below (< margin: no gain) | above (> −margin: no loss)."""
     estimate, notes = paired_estimate(ev, task, size, weights)
-    estimate = replace(estimate, estimate=estimate.estimate - shift)
+    return estimate_test_unit(
+        claim,
+        name or f"{task} n={size}",
+        test,
+        replace(estimate, estimate=estimate.estimate - shift),
+        shape,
+        margin,
+        collapse_rate(ev.runs, task, size, weights),
+        gaps=((task, size),) if gap else (),
+        studies=studies_of(ev.runs, task, size, weights),
+        notes=notes,
+        key=(task, size),
+    )
+
+
+def estimate_test_unit(
+    claim: str,
+    name: str,
+    test: str,
+    estimate: Estimate,
+    shape: str = "greater",
+    margin: float | None = None,
+    collapse: float = 0.0,
+    **kw,
+) -> Unit:
+    """The unit testing `estimate` by its shape (contrast_unit's), refused where the design
+    cannot decide at its n with the condition's `collapse` rate."""
     p_for, p_against = {
         "greater": lambda: (estimate.p_greater(), estimate.p_less()),
         "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
         "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
         "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
     }[shape]()
-    unit = estimate_unit(
-        claim,
-        name or f"{task} n={size}",
-        test,
-        estimate,
-        p_for,
-        p_against,
-        margin=margin,
-        shape=shape,
-        gaps=((task, size),) if gap else (),
-        studies=studies_of(ev.runs, task, size, weights),
-        notes=notes,
-        key=(task, size),
-    )
+    unit = estimate_unit(claim, name, test, estimate, p_for, p_against, margin=margin, shape=shape, **kw)
     test_type = "equivalence" if shape == "within" else "one-sided"
-    return design_refusal(unit, test_type, estimate.n, collapse_rate(ev.runs, task, size, weights))
+    return design_refusal(unit, test_type, estimate.n, collapse)
 
 
 def bootstrap_unit(
@@ -304,7 +320,11 @@ class Curve:
     studies: tuple
 
 
-def progressive_curve(ev: Evidence, task: str, size: int, rng: np.random.Generator) -> Curve | None:
+def progressive_curve(
+    ev: Evidence, task: str, size: int, rng: np.random.Generator, example_counts: np.ndarray | None = None
+) -> Curve | None:
+    """The curve of `task` at `size`; `example_counts` are the task's shared eval-set draws
+    (hypothesis.example_draws), None for fresh ones."""
     rows = ev.plain()
     rows = rows[(rows["scheme"] == "progressive") & (rows["task"] == task) & (rows["size"] == size)]
     by_k = {int(k): s for k, s in zip(rows["k"], rows["slug"])}
@@ -323,7 +343,9 @@ def progressive_curve(ev: Evidence, task: str, size: int, rng: np.random.Generat
         [np.zeros((len(trials), labels.size)) if p is None or metric == "trials only" else p for p, _ in points]
     )
     scores = np.stack([s for _, s in points])  # [K, T]
-    draws = hypothesis.curve_draws(metric, predictions, labels, scores, ev.settings.bootstrap_resamples, rng)
+    draws = hypothesis.curve_draws(
+        metric, predictions, labels, scores, ev.settings.bootstrap_resamples, rng, example_counts
+    )
     per_trial = scores.T
     return Curve(
         per_trial.mean(axis=0),
@@ -335,20 +357,93 @@ def progressive_curve(ev: Evidence, task: str, size: int, rng: np.random.Generat
     )
 
 
-def probe_curve(ev: Evidence, task: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None, int] | None:
-    """(mean probe curve over layers 0..L, draws [B, L+1] resampling probe seeds or None with one
-    seed, seeds). Per-example probe predictions are not read: with several seeds the seeds'
-    spread already holds the eval noise of each seed's score."""
+class ProbeCurve(NamedTuple):
+    """A probe curve over layers 0..L: the mean over probe seeds, bootstrap draws [B, L+1] (None
+    with one seed), the number of seeds, whether the draws resample the eval set too, and what
+    a contrast of its layers reads: per-seed scores [S, L+1], the eval predictions
+    [S, L+1, N] (None where not stored) and the metric."""
+
+    mean: np.ndarray
+    draws: np.ndarray | None
+    seeds: int
+    eval_resampled: bool
+    per_seed: np.ndarray
+    predictions: np.ndarray | None
+    metric: str
+
+    @property
+    def resampled(self) -> str:
+        return "probe seeds and eval examples" if self.eval_resampled else "probe seeds"
+
+
+def probe_curve(
+    ev: Evidence, task: str, rng: np.random.Generator, example_counts: np.ndarray | None = None
+) -> ProbeCurve | None:
+    """The probe curve of `task`. With several seeds its draws resample the seeds (as a curve's
+    trials) and, where the probes' eval predictions are stored, the eval examples by
+    `example_counts`: the draws the finetuning curves of the task take, since probe and
+    finetuning are scored on the same eval set, whose noise the seeds' spread does not hold."""
     if ev.probe.empty or task not in set(ev.probe["task"]):
         return None
     rows = ev.probe[ev.probe["task"] == task].assign(seed=lambda t: t.get("seed", 0))
     table = rows.pivot_table(index="seed", columns="layer", values="value").reindex(columns=range(ev.num_layers + 1))
     if table.isna().any().any():
         return None
-    values = table.to_numpy(dtype=float)
-    if len(values) < 2:
-        return values.mean(axis=0), None, len(values)
-    return values.mean(axis=0), hypothesis.resampled_means(values, ev.settings.bootstrap_resamples, rng), len(values)
+    scores = table.to_numpy(dtype=float)  # [S, L+1]
+    labels, predictions = ev.labels.get(task), ev.probe_predictions.get(task)
+    metric = str(rows["metric"].iloc[0]) if "metric" in rows else "trials only"
+    joint = (
+        labels is not None
+        and predictions is not None
+        and predictions.shape == (*scores.shape, len(labels))
+        and metric in hypothesis.EXAMPLE_METRICS
+    )
+    if not joint:
+        metric, predictions = "trials only", None
+    if len(scores) < 2:
+        return ProbeCurve(scores.mean(axis=0), None, len(scores), False, scores, predictions, metric)
+    if not joint:
+        draws = hypothesis.resampled_means(scores, ev.settings.bootstrap_resamples, rng)
+        return ProbeCurve(scores.mean(axis=0), draws, len(scores), False, scores, None, metric)
+    draws = hypothesis.curve_draws(
+        metric,
+        np.swapaxes(predictions, 0, 1),  # [L+1, S, N]: the seeds as a curve's trials
+        np.asarray(labels),
+        scores.T,
+        ev.settings.bootstrap_resamples,
+        rng,
+        example_counts,
+    )
+    return ProbeCurve(scores.mean(axis=0), draws, len(scores), True, scores, predictions, metric)
+
+
+PROBE_MEASURES = {  # probe.csv columns beside the score, and what the report calls them
+    "selectivity": "selectivity (score − control task's score)",
+    "compression": "MDL compression (uniform / online codelength)",
+}
+
+
+def probe_measure_curve(ev: Evidence, task: str, column: str) -> np.ndarray | None:
+    """The mean over probe seeds of a PROBE_MEASURES column by layer 0..L, None where the probe
+    table lacks it (older probes, or no online code: regression)."""
+    rows = ev.probe[ev.probe["task"] == task] if column in ev.probe else pd.DataFrame()
+    if rows.empty:
+        return None
+    curve = rows.groupby("layer")[column].mean().reindex(range(ev.num_layers + 1)).to_numpy(dtype=float)
+    return None if np.isnan(curve).any() else curve
+
+
+def probe_contrast(ev: Evidence, task: str, probe: ProbeCurve, weights: dict[int, float]) -> Estimate:
+    """sum_layer weight * probe score, paired by probe seed: hypothesis.paired_contrast with the
+    seeds as its trials (a probe seed, like a trial, fixes the init and the data order) and the
+    eval examples crossed with them where the probes' predictions are stored; the seeds alone
+    (paired t) where not. One seed gives no SE."""
+    labels = np.asarray(ev.labels.get(task, np.zeros(1)))
+    if probe.predictions is None:
+        terms = [(w, np.zeros((probe.seeds, labels.size)), probe.per_seed[:, layer]) for layer, w in weights.items()]
+        return hypothesis.paired_contrast(terms, labels, "trials only")
+    terms = [(w, probe.predictions[:, layer], probe.per_seed[:, layer]) for layer, w in weights.items()]
+    return hypothesis.paired_contrast(terms, labels, probe.metric)
 
 
 ONE_PROBE_SEED = (

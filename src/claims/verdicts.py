@@ -181,7 +181,7 @@ def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, plann
     s = ev.settings
     family = 1 if claim.every else planned_family
     blocking = [u for u in units if u.status != "for"] + [g for g in gaps if g is not None and g.status != "for"]
-    needs, studies, reasons, ranges = [], set(), [], []
+    needs, studies, sizes, reasons, ranges = [], set(), set(), [], []
     for unit in dict.fromkeys(blocking):
         if unit.refused == ONE_PROBE_SEED:
             reasons.append(f"{unit.name}: needs several probe seeds, not more trials")
@@ -195,11 +195,24 @@ def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, plann
         needs.append(max(plan.point, have + 1))
         ranges.append(f"{unit.name}: {plan_text(plan)}")
         studies |= set(unit.studies)
+        unit_sizes = {size for _, size in filter(None, (unit.key, *unit.gaps))}
+        sizes = None if sizes is None or not unit_sizes else sizes | unit_sizes  # None: a unit of unknown size
     if not needs or not studies:
         return {"trials": None, "command": None, "reasons": reasons, "ranges": ranges}
     n = max(needs)
-    command = "dvc exp run " + " ".join(f"-S studies.{study}.trials={n}" for study in sorted(studies))
+    command = "dvc exp run " + " ".join(trials_override(study, n, sizes, ev) for study in sorted(studies))
     return {"trials": n, "command": command, "reasons": reasons, "ranges": ranges}
+
+
+def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence) -> str:
+    """`-S` raising a study to `n` trials. A study with trials per size (a mapping) gets its whole
+    mapping back, with the sizes the blocking units read (`sizes`; every size where a unit's is
+    unknown: None) raised to n and the others kept: one count would replace the mapping."""
+    trials = ev.studies[study].trials if study in ev.studies else n
+    if not isinstance(trials, dict):
+        return f"-S studies.{study}.trials={n}"
+    raised = {size: max(count, n) if sizes is None or size in sizes else count for size, count in trials.items()}
+    return f"-S 'studies.{study}.trials={flow(raised)}'"
 
 
 # --- what a claim that did not run needs -----------------------------------------------------------------------------

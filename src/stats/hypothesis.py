@@ -293,8 +293,21 @@ class Bootstrap:
         return self._floored(np.mean(np.abs(self._defined) <= margin) if len(self._defined) else 0.0)
 
 
+def example_draws(n_examples: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Multiplicities [B, N] of the eval examples under `resamples` bootstrap draws. Every curve
+    scored on one eval set takes the same draws (curve_draws' `example_counts`), so the noise
+    of that eval set, which they share, is resampled jointly and cancels where they are compared."""
+    return rng.multinomial(n_examples, np.full(n_examples, 1 / n_examples), size=resamples).astype(float)
+
+
 def curve_draws(
-    metric: str, predictions: np.ndarray, labels: np.ndarray, scores: np.ndarray, resamples: int, rng
+    metric: str,
+    predictions: np.ndarray,
+    labels: np.ndarray,
+    scores: np.ndarray,
+    resamples: int,
+    rng,
+    example_counts: np.ndarray | None = None,
 ) -> np.ndarray:
     """Percentile-bootstrap draws [B, K] of a curve's mean over trials, from each point's
     predictions [K, T, N] and scores [K, T], with each variance component counted once, as in
@@ -304,14 +317,18 @@ def curve_draws(
     per k to crossed_variance's `fixed_variance` (an example draw alone would also carry
     s2_TE/(T N) again; resampling both jointly carries it about three times, Owen 2007). For
     metrics that are not example means or ratios (example_weighted_metric), or one trial, the
-    trials only. Its calibration is measured by src/stats/calibration.py (docs/calibration.md)."""
+    trials only. `example_counts` ([B, N], example_draws) are the eval set's draws: pass the same
+    ones to every curve scored on that eval set (other sizes, the probe curve) so that their
+    comparisons resample it jointly; None draws fresh ones. Its calibration is measured by
+    src/stats/calibration.py (docs/calibration.md)."""
     scores, labels = np.asarray(scores, dtype=float), np.asarray(labels)
     n_trials = scores.shape[1]
     trial_counts = rng.multinomial(n_trials, np.full(n_trials, 1 / n_trials), size=resamples)
     trial_part = trial_counts @ scores.T / n_trials  # [B, K]
     if metric not in EXAMPLE_METRICS or labels.size < 2 or n_trials < 2:
         return trial_part
-    example_counts = rng.multinomial(labels.size, np.full(labels.size, 1 / labels.size), size=resamples).astype(float)
+    if example_counts is None:
+        example_counts = example_draws(labels.size, resamples, rng)
     deviation = np.stack(
         [
             example_weighted_metric(metric, p, labels, example_counts, s).mean(axis=1) - s.mean()
