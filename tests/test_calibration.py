@@ -81,14 +81,20 @@ def curve_rows():
 
 
 def test_bootstrap_differences_hold_size_and_coverage_where_decidable(curve_rows):
+    # both sizes' curves and the probe scored on one eval set, drawn with the same eval draws (as the
+    # report does): the differences hold from 3 trials
     checked = [row for row in curve_rows if decidable(row)]
-    assert {(row.test, row.trials) for row in checked} == {("k90 difference", 10), ("difference of rho", 10)}
+    differences = ("k90 difference", "difference of rho", "drop-point difference")
+    assert {(row.test, row.trials) for row in checked} == {(test, t) for test in differences for t in (3, 10)}
     assert all(row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS) for row in checked), checked
 
 
 def test_a_bootstrap_statistic_against_its_true_value_under_covers_and_is_not_decidable(curve_rows):
-    rho = [r for r in curve_rows if r.null == "trial-dominated" and r.test == "Spearman rho vs probe"]
-    assert len(rho) == 2 and all(not r.coverage_ok(SIGMAS) and not decidable(r) for r in rho), rho
+    against_truth = [r for r in curve_rows if calibration.test_type_of(r) == "bootstrap"]
+    assert against_truth and not any(decidable(r) for r in against_truth)
+    under = {(r.test, r.null, r.trials) for r in against_truth if not r.coverage_ok(SIGMAS)}
+    expected = {("k90", 3), ("k90(probe) − k90(curve)", 3), ("max(curve) − max(probe)", 10)}  # trial-dominated
+    assert {(test, "trial-dominated", t) for test, t in expected} <= under, under
 
 
 def test_welch_holds_size_and_coverage_from_three_trials():
@@ -108,8 +114,9 @@ def test_decidable_rules():
     assert calibration.decidable("difference", 3) == (True, "")
     assert not calibration.decidable("bootstrap", 10)[0]
     assert (
-        calibration.decidable("bootstrap-difference", 10)[0] and not calibration.decidable("bootstrap-difference", 5)[0]
+        calibration.decidable("bootstrap-difference", 3)[0] and not calibration.decidable("bootstrap-difference", 2)[0]
     )
+    assert not calibration.decidable("bootstrap-difference", 3, collapse_rate=1 / 3)[0]  # 3 trials miss it w.p. 0.30
     assert not calibration.decidable("welch", 2)[0]
     with pytest.raises(ValueError, match="unknown test type"):
         calibration.decidable("anova", 5)
@@ -126,11 +133,12 @@ def test_vectorised_spearman_is_scipys_per_row():
 def test_the_curve_bootstrap_counts_the_interaction_once():
     # interaction-only null at T = 10: the joint trials x examples draw gave intervals 1.4-1.7x the
     # oracle, an unscaled example draw on top of the trial draw 1.36 (k90 difference); the trial draw
-    # plus the eval set's part once gives 1.05 for k90 and 1.27-1.30 for rho (just above the 1.25
-    # target, stated in docs/calibration.md), with coverage kept
+    # plus the eval set's part once gives 1.1-1.2 for k90. The difference of rho against a 3-seed probe
+    # is 1.34 at 400 replicates (above the 1.25 target, too wide: a rank statistic of nearly fixed
+    # curves; stated in docs/calibration.md), with coverage kept
     rows = {
         r.test: r for r in calibration.curve_table(reps=150, resamples=100, trials=(10,), nulls=["interaction-only"])
     }
     k90, rho = rows["k90 difference"], rows["difference of rho"]
-    assert k90.half_width <= 1.25 and rho.half_width <= 1.35, rows
+    assert k90.half_width <= 1.25 and rho.half_width <= 1.45, rows
     assert k90.coverage_ok(SIGMAS) and rho.coverage_ok(SIGMAS), rows
