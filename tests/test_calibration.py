@@ -76,13 +76,13 @@ def test_the_crossed_variance_against_the_estimates_spread(name, low, high):
 @pytest.fixture(scope="module")
 def curve_rows():
     return calibration.curve_table(
-        reps=150, resamples=100, trials=(3, 10), nulls=["trial-dominated", "example-dominated"]
+        reps=150, resamples=100, trials=(3, 10), nulls=["trial-dominated", "example-dominated", "collapse-skewed"]
     )
 
 
 def test_bootstrap_differences_hold_size_and_coverage_where_decidable(curve_rows):
     # both sizes' curves and the probe scored on one eval set, drawn with the same eval draws (as the
-    # report does): the differences hold from 3 trials
+    # report does): the differences hold from 3 trials, also when only one size's low-k runs collapse
     checked = [row for row in curve_rows if decidable(row)]
     differences = ("k90 difference", "difference of rho", "drop-point difference")
     assert {(row.test, row.trials) for row in checked} == {(test, t) for test in differences for t in (3, 10)}
@@ -116,7 +116,8 @@ def test_decidable_rules():
     assert (
         calibration.decidable("bootstrap-difference", 3)[0] and not calibration.decidable("bootstrap-difference", 2)[0]
     )
-    assert not calibration.decidable("bootstrap-difference", 3, collapse_rate=1 / 3)[0]  # 3 trials miss it w.p. 0.30
+    assert not calibration.decidable("difference", 3, collapse_rate=1 / 3)[0]  # 3 trials miss it w.p. 0.30
+    assert calibration.decidable("bootstrap-difference", 3, collapse_rate=1 / 3)[0]  # measured: differences hold
     assert not calibration.decidable("welch", 2)[0]
     with pytest.raises(ValueError, match="unknown test type"):
         calibration.decidable("anova", 5)
@@ -134,7 +135,7 @@ def test_the_curve_bootstrap_counts_the_interaction_once():
     # interaction-only null at T = 10: the joint trials x examples draw gave intervals 1.4-1.7x the
     # oracle, an unscaled example draw on top of the trial draw 1.36 (k90 difference); the trial draw
     # plus the eval set's part once gives 1.1-1.2 for k90. The difference of rho against a 3-seed probe
-    # is 1.34 at 400 replicates (above the 1.25 target, too wide: a rank statistic of nearly fixed
+    # is 1.42 at 400 replicates (above the 1.25 target, too wide: a rank statistic of nearly fixed
     # curves; stated in docs/calibration.md), with coverage kept
     rows = {
         r.test: r for r in calibration.curve_table(reps=150, resamples=100, trials=(10,), nulls=["interaction-only"])

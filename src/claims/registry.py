@@ -202,7 +202,6 @@ def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
                 k90(small.draws) - k90(large.draws),
                 min(len(small.trials), len(large.trials)),
                 kind="bootstrap-difference",
-                collapse=max(small.collapse, large.collapse),
                 gaps=((task, sizes[0]), (task, sizes[-1])),
                 studies=tuple(sorted(set(small.studies + large.studies))),
                 notes=[
@@ -238,7 +237,6 @@ def drop_point_shifts(ev: Evidence, shared: Shared) -> list[Unit]:
                 drop_point(small.draws) - drop_point(large.draws),
                 min(len(small.trials), len(large.trials)),
                 kind="bootstrap-difference",
-                collapse=max(small.collapse, large.collapse),
                 gaps=((task, sizes[0]), (task, sizes[-1])),
                 studies=tuple(sorted(set(small.studies + large.studies))),
                 notes=[
@@ -423,7 +421,6 @@ def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
             rho_draws(probe, small) - rho_draws(probe, large),
             min(len(small.trials), len(large.trials)),
             kind="bootstrap-difference",
-            collapse=max(small.collapse, large.collapse),
             gaps=((task, sizes[0]), (task, sizes[-1])),
             studies=tuple(sorted(set(small.studies + large.studies))),
             notes=[f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}"],

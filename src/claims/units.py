@@ -236,13 +236,13 @@ def bootstrap_unit(
     calibration test type: "bootstrap-difference" for a difference of two like curve statistics
     tested at 0, "bootstrap" for a curve statistic against a fixed value or margin. Refused
     (printed without an interval or p) where calibration.decidable says the design cannot decide
-    at n trials with the curves' `collapse` rate, and above report.max_undefined_share."""
-    s, margin, collapse = ev.settings, kw.pop("margin", None), kw.pop("collapse", 0.0)
+    at n trials, and above report.max_undefined_share."""
+    s, margin = ev.settings, kw.pop("margin", None)
     boot = Bootstrap(float(estimate), np.asarray(draws, dtype=float), n)
     share = boot.undefined_share
     unit = Unit(claim, name, test, boot.estimate, boot.interval(0.95), n, result=boot, margin=margin, **kw)
     unit.notes.append(f"undefined draws {share:.1%}")
-    if design_refusal(unit, kind, n, collapse).refused:
+    if design_refusal(unit, kind, n).refused:
         return unit
     if share > s.max_undefined_share:
         unit.refused = unit.interval_note = (
@@ -310,8 +310,7 @@ def slope_unit(claim: str, name: str, test: str, x, per_trial: np.ndarray, **kw)
 @dataclass
 class Curve:
     """A progressive curve over k = 0..L: its mean, bootstrap draws [B, L+1] (trials and, for
-    accuracy, eval examples, the same draw at every k), per-trial values [T, L+1], trials, notes,
-    and the largest collapse rate of its conditions (what calibration.decidable reads)."""
+    accuracy, eval examples, the same draw at every k), per-trial values [T, L+1], trials, notes."""
 
     mean: np.ndarray
     draws: np.ndarray
@@ -319,7 +318,6 @@ class Curve:
     trials: list[int]
     notes: list[str]
     studies: tuple
-    collapse: float = 0.0
 
 
 def progressive_curve(
@@ -356,7 +354,6 @@ def progressive_curve(
         trials,
         notes,
         studies_of(ev.runs, task, size, slugs),
-        collapse_rate(ev.runs, task, size, slugs),
     )
 
 
