@@ -358,18 +358,26 @@ def progressive_curve(
 
 
 class ProbeCurve(NamedTuple):
-    """A probe curve over layers 0..L: the mean over probe seeds, bootstrap draws [B, L+1] (None
-    with one seed), the number of seeds, whether the draws resample the eval set too, and what
-    a contrast of its layers reads: per-seed scores [S, L+1], the eval predictions
-    [S, L+1, N] (None where not stored) and the metric."""
+    """A probe curve over layers 0..L: per-seed scores [S, L+1], bootstrap draws [B, L+1] of
+    their mean (None with one seed), the eval predictions [S, L+1, N] (None where not stored:
+    the draws then resample the seeds alone) and the metric."""
 
-    mean: np.ndarray
-    draws: np.ndarray | None
-    seeds: int
-    eval_resampled: bool
     per_seed: np.ndarray
+    draws: np.ndarray | None
     predictions: np.ndarray | None
     metric: str
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.per_seed.mean(axis=0)
+
+    @property
+    def seeds(self) -> int:
+        return len(self.per_seed)
+
+    @property
+    def eval_resampled(self) -> bool:
+        return self.predictions is not None
 
     @property
     def resampled(self) -> str:
@@ -389,32 +397,26 @@ def probe_curve(
     table = rows.pivot_table(index="seed", columns="layer", values="value").reindex(columns=range(ev.num_layers + 1))
     if table.isna().any().any():
         return None
-    scores = table.to_numpy(dtype=float)  # [S, L+1]
+    scores = table.to_numpy(dtype=float)  # [S, L+1]: the seeds as a curve's trials
     labels, predictions = ev.labels.get(task), ev.probe_predictions.get(task)
     metric = str(rows["metric"].iloc[0]) if "metric" in rows else "trials only"
-    joint = (
-        labels is not None
-        and predictions is not None
-        and predictions.shape == (*scores.shape, len(labels))
-        and metric in hypothesis.EXAMPLE_METRICS
-    )
-    if not joint:
+    if (
+        labels is None
+        or predictions is None
+        or predictions.shape != (*scores.shape, len(labels))
+        or metric not in hypothesis.EXAMPLE_METRICS
+    ):
         metric, predictions = "trials only", None
+    resamples = ev.settings.bootstrap_resamples
     if len(scores) < 2:
-        return ProbeCurve(scores.mean(axis=0), None, len(scores), False, scores, predictions, metric)
-    if not joint:
-        draws = hypothesis.resampled_means(scores, ev.settings.bootstrap_resamples, rng)
-        return ProbeCurve(scores.mean(axis=0), draws, len(scores), False, scores, None, metric)
-    draws = hypothesis.curve_draws(
-        metric,
-        np.swapaxes(predictions, 0, 1),  # [L+1, S, N]: the seeds as a curve's trials
-        np.asarray(labels),
-        scores.T,
-        ev.settings.bootstrap_resamples,
-        rng,
-        example_counts,
-    )
-    return ProbeCurve(scores.mean(axis=0), draws, len(scores), True, scores, predictions, metric)
+        draws = None
+    elif predictions is None:
+        draws = hypothesis.resampled_means(scores, resamples, rng)
+    else:
+        draws = hypothesis.curve_draws(
+            metric, np.swapaxes(predictions, 0, 1), np.asarray(labels), scores.T, resamples, rng, example_counts
+        )
+    return ProbeCurve(scores, draws, predictions, metric)
 
 
 PROBE_MEASURES = {  # probe.csv columns beside the score, and what the report calls them
