@@ -97,6 +97,22 @@ def test_a_bootstrap_statistic_against_its_true_value_under_covers_and_is_not_de
     assert {(test, "trial-dominated", t) for test, t in expected} <= under, under
 
 
+def test_a_crossed_seed_design_needs_its_crossed_variance_and_three_levels_of_each_factor():
+    # its S x D runs taken as independent trials: sizes 0.24-0.56 (the subsets and draws they share
+    # look like replication); the crossed subsets x draws x examples variance holds its size where
+    # decidable() allows it (>= 3 subsets and >= 3 draws), and under-covers with 2 of the dominant one
+    rows = calibration.crossed_table(reps=300, designs=((3, 3), (2, 5)))
+    old = [r for r in rows if r.estimator == "old"]
+    assert all(not r.size_ok(SIGMAS) and not r.coverage_ok(SIGMAS) for r in old), old
+    new = {(r.null, r.design): r for r in rows if r.estimator == "new"}
+    assert all(
+        new[(null, (3, 3))].size_ok(SIGMAS) and new[(null, (3, 3))].coverage_ok(SIGMAS)
+        for null in calibration.CROSSED_NULLS
+    )
+    assert all(decidable(r) == (r.design == (3, 3)) for r in new.values())
+    assert not new[("subset-dominated", (2, 5))].size_ok()
+
+
 def test_welch_holds_size_and_coverage_from_three_trials():
     rows = calibration.welch_table(reps=4000)
     assert all(row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS) and decidable(row) for row in rows), rows

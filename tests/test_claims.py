@@ -161,6 +161,47 @@ def test_one_trial_cannot_decide_a_wide_interval_is_inconclusive_and_the_planner
     assert v["plan"]["command"] == f"dvc exp run -S 'studies.progressive.trials={{500: {n}, 64: 7}}'"
 
 
+def crossed_study(design: tuple[int, int]) -> Builder:
+    """A progressive curve over a crossed seed_design whose full-vs-scratch gap depends on the
+    training subset (trial t: subset t // draws): -0.02, +0.10, +0.22 over three subsets."""
+    b = Builder()
+    subsets, draws = design
+    for t in range(subsets * draws):
+        shift = 0.06 * (t // draws - 1) + 0.005 * (t % draws)
+        for k, value in enumerate([0.70 - shift, 0.72, 0.75, 0.78, 0.80 + shift]):
+            b.add(f"k{k}", value, trial=t, k=k)
+    return b
+
+
+def test_a_crossed_seed_design_is_read_by_paired_contrasts_and_refused_by_tests_of_independent_trials():
+    """The 9 runs of 3 subsets x 3 draws are not 9 independent trials: the contrast's variance is
+    the crossed one (3 subsets, not 9 trials, carry the subset effect), so a gap that depends on
+    the subset is not shown; a test that takes the trials as independent (the slope over k) is
+    refused; 2 subsets are refused (1 df for the subset effect, measured to under-cover)."""
+    crossed = replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)
+    independent = verdicts(crossed_study((3, 3)).evidence())
+    v = verdicts(crossed_study((3, 3)).evidence(studies={"progressive": crossed}))
+    (unit,) = v["full_beats_scratch"]["units"]
+    (naive,) = independent["full_beats_scratch"]["units"]
+    assert unit.estimate == pytest.approx(naive.estimate) and unit.n == 9
+    assert unit.result.se > 1.5 * naive.result.se and unit.result.df < 4  # the subset effect on 2 df
+    assert independent["full_beats_scratch"]["verdict"] == "supported"
+    assert v["full_beats_scratch"]["verdict"] == "inconclusive"
+    assert "crossed seed_design: 3 subsets x 3 draws" in unit.notes
+    n = v["full_beats_scratch"]["plan"]["trials"]  # more trials means more subsets and draws (trials = their product)
+    (command,) = re.findall(
+        r"seed_design=\{subsets: (\d+), seeds: (\d+)\}' -S studies.progressive.trials=(\d+)",
+        v["full_beats_scratch"]["plan"]["command"],
+    )
+    subsets, draws, trials = map(int, command)
+    assert trials == subsets * draws >= n and abs(subsets - draws) <= 1
+    (slope,) = v["later_reinit_costs_less"]["units"]
+    assert slope.refused.startswith("runs of a crossed seed_design (progressive): this test takes the trials")
+    two = replace(crossed, seed_design=(2, 3), trials=6)
+    (unit,) = verdicts(crossed_study((2, 3)).evidence(studies={"progressive": two}))["full_beats_scratch"]["units"]
+    assert unit.refused.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 3 draws")
+
+
 def permutation_study(permuted: float, curve=RISING, trials=6):
     b = Builder().curve(curve, trials=trials, spread=0.002)
     for t in range(trials):

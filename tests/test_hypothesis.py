@@ -90,6 +90,53 @@ def test_crossed_variance_by_hand():
     assert hypothesis.crossed_variance(TABLE).variance == pytest.approx((ms_t + ms_e - ms_te) / 12)
 
 
+def test_three_crossed_factors_give_the_random_effects_estimate_from_statsmodels_mean_squares():
+    """Subsets x draws x examples (a crossed seed_design): Var = (MS_S + MS_D + MS_E - MS_SD -
+    MS_SE - MS_DE + MS_SDE) / (S D N) when no component is truncated, with Satterthwaite's df."""
+    import pandas as pd
+    from statsmodels.formula.api import ols
+    from statsmodels.stats.anova import anova_lm
+
+    rng = np.random.default_rng(0)  # a table where no component estimates negative
+    S, D, N = 3, 4, 6
+    d = (
+        rng.normal(size=(S, 1, 1)) * 2
+        + rng.normal(size=(1, D, 1)) * 2
+        + rng.normal(size=(1, 1, N)) * 2
+        + rng.normal(size=(S, D, 1))
+        + rng.normal(size=(S, 1, N))
+        + rng.normal(size=(1, D, N))
+        + rng.normal(size=(S, D, N)) * 0.5
+    )
+    frame = pd.DataFrame(
+        [(s, r, n, d[s, r, n]) for s in range(S) for r in range(D) for n in range(N)], columns=["s", "r", "n", "y"]
+    )
+    table = anova_lm(ols("y ~ C(s) + C(r) + C(n) + C(s):C(r) + C(s):C(n) + C(r):C(n)", frame).fit())
+    ms = table["mean_sq"].to_dict()
+    m = [ms[k] for k in ("C(s)", "C(r)", "C(n)", "C(s):C(r)", "C(s):C(n)", "C(r):C(n)", "Residual")]
+    dfs = [2, 3, 5, 6, 10, 15, 30]
+    components = [  # Moebius inversion of the expected mean squares: every one positive here
+        m[0] - m[3] - m[4] + m[6],
+        m[1] - m[3] - m[5] + m[6],
+        m[2] - m[4] - m[5] + m[6],
+        m[3] - m[6],
+        m[4] - m[6],
+        m[5] - m[6],
+    ]
+    assert all(c > 0 for c in components)
+    signs = [1, 1, 1, -1, -1, -1, 1]
+    v = hypothesis.crossed_variance(d, factors=3)
+    total = sum(sign * x for sign, x in zip(signs, m))
+    assert v.variance == pytest.approx(total / (S * D * N))
+    assert v.df == pytest.approx(total**2 / sum((sign * x) ** 2 / f for sign, x, f in zip(signs, m, dfs)))
+    assert v.fixed_variance == pytest.approx(components[2] / (S * D) / N)  # s2_E / N
+    assert v.variance == pytest.approx(v.trial_variance / (S * D) + v.fixed_variance)
+    # two factors are the trials x examples estimate, batch axes element-wise
+    assert hypothesis.crossed_variance(np.stack([TABLE, TABLE])).variance == pytest.approx(
+        [hypothesis.crossed_variance(TABLE).variance] * 2
+    )
+
+
 def test_a_component_that_estimates_negative_is_truncated_and_its_mean_square_left_out():
     # every trial the same up to a shift that is smaller than the interaction: MS_T < MS_TE
     rng = np.random.default_rng(3)

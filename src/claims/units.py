@@ -81,14 +81,17 @@ class Unit:
     adjusted: float = math.nan  # Holm-adjusted p of the one test that enters the report's family
     status: str = "unresolved"
     test_type: str = ""  # its calibration.TEST_TYPES entry ("" for exact tests: no calibration needed)
+    reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts do)
     collapse_rate: float = 0.0  # the largest share of collapsed runs among its conditions
 
 
-def design_refusal(unit: Unit, test_type: str, n_trials: int, collapse_rate: float = 0.0) -> Unit:
+def design_refusal(
+    unit: Unit, test_type: str, n_trials: int, collapse_rate: float = 0.0, design: tuple[int, int] | None = None
+) -> Unit:
     """Refuse `unit` (no interval, no p) where calibration.decidable says its test does not hold its
     calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
     unit.test_type, unit.collapse_rate = test_type, collapse_rate
-    ok, reason = calibration.decidable(test_type, n_trials, collapse_rate)
+    ok, reason = calibration.decidable(test_type, n_trials, collapse_rate, design=design)
     if not ok:
         unit.refused = unit.interval_note = reason
         unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
@@ -153,20 +156,39 @@ def chance_level(ev: Evidence, task: str) -> float:
     return 0.0
 
 
-def paired_estimate(ev: Evidence, task: str, size: int, weights: dict[str, float]) -> tuple[Estimate, list[str]]:
-    """sum_slug weight * mean score, paired by trial, with the paired multi-bootstrap SE
-    (trials and eval examples; trials only where a run's predictions are missing)."""
+def seed_design_of(ev: Evidence, task: str, size: int, slugs) -> tuple[int, int] | None | str:
+    """The crossed seed_design (subsets, draws) the runs of `slugs` share, None when they come
+    from independent trials, or why they cannot be paired: runs of a crossed design and runs of
+    another design see different subsets at the same trial number."""
+    designs = {ev.studies[s].seed_design if s in ev.studies else None for s in studies_of(ev.runs, task, size, slugs)}
+    if len(designs) > 1:
+        return "runs of different seed designs (crossed and not) are not paired by trial"
+    return next(iter(designs), None)
+
+
+def paired_estimate(
+    ev: Evidence, task: str, size: int, weights: dict[str, float]
+) -> tuple[Estimate, list[str], tuple[int, int] | None]:
+    """sum_slug weight * mean score, paired by trial, with the crossed trials x eval examples
+    variance (trials only where a run's predictions are missing; subsets x draws x examples for
+    a crossed seed_design), its notes and the seed design it read."""
     slugs = list(weights)
     trials, notes = common_trials(ev.runs, task, size, slugs)
+    design = seed_design_of(ev, task, size, slugs)
+    if isinstance(design, str):
+        return Estimate(math.nan, math.nan, 0), [*notes, design], None
+    if design is not None and trials != list(range(design[0] * design[1])):
+        return Estimate(math.nan, math.nan, 0), [*notes, "a crossed seed_design needs every run of its table"], None
     if not trials:
-        return Estimate(math.nan, math.nan, 0), notes
+        return Estimate(math.nan, math.nan, 0), notes, design
     metric, labels = metric_of(ev.runs, task), np.asarray(ev.labels.get(task, np.zeros(1)))
     terms = [(w, *scores_of(ev, task, size, slug, trials)) for slug, w in weights.items()]
     if any(predictions is None for _, predictions, _ in terms):
         metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), s) for w, _, s in terms]
         notes = notes + ["trials only (no per-example predictions)"]
-    estimate = hypothesis.paired_contrast(terms, labels, metric)
-    return estimate, notes
+    if design is not None:
+        notes = [*notes, f"crossed seed_design: {design[0]} subsets x {design[1]} draws"]
+    return hypothesis.paired_contrast(terms, labels, metric, design), notes, design
 
 
 def estimate_unit(claim: str, name: str, test: str, estimate: Estimate, p_for: float, p_against: float, **kw) -> Unit:
@@ -190,7 +212,7 @@ def contrast_unit(
 ) -> Unit:
     """A paired contrast sum_slug weight * score (minus `shift`, e.g. a chance level) at (task, size).
     shape: greater (> 0) | within (|·| < margin) | below (< margin: no gain) | above (> −margin: no loss)."""
-    estimate, notes = paired_estimate(ev, task, size, weights)
+    estimate, notes, design = paired_estimate(ev, task, size, weights)
     return estimate_test_unit(
         claim,
         name or f"{task} n={size}",
@@ -199,11 +221,27 @@ def contrast_unit(
         shape,
         margin,
         collapse_rate(ev.runs, task, size, weights),
+        design,
         gaps=((task, size),) if gap else (),
         studies=studies_of(ev.runs, task, size, weights),
         notes=notes,
         key=(task, size),
+        reads_seed_design=True,
     )
+
+
+def refuse_trials_as_independent(unit: Unit, ev: Evidence) -> Unit:
+    """Refuse a unit whose test takes its runs' trials as independent (slopes, Welch, curve
+    bootstraps, exact tests over trials) when they come from a crossed seed_design: there the
+    trials share subsets and draws. Paired contrasts read the design (`reads_seed_design`)."""
+    crossed = [s for s in unit.studies if s in ev.studies and ev.studies[s].seed_design is not None]
+    if crossed and not unit.reads_seed_design and not unit.refused:
+        unit.refused = unit.interval_note = (
+            f"runs of a crossed seed_design ({', '.join(crossed)}): this test takes the trials as independent, "
+            "which they are not; only paired contrasts read the design"
+        )
+        unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
+    return unit
 
 
 def estimate_test_unit(
@@ -214,10 +252,11 @@ def estimate_test_unit(
     shape: str = "greater",
     margin: float | None = None,
     collapse: float = 0.0,
+    design: tuple[int, int] | None = None,
     **kw,
 ) -> Unit:
     """The unit testing `estimate` by its shape (contrast_unit's), refused where the design
-    cannot decide at its n with the condition's `collapse` rate."""
+    cannot decide at its n with the condition's `collapse` rate and its crossed seed `design`."""
     p_for, p_against = {
         "greater": lambda: (estimate.p_greater(), estimate.p_less()),
         "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
@@ -226,7 +265,7 @@ def estimate_test_unit(
     }[shape]()
     unit = estimate_unit(claim, name, test, estimate, p_for, p_against, margin=margin, shape=shape, **kw)
     test_type = "equivalence" if shape == "within" else "one-sided"
-    return design_refusal(unit, test_type, estimate.n, collapse)
+    return design_refusal(unit, test_type, estimate.n, collapse, design)
 
 
 def bootstrap_unit(

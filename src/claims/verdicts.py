@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from src.claims.registry import CLAIMS, Claim, Need, Shared
-from src.claims.units import ONE_PROBE_SEED, Evidence, Unit
+from src.claims.units import ONE_PROBE_SEED, Evidence, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
 from src.stats import calibration, hypothesis
 from src.tasks.registry import TASKS
@@ -49,7 +49,10 @@ def unit_status(unit: Unit, every: bool, alpha: float) -> str:
 def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
     """Every claim's verdict (with its units, the claim's p and the planner) and every unit."""
     shared, alpha = Shared(ev), ev.settings.alpha
-    by_claim = {claim.id: (claim.build(ev, shared) if not ev.runs.empty else []) for claim in CLAIMS}
+    by_claim = {
+        claim.id: [refuse_trials_as_independent(u, ev) for u in claim.build(ev, shared)] if not ev.runs.empty else []
+        for claim in CLAIMS
+    }
     family = [
         (unit, unit.p_against if claim.every else unit.p_for)
         for claim in CLAIMS
@@ -207,8 +210,16 @@ def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, plann
 def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence) -> str:
     """`-S` raising a study to `n` trials. A study with trials per size (a mapping) gets its whole
     mapping back, with the sizes the blocking units read (`sizes`; every size where a unit's is
-    unknown: None) raised to n and the others kept: one count would replace the mapping."""
-    trials = ev.studies[study].trials if study in ev.studies else n
+    unknown: None) raised to n and the others kept: one count would replace the mapping. A study
+    with a crossed seed_design grows its subsets and draws in turn (trials must be their product)."""
+    config = ev.studies.get(study)
+    if config is not None and config.seed_design is not None:
+        subsets, draws = (max(level, calibration.MIN_CROSSED_LEVELS) for level in config.seed_design)
+        while subsets * draws < n:
+            subsets, draws = (subsets + 1, draws) if subsets <= draws else (subsets, draws + 1)
+        design = f"{{subsets: {subsets}, seeds: {draws}}}"
+        return f"-S 'studies.{study}.seed_design={design}' -S studies.{study}.trials={subsets * draws}"
+    trials = config.trials if config is not None else n
     if not isinstance(trials, dict):
         return f"-S studies.{study}.trials={n}"
     raised = {size: max(count, n) if sizes is None or size in sizes else count for size, count in trials.items()}

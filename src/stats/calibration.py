@@ -152,6 +152,7 @@ class Row:
     half_width: float  # mean half-width / oracle half-width (NaN where no oracle)
     undefined: float = 0.0  # share of replicates (or draws) where the statistic is undefined
     estimator: str = "new"
+    design: tuple[int, int] | None = None  # a crossed seed_design's (subsets, draws)
 
     def mc_se(self, rate: float) -> float:
         return math.sqrt(max(rate * (1 - rate), 1e-4) / self.reps)
@@ -224,6 +225,75 @@ def contrast_table(reps: int, seed: int = 0, trials=TRIALS, old_resamples: int =
             rows += _contrast_rows(name, null, n_trials, reps, rng, "mcc", "new", 0)
             if old_resamples:
                 rows += _contrast_rows(name, null, n_trials, reps, rng, "accuracy", "old", old_resamples)
+    return rows
+
+
+# --- a crossed seed_design: subsets x draws -----------------------------------------------------------------
+
+CROSSED_DESIGNS = ((2, 2), (3, 3), (2, 5), (5, 2), (3, 5), (4, 4))  # (subsets, draws)
+CROSSED_NULLS = {  # the SDs (probit scale) of a condition's subset and draw effects
+    "subset-dominated": (0.3, 0.05),
+    "draws-dominated": (0.05, 0.3),
+}
+
+
+def simulate_crossed(design: tuple[int, int], sds: tuple[float, float], reps: int, rng: np.random.Generator):
+    """(labels [R, N], predictions of A and B [R, S*D, N]) of a crossed seed_design with equal
+    expected accuracies: trial t sees subset t // D and draw t % D, and each condition has its
+    own effect of each subset and each draw (so they do not cancel in the contrast)."""
+    (subsets, draws), (subset_sd, draws_sd) = design, sds
+    labels = rng.integers(0, 2, (reps, EXAMPLES))
+    shared = SHARED_EXAMPLE_SD * rng.standard_normal((reps, 1, 1, EXAMPLES))
+    scale = math.sqrt(1 + SHARED_EXAMPLE_SD**2 + subset_sd**2 + draws_sd**2 + 0.1**2)
+    predictions = []
+    for _ in range(2):
+        latent = (
+            scale * stats.norm.ppf(ACCURACY)
+            + subset_sd * rng.standard_normal((reps, subsets, 1, 1))
+            + draws_sd * rng.standard_normal((reps, 1, draws, 1))
+            + 0.1 * rng.standard_normal((reps, 1, 1, EXAMPLES))
+            + shared
+            + rng.standard_normal((reps, subsets, draws, EXAMPLES))
+        ).reshape(reps, subsets * draws, EXAMPLES)
+        predictions.append(np.where(latent > 0, labels[:, None], 1 - labels[:, None]))
+    return labels, predictions[0], predictions[1]
+
+
+def crossed_table(reps: int, seed: int = 0, designs=CROSSED_DESIGNS) -> list[Row]:
+    """The paired contrast (accuracy, true contrast 0) of a crossed seed_design, with the crossed
+    subsets x draws x examples variance ("new") and with the S*D cells taken as independent
+    trials ("OLD": what the claims did before the design was read)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, sds in CROSSED_NULLS.items():
+        for design in designs:
+            labels, a, b = simulate_crossed(design, sds, reps, rng)
+            for estimator, used in (("new", design), ("old", None)):
+                estimates = [
+                    hypothesis.paired_contrast(
+                        [(1.0, a[r], (a[r] == labels[r]).mean(axis=1)), (-1.0, b[r], (b[r] == labels[r]).mean(axis=1))],
+                        labels[r],
+                        "accuracy",
+                        used,
+                    )
+                    for r in range(reps)
+                ]
+                values = np.array([e.estimate for e in estimates])
+                intervals = np.array([e.interval(LEVEL) for e in estimates])
+                oracle = stats.norm.ppf(0.5 + LEVEL / 2) * values.std(ddof=1)
+                rows.append(
+                    Row(
+                        f"difference (accuracy), crossed {design[0]}x{design[1]}",
+                        name,
+                        design[0] * design[1],
+                        reps,
+                        float(np.mean([e.p_zero() < ALPHA for e in estimates])),
+                        float(np.mean((intervals[:, 0] <= 0) & (intervals[:, 1] >= 0))),
+                        float(np.mean(intervals[:, 1] - intervals[:, 0]) / 2 / oracle),
+                        estimator=estimator,
+                        design=design,
+                    )
+                )
     return rows
 
 
@@ -391,7 +461,16 @@ ESTIMATE_TESTS = ("difference", "one-sided", "equivalence", "beyond")
 TEST_TYPES = (*ESTIMATE_TESTS, "bootstrap-difference", "bootstrap", "welch")
 
 
-def decidable(test_type: str, n_trials: int, collapse_rate: float = 0.0, alpha: float = ALPHA) -> tuple[bool, str]:
+MIN_CROSSED_LEVELS = 3  # subsets and draws each, for a crossed seed_design's paired contrast
+
+
+def decidable(
+    test_type: str,
+    n_trials: int,
+    collapse_rate: float = 0.0,
+    alpha: float = ALPHA,
+    design: tuple[int, int] | None = None,
+) -> tuple[bool, str]:
     """Whether a test of `test_type` holds its calibration with `n_trials` trials, as measured
     by this module (tests/test_calibration.py checks every cell this says yes to), and if not why.
 
@@ -415,7 +494,11 @@ def decidable(test_type: str, n_trials: int, collapse_rate: float = 0.0, alpha: 
       maxima and k90s): its interval under-covers under some null at every T measured (rho vs
       probe 0.86-0.91 example-dominated; max(curve) - max(probe) 0.81 and k90(probe) - k90(curve)
       0.90 trial-dominated at T = 10; k90 0.83-0.87 at T = 3-5), so no T here decides it.
-    - "welch": Welch's test holds from 3 trials per group."""
+    - "welch": Welch's test holds from 3 trials per group.
+    - An estimate test on a crossed seed_design (`design` = (subsets, draws)) holds its size with
+      at least MIN_CROSSED_LEVELS of each: with 2 levels of the factor that dominates the
+      spread, its component has 1 df and the Satterthwaite interval under-covers (2 x 5
+      subset-dominated, 5 x 2 draws-dominated: size 0.09-0.10; crossed_table)."""
     if test_type not in TEST_TYPES:
         raise ValueError(f"unknown test type {test_type!r}; known: {', '.join(TEST_TYPES)}")
     if n_trials < min(TRIALS):
@@ -424,6 +507,12 @@ def decidable(test_type: str, n_trials: int, collapse_rate: float = 0.0, alpha: 
         return False, (
             f"the design cannot decide at T = {n_trials}: a percentile-bootstrap interval of a curve statistic "
             f"under-covers at every T measured ({', '.join(map(str, TRIALS))}; docs/calibration.md)"
+        )
+    if test_type in ESTIMATE_TESTS and design is not None and min(design) < MIN_CROSSED_LEVELS:
+        return False, (
+            f"the design cannot decide with a crossed seed_design of {design[0]} subsets x {design[1]} draws: "
+            f"a factor with 2 levels leaves its variance 1 df (needs >= {MIN_CROSSED_LEVELS} of each; "
+            "docs/calibration.md)"
         )
     if test_type in ESTIMATE_TESTS and collapse_rate > 0 and (1 - collapse_rate) ** n_trials > alpha:
         return False, (
@@ -461,7 +550,7 @@ def test_type_of(row: Row) -> str:
 def decidable_row(row: Row) -> tuple[bool, str]:
     """decidable() for the design a row of the table measures."""
     null = NULLS.get(row.null)
-    return decidable(test_type_of(row), row.trials, null.collapse if null else 0.0)
+    return decidable(test_type_of(row), row.trials, null.collapse if null else 0.0, design=row.design)
 
 
 # --- the table ----------------------------------------------------------------------------------------------
@@ -514,6 +603,7 @@ def main(argv=None) -> None:
             curve_table(args.curve_reps, args.resamples, args.seed, (n_trials,)),
         ):
             print("\n".join(markdown_row(row) for row in rows), flush=True)
+    print("\n".join(markdown_row(row) for row in crossed_table(args.reps, args.seed)), flush=True)
 
 
 if __name__ == "__main__":

@@ -84,48 +84,67 @@ def pseudo_values(metric: str, predictions: np.ndarray, labels: np.ndarray) -> n
 
 @dataclass(frozen=True)
 class CrossedVariance:
-    """Var(grand mean) of values d[t, n] over T trials crossed with N eval examples, under the
-    two-way random-effects model d = mu + a_t + b_n + c_tn (Searle, Casella & McCulloch 1992,
-    ch. 4): Var = s2_T/T + s2_E/N + s2_TE/(T N), each component counted once. Its unbiased
-    estimate is (MS_T + MS_E - MS_TE)/(T N), since E[MS_T] = s2_TE + N s2_T, E[MS_E] = s2_TE
-    + T s2_E and E[MS_TE] = s2_TE. A negative component estimate is truncated at 0 (the
-    variance then falls back to the mean squares that remain), and the degrees of freedom are
-    Satterthwaite's (1946) for the linear combination of mean squares actually used.
-    Every field is an array over any leading (batch) axes."""
+    """Var(grand mean) of values over crossed random factors without replication, the last the
+    eval examples and the others the trials' (one factor for independent trials; subsets and
+    draws for a crossed seed_design). With factors F, the model is d = mu + sum over every
+    nonempty set A of F of an effect with variance s2_A (main effects and interactions), and
+    Var(mean) = sum_A s2_A / prod_{i in A} n_i, each component counted once. Since
+    E[MS_B] = sum_{A >= B} s2_A prod_{i not in A} n_i, Moebius inversion gives each
+    s2_A from the mean squares, and Var's unbiased estimate is
+    sum_B (-1)^(|B|+1) MS_B / prod_i n_i; for trials x examples, (MS_T + MS_E - MS_TE)/(T N)
+    (Searle, Casella & McCulloch 1992, ch. 4). A component that estimates negative is set to 0
+    and its mean squares left out (the variance falls back to the mean squares that remain),
+    and the degrees of freedom are Satterthwaite's (1946) for the combination of mean squares
+    actually used. Every field is an array over any leading (batch) axes."""
 
-    variance: np.ndarray  # Var(grand mean) at the observed T
+    variance: np.ndarray  # Var(grand mean) at the observed design
     df: np.ndarray  # Satterthwaite df of `variance`
-    trial_variance: np.ndarray  # s2_T + s2_TE/N: a single trial's share, which shrinks as 1/T
-    trial_df: np.ndarray  # df of `trial_variance` (a chi-square on T-1 when s2_T > 0)
+    trial_variance: np.ndarray  # (variance - fixed_variance) x trials: a single trial's share, which shrinks as 1/T
+    trial_df: np.ndarray  # Satterthwaite df of `trial_variance` (T - 1 for independent trials with s2_T > 0)
     fixed_variance: np.ndarray  # s2_E/N: the eval set's share, which more trials do not shrink
 
 
-def crossed_variance(values: np.ndarray) -> CrossedVariance:
-    """The CrossedVariance of `values` [..., T, N] (T >= 2, N >= 2)."""
+def crossed_variance(values: np.ndarray, factors: int = 2) -> CrossedVariance:
+    """The CrossedVariance of `values` [..., n_1, ..., n_k], whose last k = `factors` axes are
+    the crossed factors (each of size >= 2), the eval examples last: [..., T, N] for independent
+    trials, [..., S, D, N] for S subsets crossed with D draws."""
     d = np.asarray(values, dtype=float)
-    n_trials, n_examples = d.shape[-2:]
-    grand = d.mean(axis=(-2, -1), keepdims=True)
-    trial_means, example_means = d.mean(axis=-1, keepdims=True), d.mean(axis=-2, keepdims=True)
-    df_t, df_e = n_trials - 1, n_examples - 1
-    df_te = df_t * df_e
-    ms_t = n_examples * ((trial_means - grand) ** 2).sum(axis=(-2, -1)) / df_t
-    ms_e = n_trials * ((example_means - grand) ** 2).sum(axis=(-2, -1)) / df_e
-    ms_te = ((d - trial_means - example_means + grand) ** 2).sum(axis=(-2, -1)) / df_te
-    # the variance as c_t MS_T + c_e MS_E + c_te MS_TE over T N, with a component that
-    # estimates negative left out: c = (1, 1, -1), (0, 1, 0), (1, 0, 0) or (0, 0, 1)
-    c_t, c_e = (ms_t > ms_te).astype(float), (ms_e > ms_te).astype(float)
-    c_te = 1 - c_t - c_e
-    total = c_t * ms_t + c_e * ms_e + c_te * ms_te
-    spread = (c_t * ms_t) ** 2 / df_t + (c_e * ms_e) ** 2 / df_e + (c_te * ms_te) ** 2 / df_te
-    with np.errstate(invalid="ignore", divide="ignore"):
-        df = np.where(spread > 0, total**2 / spread, np.inf)
-    trial_variance = (c_t * ms_t + (1 - c_t) * ms_te) / n_examples
+    sizes = d.shape[-factors:]
+    axes = range(d.ndim - factors, d.ndim)
+    sets = [b for r in range(1, factors + 1) for b in itertools.combinations(range(factors), r)]
+    # each set's effect by inclusion-exclusion of marginal means, its mean square and df
+    ms, df = {}, {}
+    for b in sets:
+        effect = sum(
+            (-1) ** (len(b) - len(c)) * d.mean(axis=tuple(axes[i] for i in range(factors) if i not in c), keepdims=True)
+            for r in range(len(b) + 1)
+            for c in itertools.combinations(b, r)
+        )
+        df[b] = math.prod(sizes[i] - 1 for i in b)
+        outside = math.prod(n for i, n in enumerate(sizes) if i not in b)
+        ms[b] = outside * (effect**2).sum(axis=tuple(axes)) / df[b]
+    # each component's estimate (Moebius inversion of the expected mean squares); kept if > 0
+    kept = {a: sum((-1) ** (len(b) - len(a)) * ms[b] for b in sets if set(a) <= set(b)) > 0 for a in sets}
+    # Var = sum_b weight_b MS_b / prod n, the weights summing the kept components' signs
+    weight = {b: sum((-1) ** (len(b) - len(a)) * kept[a] for a in sets if set(a) <= set(b)) for b in sets}
+    examples = (factors - 1,)
+    fixed_weight = {b: (-1) ** (len(b) - 1) * kept[examples] if examples[0] in b else 0 for b in sets}
+
+    def satterthwaite(weights):
+        total = sum(weights[b] * ms[b] for b in sets)
+        spread = sum((weights[b] * ms[b]) ** 2 / df[b] for b in sets)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return total, np.where(spread > 0, total**2 / spread, np.inf)
+
+    cells = math.prod(sizes)
+    total, total_df = satterthwaite(weight)
+    trial_total, trial_df = satterthwaite({b: weight[b] - fixed_weight[b] for b in sets})
     return CrossedVariance(
-        variance=total / (n_trials * n_examples),
-        df=df,
-        trial_variance=trial_variance,
-        trial_df=np.where(c_t > 0, float(df_t), float(df_te)),
-        fixed_variance=c_e * (ms_e - ms_te) / (n_trials * n_examples),
+        variance=total / cells,
+        df=total_df,
+        trial_variance=trial_total / sizes[-1],
+        trial_df=trial_df,
+        fixed_variance=sum(fixed_weight[b] * ms[b] for b in sets) / cells,
     )
 
 
@@ -201,6 +220,7 @@ def paired_contrast(
     terms: list[tuple[float, np.ndarray, np.ndarray]],
     labels: np.ndarray,
     metric: str,
+    design: tuple[int, int] | None = None,
 ) -> Estimate:
     """sum_i w_i * mean over trials of metric(run of condition i), paired by trial.
 
@@ -211,7 +231,10 @@ def paired_contrast(
     sum_i w_i pv_i[t, n]: trials and eval examples are both random, each component counted
     once; its calibration is measured in docs/calibration.md. For other metrics (and
     without eval labels) the examples are not resampled and the test is the paired t
-    over trials. One trial gives no SE."""
+    over trials. One trial gives no SE. With a crossed seed_design `design` = (S subsets, D
+    draws) covering trials 0..S*D-1 (trial t: subset t // D, draw t % D), the trials are not
+    independent: they share subsets and draws, so the variance is the crossed subsets x draws
+    (x examples) one, each component counted once."""
     scores = [np.asarray(s, dtype=float) for _, _, s in terms]
     n_trials = len(scores[0])
     per_trial = sum(weight * s for (weight, _, _), s in zip(terms, scores))
@@ -219,11 +242,16 @@ def paired_contrast(
     if n_trials < 2:
         return Estimate(estimate, math.nan, n_trials)
     labels = np.asarray(labels)
+    crossed = design is not None and min(design) >= 2 and math.prod(design) == n_trials
     if metric not in EXAMPLE_METRICS or labels.size < 2:
-        sd = float(np.std(per_trial, ddof=1))
-        return Estimate(estimate, sd / math.sqrt(n_trials), n_trials, n_trials - 1, sd, n_trials - 1)
+        if not crossed:
+            sd = float(np.std(per_trial, ddof=1))
+            return Estimate(estimate, sd / math.sqrt(n_trials), n_trials, n_trials - 1, sd, n_trials - 1)
+        v = crossed_variance(per_trial.reshape(design))  # subsets x draws, no eval examples to cross
+        se = float(np.sqrt(v.variance))
+        return Estimate(estimate, se, n_trials, float(v.df), se * math.sqrt(n_trials), float(v.df))
     contrast = sum(weight * pseudo_values(metric, np.asarray(p), labels) for weight, p, _ in terms)
-    v = crossed_variance(contrast)
+    v = crossed_variance(contrast.reshape(*design, -1), factors=3) if crossed else crossed_variance(contrast)
     return Estimate(
         estimate,
         float(np.sqrt(v.variance)),
