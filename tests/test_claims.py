@@ -529,8 +529,15 @@ def test_table_1_says_when_its_exact_p_cannot_reach_alpha(tmp_path):
     pd.DataFrame(
         {"runs": ["permuted (Table 1)"], "trials": [4], "spearman": [0.2], "spearman_p_exact": [0.917]}
     ).to_csv(tmp_path / "permutation_correlations.csv", index=False)
+    pd.DataFrame({"study": ["heads"], "spearman": [0.4], "ci_low": [-0.5], "ci_high": [0.9]}).to_csv(
+        tmp_path / "head_importance_vs_reinit.csv", index=False
+    )
+    pd.DataFrame(columns=["study", "slug", "share_subset"]).to_csv(tmp_path / "variance_components.csv", index=False)
     titles = [title for title, _ in report_tables(pd.DataFrame(), tmp_path, SETTINGS)]
     assert any("at N = 4 trials the smallest p is 2/N! = 0.0833, so it cannot reach 0.05" in t for t in titles)
+    # the measures beyond the studies: shown where a run measured them (no crossed design ran here)
+    assert any(t.startswith("Head importance (Michel et al. 2019") for t in titles)
+    assert not any(t.startswith("Variance components") for t in titles)
 
 
 def test_collapsed_runs_stay_in_and_a_diverged_run_is_counted():

@@ -262,7 +262,24 @@ def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig)
     if len(every_metric):
         shown = every_metric[["study", "task", "size", "slug", "metric", "mean", "ci_low", "ci_high", "n"]]
         extra.append(("Other metrics the tasks declare (headline metric in the tables above)", shown))
+    for name, title in MEASURE_TABLES.items():
+        table = pd.read_csv(tables / f"{name}.csv")
+        if len(table):
+            extra.append((title, table.round(4)))
     return extra
+
+
+MEASURE_TABLES = {  # beyond the studies (docs/measures.md, docs/probes.md): shown where a run measured them
+    "head_importance_vs_reinit": (
+        "Head importance (Michel et al. 2019, train.head_importance) against the head-reinit effect: Spearman ρ "
+        "over heads, percentile-bootstrap interval over heads, permutation p (raw); a secondary analysis beside "
+        "specific_heads_matter, not in its verdict"
+    ),
+    "variance_components": (
+        "Variance components of each crossed seed_design condition (subset, draws, residual; F-test p raw): "
+        "where a run's spread comes from (Dodge et al. 2020)"
+    ),
+}
 
 
 def figure_list(tables: Path, figures: Path) -> list[tuple[str, Path | str]]:
