@@ -352,7 +352,7 @@ def test_one_probe_seed_gives_no_verdict_several_seeds_are_resampled():
     # probes that fall while finetuning rises: ρ = −1 beyond the margin at every seed draw
     seeds = [[0.9, 0.8, 0.7, 0.6, 0.5 + 0.01 * s] for s in range(4)]
     several = verdicts(b.evidence(probe=probe_table(seeds)))["probes_do_not_predict_finetuning"]
-    assert "4 probe seed(s); bootstrap over probe seeds and trials" in several["units"][0].notes
+    assert "4 probe seed(s); the draws resample the trials, the probe seeds" in several["units"][0].notes
     # the seeds are resampled, but a percentile-bootstrap rho against a fixed margin under-covers at
     # every T measured (docs/calibration.md): the design, not the probe seeds, refuses it
     assert several["verdict"] == NO_VERDICT and several["units"][0].refused.startswith("the design cannot decide")

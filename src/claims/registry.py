@@ -379,7 +379,7 @@ def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
             gaps=((task, size),),
             studies=curve.studies,
             notes=[
-                f"{probe.seeds} probe seed(s); bootstrap over {probe.resampled} and trials",
+                f"{probe.seeds} probe seed(s); the draws resample the trials, the {probe.resampled}",
                 f"exact permutation p of ρ (raw) = {p_text(hypothesis.exact_spearman_p(probe.mean, curve.mean))}",
                 *secondary_probe_measures(ev, task, curve),
             ],
@@ -476,7 +476,10 @@ def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
                 task,
                 f"probe(layer {L - 2}) − probe(layer {L}) > 0, paired by probe seed",
                 probe_contrast(ev, task, probe, {L - 2: 1, L: -1}),
-                notes=[f"{probe.seeds} probe seed(s) as trials; eval examples crossed: {probe.eval_resampled}"],
+                notes=[
+                    f"{probe.seeds} probe seed(s) as trials"
+                    + (", crossed with the eval examples" if probe.eval_resampled else " (no stored predictions)")
+                ],
             ),
             probe,
         )
