@@ -3,23 +3,24 @@
 
     python -m bench.measure_cost [--repeats 2] [--task rt_sentiment] [--size 128]
 
-Needs a finished `dvc repro` (data/model, data/tasks). Each run is a fresh process (one torch
-thread, `precision: auto`), the contenders interleaved round by round, so drift and background
-load hit them alike; CPU time (user + system of the run) is reported beside wall time, since
-CPU time moves less when the machine is shared. The score must be identical across contenders
-(the measurements never touch training): the script stops if it is not.
+Needs a finished `dvc repro` (data/model, data/tasks). Each run is a fresh process
+(bench.run.in_fresh_processes: one torch thread, `precision: auto`), the contenders
+interleaved round by round, so drift and background load hit them alike; CPU time (user +
+system of the run) is reported beside wall time, since CPU time moves less when the machine is
+shared. The score must be identical across contenders (the measurements never touch training):
+the script stops if it is not.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench.run import in_fresh_processes
 
 REPO = Path(__file__).resolve().parents[1]
 CONTENDERS = {  # name -> the RunSettings measurement fields it turns on (all others off)
@@ -32,23 +33,19 @@ CONTENDERS = {  # name -> the RunSettings measurement fields it turns on (all ot
 
 def one_run(task: str, size: int, fields: dict) -> dict:
     """Train and score the full-model condition once in this process; its CPU and wall seconds."""
-    import torch
-
     from src.conditions.condition import Condition
     from src.config.load import load_config
     from src.model.record import BaseModelRecord
     from src.train.run import run_condition
     from src.train.schedule import run_settings
 
-    torch.set_num_threads(1)
     config = load_config()
     num_layers = BaseModelRecord.read(REPO / "data/model").num_layers
     off = {"cka": False, "criticality": False, "criticality_examples": 0, "head_importance": False}
     settings = dataclasses.replace(run_settings(config, config.train.epochs, full_model=True), **{**off, **fields})
+    condition = Condition(task, size, 0, config.train.epochs, k=num_layers)
     before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    result = run_condition(
-        Condition(task, size, 0, config.train.epochs, k=num_layers), settings, REPO / "data/model", REPO / "data/tasks"
-    )
+    result = run_condition(condition, settings, REPO / "data/model", REPO / "data/tasks")
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return {
@@ -63,36 +60,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--task", default="rt_sentiment")
     parser.add_argument("--size", type=int, default=128)
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one contender in this process
     args = parser.parse_args()
-    if args.one is not None:
-        print(json.dumps(one_run(args.task, args.size, CONTENDERS[args.one])))
-        return
     times = {name: [] for name in CONTENDERS}
     for _ in range(args.repeats):
-        for name in CONTENDERS:  # interleaved: round by round, every contender once
-            out = (
-                subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "bench.measure_cost",
-                        "--one",
-                        name,
-                        "--task",
-                        args.task,
-                        "--size",
-                        str(args.size),
-                    ],
-                    cwd=REPO,
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                )
-                .stdout.strip()
-                .splitlines()[-1]
-            )
-            times[name].append(json.loads(out))
+        for name, fields in CONTENDERS.items():  # interleaved: round by round, every contender once
+            times[name] += in_fresh_processes(one_run, (args.task, args.size, fields), threads=1)
     scores = {run["score"] for runs in times.values() for run in runs}
     if len(scores) != 1:
         sys.exit(f"the measurements changed the score: {sorted(scores)}")
