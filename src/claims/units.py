@@ -480,10 +480,9 @@ def probe_contrast(ev: Evidence, task: str, probe: ProbeCurve, weights: dict[int
     eval examples crossed with them where the probes' predictions are stored; the seeds alone
     (paired t) where not. One seed gives no SE."""
     labels = np.asarray(ev.labels.get(task, np.zeros(1)))
-    if probe.predictions is None:
-        terms = [(w, np.zeros((probe.seeds, labels.size)), probe.per_seed[:, layer]) for layer, w in weights.items()]
-        return hypothesis.paired_contrast(terms, labels, "trials only")
-    terms = [(w, probe.predictions[:, layer], probe.per_seed[:, layer]) for layer, w in weights.items()]
+    # without stored predictions probe.metric is "trials only", which reads no predictions
+    predictions = probe.predictions if probe.eval_resampled else np.zeros((*probe.per_seed.shape, labels.size))
+    terms = [(w, predictions[:, layer], probe.per_seed[:, layer]) for layer, w in weights.items()]
     return hypothesis.paired_contrast(terms, labels, probe.metric)
 
 

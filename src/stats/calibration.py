@@ -170,6 +170,25 @@ class Row:
         return self.size_ok(sigmas) and self.coverage_ok(sigmas) and self.half_width_ok()
 
 
+def difference_row(test, null_name, n_trials, at_zero, estimator, design=None) -> Row:
+    """Size of the two-sided test, coverage and half-width / oracle of the interval, from
+    Estimates of a contrast whose true value is 0."""
+    values = np.array([e.estimate for e in at_zero])
+    oracle = stats.norm.ppf(0.5 + LEVEL / 2) * values.std(ddof=1)
+    intervals = np.array([e.interval(LEVEL) for e in at_zero])
+    return Row(
+        test,
+        null_name,
+        n_trials,
+        len(at_zero),
+        float(np.mean([e.p_zero() < ALPHA for e in at_zero])),
+        float(np.mean((intervals[:, 0] <= 0) & (intervals[:, 1] >= 0))),
+        float(np.mean(intervals[:, 1] - intervals[:, 0]) / 2 / oracle),
+        estimator=estimator,
+        design=design,
+    )
+
+
 def _contrast_rows(name, null, n_trials, reps, rng, metric, estimator, resamples) -> list[Row]:
     """Rows for the tests built on an Estimate: the two-sided difference (p_zero) and its
     interval, the one-sided p_greater, TOST (p_equivalent) and p_beyond at the margin."""
@@ -181,24 +200,12 @@ def _contrast_rows(name, null, n_trials, reps, rng, metric, estimator, resamples
         return old_crossed_bootstrap(labels, a, b, metric, resamples, rng)
 
     at_zero = estimates(0.0)
-    values = np.array([e.estimate for e in at_zero])
-    oracle = stats.norm.ppf(0.5 + LEVEL / 2) * values.std(ddof=1)
-    intervals = np.array([e.interval(LEVEL) for e in at_zero])
     # the true contrast of MCC is 0 under every symmetric null, not under collapse (its
     # contrast is set in accuracy); size and coverage are then not defined for it
-    exact_zero = metric == "accuracy" or null.collapse == 0
-    rows = [
-        Row(
-            f"difference ({metric})",
-            name,
-            n_trials,
-            reps,
-            float(np.mean([e.p_zero() < ALPHA for e in at_zero])) if exact_zero else math.nan,
-            float(np.mean((intervals[:, 0] <= 0) & (intervals[:, 1] >= 0))) if exact_zero else math.nan,
-            float(np.mean(intervals[:, 1] - intervals[:, 0]) / 2 / oracle) if exact_zero else math.nan,
-            estimator=estimator,
-        )
-    ]
+    if metric == "accuracy" or null.collapse == 0:
+        rows = [difference_row(f"difference ({metric})", name, n_trials, at_zero, estimator)]
+    else:
+        rows = [Row(f"difference ({metric})", name, n_trials, reps, math.nan, math.nan, math.nan, estimator=estimator)]
     if metric != "accuracy":
         return rows
 
@@ -278,22 +285,8 @@ def crossed_table(reps: int, seed: int = 0, designs=CROSSED_DESIGNS) -> list[Row
                     )
                     for r in range(reps)
                 ]
-                values = np.array([e.estimate for e in estimates])
-                intervals = np.array([e.interval(LEVEL) for e in estimates])
-                oracle = stats.norm.ppf(0.5 + LEVEL / 2) * values.std(ddof=1)
-                rows.append(
-                    Row(
-                        f"difference (accuracy), crossed {design[0]}x{design[1]}",
-                        name,
-                        design[0] * design[1],
-                        reps,
-                        float(np.mean([e.p_zero() < ALPHA for e in estimates])),
-                        float(np.mean((intervals[:, 0] <= 0) & (intervals[:, 1] >= 0))),
-                        float(np.mean(intervals[:, 1] - intervals[:, 0]) / 2 / oracle),
-                        estimator=estimator,
-                        design=design,
-                    )
-                )
+                test = f"difference (accuracy), crossed {design[0]}x{design[1]}"
+                rows.append(difference_row(test, name, design[0] * design[1], estimates, estimator, design))
     return rows
 
 
