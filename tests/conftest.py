@@ -160,7 +160,7 @@ def grid_params() -> dict:
             "cka": True,
             "criticality": "full_model",
             "criticality_examples": 0,
-            "head_importance": False,
+            "head_importance": "off",
         },
         "executor": {
             "kind": "local",

@@ -418,6 +418,39 @@ def test_conditions_no_longer_asked_for_are_removed_and_the_rest_reused(tmp_path
     assert not stale_checkpoint.exists()
 
 
+def test_a_result_that_measured_more_than_asked_is_kept_without_the_rest_and_one_that_measured_less_trains(
+    tmp_path, tiny_model_dir, uninterrupted
+):
+    # Measuring never changes training, so turning a measurement off keeps every run (its field emptied);
+    # asking for one the runs did not make, or with another parameter, trains the runs it applies to.
+    source, reference = uninterrupted
+    root = tmp_path / "measured"
+    shutil.copytree(source, root, symlinks=True)
+    out = root / "out"
+    assert all(r["layer_cka"] for r in reference.values())  # the grid measures CKA on every run
+
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(cka=False), sort_keys=False))
+    stdout = run_stage(root, tiny_model_dir)
+    dropped = [line for line in stdout.splitlines() if "kept (the measurements no longer asked for dropped)" in line]
+    assert len(dropped) == 8 and not trained_lines(stdout), stdout
+    for name, path in result_files(out).items():
+        now, before = json.loads(path.read_text()), reference[name]
+        assert now["layer_cka"] == [] and now["settings"]["cka"] is False
+        assert (
+            now["training_fingerprint"] == before["training_fingerprint"]
+            and now["fingerprint"] != before["fingerprint"]
+        )
+        same = {key for key in before if key not in ("layer_cka", "settings", "fingerprint")}
+        assert {key: now[key] for key in same} == {key: before[key] for key in same}, name
+    assert len(kept_lines(run_stage(root, tiny_model_dir))) == 8  # rewritten with the new fingerprint: exact now
+
+    # criticality of the full model's runs (k = 3 = L) on 20 examples, where they measured it on all: they train
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(cka=False, criticality_examples=20), sort_keys=False))
+    stdout = run_stage(root, tiny_model_dir)
+    trained = trained_lines(stdout)
+    assert len(kept_lines(stdout)) == 6 and len(trained) == 2 and all(" k3_e1 " in line for line in trained), stdout
+
+
 def test_one_worker_and_two_workers_give_the_same_results(tmp_path, tiny_model_dir, tiny_task_dir, uninterrupted):
     # The reference ran with the train.workers of the params.yaml it wrote (a pool of worker
     # processes); this one runs every condition in the stage's own process.

@@ -199,7 +199,7 @@ def test_a_head_whose_output_columns_are_zero_has_importance_zero(tiny_model_dir
 
 
 def test_a_run_records_cka_criticality_and_head_importance_where_its_settings_ask(tiny_model_dir, tiny_tasks_root):
-    config = tiny_settings(criticality="full_model", head_importance=True)
+    config = tiny_settings(criticality="full_model", head_importance="full_model")
     full = Condition("rt_sentiment", 16, trial=0, epochs=1, k=3)
     assert is_full_model(full, 3) and not is_full_model(Condition("rt_sentiment", 16, 0, 1, k=2), 3)
     result = run_condition(full, run_settings(config, 1, full_model=True), tiny_model_dir, tiny_tasks_root)
@@ -217,6 +217,26 @@ def test_a_run_records_cka_criticality_and_head_importance_where_its_settings_as
     )
     assert plain.layer_cka == [] and plain.criticality == [] and plain.head_importance == {}
     assert plain.scores == result.scores  # measuring never changes the run
+
+
+def test_head_studies_measure_head_importance_on_exactly_the_full_model_runs_a_head_study_compares_with():
+    from src.conditions.studies import head_references
+
+    params = grid_params()
+    params["studies"]["heads"].update(sizes=[8], trials=1)  # compares with trial 0 of the full model at n = 8 only
+    config = validate({**params, "train": {**params["train"], "head_importance": "head_studies"}})
+    compared = head_references(config, 6)
+    assert compared == {Condition("rt_sentiment", 8, 0, 1, k=6)}
+    full_trial_1 = Condition("rt_sentiment", 8, 1, 1, k=6)  # the progressive study's, which no head study pairs with
+    assert run_settings(config, 1, is_full_model(full_trial_1, 6), full_trial_1 in compared).head_importance is False
+    assert run_settings(config, 1, True, True).head_importance is True
+    assert run_settings(config, 1, False, True).head_importance is False  # never on a run that reinitialises
+    every = validate({**params, "train": {**params["train"], "head_importance": "full_model"}})
+    assert run_settings(every, 1, True, False).head_importance is True
+    off = validate({**params, "train": {**params["train"], "head_importance": "off"}})
+    assert run_settings(off, 1, True, True).head_importance is False
+    without_heads = {**params, "studies": {k: v for k, v in params["studies"].items() if k != "heads"}}
+    assert head_references(validate(without_heads), 6) == set()
 
 
 def test_importance_vs_reinit_correlation_has_the_exact_permutation_p_and_a_bootstrap_interval():
@@ -259,7 +279,7 @@ def test_measurement_tables_and_figure_from_real_runs(tiny_model_dir, tiny_tasks
     from src.figures.plots import plot_representation
     from src.results.measures import MEASURE_COLUMNS, run_measures
 
-    config = tiny_settings(criticality="full_model", head_importance=True)
+    config = tiny_settings(criticality="full_model", head_importance="full_model")
     full, partial = Condition("rt_sentiment", 16, 0, 1, k=3), Condition("rt_sentiment", 16, 0, 1, k=1)
     results = [
         run_condition(c, run_settings(config, 1, is_full_model(c, 3)), tiny_model_dir, tiny_tasks_root)

@@ -68,8 +68,9 @@ def pipeline_params() -> dict:
     # One 2-thread process per stage: ten stages would each start two workers for seconds
     # of training (the worker pool has its own tests in test_faults).
     params["train"].update(workers=1, threads=2)
-    # Head importance on (opt-in) and a third head, so head_importance_vs_reinit has a correlation to compute.
-    params["train"]["head_importance"] = True
+    # Head importance as the shipped params.yaml measures it (on the runs the heads study compares with) and a
+    # third head, so head_importance_vs_reinit has a correlation to compute.
+    params["train"]["head_importance"] = "head_studies"
     params["studies"]["heads"]["heads"] = [0, 5, 11]
     return params
 
@@ -218,8 +219,9 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
             repo / "data/runs/studies/progressive" / focus_run
         ).read_bytes()
     assert first.count("the same run as in data/runs/studies/progressive") == 2
-    # CKA on every run, criticality on the full model's (train.criticality: full_model), head
-    # importance before and after on the full model's (on in this grid), each in the result and a table
+    # CKA on every run, criticality on the full model's (train.criticality: full_model), head importance
+    # before and after on the full-model run the heads study compares with (trial 0 of sst2 n = 8), each in
+    # the result and a table
     full = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k6_e1/trial0.json").read_text())
     assert len(full["layer_cka"]) == 7 and all(-1 <= v <= 1 for v in full["layer_cka"])
     assert [(r["layer"], r["rewound_to"]) for r in full["criticality"]] == [
@@ -230,6 +232,8 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     )
     scratch = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k0_e1/trial0.json").read_text())
     assert len(scratch["layer_cka"]) == 7 and scratch["criticality"] == [] and scratch["head_importance"] == {}
+    unpaired = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k6_e1/trial1.json").read_text())
+    assert len(unpaired["criticality"]) == 12 and unpaired["head_importance"] == {}  # no head study pairs with it
     cka = pd.read_csv(repo / "metrics/cka.csv")
     progressive_cka = cka[cka["study"] == "progressive"]
     assert len(progressive_cka) == 7 * len(progressive.drop_duplicates(["task", "size", "slug", "trial"]))
@@ -243,7 +247,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     assert set(importance["when"]) == {"before", "after"} and importance["head_index"].max() == 11
     versus = pd.read_csv(repo / "metrics/head_importance_vs_reinit.csv")
     assert versus[["study", "task", "size", "heads", "importance_trials"]].drop_duplicates().values.tolist() == [
-        ["heads", "sst2", 8, 3, 3]  # the full model at sst2 n=8: trials 0-2 (the permutation study's references)
+        ["heads", "sst2", 8, 3, 1]  # the full model at sst2 n=8 that the 1-trial heads study pairs with: trial 0
     ]
     assert set(versus["when"]) == {"before", "after"}
     rt_info = json.loads((repo / "data/tasks/rt_sentiment/info.json").read_text())
@@ -276,7 +280,7 @@ def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_fr
             "cka": True,
             "criticality": full_model,
             "criticality_examples": 0,
-            "head_importance": full_model,
+            "head_importance": False,  # head_studies: on only where a head study pairs (none of these runs)
         }
 
     def seeds(task: str, size: int, trial: int) -> dict:
@@ -429,6 +433,11 @@ def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_r
     # (src/conditions/studies.trained_conditions: the earliest study that needs a run trains it). Nothing else does.
     trained = [line for line in out.splitlines() if ": ok {" in line]
     assert len(trained) == 2 and all("rt_sentiment n=8 k6_e1 trial" in line for line in trained), trained
+    # The full-model run the heads study compared with measured head importance for it (train.head_importance:
+    # head_studies): with no heads study it is kept, not trained, and only its head importance is dropped.
+    assert "sst2 n=8 k6_e1 trial 0: finished earlier, kept (the measurements no longer asked for dropped)" in out
+    full = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k6_e1/trial0.json").read_text())
+    assert full["head_importance"] == {} and len(full["criticality"]) == 12 and len(full["layer_cka"]) == 7
     for table in ("permutation_correlations", "heads_summary", "variance_components"):  # no such study: a header
         rows = pd.read_csv(repo / f"metrics/{table}.csv")
         assert len(rows) == 0 and "study" in rows.columns, table

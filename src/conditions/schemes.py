@@ -48,6 +48,8 @@ class Scheme:
     reports_full_and_scratch: bool  # its figure draws the k = L and k = 0 references
     alters_model: bool  # it changes the pretrained model beyond whole reinitialised layers (their order,
     # one head, removed layers): none of its conditions is the plain full model
+    per_head: bool = False  # its conditions act on single attention heads: with `train.head_importance:
+    # head_studies` its full-model references measure head importance, to set against the heads' effects
 
 
 def _layers_fit(condition, L: int) -> bool:
@@ -206,6 +208,7 @@ SCHEMES: dict[str, Scheme] = {
             figure="heads",
             reports_full_and_scratch=True,
             alters_model=True,
+            per_head=True,
         ),
         Scheme(
             "remove",

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from src.conditions.condition import CHAIN, Condition, crossed_streams
-from src.conditions.schemes import SCHEMES
+from src.conditions.schemes import SCHEMES, scheme_of
 from src.config.checks import FULL
 from src.config.schema import Config, StudyConfig, TrainConfig
 
@@ -86,6 +86,19 @@ def reported_conditions(
 
 def all_study_conditions(config: Config, num_layers: int) -> dict[str, list[Condition]]:
     return reported_conditions(config.studies, config.train, config.recipe, config.pooling, num_layers)
+
+
+def head_references(config: Config, num_layers: int) -> set[Condition]:
+    """The full-model conditions that studies of a per-head scheme compare their runs with
+    (`full` of Condition.references, paired by trial): where `train.head_importance:
+    head_studies` measures head importance, so that each head's importance meets the
+    effect of reinitialising that head on the same task, size and trials."""
+    return {
+        condition.references(num_layers)["full"]
+        for conditions in all_study_conditions(config, num_layers).values()
+        for condition in conditions
+        if scheme_of(condition.scheme).per_head
+    }
 
 
 def trained_conditions(reported: Mapping[str, list[Condition]], name: str, num_layers: int) -> list[Condition]:

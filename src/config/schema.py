@@ -22,6 +22,7 @@ EXECUTOR_EXTRAS = {"slurm": "submitit", "ray": "ray"}  # what each backend impor
 RECIPES = ("paper", "authors_code")  # src/model/reinit.py
 POOLINGS = ("mean", "cls")  # src/model/finetuner.py
 CRITICALITY = ("off", "full_model", "all")  # src/train/schedule.py resolves it per run
+HEAD_IMPORTANCE = ("off", "head_studies", "full_model")  # src/train/schedule.py resolves it per run
 MAX_RATING = 4  # the embedded tasks' crowd ratings are on -4..4
 
 _KEYS_READ: set[str] = set()
@@ -117,8 +118,10 @@ class TrainConfig(Section):
     criticality_examples: int = knob(
         checks.integer(0), "eval examples each rewound model is scored on: the first N of the eval split; 0 = all"
     )
-    head_importance: bool = knob(
-        checks.boolean, "Michel et al. head importance before and after finetuning, full-model runs (costs 2 passes)"
+    head_importance: str = knob(
+        checks.choice(HEAD_IMPORTANCE),
+        "Michel et al. head importance before and after finetuning (2 passes over the training subset): off | "
+        "head_studies (the full-model runs a head study compares its runs with) | full_model (every k = L run)",
     )
 
     def epochs_for(self, size: int) -> int:

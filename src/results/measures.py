@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from src.conditions.schemes import SCHEMES, scheme_of
 from src.config.schema import StudyConfig
 from src.results.aggregate import head_changes
 from src.train.result import RunResult
@@ -115,8 +116,8 @@ def importance_vs_reinit(
     head-reinit score, mean over trials)."""
     rows = []
     for name, study in studies.items():
-        runs = headline[(headline["study"] == name) & (headline["scheme"] == "head")]
-        if study.scheme != "head" or not len(runs) or not len(importance):
+        runs = headline[(headline["study"] == name) & headline["scheme"].map(lambda v: scheme_of(v).per_head)]
+        if not SCHEMES[study.scheme].per_head or not len(runs) or not len(importance):
             continue
         changes = head_changes(runs, plain_runs)
         refs = runs[["task", "size", "ref_full"]].drop_duplicates().rename(columns={"ref_full": "slug"})

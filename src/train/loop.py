@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from src.data.tokens import TokenizedSplit, batches, collate
+from src.measures import MEASUREMENTS
 from src.tasks.registry import TaskSpec
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -44,6 +45,11 @@ class RunSettings:
     criticality: bool = False  # per-layer score drop with the layer rewound
     criticality_examples: int = 0  # eval examples a rewound model is scored on (0: all, or criticality off)
     head_importance: bool = False  # Michel et al.'s head importance, before and after finetuning
+
+    def unmeasured(self) -> RunSettings:
+        """The same run with every measurement off: what its training, scores and predictions depend on."""
+        fields = {name for m in MEASUREMENTS for name in (m.setting, *m.parameters)}
+        return replace(self, **{name: RunSettings.__dataclass_fields__[name].default for name in fields})
 
 
 def reuse_freed_memory() -> None:

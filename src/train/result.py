@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from src.conditions.condition import Condition
 from src.files import write_json_atomically
+from src.measures import MEASUREMENTS
 from src.tasks.kinds import decode_predictions
 
 
@@ -55,6 +56,9 @@ class RunResult:
     head_importance: dict = field(default_factory=dict)  # before / after: [layer][head] mean |dL/dgate|
     null_threshold: float | None = None  # span QA: "no answer" when null - best span score exceeds it (fitted on train)
     intermediate_steps: list[dict] = field(default_factory=list)  # sequential: task, size, epochs, losses per step
+    # the fingerprint of the same run with no measurement (RunSettings.unmeasured): a result whose
+    # training fingerprint matches trained exactly as asked, whatever it measured
+    training_fingerprint: str | None = None
 
     @property
     def cond(self) -> Condition:
@@ -88,13 +92,39 @@ def result_path(study_dir: Path, condition: Condition) -> Path:
     return Path(study_dir) / condition.task / f"n{condition.size}" / condition.slug / f"trial{condition.trial}.json"
 
 
-def finished(path: Path, key: str) -> RunResult | None:
-    """The result at `path` if it is complete and was computed from exactly these inputs."""
+def readable(path: Path) -> RunResult | None:
+    """The complete result at `path`, whatever its inputs; None if there is none."""
     try:
-        result = RunResult.read(path)
+        return RunResult.read(path)
     except (OSError, ValueError, TypeError):  # absent, cut short, or of an older layout: compute it again
         return None
-    return result if result.fingerprint == key else None
+
+
+def finished(path: Path, key: str) -> RunResult | None:
+    """The result at `path` if it is complete and was computed from exactly these inputs."""
+    result = readable(path)
+    return result if result is not None and result.fingerprint == key else None
+
+
+def with_measurements_of(result: RunResult | None, settings, key: str, training_key: str) -> RunResult | None:
+    """`result` as a run with `settings` (RunSettings; fingerprint `key`, training fingerprint
+    `training_key`) records it, where it can be: the result itself if its fingerprint is
+    `key`; else, if it trained identically and measured at least what `settings` ask for
+    (with the same parameters), the result without the measurements they do not ask for.
+    None where it cannot (the run must train)."""
+    if result is None or result.fingerprint == key:
+        return result
+    if result.training_fingerprint != training_key:
+        return None
+    recorded, empty = result.settings, RunResult.__dataclass_fields__
+    for m in MEASUREMENTS:
+        asked = getattr(settings, m.setting)
+        if asked and not (
+            recorded.get(m.setting) and all(recorded.get(p) == getattr(settings, p) for p in m.parameters)
+        ):
+            return None
+    dropped = {m.field: empty[m.field].default_factory() for m in MEASUREMENTS if not getattr(settings, m.setting)}
+    return replace(result, fingerprint=key, settings=asdict(settings), **dropped)
 
 
 def read_results(root: Path) -> list[RunResult]:

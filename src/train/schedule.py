@@ -11,10 +11,12 @@ conditions the params no longer ask for are removed at the end.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from src.conditions.condition import Condition
 from src.conditions.schemes import scheme_of
+from src.conditions.studies import head_references
 from src.config.schema import Config
 from src.errors import ParamsError
 from src.files import write_json_atomically
@@ -23,18 +25,20 @@ from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
 from src.train.progress import Progress
-from src.train.result import RunResult, finished, result_path
+from src.train.result import RunResult, readable, result_path, with_measurements_of
 from src.train.run import fingerprint, run_condition
 
 
-def run_settings(config: Config, epochs: int, full_model: bool = False) -> RunSettings:
+def run_settings(config: Config, epochs: int, full_model: bool = False, head_reference: bool = False) -> RunSettings:
     """The settings of a run; `precision: auto` resolved for the device the run trains on,
     so the result and its fingerprint hold the precision actually used. The measurements
     are resolved for the run too (`full_model`: nothing reinitialised, permuted or trained
-    before, see is_full_model), so switching one that applies to the full model only
-    leaves every other run's fingerprint as it was."""
+    before, see is_full_model; `head_reference`: a head study compares its runs with this
+    one, see head_references), so switching one that applies to some runs only leaves
+    every other run's fingerprint as it was."""
     train, device = config.train, run_device(config.executor)
     criticality = train.criticality == "all" or (train.criticality == "full_model" and full_model)
+    importance = {"off": False, "head_studies": full_model and head_reference, "full_model": full_model}
     return RunSettings(
         train.lr,
         train.batch_size,
@@ -50,7 +54,7 @@ def run_settings(config: Config, epochs: int, full_model: bool = False) -> RunSe
         cka=train.cka,
         criticality=criticality,
         criticality_examples=train.criticality_examples if criticality else 0,
-        head_importance=train.head_importance and full_model,
+        head_importance=importance[train.head_importance],
     )
 
 
@@ -80,11 +84,13 @@ def check_sizes(conditions: list[Condition], tasks_dir: Path, where: str) -> Non
                 )
 
 
-def finished_in_studies(studies_dir: Path, condition: Condition, key: str) -> tuple[RunResult, Path] | None:
-    """(result, its file) of a study that finished this exact run (same fingerprint), if any."""
+def finished_in_studies(
+    studies_dir: Path, condition: Condition, settings: RunSettings, key: str, training_key: str
+) -> tuple[RunResult, Path] | None:
+    """(result, its file) of a study that finished this run (with_measurements_of), if any."""
     for study in sorted(p for p in studies_dir.iterdir() if p.is_dir()):
         path = result_path(study, condition)
-        if (result := finished(path, key)) is not None:
+        if (result := with_measurements_of(readable(path), settings, key, training_key)) is not None:
             return result, path
     return None
 
@@ -102,14 +108,23 @@ def run_all(
     """Every condition's result: kept, copied from another study (`reuse`) or trained now."""
     paths = [result_path(out, condition) for condition in conditions]
     num_layers = BaseModelRecord.read(model_dir).num_layers
-    settings = [run_settings(config, c.epochs, is_full_model(c, num_layers)) for c in conditions]
+    compared = head_references(config, num_layers) if config.train.head_importance == "head_studies" else set()
+    settings = [run_settings(config, c.epochs, is_full_model(c, num_layers), c in compared) for c in conditions]
     keys = [fingerprint(c, s, model_dir, tasks_dir) for c, s in zip(conditions, settings)]
+    training_keys = [fingerprint(c, s.unmeasured(), model_dir, tasks_dir) for c, s in zip(conditions, settings)]
     results: list[RunResult | None] = []
     for i, (condition, path, key) in enumerate(zip(conditions, paths, keys), 1):
-        result = finished(path, key)
+        found = readable(path)
+        result = with_measurements_of(found, settings[i - 1], key, training_keys[i - 1])
         if result is not None:
-            print(f"[{i}/{len(conditions)}] {condition.describe()}: finished earlier, kept")
-        elif reuse is not None and (twin := finished_in_studies(reuse, condition, key)) is not None:
+            note = ""
+            if result is not found:  # it measured more than asked now: the same run, kept without the rest
+                result.write(path)
+                note = " (the measurements no longer asked for dropped)"
+            print(f"[{i}/{len(conditions)}] {condition.describe()}: finished earlier, kept{note}")
+        elif reuse is not None and (
+            twin := finished_in_studies(reuse, condition, settings[i - 1], key, training_keys[i - 1])
+        ):
             result, source = twin
             result.write(path)
             print(f"[{i}/{len(conditions)}] {condition.describe()}: the same run as in {source}, copied")
@@ -150,6 +165,7 @@ def run_all(
             failed.append(f"{conditions[i].describe()}: {result.cause}")
             progress.finished(job, f"{line}: failed after {result.attempts} attempt(s): {result.cause}", failed=True)
             continue
+        result = replace(result, training_fingerprint=training_keys[i])
         result.write(paths[i])  # saved as soon as it finishes: a kill loses only runs in flight
         paths[i].with_suffix(".ckpt").unlink(missing_ok=True)
         paths[i].with_suffix(".failed").unlink(missing_ok=True)
