@@ -161,6 +161,7 @@ def grid_params() -> dict:
             "criticality": "full_model",
             "criticality_examples": 0,
             "head_importance": "off",
+            "keep_weights": False,
         },
         "executor": {
             "kind": "local",

@@ -22,11 +22,12 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import grid_params
+from conftest import grid_params, stub_result
 
 from src.conditions.condition import Condition
 from src.config.load import validate
 from src.data import tokens
+from src.files import sha256_of
 from src.imports import code_files
 from src.model.finetuner import build_finetuner
 from src.model.record import BaseModelRecord
@@ -449,6 +450,76 @@ def test_a_result_that_measured_more_than_asked_is_kept_without_the_rest_and_one
     stdout = run_stage(root, tiny_model_dir)
     trained = trained_lines(stdout)
     assert len(kept_lines(stdout)) == 6 and len(trained) == 2 and all(" k3_e1 " in line for line in trained), stdout
+
+
+def test_measurements_added_later_are_made_on_kept_weights_and_equal_those_made_while_training(
+    tmp_path, tiny_model_dir, tiny_task_dir
+):
+    measured = {"cka": True, "criticality": "full_model", "head_importance": "full_model"}
+    reference_root = make_scratch(tmp_path / "reference", tiny_task_dir, tiny_params(**measured))
+    run_stage(reference_root, tiny_model_dir)
+    reference = {name: json.loads(p.read_text()) for name, p in result_files(reference_root / "out").items()}
+
+    # Trained with no measurement, keeping the weights; then every measurement asked for: none trains.
+    root = make_scratch(tmp_path / "kept", tiny_task_dir, tiny_params(keep_weights=True, cka=False, criticality="off"))
+    assert len(trained_lines(run_stage(root, tiny_model_dir))) == 8
+    out = root / "out"
+    for path in result_files(out).values():
+        kept = path.with_suffix(".weights.safetensors")
+        assert json.loads(path.read_text())["weights_sha256"] == sha256_of(kept)
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=True, **measured), sort_keys=False))
+    stdout = run_stage(root, tiny_model_dir)
+    assert not trained_lines(stdout) and stdout.count("measured on its kept weights, not trained") == 8, stdout
+    for name, path in result_files(out).items():
+        now, then = json.loads(path.read_text()), reference[name]
+        for field in ("layer_cka", "criticality", "head_importance", "scores", "predictions", "fingerprint"):
+            assert now[field] == then[field], (name, field)
+    assert json.loads((out / "rt_sentiment/n80/k3_e1/trial0.json").read_text())["head_importance"]["before"]
+
+    # Weights that are not the file the run recorded are never measured: that run trains again.
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=True, cka=False), sort_keys=False))
+    run_stage(root, tiny_model_dir)  # back to fewer measurements: kept, nothing trains
+    kept = out / "rt_sentiment/n80/k1_e1/trial0.weights.safetensors"
+    kept.write_bytes(kept.read_bytes()[:-8] + bytes(8))
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=True), sort_keys=False))
+    stdout = run_stage(root, tiny_model_dir)
+    assert [line.split("] ")[1].split(": ")[0] for line in trained_lines(stdout)] == ["rt_sentiment n=80 k1_e1 trial 0"]
+    assert json.loads(kept.with_name("trial0.json").read_text())["weights_sha256"] == sha256_of(kept)
+
+    # Without keep_weights the stage keeps no weights; with it, a result without its weights trains again.
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=False), sort_keys=False))
+    run_stage(root, tiny_model_dir)
+    assert not list(out.rglob("*.safetensors"))
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=True), sort_keys=False))
+    stdout = run_stage(root, tiny_model_dir)
+    assert len(trained_lines(stdout)) == 8 and stdout.count("without its weights; trains again to keep them") == 8
+
+
+def test_kept_weights_give_a_sequential_run_only_the_measurements_that_read_no_starting_weights(tmp_path):
+    # criticality rewinds to the start of the final finetuning, which after an intermediate task was not kept
+    from dataclasses import asdict, replace
+
+    from src.train.schedule import measurable_from_weights
+
+    asked = run_settings(validate(tiny_params(criticality="all")), 1, full_model=True)
+    weights = tmp_path / "trial0.weights.safetensors"
+    weights.write_bytes(b"weights")
+
+    def kept(condition, **measured_then):
+        recorded = asdict(replace(asked, **measured_then))
+        fields = dict(status="ok", settings=recorded, training_fingerprint="t", weights_sha256=sha256_of(weights))
+        return stub_result(condition.as_dict(), **fields)
+
+    plain = Condition("rt_sentiment", 80, 0, 1, k=3)
+    sequential = replace(plain, intermediate_task="subjectivity")
+    assert measurable_from_weights(kept(plain, criticality=False), plain, asked, "t", weights)
+    assert not measurable_from_weights(kept(sequential, criticality=False), sequential, asked, "t", weights)
+    assert measurable_from_weights(kept(sequential, cka=False), sequential, asked, "t", weights)  # CKA: final only
+    assert not measurable_from_weights(kept(plain, cka=False), plain, asked, "another training", weights)
+    assert not measurable_from_weights(kept(plain, cka=False), plain, asked, "t", tmp_path / "absent")
+    result = kept(plain, cka=False)
+    weights.write_bytes(b"other weights")  # not the file the run recorded
+    assert not measurable_from_weights(result, plain, asked, "t", weights)
 
 
 def test_one_worker_and_two_workers_give_the_same_results(tmp_path, tiny_model_dir, tiny_task_dir, uninterrupted):

@@ -59,6 +59,7 @@ class RunResult:
     # the fingerprint of the same run with no measurement (RunSettings.unmeasured): a result whose
     # training fingerprint matches trained exactly as asked, whatever it measured
     training_fingerprint: str | None = None
+    weights_sha256: str | None = None  # train.keep_weights: the finetuned weights kept beside it (weights_path)
 
     @property
     def cond(self) -> Condition:
@@ -111,20 +112,39 @@ def with_measurements_of(result: RunResult | None, settings, key: str, training_
     `training_key`) records it, where it can be: the result itself if its fingerprint is
     `key`; else, if it trained identically and measured at least what `settings` ask for
     (with the same parameters), the result without the measurements they do not ask for.
-    None where it cannot (the run must train)."""
+    None where it cannot (the run must train, or measure its kept weights)."""
     if result is None or result.fingerprint == key:
         return result
-    if result.training_fingerprint != training_key:
+    if result.training_fingerprint != training_key or missing_measurements(result, settings):
         return None
-    recorded, empty = result.settings, RunResult.__dataclass_fields__
-    for m in MEASUREMENTS:
-        asked = getattr(settings, m.setting)
-        if asked and not (
-            recorded.get(m.setting) and all(recorded.get(p) == getattr(settings, p) for p in m.parameters)
-        ):
-            return None
-    dropped = {m.field: empty[m.field].default_factory() for m in MEASUREMENTS if not getattr(settings, m.setting)}
-    return replace(result, fingerprint=key, settings=asdict(settings), **dropped)
+    return measured_as(result, settings, key, {m.field: getattr(result, m.field) for m in MEASUREMENTS})
+
+
+def missing_measurements(result: RunResult, settings) -> list[str]:
+    """The measurements `settings` ask for that `result` did not make with the same parameters."""
+    recorded = result.settings
+    return [
+        m.setting
+        for m in MEASUREMENTS
+        if getattr(settings, m.setting)
+        and not (recorded.get(m.setting) and all(recorded.get(p) == getattr(settings, p) for p in m.parameters))
+    ]
+
+
+def measured_as(result: RunResult, settings, key: str, measured: dict) -> RunResult:
+    """The same training run recorded under `settings` (fingerprint `key`): each measurement they
+    ask for from `measured` (RunResult field -> value), every other measurement empty."""
+    empty = RunResult.__dataclass_fields__
+    fields = {
+        m.field: measured[m.field] if getattr(settings, m.setting) else empty[m.field].default_factory()
+        for m in MEASUREMENTS
+    }
+    return replace(result, fingerprint=key, settings=asdict(settings), **fields)
+
+
+def weights_path(result_file: Path) -> Path:
+    """Where train.keep_weights keeps a run's finetuned weights: beside its result."""
+    return Path(result_file).with_suffix(".weights.safetensors")
 
 
 def read_results(root: Path) -> list[RunResult]:

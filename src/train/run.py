@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import load_model, save_model
 from torch import nn
 
 from src.conditions.condition import Condition, derive_seed
@@ -24,6 +25,7 @@ from src.config.checks import FULL
 from src.data import tokens
 from src.files import sha256_of
 from src.imports import ROOT, code_files
+from src.measures import MEASUREMENTS
 from src.measures.cka import layer_cka
 from src.measures.criticality import layer_states, rewind_drops
 from src.measures.heads import head_importance
@@ -33,7 +35,7 @@ from src.model.finetuner import Finetuner, build_finetuner, new_task_head, reini
 from src.model.record import BaseModelRecord
 from src.tasks.registry import get_task
 from src.train.loop import RunSettings, autocast, evaluate, finetune, fit_null_threshold
-from src.train.result import RunResult, encode_step_losses
+from src.train.result import RunResult, encode_step_losses, measured_as, missing_measurements
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
 # What a result depends on besides its inputs: this module and every repo file it imports.
@@ -51,11 +53,23 @@ def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, ta
         "condition": condition.as_dict(),
         "settings": {**asdict(settings), "checkpoint_every": None},  # checkpoints never change results
         "base": BaseModelRecord.read(model_dir).weights_sha256,
-        "tokens": [sha256_of(tasks_dir / t / "tokens.npz") for t in tasks],
-        "code": [sha256_of(ROOT / f) for f in TRAINING_CODE],
+        "tokens": [_file_sha256(tasks_dir / t / "tokens.npz") for t in tasks],
+        "code": [_file_sha256(ROOT / f) for f in TRAINING_CODE],
         "torch": torch.__version__,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    """sha256_of, once per file version in a process: a stage fingerprints every condition twice
+    (with and without its measurements) over the same token and code files."""
+    stat = Path(path).stat()
+    return _sha256_of_version(Path(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _sha256_of_version(path: Path, mtime_ns: int, size: int) -> str:
+    return sha256_of(path)
 
 
 def run_condition(
@@ -67,23 +81,28 @@ def run_condition(
     checkpoint: Path | None = None,
     key: str = "",
     log: Path | None = None,
+    weights: Path | None = None,
+    kept: RunResult | None = None,
 ) -> RunResult:
     """Finetune and score one condition. With `log`, its per-epoch progress is appended
-    there (the stage's own output stays one line per run)."""
+    there (the stage's own output stays one line per run). With `weights`, the finetuned
+    weights are kept there (train.keep_weights). With `kept`, a finished result of this
+    training run whose weights are at `weights`, nothing trains: the measurements `settings`
+    ask for are made on those weights (measure_kept_weights)."""
     if log is None:
-        return _run_condition(condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, lambda line: None)
+        return _run_or_measure(
+            condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, None, weights, kept
+        )
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as f:  # appended: a resumed or requeued run adds to its earlier attempt's lines
-        return _run_condition(
-            condition,
-            settings,
-            model_dir,
-            tasks_dir,
-            log_epochs,
-            checkpoint,
-            key,
-            lambda line: print(line, file=f, flush=True),
-        )
+        return _run_or_measure(condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, f, weights, kept)
+
+
+def _run_or_measure(condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, log, weights, kept):
+    progress = (lambda line: None) if log is None else (lambda line: print(line, file=log, flush=True))
+    if kept is not None:
+        return measure_kept_weights(condition, settings, model_dir, tasks_dir, key, weights, kept, progress)
+    return _run_condition(condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, progress, weights)
 
 
 def _load(tasks_dir: Path, task: str, split: str) -> tokens.TokenizedSplit:
@@ -99,6 +118,7 @@ def _run_condition(
     checkpoint: Path | None,
     key: str,
     progress,
+    weights: Path | None,
 ) -> RunResult:
     task = get_task(condition.task)
     seed = settings.seed
@@ -107,11 +127,7 @@ def _run_condition(
     model, record = build_finetuner(
         model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
     )
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.type != settings.device:  # e.g. a SLURM node without the GPU the run asked for
-        raise RuntimeError(
-            f"this run's fingerprint is for {settings.device}, but {os.uname().nodename} trains on {device.type}"
-        )
+    device = _device(settings)
     model.to(device)
     progress(
         f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, {torch.get_num_threads()} "
@@ -215,11 +231,85 @@ def _run_condition(
         record.update(measured)
         if importance_before is not None:
             record["head_importance"]["before"] = importance_before
+        if weights is not None:
+            record["weights_sha256"] = _keep_weights(model, weights)
     record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
     record["eval_examples"] = eval_split.examples
     record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
     record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
     return _result(condition, settings, record, outcome, evaluation, changes, task, key)
+
+
+def measure_kept_weights(
+    condition: Condition,
+    settings: RunSettings,
+    model_dir: Path,
+    tasks_dir: Path,
+    key: str,
+    weights: Path,
+    kept: RunResult,
+    progress=lambda line: None,
+) -> RunResult:
+    """`kept` (a finished run of this training that kept its weights, train.keep_weights) with
+    the measurements `settings` ask for: those it made are kept, the missing ones are made on
+    its kept weights instead of training again. The starting model is rebuilt from the condition
+    (a pure function of it: build_finetuner) for the measurements that read it (`reads_start`),
+    which is why a run with an intermediate task cannot give them this way
+    (schedule.measurable_from_weights, which also checks that they are the file the run
+    recorded). They must reproduce its eval predictions exactly, else this fails and says so."""
+    missing = missing_measurements(kept, settings)
+    only = replace(settings, **{m.setting: m.setting in missing for m in MEASUREMENTS})
+    task = get_task(condition.task)
+    model, _ = build_finetuner(
+        model_dir, condition, task.kind.head_outputs(task.num_labels), settings.seed, task.kind.token_level
+    )
+    device = _device(settings)
+    model.to(device)
+    progress(f"{condition.describe()}: measuring {', '.join(missing)} on its kept weights {weights.name}, no training")
+    pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
+    indices = tokens.training_subset(
+        pool.examples, condition.size, task.name, condition.stream("subset"), settings.seed
+    )
+    train_split = pool.of_examples(indices)
+    initial = layer_states(model.encoder) if only.criticality else None
+    before = head_importance(model, task, train_split, settings.batch_size) if only.head_importance else None
+    load_model(model, weights, device=str(device))
+    evaluation = evaluate(
+        model,
+        task,
+        eval_split,
+        settings.eval_batch_size,
+        settings.precision,
+        kept.null_threshold,
+        layer_features=only.cka,
+    )
+    if task.kind.encode_predictions(evaluation["predictions"]) != kept.predictions:
+        raise RuntimeError(
+            f"the weights in {weights} do not reproduce their run's eval predictions (another device, precision or "
+            "thread count?): delete them and the result to retrain"
+        )
+    tokens_file = tasks_dir / task.name / "tokens.npz"
+    made = _measurements(model, task, tokens_file, eval_split, train_split, only, model_dir, evaluation, initial)
+    if before is not None:
+        made["head_importance"]["before"] = before
+    return measured_as(kept, settings, key, {m.field: getattr(kept, m.field) for m in MEASUREMENTS} | made)
+
+
+def _device(settings: RunSettings) -> torch.device:
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type != settings.device:  # e.g. a SLURM node without the GPU the run asked for
+        raise RuntimeError(
+            f"this run's fingerprint is for {settings.device}, but {os.uname().nodename} trains on {device.type}"
+        )
+    return device
+
+
+def _keep_weights(model: Finetuner, path: Path) -> str:
+    """Write the finetuned model's weights to `path` atomically (safetensors); their sha256."""
+    tmp = path.with_suffix(".tmp")
+    save_model(model, str(tmp), force_contiguous=True)
+    os.replace(tmp, path)
+    return sha256_of(path)
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,6 +11,7 @@ conditions the params no longer ask for are removed at the end.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,13 +20,21 @@ from src.conditions.schemes import scheme_of
 from src.conditions.studies import head_references
 from src.config.schema import Config
 from src.errors import ParamsError
-from src.files import write_json_atomically
+from src.files import sha256_of, write_json_atomically
+from src.measures import MEASUREMENTS
 from src.model.record import BaseModelRecord
 from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
 from src.train.progress import Progress
-from src.train.result import RunResult, readable, result_path, with_measurements_of
+from src.train.result import (
+    RunResult,
+    missing_measurements,
+    readable,
+    result_path,
+    weights_path,
+    with_measurements_of,
+)
 from src.train.run import fingerprint, run_condition
 
 
@@ -95,6 +104,22 @@ def finished_in_studies(
     return None
 
 
+def measurable_from_weights(
+    found: RunResult | None, condition: Condition, settings: RunSettings, training_key: str, weights: Path
+) -> bool:
+    """Whether `found`, a finished result at this condition's place, trained as asked and kept its
+    weights (train.keep_weights: the file it recorded, by sha256), so that the measurements it
+    lacks are made on them instead of training again (run.measure_kept_weights). Not for a
+    measurement that reads the weights the run started from on a run with an intermediate task:
+    that start was not kept."""
+    if found is None or not found.ok or found.training_fingerprint != training_key or found.weights_sha256 is None:
+        return False
+    reads_start = {m.setting for m in MEASUREMENTS if m.reads_start}
+    if condition.intermediate_steps and reads_start & set(missing_measurements(found, settings)):
+        return False
+    return weights.exists() and sha256_of(weights) == found.weights_sha256
+
+
 def run_all(
     conditions: list[Condition],
     config: Config,
@@ -105,33 +130,50 @@ def run_all(
     log_epochs: bool,
     reuse: Path | None = None,
 ) -> list[RunResult]:
-    """Every condition's result: kept, copied from another study (`reuse`) or trained now."""
+    """Every condition's result: kept, copied from another study (`reuse`), measured on its kept
+    weights, or trained now. With train.keep_weights every finished run has its weights beside it."""
     paths = [result_path(out, condition) for condition in conditions]
+    weights = [weights_path(path) for path in paths]
+    keep = config.train.keep_weights
     num_layers = BaseModelRecord.read(model_dir).num_layers
     compared = head_references(config, num_layers) if config.train.head_importance == "head_studies" else set()
     settings = [run_settings(config, c.epochs, is_full_model(c, num_layers), c in compared) for c in conditions]
     keys = [fingerprint(c, s, model_dir, tasks_dir) for c, s in zip(conditions, settings)]
     training_keys = [fingerprint(c, s.unmeasured(), model_dir, tasks_dir) for c, s in zip(conditions, settings)]
     results: list[RunResult | None] = []
-    for i, (condition, path, key) in enumerate(zip(conditions, paths, keys), 1):
-        found = readable(path)
-        result = with_measurements_of(found, settings[i - 1], key, training_keys[i - 1])
-        if result is not None:
+    measure: dict[int, RunResult] = {}  # runs whose kept weights give what they lack
+    for i, condition in enumerate(conditions):
+        tag = f"[{i + 1}/{len(conditions)}] {condition.describe()}"
+        found = readable(paths[i])
+        result = with_measurements_of(found, settings[i], keys[i], training_keys[i])
+        if result is not None and keep and result.ok and not weights[i].exists():
+            print(f"{tag}: finished earlier without its weights; trains again to keep them (train.keep_weights)")
+            result = None
+        elif result is not None:
             note = ""
             if result is not found:  # it measured more than asked now: the same run, kept without the rest
-                result.write(path)
+                result.write(paths[i])
                 note = " (the measurements no longer asked for dropped)"
-            print(f"[{i}/{len(conditions)}] {condition.describe()}: finished earlier, kept{note}")
+            print(f"{tag}: finished earlier, kept{note}")
         elif reuse is not None and (
-            twin := finished_in_studies(reuse, condition, settings[i - 1], key, training_keys[i - 1])
+            twin := finished_in_studies(reuse, condition, settings[i], keys[i], training_keys[i])
         ):
             result, source = twin
-            result.write(path)
-            print(f"[{i}/{len(conditions)}] {condition.describe()}: the same run as in {source}, copied")
+            if keep and result.ok:
+                if not weights_path(source).exists():
+                    result = None  # the study did not keep them: trains here to keep them
+                else:
+                    shutil.copyfile(weights_path(source), weights[i])
+            if result is not None:
+                result.write(paths[i])
+                print(f"{tag}: the same run as in {source}, copied")
+        elif measurable_from_weights(found, condition, settings[i], training_keys[i], weights[i]):
+            measure[i] = found
         results.append(result)
-    # Longest runs first, so that a stage ends on a short one and the other workers idle less.
+    # Longest runs first, so that a stage ends on a short one and the other workers idle less; measuring
+    # kept weights trains nothing.
     pool = pool_sizes(tasks_dir)
-    examples = [condition.examples_trained(pool) for condition in conditions]
+    examples = [0 if i in measure else condition.examples_trained(pool) for i, condition in enumerate(conditions)]
     todo = sorted((i for i, result in enumerate(results) if result is None), key=lambda i: -examples[i])
     # Absolute paths: SLURM and Ray workers do not start in this folder (it must be on a shared filesystem).
     runs = [
@@ -144,6 +186,8 @@ def run_all(
             paths[i].with_suffix(".ckpt").resolve(),
             keys[i],
             paths[i].with_suffix(".log").resolve(),
+            weights[i].resolve() if keep or i in measure else None,
+            measure.get(i),
         )
         for i in todo
     ]
@@ -170,9 +214,12 @@ def run_all(
         paths[i].with_suffix(".ckpt").unlink(missing_ok=True)
         paths[i].with_suffix(".failed").unlink(missing_ok=True)
         results[i] = result
-        progress.finished(job, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
+        if i in measure:
+            progress.finished(job, f"{line}: measured on its kept weights, not trained {result.scores}")
+        else:
+            progress.finished(job, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
 
-    remove_stale(out, paths)
+    remove_stale(out, paths, keep)
     if failed:  # every finished result is saved above; a rerun trains only these
         raise SystemExit(
             f"finetune {where}: {len(failed)} of {len(conditions)} runs failed (their causes are in <run>.failed next "
@@ -181,10 +228,12 @@ def run_all(
     return results
 
 
-def remove_stale(out: Path, paths: list[Path]) -> None:
-    """Delete every file under `out` that belongs to no condition asked for, then empty folders."""
+def remove_stale(out: Path, paths: list[Path], keep_weights: bool = False) -> None:
+    """Delete every file under `out` that belongs to no condition asked for (and every run's kept
+    weights unless train.keep_weights), then empty folders."""
     out.mkdir(parents=True, exist_ok=True)  # DVC's output, even for a study whose runs all belong to others
     kept = {path.with_suffix(suffix) for path in paths for suffix in (".json", ".ckpt", ".log", ".failed")}
+    kept |= {weights_path(path) for path in paths} if keep_weights else set()
     for stale in [p for p in out.rglob("*") if p.is_file() and p not in kept]:
         stale.unlink()
     for folder in sorted((p for p in out.rglob("*") if p.is_dir()), reverse=True):
