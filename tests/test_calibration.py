@@ -159,3 +159,19 @@ def test_the_curve_bootstrap_counts_the_interaction_once():
     k90, rho = rows["k90 difference"], rows["difference of rho"]
     assert k90.half_width <= 1.25 and rho.half_width <= 1.45, rows
     assert k90.coverage_ok(SIGMAS) and rho.coverage_ok(SIGMAS), rows
+
+
+@pytest.mark.parametrize("name", ["noise = effect", "noise 3x effect"])
+@pytest.mark.parametrize("latent_rho", [0.3, 0.6])
+def test_the_correlation_estimand_is_the_latent_one_attenuated_by_the_measurement_noise(name, latent_rho):
+    # one importance and one reinit trial, no collapse: log importance and drop are bivariate normal, so the
+    # population Spearman is (6/pi) arcsin(r/2) of their correlation r, the latent one attenuated by both noises
+    design = calibration.HEAD_DESIGNS[name]
+    skew, noise = calibration.IMPORTANCE_SKEW, calibration.IMPORTANCE_NOISE
+    r = latent_rho * skew / np.hypot(skew, noise) / np.hypot(1, design.noise)
+    expected = 6 / np.pi * np.arcsin(r / 2)
+    assert calibration.population_spearman(design, latent_rho, (1, 1)) == pytest.approx(expected, abs=0.004)
+    # collapsed trials (10%, their drops unrelated to importance) attenuate it further; nothing creates one
+    collapsing = calibration.HeadDesign(design.noise, 0.1)
+    assert 0 < calibration.population_spearman(collapsing, latent_rho, (1, 1)) < 0.9 * expected
+    assert calibration.population_spearman(collapsing, 0.0, (3, 3)) == 0
