@@ -13,7 +13,6 @@ and the permutation p (exact up to 8 heads).
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -95,26 +94,6 @@ def percentile_interval(importance: np.ndarray, drop: np.ndarray, level: float =
     return float(low), float(high)
 
 
-def bca_interval(importance: np.ndarray, drop: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """scipy.stats.bootstrap's BCa interval of Spearman rho over heads (pairs resampled); NaN, by
-    scipy's rule, when any resample is degenerate or the acceleration is undefined."""
-    # scipy warns where the interval is NaN (a degenerate resample, or jackknife values all equal, so
-    # that the acceleration is 0/0): NaN is the answer here
-    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
-        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
-        interval = scipy_stats.bootstrap(
-            (importance, drop),
-            lambda x, y, axis: hypothesis.spearman_rows(x, y),
-            paired=True,
-            vectorized=True,
-            n_resamples=BOOTSTRAP_RESAMPLES,
-            confidence_level=level,
-            method="BCa",
-            rng=0,
-        ).confidence_interval
-    return float(interval.low), float(interval.high)
-
-
 def fisher_interval(importance: np.ndarray, drop: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     """Fisher z of Spearman rho with Bonett & Wright's (2000) standard error for it,
     sqrt((1 + rho^2 / 2) / (n - 3)). At rho = +-1 the interval is that point."""
@@ -129,7 +108,6 @@ def fisher_interval(importance: np.ndarray, drop: np.ndarray, level: float = 0.9
 # from which calibration.correlation_interval picks the one reported at a number of heads
 CORRELATION_INTERVALS = {
     "percentile bootstrap": percentile_interval,
-    "BCa bootstrap": bca_interval,
     "Fisher z, Bonett-Wright SE": fisher_interval,
 }
 

@@ -597,9 +597,8 @@ def correlation_table(
     return rows
 
 
-# the fewest heads from which spearman_with_uncertainty reports each interval, in order of preference:
-# here still what it reported before correlation_table measured it
-CORRELATION_INTERVAL_FROM = {"percentile bootstrap": 3}
+# the fewest heads from which spearman_with_uncertainty reports each interval, in order of preference
+CORRELATION_INTERVAL_FROM = {"Fisher z, Bonett-Wright SE": 6}
 
 
 def correlation_interval(heads: int) -> tuple[str | None, str]:
