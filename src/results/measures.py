@@ -6,7 +6,8 @@ score with one layer rewound (to its pretrained or its initial value) and the dr
 metrics/head_importance.csv: each full-model run's head importance before and after
 finetuning. metrics/head_importance_vs_reinit.csv: per head study, task and size, the
 Spearman correlation of head importance with the measured drop from reinitialising that
-head (the heads study, aggregate.head_changes), with a bootstrap interval over heads
+head (the heads study, aggregate.head_changes), with its interval over heads where one is
+calibrated at that number of heads (calibration.correlation_interval; docs/calibration.md)
 and the permutation p (exact up to 8 heads).
 """
 
