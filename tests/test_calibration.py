@@ -159,3 +159,64 @@ def test_the_curve_bootstrap_counts_the_interaction_once():
     k90, rho = rows["k90 difference"], rows["difference of rho"]
     assert k90.half_width <= 1.25 and rho.half_width <= 1.45, rows
     assert k90.coverage_ok(SIGMAS) and rho.coverage_ok(SIGMAS), rows
+
+
+@pytest.mark.parametrize("name", ["noise = effect", "noise 3x effect"])
+@pytest.mark.parametrize("latent_rho", [0.3, 0.6])
+def test_the_correlation_estimand_is_the_latent_one_attenuated_by_the_measurement_noise(name, latent_rho):
+    # one importance and one reinit trial, no collapse: log importance and drop are bivariate normal, so the
+    # population Spearman is (6/pi) arcsin(r/2) of their correlation r, the latent one attenuated by both noises
+    design = calibration.HEAD_DESIGNS[name]
+    skew, noise = calibration.IMPORTANCE_SKEW, calibration.IMPORTANCE_NOISE
+    r = latent_rho * skew / np.hypot(skew, noise) / np.hypot(1, design.noise)
+    expected = 6 / np.pi * np.arcsin(r / 2)
+    assert calibration.population_spearman(design, latent_rho, (1, 1)) == pytest.approx(expected, abs=0.004)
+    # collapsed trials (10%, their drops unrelated to importance) attenuate it further; nothing creates one
+    collapsing = calibration.HeadDesign(design.noise, 0.1)
+    assert 0 < calibration.population_spearman(collapsing, latent_rho, (1, 1)) < 0.9 * expected
+    assert calibration.population_spearman(collapsing, 0.0, (3, 3)) == 0
+
+
+@pytest.mark.parametrize("heads", [h for h in calibration.HEADS if calibration.correlation_interval(h)[0]])
+def test_the_correlation_interval_the_rule_reports_covers_under_every_design_at_its_heads(heads):
+    # the cells correlation_interval relies on: every design, latent rho and trial count at this number of heads
+    method, _ = calibration.correlation_interval(heads)
+    rows = calibration.correlation_table(reps=400, heads=(heads,), methods=(method,))
+    assert len(rows) == len(calibration.HEAD_DESIGNS) * 3 * 4
+    assert all(row.coverage_ok(SIGMAS) and row.size_ok(SIGMAS) for row in rows), [r for r in rows if not r.ok(SIGMAS)]
+
+
+def test_the_correlation_rule_refuses_four_heads_and_the_percentile_bootstrap_where_they_fail():
+    def cell(heads, latent_rho, methods=None):
+        return calibration.correlation_table(
+            reps=600,
+            heads=(heads,),
+            methods=methods,
+            designs=("noise = effect",),
+            latent_rhos=(latent_rho,),
+            trials=((1, 3),),
+        )
+
+    # 4 heads: rho is +-1 in 1 of 12 tables with no relation, and every candidate's interval is then that point
+    four = [row for row in cell(4, 0.6) if row.test != calibration.PERMUTATION]
+    assert len(four) == 2 and not any(row.coverage_ok(SIGMAS) for row in four), four
+    assert calibration.correlation_interval(4) == (None, "none: not calibrated at 4 heads (docs/calibration.md)")
+    # the percentile bootstrap the table reported before: size 0.12-0.14 at 5 heads, where Fisher's interval holds
+    (five,) = cell(5, 0.0, ("percentile bootstrap",))
+    assert not five.size_ok(SIGMAS), five
+    assert calibration.correlation_interval(5)[0] == "Fisher z, Bonett-Wright SE"
+    assert all(calibration.correlation_interval(h)[0] != "percentile bootstrap" for h in range(3, 200))
+
+
+@pytest.mark.parametrize("heads", [6, 72])
+def test_the_permutation_p_of_the_correlation_holds_its_size(heads):
+    # exact (every pairing) at 6 heads, 20,000 random pairings at 72; the null is the same for every design
+    rows = calibration.correlation_table(
+        reps=800,
+        heads=(heads,),
+        methods=(calibration.PERMUTATION,),
+        designs=("noise 3x effect, collapse",),
+        latent_rhos=(0.0,),
+        trials=((1, 1), (3, 3)),
+    )
+    assert len(rows) == 2 and all(row.size_ok(SIGMAS) for row in rows), rows

@@ -243,6 +243,21 @@ def test_exact_spearman_p_is_scipys_permutation_test(alternative):
     assert hypothesis.exact_spearman_p(x, y, alternative) == pytest.approx(expected)
 
 
+def test_exact_spearman_p_beyond_eight_points_is_scipys_random_permutation_test_and_holds_its_size():
+    # 12 points: 20,000 random pairings. A fresh seed-0 generator per pairing once made all of them the same
+    # one, and p 1e-4 (or 1) for nearly any data
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=12)
+    y = x + rng.normal(size=12)
+    expected = stats.permutation_test(
+        (x,), lambda a, axis: hypothesis.spearman_rows(y, a), permutation_type="pairings", vectorized=True, rng=1
+    ).pvalue
+    assert 0.01 < expected < 0.3
+    assert hypothesis.exact_spearman_p(x, y) == pytest.approx(expected, abs=4 * np.sqrt(expected / 9999))
+    null = [hypothesis.exact_spearman_p(rng.normal(size=12), rng.normal(size=12)) for _ in range(400)]
+    assert np.mean(np.array(null) < 0.05) < 0.05 + 3 * np.sqrt(0.05 * 0.95 / 400)
+
+
 def test_bootstrap_p_and_intervals_of_draws():
     boot = hypothesis.Bootstrap(1.0, np.array([1.0] * 90 + [-1.0] * 10 + [math.nan] * 5), 12)
     assert boot.p_zero() == pytest.approx(0.2) and boot.undefined_share == pytest.approx(5 / 105)

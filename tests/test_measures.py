@@ -239,10 +239,10 @@ def test_head_studies_measure_head_importance_on_exactly_the_full_model_runs_a_h
     assert head_references(validate(without_heads), 6) == set()
 
 
-def test_importance_vs_reinit_correlation_has_the_exact_permutation_p_and_a_bootstrap_interval():
+def test_importance_vs_reinit_correlation_has_the_exact_permutation_p_and_the_interval_calibrated_at_its_heads():
     import itertools
 
-    from scipy.stats import spearmanr
+    from scipy.stats import norm, spearmanr
 
     from src.results.measures import spearman_with_uncertainty
 
@@ -253,10 +253,18 @@ def test_importance_vs_reinit_correlation_has_the_exact_permutation_p_and_a_boot
     as_extreme = [abs(spearmanr(p, drop).statistic) >= abs(rho) - 1e-12 for p in itertools.permutations(importance)]
     assert found["spearman"] == pytest.approx(rho)
     assert found["p_permutation"] == pytest.approx(np.mean(as_extreme))  # all 720 pairings: 12 / 720
-    assert found["ci_low"] < rho <= found["ci_high"] <= 1
-    assert np.isnan(spearman_with_uncertainty(importance[:2], drop[:2])["spearman"])  # too few heads: no number
-    few = spearman_with_uncertainty(importance[:4], drop[:4])  # some resamples draw one head only: left out
-    assert -1 <= few["ci_low"] <= few["spearman"] <= few["ci_high"] <= 1
+    # 6 heads: calibration.correlation_interval's pick, Fisher z with the Bonett-Wright SE (docs/calibration.md)
+    half = norm.ppf(0.975) * np.sqrt((1 + rho**2 / 2) / (6 - 3))
+    assert found["interval"] == "Fisher z, Bonett-Wright SE"
+    assert (found["ci_low"], found["ci_high"]) == pytest.approx(np.tanh(np.arctanh(rho) + np.array([-half, half])))
+    # fewer heads than any measured: rho and the exact p (all 24 pairings), no interval, and why
+    few = spearman_with_uncertainty(importance[:4], drop[:4])
+    assert few["spearman"] == pytest.approx(spearmanr(importance[:4], drop[:4]).statistic)
+    assert few["p_permutation"] == pytest.approx(1 / 12)  # 2 of the 24 pairings are as extreme as rho = 1
+    assert np.isnan(few["ci_low"]) and np.isnan(few["ci_high"])
+    assert few["interval"] == "none: not calibrated at 4 heads (docs/calibration.md)"
+    too_few = spearman_with_uncertainty(importance[:2], drop[:2])
+    assert np.isnan(too_few["spearman"]) and too_few["interval"].startswith("none: fewer than 3 heads")
 
 
 def test_rewinding_to_the_initial_value_of_an_unchanged_model_drops_nothing_and_to_pretrained_does(

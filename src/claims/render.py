@@ -272,7 +272,8 @@ def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig)
 MEASURE_TABLES = {  # beyond the studies (docs/measures.md, docs/probes.md): shown where a run measured them
     "head_importance_vs_reinit": (
         "Head importance (Michel et al. 2019, train.head_importance) against the head-reinit effect: Spearman ρ "
-        "over heads, percentile-bootstrap interval over heads, permutation p (raw); a secondary analysis beside "
+        "over heads, its 95% interval over heads where one is calibrated at that number of heads (column interval: "
+        "the method, or why none; docs/calibration.md), permutation p (raw); a secondary analysis beside "
         "specific_heads_matter, not in its verdict"
     ),
     "variance_components": (

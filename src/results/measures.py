@@ -6,13 +6,14 @@ score with one layer rewound (to its pretrained or its initial value) and the dr
 metrics/head_importance.csv: each full-model run's head importance before and after
 finetuning. metrics/head_importance_vs_reinit.csv: per head study, task and size, the
 Spearman correlation of head importance with the measured drop from reinitialising that
-head (the heads study, aggregate.head_changes), with a bootstrap interval over heads
+head (the heads study, aggregate.head_changes), with its interval over heads where one is
+calibrated at that number of heads (calibration.correlation_interval; docs/calibration.md)
 and the permutation p (exact up to 8 heads).
 """
 
 from __future__ import annotations
 
-import warnings
+import math
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from scipy import stats as scipy_stats
 from src.conditions.schemes import SCHEMES, scheme_of
 from src.config.schema import StudyConfig
 from src.results.aggregate import head_changes
+from src.stats import calibration, hypothesis
 from src.train.result import RunResult
 
 RUN_COLUMNS = ["study", "task", "size", "slug", "scheme", "k", "trial"]
@@ -39,10 +41,11 @@ MEASURE_COLUMNS = {
         "spearman",
         "ci_low",
         "ci_high",
+        "interval",
         "p_permutation",
     ],
 }
-BOOTSTRAP_RESAMPLES = 2000  # percentile interval over heads; the seed is fixed, so the table is reproducible
+BOOTSTRAP_RESAMPLES = 2000  # intervals over heads; the seed is fixed, so the table is reproducible
 
 
 def _run(study: str, r: RunResult) -> dict:
@@ -80,31 +83,58 @@ def run_measures(results: dict[str, list[RunResult]]) -> dict[str, pd.DataFrame]
     return found
 
 
+def percentile_interval(importance: np.ndarray, drop: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap of Spearman rho over heads. scipy.stats.bootstrap returns NaN as soon
+    as one resample is degenerate (every head drawn the same: rho undefined), which with a few
+    heads is most tables; those resamples are left out here instead."""
+    draws = np.random.default_rng(0).integers(0, len(drop), (BOOTSTRAP_RESAMPLES, len(drop)))
+    resampled = hypothesis.spearman_rows(importance[draws], drop[draws])
+    finite = resampled[np.isfinite(resampled)]
+    if not len(finite):
+        return np.nan, np.nan
+    low, high = np.percentile(finite, [50 * (1 - level), 50 * (1 + level)])
+    return float(low), float(high)
+
+
+def fisher_interval(importance: np.ndarray, drop: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Fisher z of Spearman rho with Bonett & Wright's (2000) standard error for it,
+    sqrt((1 + rho^2 / 2) / (n - 3)). At rho = +-1 the interval is that point."""
+    rho, n = hypothesis.spearman(importance, drop), len(drop)
+    with np.errstate(divide="ignore"):
+        z = np.arctanh(rho)
+    half = scipy_stats.norm.ppf(0.5 + level / 2) * math.sqrt((1 + rho**2 / 2) / (n - 3))
+    return float(np.tanh(z - half)), float(np.tanh(z + half))
+
+
+# the candidate intervals of rho over heads, whose calibration src/stats/calibration.py measures and
+# from which calibration.correlation_interval picks the one reported at a number of heads
+CORRELATION_INTERVALS = {
+    "percentile bootstrap": percentile_interval,
+    "Fisher z, Bonett-Wright SE": fisher_interval,
+}
+
+
 def spearman_with_uncertainty(importance: np.ndarray, drop: np.ndarray) -> dict:
-    """Spearman rho, its percentile bootstrap interval over heads, and the permutation p
-    (two-sided; scipy enumerates every pairing when there are at most 8 heads)."""
+    """Spearman rho, its interval over heads where one is calibrated at this number of heads
+    (calibration.correlation_interval; `interval` names the method, or says why there is none),
+    and the permutation p (two-sided; every pairing up to 8 heads: hypothesis.exact_spearman_p)."""
     if len(importance) < 3 or np.ptp(importance) == 0 or np.ptp(drop) == 0:
-        return {"spearman": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_permutation": np.nan}
-
-    def rho(x, y):
-        return scipy_stats.spearmanr(x, y).statistic
-
-    # Percentile bootstrap over heads. scipy.stats.bootstrap returns NaN as soon as one
-    # resample is degenerate (every head drawn the same: rho undefined), which with a few
-    # heads is most tables; those resamples are left out here instead.
-    rng = np.random.default_rng(0)
-    with warnings.catch_warnings():  # the degenerate resamples' "constant input" warning
-        warnings.simplefilter("ignore", scipy_stats.ConstantInputWarning)
-        resampled = [
-            rho(importance[i], drop[i]) for i in rng.integers(0, len(importance), (BOOTSTRAP_RESAMPLES, len(drop)))
-        ]
-    finite = np.array([r for r in resampled if np.isfinite(r)])
-    low, high = np.percentile(finite, [2.5, 97.5]) if len(finite) else (np.nan, np.nan)
-    # One sample permuted against the other fixed: n! pairings, every one of them up to 8 heads.
-    p = scipy_stats.permutation_test(
-        (importance,), lambda x: rho(x, drop), permutation_type="pairings", vectorized=False, n_resamples=40320, rng=0
-    ).pvalue
-    return {"spearman": rho(importance, drop), "ci_low": low, "ci_high": high, "p_permutation": p}
+        return {
+            "spearman": np.nan,
+            "ci_low": np.nan,
+            "ci_high": np.nan,
+            "interval": "none: fewer than 3 heads, or a constant column",
+            "p_permutation": np.nan,
+        }
+    method, why_not = calibration.correlation_interval(len(drop))
+    low, high = CORRELATION_INTERVALS[method](importance, drop) if method else (np.nan, np.nan)
+    return {
+        "spearman": hypothesis.spearman(importance, drop),
+        "ci_low": low,
+        "ci_high": high,
+        "interval": method or why_not,
+        "p_permutation": hypothesis.exact_spearman_p(importance, drop),
+    }
 
 
 def importance_vs_reinit(

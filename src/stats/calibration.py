@@ -21,13 +21,22 @@ true sampling SD of the estimator (the SD of the estimate over replicates). The 
 docs/calibration.md comes from `python -m src.stats.calibration --reps N`; the OLD rows
 there reimplement the estimator this module replaced (`old_crossed_bootstrap`) so that the
 note can show before and after. tests/test_calibration.py runs it at small sizes.
+
+The head-importance-vs-reinit correlation (metrics/head_importance_vs_reinit.csv) has its own
+simulation (simulate_heads, correlation_table): a few to 72 heads, each with a latent importance
+and reinit effect, measured over 1 or 3 trials with trial noise as large as or 3x the heads' effects,
+some reinit trials collapsed; its intervals' coverage is of the population Spearman correlation of
+the measured quantities (population_spearman), and correlation_interval picks the one reported.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import functools
+import itertools
 import math
+import shlex
 import sys
 from dataclasses import dataclass
 
@@ -448,6 +457,170 @@ def welch_table(reps: int, seed: int = 0, trials=TRIALS) -> list[Row]:
     return rows
 
 
+# --- the head-importance-vs-reinit correlation -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeadDesign:
+    """How a head's measured reinit drop is made (accuracy points): its true effect d_h (SD
+    EFFECT_SD) plus, per head-reinit trial, noise of SD `noise` x EFFECT_SD; with probability
+    `collapse` a trial collapses to the majority class and its drop is U(COLLAPSED_DROP) instead."""
+
+    noise: float
+    collapse: float = 0.0
+
+
+HEAD_DESIGNS = {
+    "noise = effect": HeadDesign(1.0),
+    "noise 3x effect": HeadDesign(3.0),
+    "noise = effect, collapse": HeadDesign(1.0, 0.1),
+    "noise 3x effect, collapse": HeadDesign(3.0, 0.1),
+}
+# 4 and 5: where the rule changes; 6: the default heads study (1 per layer); 72: every head of the embedded model
+HEADS = (4, 5, 6, 12, 24, 72)
+LATENT_RHOS = (0.0, 0.3, 0.6)
+HEAD_TRIALS = ((1, 1), (1, 3), (3, 1), (3, 3))  # (importance trials, reinit trials), as users run them
+EFFECT_SD = 0.0075  # SD of the heads' true reinit effects, accuracy points
+IMPORTANCE_SKEW = 1.0  # true importance exp(s a_h): positive and right-skewed (log-normal)
+IMPORTANCE_NOISE = 0.2  # log-SD of one trial's multiplicative error on a head's importance
+COLLAPSED_DROP = (0.15, 0.30)  # the drop of a head-reinit trial that collapsed (full score minus ~0.5)
+ESTIMAND_HEADS = 1_000_000
+PERMUTATION = "permutation p"
+
+
+def simulate_heads(design: HeadDesign, latent_rho: float, heads: int, trials: tuple[int, int], reps: int, rng):
+    """(measured importance, measured drop), each [reps, heads], as importance_vs_reinit pairs
+    them: per head a latent bivariate normal (a, b) with correlation `latent_rho`, true importance
+    exp(IMPORTANCE_SKEW a) and true effect EFFECT_SD b; the importance is the mean over
+    trials[0] full-model trials of the truth times log-normal trial error, the drop the mean over
+    trials[1] head-reinit trials of the truth plus trial noise (or a collapsed trial's drop).
+
+    Each trial's drop is the full model's score minus the head-reinit score of the same trial, so
+    the full-model trial's own noise is one constant added to every head's drop when all heads
+    use the same trials (a complete study): it moves no rank and is not simulated. Nothing else
+    ties heads together, so where latent_rho = 0 importance and drop are independent and every
+    design is the same null for a rank statistic."""
+    importance_trials, reinit_trials = trials
+    a = rng.standard_normal((reps, heads))
+    b = latent_rho * a + math.sqrt(1 - latent_rho**2) * rng.standard_normal((reps, heads))
+    errors = IMPORTANCE_NOISE * rng.standard_normal((reps, heads, importance_trials))
+    importance = np.exp(IMPORTANCE_SKEW * a[..., None] + errors).mean(axis=-1)
+    per_trial = EFFECT_SD * (b[..., None] + design.noise * rng.standard_normal((reps, heads, reinit_trials)))
+    collapsed = rng.random((reps, heads, reinit_trials)) < design.collapse
+    drop = np.where(collapsed, rng.uniform(*COLLAPSED_DROP, per_trial.shape), per_trial).mean(axis=-1)
+    return importance, drop
+
+
+@functools.cache
+def population_spearman(design: HeadDesign, latent_rho: float, trials: tuple[int, int]) -> float:
+    """The estimand: the population Spearman correlation of measured importance with measured drop
+    under the design, from one sample of ESTIMAND_HEADS heads (Monte Carlo SD ~0.001). The trial
+    noise and the collapses attenuate it toward 0 from the latent correlation; they never create
+    one, so at latent_rho = 0 it is exactly 0 and a test of rho = 0 stays a test of no relation."""
+    if latent_rho == 0:
+        return 0.0
+    importance, drop = simulate_heads(design, latent_rho, ESTIMAND_HEADS, trials, 1, np.random.default_rng(1))
+    return hypothesis.spearman(importance[0], drop[0])
+
+
+@dataclass(frozen=True)
+class CorrelationRow(Row):
+    """A cell of correlation_table; `trials` is the reinit trials, `estimand` the population rho."""
+
+    heads: int = 0
+    latent_rho: float = 0.0
+    importance_trials: int = 1
+    estimand: float = 0.0
+
+
+def _correlation_rows(intervals: dict, permutation: bool, cell: dict, importance, drop) -> list[CorrelationRow]:
+    """One cell's rows: each interval's coverage of the estimand, its size where that is 0 (the
+    interval excludes 0) and half-width / oracle; the permutation p's size where the estimand is 0
+    (when `permutation`). An undefined interval counts as not covering."""
+    truth = cell["estimand"]
+    oracle = stats.norm.ppf(0.5 + LEVEL / 2) * np.std(hypothesis.spearman_rows(importance, drop), ddof=1)
+    rows = []
+    for method, interval in intervals.items():
+        low, high = np.array([interval(x, y, LEVEL) for x, y in zip(importance, drop)]).T
+        defined = np.isfinite(low) & np.isfinite(high)
+        rows.append(
+            CorrelationRow(
+                method,
+                size=float(np.mean((low > 0) | (high < 0))) if truth == 0 else math.nan,
+                coverage=float(np.mean((low <= truth) & (truth <= high))),
+                half_width=float(np.mean((high - low)[defined]) / 2 / oracle) if defined.any() else math.nan,
+                undefined=float(np.mean(~defined)),
+                **cell,
+            )
+        )
+    if permutation and truth == 0:
+        p = np.array([hypothesis.exact_spearman_p(x, y) for x, y in zip(importance, drop)])
+        rows.append(
+            CorrelationRow(PERMUTATION, size=float(np.mean(p < ALPHA)), coverage=math.nan, half_width=math.nan, **cell)
+        )
+    return rows
+
+
+def correlation_table(
+    reps: int,
+    heads=HEADS,
+    seed: int = 0,
+    methods=None,
+    designs=tuple(HEAD_DESIGNS),
+    latent_rhos=LATENT_RHOS,
+    trials=HEAD_TRIALS,
+) -> list[CorrelationRow]:
+    """Spearman rho of importance against the reinit drop as measures.spearman_with_uncertainty
+    computes it, under every design, latent rho, number of heads and (importance, reinit) trials:
+    its candidate intervals (measures.CORRELATION_INTERVALS) against the estimand
+    (population_spearman), and its permutation p at latent_rho = 0; `methods` names a subset
+    of these (PERMUTATION for the p). The oracle half-width is 1.96 x the SD of rho over replicates."""
+    from src.results.measures import CORRELATION_INTERVALS  # the production code, measured as it is
+
+    intervals = {m: f for m, f in CORRELATION_INTERVALS.items() if methods is None or m in methods}
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n_heads, name, latent_rho, (importance_trials, reinit_trials) in itertools.product(
+        heads, designs, latent_rhos, trials
+    ):
+        design, trial_pair = HEAD_DESIGNS[name], (importance_trials, reinit_trials)
+        importance, drop = simulate_heads(design, latent_rho, n_heads, trial_pair, reps, rng)
+        cell = dict(
+            null=name,
+            trials=reinit_trials,
+            reps=reps,
+            heads=n_heads,
+            latent_rho=latent_rho,
+            importance_trials=importance_trials,
+            estimand=population_spearman(design, latent_rho, trial_pair),
+        )
+        rows += _correlation_rows(intervals, methods is None or PERMUTATION in methods, cell, importance, drop)
+    return rows
+
+
+# the fewest heads from which spearman_with_uncertainty reports each interval (in order of preference),
+# as correlation_table measured them (docs/calibration.md; tests/test_calibration.py re-measures the cells)
+CORRELATION_INTERVAL_FROM = {"Fisher z, Bonett-Wright SE": 5}
+
+
+def correlation_interval(heads: int) -> tuple[str | None, str]:
+    """The interval of rho over heads that spearman_with_uncertainty reports at `heads` heads
+    (a name in measures.CORRELATION_INTERVALS), or None and why not.
+
+    - Fisher z with the Bonett-Wright SE covers the estimand under every design, latent rho
+      and trial count from 5 heads to 72 (and 144, measured for it alone), and is the narrower
+      of the two where both cover.
+    - The percentile bootstrap over heads (what the table reported before) excludes 0 in 12-14%
+      of tables with no relation at 5 heads (its size) and under-covers slightly at 6 (about
+      0.93 where the latent rho is not 0); it covers from 12 heads.
+    - At 4 heads neither covers (0.85-0.92): rho is +-1 in 1 of 12 tables even with no
+      relation, and both intervals are then that point. Fewer heads were not measured."""
+    methods = [m for m, fewest in CORRELATION_INTERVAL_FROM.items() if heads >= fewest]
+    if methods:
+        return methods[0], ""
+    return None, f"none: not calibrated at {heads} heads (docs/calibration.md)"
+
+
 # --- which designs can decide ----------------------------------------------------------------------------
 
 ESTIMATE_TESTS = ("difference", "one-sided", "equivalence", "beyond")
@@ -559,22 +732,40 @@ HEADER = (
 )
 
 
+def targets_missed(row: Row) -> str:
+    """The targets a row misses, with 2 Monte Carlo SEs of slack on size and coverage."""
+    checks = (("size", row.size_ok(2)), ("coverage", row.coverage_ok(2)), ("half-width", row.half_width_ok()))
+    return ", ".join(name for name, ok in checks if not ok) or "–"
+
+
 def markdown_row(row: Row) -> str:
     """A table line; "targets missed" applies 2 Monte Carlo SEs of slack to size and coverage."""
-    missed = [
-        name
-        for name, ok in (
-            ("size", row.size_ok(2)),
-            ("coverage", row.coverage_ok(2)),
-            ("half-width", row.half_width_ok()),
-        )
-        if not ok
-    ]
     return (
         f"| {'OLD' if row.estimator == 'old' else 'new'} | {row.test} | {row.null} | {row.trials} | {row.reps} | "
         f"{_cell(row.size)} | {_cell(row.coverage)} | {_cell(row.half_width, '.2f')} | {_cell(row.undefined, '.2f')} | "
-        f"{'yes' if decidable_row(row)[0] else 'no'} | {', '.join(missed) or '–'} |"
+        f"{'yes' if decidable_row(row)[0] else 'no'} | {targets_missed(row)} |"
     )
+
+
+CORRELATION_HEADER = (
+    "| method | design | latent ρ | estimand | heads | T imp | T reinit | reps | size | coverage | "
+    "half-width / oracle | undefined | reported | targets missed |\n" + "|---" * 14 + "|"
+)
+
+
+def correlation_markdown_row(row: CorrelationRow) -> str:
+    """A line of the correlation table; "reported": whether spearman_with_uncertainty reports this
+    method at this number of heads (the permutation p always)."""
+    reported = row.test == PERMUTATION or correlation_interval(row.heads)[0] == row.test
+    return (
+        f"| {row.test} | {row.null} | {row.latent_rho:g} | {row.estimand:.3f} | {row.heads} | "
+        f"{row.importance_trials} | {row.trials} | {row.reps} | {_cell(row.size)} | {_cell(row.coverage)} | "
+        f"{_cell(row.half_width, '.2f')} | {_cell(row.undefined, '.2f')} | {'yes' if reported else 'no'} | "
+        f"{targets_missed(row)} |"
+    )
+
+
+TABLES = ("estimates", "correlation")
 
 
 def main(argv=None) -> None:
@@ -582,21 +773,34 @@ def main(argv=None) -> None:
     parser.add_argument("--reps", type=int, default=2000, help="replicates per cell (contrasts and Welch)")
     parser.add_argument("--curve-reps", type=int, default=400, help="replicates per cell (curve statistics)")
     parser.add_argument("--resamples", type=int, default=200, help="bootstrap draws (curves and the OLD estimator)")
+    parser.add_argument("--corr-reps", type=int, default=2000, help="replicates per cell (importance vs reinit)")
+    parser.add_argument("--corr-heads", type=int, nargs="+", default=list(HEADS), help="numbers of heads measured")
+    parser.add_argument(
+        "--corr-methods", nargs="+", help=f"the intervals (measures.CORRELATION_INTERVALS) and {PERMUTATION!r} measured"
+    )
+    parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), help="which tables to measure")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    command = " ".join(argv if argv is not None else sys.argv[1:])
+    command = shlex.join(argv if argv is not None else sys.argv[1:])  # quoted, so it can be rerun as printed
     print(
         f"<!-- {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC: python -m src.stats.calibration {command} -->"
     )
-    print(HEADER, flush=True)
-    for n_trials in TRIALS:  # one T at a time, each line printed as soon as it is measured
-        for rows in (
-            contrast_table(args.reps, args.seed, (n_trials,), old_resamples=args.resamples),
-            welch_table(args.reps, args.seed, (n_trials,)),
-            curve_table(args.curve_reps, args.resamples, args.seed, (n_trials,)),
-        ):
-            print("\n".join(markdown_row(row) for row in rows), flush=True)
-    print("\n".join(markdown_row(row) for row in crossed_table(args.reps, args.seed)), flush=True)
+    if "estimates" in args.tables:
+        print(HEADER, flush=True)
+        for n_trials in TRIALS:  # one T at a time, each line printed as soon as it is measured
+            for rows in (
+                contrast_table(args.reps, args.seed, (n_trials,), old_resamples=args.resamples),
+                welch_table(args.reps, args.seed, (n_trials,)),
+                curve_table(args.curve_reps, args.resamples, args.seed, (n_trials,)),
+            ):
+                print("\n".join(markdown_row(row) for row in rows), flush=True)
+        print("\n".join(markdown_row(row) for row in crossed_table(args.reps, args.seed)), flush=True)
+    if "correlation" in args.tables:
+        print(CORRELATION_HEADER, flush=True)
+        for heads in args.corr_heads:  # one number of heads at a time, printed as measured
+            for name in HEAD_DESIGNS:
+                rows = correlation_table(args.corr_reps, (heads,), args.seed, args.corr_methods, (name,))
+                print("\n".join(correlation_markdown_row(row) for row in rows), flush=True)
 
 
 if __name__ == "__main__":
