@@ -8,6 +8,7 @@ the same table at larger sizes."""
 import numpy as np
 import pytest
 
+from src.results.measures import correlation_interval
 from src.stats import calibration, hypothesis
 
 SIGMAS = 3  # Monte Carlo slack on size and coverage
@@ -177,10 +178,10 @@ def test_the_correlation_estimand_is_the_latent_one_attenuated_by_the_measuremen
     assert calibration.population_spearman(collapsing, 0.0, (3, 3)) == 0
 
 
-@pytest.mark.parametrize("heads", [h for h in calibration.HEADS if calibration.correlation_interval(h)[0]])
+@pytest.mark.parametrize("heads", [h for h in calibration.HEADS if correlation_interval(h)[0]])
 def test_the_correlation_interval_the_rule_reports_covers_under_every_design_at_its_heads(heads):
     # the cells correlation_interval relies on: every design, latent rho and trial count at this number of heads
-    method, _ = calibration.correlation_interval(heads)
+    method, _ = correlation_interval(heads)
     rows = calibration.correlation_table(reps=400, heads=(heads,), methods=(method,))
     assert len(rows) == len(calibration.HEAD_DESIGNS) * 3 * 4
     assert all(row.coverage_ok(SIGMAS) and row.size_ok(SIGMAS) for row in rows), [r for r in rows if not r.ok(SIGMAS)]
@@ -200,12 +201,12 @@ def test_the_correlation_rule_refuses_four_heads_and_the_percentile_bootstrap_wh
     # 4 heads: rho is +-1 in 1 of 12 tables with no relation, and every candidate's interval is then that point
     four = [row for row in cell(4, 0.6) if row.test != calibration.PERMUTATION]
     assert len(four) == 2 and not any(row.coverage_ok(SIGMAS) for row in four), four
-    assert calibration.correlation_interval(4) == (None, "none: not calibrated at 4 heads (docs/calibration.md)")
+    assert correlation_interval(4) == (None, "none: not calibrated at 4 heads (docs/calibration.md)")
     # the percentile bootstrap the table reported before: size 0.12-0.14 at 5 heads, where Fisher's interval holds
     (five,) = cell(5, 0.0, ("percentile bootstrap",))
     assert not five.size_ok(SIGMAS), five
-    assert calibration.correlation_interval(5)[0] == "Fisher z, Bonett-Wright SE"
-    assert all(calibration.correlation_interval(h)[0] != "percentile bootstrap" for h in range(3, 200))
+    assert correlation_interval(5)[0] == "Fisher z, Bonett-Wright SE"
+    assert all(correlation_interval(h)[0] != "percentile bootstrap" for h in range(3, 200))
 
 
 @pytest.mark.parametrize("heads", [6, 72])

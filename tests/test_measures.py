@@ -253,7 +253,7 @@ def test_importance_vs_reinit_correlation_has_the_exact_permutation_p_and_the_in
     as_extreme = [abs(spearmanr(p, drop).statistic) >= abs(rho) - 1e-12 for p in itertools.permutations(importance)]
     assert found["spearman"] == pytest.approx(rho)
     assert found["p_permutation"] == pytest.approx(np.mean(as_extreme))  # all 720 pairings: 12 / 720
-    # 6 heads: calibration.correlation_interval's pick, Fisher z with the Bonett-Wright SE (docs/calibration.md)
+    # 6 heads: measures.correlation_interval's pick, Fisher z with the Bonett-Wright SE (docs/calibration.md)
     half = norm.ppf(0.975) * np.sqrt((1 + rho**2 / 2) / (6 - 3))
     assert found["interval"] == "Fisher z, Bonett-Wright SE"
     assert (found["ci_low"], found["ci_high"]) == pytest.approx(np.tanh(np.arctanh(rho) + np.array([-half, half])))

@@ -26,7 +26,7 @@ The head-importance-vs-reinit correlation (metrics/head_importance_vs_reinit.csv
 simulation (simulate_heads, correlation_table): a few to 72 heads, each with a latent importance
 and reinit effect, measured over 1 or 3 trials with trial noise as large as or 3x the heads' effects,
 some reinit trials collapsed; its intervals' coverage is of the population Spearman correlation of
-the measured quantities (population_spearman), and correlation_interval picks the one reported.
+the measured quantities (population_spearman), and measures.correlation_interval picks the one reported.
 """
 
 from __future__ import annotations
@@ -598,29 +598,6 @@ def correlation_table(
     return rows
 
 
-# the fewest heads from which spearman_with_uncertainty reports each interval (in order of preference),
-# as correlation_table measured them (docs/calibration.md; tests/test_calibration.py re-measures the cells)
-CORRELATION_INTERVAL_FROM = {"Fisher z, Bonett-Wright SE": 5}
-
-
-def correlation_interval(heads: int) -> tuple[str | None, str]:
-    """The interval of rho over heads that spearman_with_uncertainty reports at `heads` heads
-    (a name in measures.CORRELATION_INTERVALS), or None and why not.
-
-    - Fisher z with the Bonett-Wright SE covers the estimand under every design, latent rho
-      and trial count from 5 heads to 72 (and 144, measured for it alone), and is the narrower
-      of the two where both cover.
-    - The percentile bootstrap over heads (what the table reported before) excludes 0 in 12-14%
-      of tables with no relation at 5 heads (its size) and under-covers slightly at 6 (about
-      0.93 where the latent rho is not 0); it covers from 12 heads.
-    - At 4 heads neither covers (0.85-0.92): rho is +-1 in 1 of 12 tables even with no
-      relation, and both intervals are then that point. Fewer heads were not measured."""
-    methods = [m for m, fewest in CORRELATION_INTERVAL_FROM.items() if heads >= fewest]
-    if methods:
-        return methods[0], ""
-    return None, f"none: not calibrated at {heads} heads (docs/calibration.md)"
-
-
 # --- which designs can decide ----------------------------------------------------------------------------
 
 ESTIMATE_TESTS = ("difference", "one-sided", "equivalence", "beyond")
@@ -756,6 +733,8 @@ CORRELATION_HEADER = (
 def correlation_markdown_row(row: CorrelationRow) -> str:
     """A line of the correlation table; "reported": whether spearman_with_uncertainty reports this
     method at this number of heads (the permutation p always)."""
+    from src.results.measures import correlation_interval  # the production rule, as it reports
+
     reported = row.test == PERMUTATION or correlation_interval(row.heads)[0] == row.test
     return (
         f"| {row.test} | {row.null} | {row.latent_rho:g} | {row.estimand:.3f} | {row.heads} | "
