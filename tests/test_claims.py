@@ -161,6 +161,20 @@ def test_one_trial_cannot_decide_a_wide_interval_is_inconclusive_and_the_planner
     assert v["plan"]["command"] == f"dvc exp run -S 'studies.progressive.trials={{500: {n}, 64: 7}}'"
 
 
+def test_a_summary_cell_names_a_few_units_per_planner_reason_not_every_head():
+    from src.claims.render import NAMED_UNITS, by_text
+
+    heads = [f"rt_sentiment n=128 layer {layer} head {head}" for layer in (1, 2) for head in range(12)]
+    reasons = [f"{unit}: no variance estimate (fewer than 2 trials)" for unit in heads[:20]]
+    reasons += [f"{unit}: no number of trials decides it" for unit in heads[20:]]
+    cell = by_text(reasons)
+    assert cell == (
+        f"{', '.join(heads[:NAMED_UNITS])} and {20 - NAMED_UNITS} more: no variance estimate (fewer than 2 trials); "
+        f"{', '.join(heads[20:23])} and 1 more: no number of trials decides it"
+    )
+    assert by_text(["sst2 n=500: 4–9 (point 6)"]) == "sst2 n=500: 4–9 (point 6)"
+
+
 def crossed_study(design: tuple[int, int]) -> Builder:
     """A progressive curve over a crossed seed_design whose full-vs-scratch gap depends on the
     training subset (trial t: subset t // draws): -0.02, +0.10, +0.22 over three subsets."""

@@ -95,15 +95,33 @@ UNIT_HEADER = [
 ]
 
 
+NAMED_UNITS = 3  # units a summary cell names per distinct text; the units table lists every one
+
+
+def by_text(entries: list[str]) -> str:
+    """The planner's "unit: text" entries as one clause per distinct text, naming its first
+    NAMED_UNITS units: a study of every head (72 here, 144 in BERT-base) would otherwise fill
+    the claim's cell with one line per head that says the same thing."""
+    units_of: dict[str, list[str]] = {}
+    for entry in entries:
+        unit, _, text = entry.partition(": ")
+        units_of.setdefault(text, []).append(unit)
+    clauses = []
+    for text, units in units_of.items():
+        more = f" and {len(units) - NAMED_UNITS} more" if len(units) > NAMED_UNITS else ""
+        clauses.append(f"{', '.join(units[:NAMED_UNITS])}{more}: {text}")
+    return "; ".join(clauses)
+
+
 def summary_rows(verdicts: list[dict]) -> list[list]:
     rows = []
     for v in verdicts:
         claim, plan = v["claim"], v["plan"] or {}
         decide = f"{plan['trials']} trials: `{plan['command']}`" if plan.get("trials") else ""
         if plan.get("ranges"):
-            decide += " [per unit, low–high (point): " + "; ".join(plan["ranges"]) + "]"
+            decide += " [per unit, low–high (point): " + by_text(plan["ranges"]) + "]"
         if plan.get("reasons"):
-            decide += (" " if decide else "") + "(" + "; ".join(plan["reasons"]) + ")"
+            decide += (" " if decide else "") + "(" + by_text(plan["reasons"]) + ")"
         verdict = f"{NOT_RUN}: needs `{v['needs']}`" if v["verdict"] == NOT_RUN else v["verdict"]
         p = (
             ""
