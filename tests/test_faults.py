@@ -495,6 +495,36 @@ def test_measurements_added_later_are_made_on_kept_weights_and_equal_those_made_
     assert len(trained_lines(stdout)) == 8 and stdout.count("without its weights; trains again to keep them") == 8
 
 
+def test_the_focus_stage_copies_a_study_run_with_its_kept_weights_and_trains_one_that_kept_none(
+    tmp_path, tiny_model_dir, tiny_task_dir
+):
+    params = {**tiny_params(keep_weights=True), "size": 80, "k": 3, "trials": 2}  # the study's k = 3 runs
+    root = make_scratch(tmp_path / "focus", tiny_task_dir, params)
+    (root / "runs").mkdir()
+    focus = [*stage_command(tiny_model_dir)[:3], "--focus", *stage_command(tiny_model_dir)[5:-2]]
+    focus += ["--out", "focus", "--reuse", "runs"]
+    study = [*stage_command(tiny_model_dir)[:-1], "runs/progressive"]
+
+    def run(command) -> str:
+        done = subprocess.run(command, cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    run(study)
+    stdout = run(focus)
+    assert stdout.count(", copied") == 2 and not trained_lines(stdout), stdout
+    for trial in (0, 1):
+        copied = root / f"focus/rt_sentiment/n80/k3_e1/trial{trial}.weights.safetensors"
+        assert copied.read_bytes() == (root / f"runs/progressive/rt_sentiment/n80/k3_e1/{copied.name}").read_bytes()
+
+    for kept in (root / "runs").rglob("*.safetensors"):  # a study that kept no weights: the focus trains its own
+        kept.unlink()
+    shutil.rmtree(root / "focus")
+    stdout = run(focus)
+    assert stdout.count("without its weights; trains again to keep them") == 2 and len(trained_lines(stdout)) == 2
+    assert len(list((root / "focus").rglob("*.weights.safetensors"))) == 2
+
+
 def test_kept_weights_give_a_sequential_run_only_the_measurements_that_read_no_starting_weights(tmp_path):
     # criticality rewinds to the start of the final finetuning, which after an intermediate task was not kept
     from dataclasses import asdict, replace

@@ -159,12 +159,13 @@ def run_all(
             twin := finished_in_studies(reuse, condition, settings[i], keys[i], training_keys[i])
         ):
             result, source = twin
-            if keep and result.ok:
-                if not weights_path(source).exists():
-                    result = None  # the study did not keep them: trains here to keep them
-                else:
+            if keep and result.ok and not weights_path(source).exists():
+                print(f"{tag}: the same run as in {source}, without its weights; trains again to keep them")
+                result = None
+            else:
+                if keep and result.ok:  # the weights first: a result without them would train again
+                    weights[i].parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(weights_path(source), weights[i])
-            if result is not None:
                 result.write(paths[i])
                 print(f"{tag}: the same run as in {source}, copied")
         elif measurable_from_weights(found, condition, settings[i], training_keys[i], weights[i]):
