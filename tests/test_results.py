@@ -22,7 +22,7 @@ from src.model.record import BaseModelRecord
 from src.results.predictions import read_predictions, write_predictions
 from src.tasks.kinds import KINDS
 from src.train.loop import RunSettings
-from src.train.result import RunResult, finished, read_results, result_path
+from src.train.result import RunResult, read_results, readable, result_path, with_measurements_of
 from src.train.run import fingerprint, run_condition
 from src.train.schedule import run_settings
 
@@ -55,8 +55,10 @@ def test_a_result_written_and_read_back_is_the_same_result(runs, tmp_path):
         assert path == tmp_path / "rt_sentiment" / "n8" / condition.slug / f"trial{condition.trial}.json"
         result.write(path)
         assert RunResult.read(path) == result  # every field survives JSON as it was
-        assert finished(path, result.fingerprint) == result
-        assert finished(path, "another fingerprint") is None  # other inputs: computed again
+        assert readable(path) == result
+        settings = RunSettings(**result.settings)
+        assert with_measurements_of(readable(path), settings, result.fingerprint, "any training") == result
+        assert with_measurements_of(readable(path), settings, "other", "other training") is None  # computed again
     assert read_results(tmp_path) == [runs[PROGRESSIVE], runs[PERMUTATION]]  # k1_e1/ sorts before permutation_e1/
 
 
@@ -66,11 +68,11 @@ def test_a_result_cut_short_or_of_another_layout_is_not_finished(runs, tmp_path)
     result.write(path)
     text = path.read_text()
     path.write_text(text[: len(text) // 2])  # a write cut short
-    assert finished(path, result.fingerprint) is None
+    assert readable(path) is None
     older = {k: v for k, v in json.loads(text).items() if k != "seeds"}  # a result from before a field existed
     path.write_text(json.dumps(older))
-    assert finished(path, result.fingerprint) is None
-    assert finished(tmp_path / "absent.json", result.fingerprint) is None
+    assert readable(path) is None
+    assert readable(tmp_path / "absent.json") is None
 
 
 def test_a_result_records_the_settings_and_seeds_it_trained_with(runs, settings, tiny_model_dir, tiny_tasks_root):

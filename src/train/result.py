@@ -101,12 +101,6 @@ def readable(path: Path) -> RunResult | None:
         return None
 
 
-def finished(path: Path, key: str) -> RunResult | None:
-    """The result at `path` if it is complete and was computed from exactly these inputs."""
-    result = readable(path)
-    return result if result is not None and result.fingerprint == key else None
-
-
 def with_measurements_of(result: RunResult | None, settings, key: str, training_key: str) -> RunResult | None:
     """`result` as a run with `settings` (RunSettings; fingerprint `key`, training fingerprint
     `training_key`) records it, where it can be: the result itself if its fingerprint is
