@@ -1,6 +1,7 @@
 """Stage aggregate: every study's runs and the probes -> tables, DVC metrics and figures.
 
-Tables and studies.json: src/results/aggregate.py. Figures (plots/figures/<study>.png):
+Tables and studies.json: src/results/aggregate.py; measures.json (the per-run measurements'
+per-layer means, for `dvc metrics`): src/results/measures.py. Figures (plots/figures/<study>.png):
 src/figures/studies.py, chosen by each study's scheme and modifiers; a figure with
 nothing to draw is skipped and listed with the reason in figures.csv, never a crash.
 Per-example eval predictions and labels: src/results/predictions.py. The per-run
@@ -15,8 +16,9 @@ import pandas as pd
 from src.conditions.studies import all_study_conditions
 from src.config.load import load_config, model_limits
 from src.figures.studies import draw_figures
+from src.files import write_json_atomically
 from src.results.aggregate import build_tables, write_tables
-from src.results.measures import measure_tables
+from src.results.measures import measure_tables, measures_metrics
 from src.results.predictions import write_predictions
 from src.stage import run_stage
 
@@ -38,8 +40,10 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
     drawn = draw_figures(config, tables, args.figures)
     write_tables(tables, config, args.tables, args.plot_data, num_layers)
-    for name, table in measure_tables(config.studies, tables.results, tables.headline, tables.plain_runs).items():
+    measured = measure_tables(config.studies, tables.results, tables.headline, tables.plain_runs)
+    for name, table in measured.items():
         table.round(6).to_csv(args.tables / f"{name}.csv", index=False)
+    write_json_atomically(args.tables / "measures.json", measures_metrics(measured, tables.probe, num_layers))
     pd.DataFrame(drawn).to_csv(args.tables / "figures.csv", index=False)
     write_predictions(args.predictions, tables.results, args.tasks, args.probe, config.probe.tasks)
     print(tables.headline_points[SHOWN].to_string(index=False))

@@ -161,7 +161,16 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         ["unpermuted full model (control)", "rt_sentiment", "sst2", 3],
     ]
     metrics = json.dumps(json.loads(dvc(repo, "metrics", "show", "--json")))
-    assert "metrics/studies.json" in metrics and "metrics/focus.json" in metrics
+    assert "metrics/studies.json" in metrics and "metrics/focus.json" in metrics and "metrics/measures.json" in metrics
+    # issue 26's per-layer measurements in `dvc metrics`: the full model's means, the probes', head importance's rho
+    measures = json.loads((repo / "metrics/measures.json").read_text())
+    cka = pd.read_csv(repo / "metrics/cka.csv").query("study == 'progressive' and task == 'sst2' and size == 8")
+    assert measures["full_model"]["sst2"]["n8"]["layer6"]["cka"] == pytest.approx(
+        cka.query("k == 6 and layer == 6")["cka"].mean(), abs=1e-5
+    )
+    assert set(measures["full_model"]["sst2"]["n8"]["layer3"]) == {"cka", "criticality_drop"}
+    assert set(measures["probe"]["sst2"]["layer3"]) == {"score", "selectivity", "mdl_compression"}
+    assert set(measures["head_importance_vs_reinit"]["heads"]["sst2"]["n8"]) == {"before", "after"}
     report = (repo / "metrics/report.md").read_text()
     assert "full_beats_scratch" in report and "single_layer_barely_matters" in report and "Holm" in report
     assert "base64," in (repo / "metrics/report.html").read_text()

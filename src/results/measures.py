@@ -204,3 +204,37 @@ def measure_tables(
     tables = run_measures(results)
     tables["head_importance_vs_reinit"] = importance_vs_reinit(studies, headline, plain_runs, tables["head_importance"])
     return tables
+
+
+def measures_metrics(tables: dict[str, pd.DataFrame], probe: pd.DataFrame, num_layers: int) -> dict:
+    """metrics/measures.json, for `dvc metrics show/diff` and `dvc exp show`: per task and size,
+    each layer's mean CKA with the pretrained model and mean criticality drop (rewound to
+    pretrained) over the progressive study's full-model runs (k = L); per probed task, each
+    layer's mean probe score, selectivity and MDL compression over the probe seeds; per head
+    study, task and size, the importance-vs-reinit rho with its interval and p."""
+    metrics: dict = {"full_model": {}, "probe": {}, "head_importance_vs_reinit": {}}
+
+    def full(table: pd.DataFrame) -> pd.DataFrame:
+        return table[(table["study"] == "progressive") & (table["k"] == num_layers)]
+
+    criticality = tables["criticality"]
+    for name, rows, column in (
+        ("cka", full(tables["cka"]), "cka"),
+        ("criticality_drop", full(criticality[criticality["rewound_to"] == "pretrained"]), "drop"),
+    ):
+        for (task, size, layer), value in rows.groupby(["task", "size", "layer"])[column].mean().items():
+            by_layer = metrics["full_model"].setdefault(task, {}).setdefault(f"n{size}", {})
+            by_layer.setdefault(f"layer{layer}", {})[name] = round(float(value), 5)
+    means = probe.groupby(["task", "layer"])[["value", "selectivity", "compression"]].mean()
+    for (task, layer), row in means.iterrows():
+        metrics["probe"].setdefault(task, {})[f"layer{layer}"] = {
+            "score": round(float(row["value"]), 5),
+            "selectivity": round(float(row["selectivity"]), 5),
+            "mdl_compression": round(float(row["compression"]), 5),
+        }
+    for row in tables["head_importance_vs_reinit"].itertuples():
+        place = metrics["head_importance_vs_reinit"].setdefault(row.study, {}).setdefault(row.task, {})
+        place.setdefault(f"n{row.size}", {})[row.when] = {
+            key: round(float(getattr(row, key)), 5) for key in ("spearman", "ci_low", "ci_high", "p_permutation")
+        }
+    return metrics
