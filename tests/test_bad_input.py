@@ -216,6 +216,18 @@ def test_a_study_name_that_cannot_name_a_stage_is_refused():
             "params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false",
             id="group-by-length-not-a-bool",
         ),
+        pytest.param(  # a value of the boolean this key was until issue 26 closed
+            "train.head_importance",
+            True,
+            "params.yaml: train.head_importance = True is invalid; allowed: off | head_studies | full_model",
+            id="head-importance-a-bool",
+        ),
+        pytest.param(
+            "train.keep_weights",
+            "yes",
+            "params.yaml: train.keep_weights = 'yes' is invalid; allowed: true | false",
+            id="keep-weights-not-a-bool",
+        ),
     ],
 )
 def test_bad_setting_is_named_with_what_is_allowed(key, value, message):
