@@ -469,7 +469,7 @@ CROSSED_CURVE_NULLS = {  # crossed_table's subset and draw SDs (probit), and a c
     "draws-dominated": Null(trial_sd=math.hypot(0.05, 0.3), example_sd=0.1, subset_sd=0.05),
     "collapse-skewed": Null(trial_sd=math.hypot(0.05, 0.05), example_sd=0.2, collapse=0.2, subset_sd=0.05),
 }
-CROSSED_CURVE_DESIGNS = ((2, 2), (3, 3), (2, 5), (5, 2), (3, 5), (4, 4))  # (subsets, draws)
+CROSSED_CURVE_DESIGNS = ((2, 2), (3, 3), (2, 5), (5, 2), (3, 4), (4, 3), (3, 5), (5, 3), (4, 4))  # (subsets, draws)
 
 
 def crossed_curve_table(
@@ -676,7 +676,7 @@ ESTIMATE_TESTS = ("difference", "one-sided", "equivalence", "beyond")
 TEST_TYPES = (*ESTIMATE_TESTS, "bootstrap-difference", "bootstrap", "welch")
 
 
-MIN_CROSSED_LEVELS = 3  # subsets and draws each, for a crossed seed_design's paired contrast
+MIN_CROSSED_LEVELS = 3  # subsets and draws each, for a crossed seed_design's paired contrast and curve differences
 
 
 def decidable(
@@ -713,7 +713,11 @@ def decidable(
     - An estimate test on a crossed seed_design (`design` = (subsets, draws)) holds its size with
       at least MIN_CROSSED_LEVELS of each: with 2 levels of the factor that dominates the
       spread, its component has 1 df and the Satterthwaite interval under-covers (2 x 5
-      subset-dominated, 5 x 2 draws-dominated: size 0.09-0.10; crossed_table)."""
+      subset-dominated, 5 x 2 draws-dominated: size 0.09-0.10; crossed_table).
+    - A "bootstrap-difference" on a crossed seed_design, its draws resampling subsets and draws
+      (hypothesis.curve_draws' `design`), holds the same way from MIN_CROSSED_LEVELS of each
+      (crossed_curve_table, docs/calibration.md): with 2 levels of the dominant factor, which the
+      pigeonhole bootstrap can only draw 3 ways, the k90 difference's size is 0.11-0.18."""
     if test_type not in TEST_TYPES:
         raise ValueError(f"unknown test type {test_type!r}; known: {', '.join(TEST_TYPES)}")
     if n_trials < min(TRIALS):
@@ -723,11 +727,14 @@ def decidable(
             f"the design cannot decide at T = {n_trials}: a percentile-bootstrap interval of a curve statistic "
             f"under-covers at every T measured ({', '.join(map(str, TRIALS))}; docs/calibration.md)"
         )
-    if test_type in ESTIMATE_TESTS and design is not None and min(design) < MIN_CROSSED_LEVELS:
+    if design is not None and min(design) < MIN_CROSSED_LEVELS:
+        why = {
+            "bootstrap-difference": "a factor with 2 levels gives its bootstrap 3 distinct draws",
+            **dict.fromkeys(ESTIMATE_TESTS, "a factor with 2 levels leaves its variance 1 df"),
+        }[test_type]
         return False, (
             f"the design cannot decide with a crossed seed_design of {design[0]} subsets x {design[1]} draws: "
-            f"a factor with 2 levels leaves its variance 1 df (needs >= {MIN_CROSSED_LEVELS} of each; "
-            "docs/calibration.md)"
+            f"{why} (needs >= {MIN_CROSSED_LEVELS} of each; docs/calibration.md)"
         )
     if test_type in ESTIMATE_TESTS and collapse_rate > 0 and (1 - collapse_rate) ** n_trials > alpha:
         return False, (
@@ -816,7 +823,7 @@ def correlation_markdown_row(row: CorrelationRow) -> str:
     )
 
 
-TABLES = ("estimates", "correlation")
+TABLES = ("estimates", "crossed-curves", "correlation")
 
 
 def main(argv=None) -> None:
@@ -846,6 +853,12 @@ def main(argv=None) -> None:
             ):
                 print("\n".join(markdown_row(row) for row in rows), flush=True)
         print("\n".join(markdown_row(row) for row in crossed_table(args.reps, args.seed)), flush=True)
+    if "crossed-curves" in args.tables:
+        print(HEADER, flush=True)
+        for name in CROSSED_CURVE_NULLS:  # one cell at a time, printed as measured
+            for design in CROSSED_CURVE_DESIGNS:
+                rows = crossed_curve_table(args.curve_reps, args.resamples, args.seed, (design,), (name,), old=True)
+                print("\n".join(markdown_row(row) for row in rows), flush=True)
     if "correlation" in args.tables:
         print(CORRELATION_HEADER, flush=True)
         for heads in args.corr_heads:  # one number of heads at a time, printed as measured
