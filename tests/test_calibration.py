@@ -116,22 +116,19 @@ def test_a_crossed_seed_design_needs_its_crossed_variance_and_three_levels_of_ea
 
 @pytest.fixture(scope="module")
 def crossed_curve_rows():
-    # every design of the table that decidable() allows, under every crossed null
-    designs = [
-        d
-        for d in calibration.CROSSED_CURVE_DESIGNS
-        if calibration.decidable("bootstrap-difference", d[0] * d[1], design=d)[0]
-    ]
-    return calibration.crossed_curve_table(reps=150, resamples=100, designs=designs)
+    # the edge of what decidable() allows: the dominant factor at 3 levels, the other at 3 or 5 (the table in
+    # docs/calibration.md has 3 x 4, 4 x 3 and 4 x 4 too, further inside), under both crossed nulls; the
+    # collapse null, size <= 0.005 at every design there, at 3 x 3
+    edge = ((3, 3), (3, 5), (5, 3))
+    return calibration.crossed_curve_table(
+        reps=150, resamples=200, designs=edge, nulls=["subset-dominated", "draws-dominated"]
+    ) + calibration.crossed_curve_table(reps=150, resamples=200, designs=((3, 3),), nulls=["collapse-skewed"])
 
 
-def test_crossed_curve_differences_hold_size_and_coverage_wherever_decidable(crossed_curve_rows):
+def test_crossed_curve_differences_hold_size_and_coverage_at_the_edge_of_what_is_decidable(crossed_curve_rows):
     # both sizes' runs from one crossed seed_design, their draws resampling subsets and draws (pigeonhole):
     # the differences of k90, rho and the drop point hold from 3 subsets and 3 draws, under each null
-    designs = {r.design for r in crossed_curve_rows}
-    assert {(3, 3), (3, 5), (5, 3), (4, 4)} <= designs and all(min(d) >= 3 for d in designs)
-    cells = {(r.test.split(", crossed")[0], r.null, r.design) for r in crossed_curve_rows}
-    assert len(cells) == len(calibration.CURVE_DIFFERENCES) * len(calibration.CROSSED_CURVE_NULLS) * len(designs)
+    assert len(crossed_curve_rows) == len(calibration.CURVE_DIFFERENCES) * (3 * 2 + 1)
     assert all(decidable(r) for r in crossed_curve_rows)
     failing = [r for r in crossed_curve_rows if not (r.size_ok(SIGMAS) and r.coverage_ok(SIGMAS))]
     assert not failing, failing
