@@ -8,7 +8,8 @@ test (scipy.stats.permutation_test), Welch's test (scipy.stats.ttest_ind), Holm
 written here, because neither has it: the variance of a mean over a crossed trials x
 eval-examples design (two-way random-effects mean squares with Satterthwaite df, applied
 to example-jackknife pseudo-values so that F1 and MCC get it too), the tests from that
-estimate's standard error, and the planner's range of trials. Each has a test against
+estimate's standard error, the curve bootstrap (with the two-way pigeonhole bootstrap of a
+crossed seed_design's subsets and draws), and the planner's range of trials. Each has a test against
 the textbook case it reduces to (tests/test_hypothesis.py), and its calibration is
 measured by simulation (src/stats/calibration.py, docs/calibration.md).
 """
