@@ -426,12 +426,12 @@ def curve_boots(
     correct_b = simulate_curve(null, n_trials, rng, shared, positive, design=design)
     correct_probe = simulate_curve(null, PROBE_SEEDS, rng, shared, positive, PROBE, collapsing=())
     boots = {test: [] for test in curve_truths()}
-    read = design if read_design else None
+    read = design if read_design else None  # the design the two sizes' draws resample by
     for r in range(reps):
         counts = hypothesis.example_draws(EXAMPLES, resamples, rng)  # the eval set's draws, shared
         (a, draws_a), (b, draws_b), (probe, draws_probe) = (
-            (c[r].mean(axis=(1, 2)), hypothesis.curve_draws(*_as_predictions(c[r]), resamples, rng, counts, read))
-            for c, read in ((correct_a, read), (correct_b, read), (correct_probe, None))
+            (c[r].mean(axis=(1, 2)), hypothesis.curve_draws(*_as_predictions(c[r]), resamples, rng, counts, used))
+            for c, used in ((correct_a, read), (correct_b, read), (correct_probe, None))
         )
         k90_a, k90_b, k90_probe = (np.apply_along_axis(first_reaching, 1, d) for d in (draws_a, draws_b, draws_probe))
         rho_a, rho_b = (hypothesis.spearman_rows(draws_probe, d) for d in (draws_a, draws_b))
@@ -729,14 +729,14 @@ def decidable(
             f"the design cannot decide at T = {n_trials}: a percentile-bootstrap interval of a curve statistic "
             f"under-covers at every T measured ({', '.join(map(str, TRIALS))}; docs/calibration.md)"
         )
-    if design is not None and min(design) < MIN_CROSSED_LEVELS:
-        why = {
-            "bootstrap-difference": "a factor with 2 levels gives its bootstrap 3 distinct draws",
-            **dict.fromkeys(ESTIMATE_TESTS, "a factor with 2 levels leaves its variance 1 df"),
-        }[test_type]
+    two_levels = {  # what 2 levels of a crossed seed_design's factor do to the tests that read the design
+        "bootstrap-difference": "a factor with 2 levels gives its bootstrap 3 distinct draws",
+        **dict.fromkeys(ESTIMATE_TESTS, "a factor with 2 levels leaves its variance 1 df"),
+    }
+    if design is not None and test_type in two_levels and min(design) < MIN_CROSSED_LEVELS:
         return False, (
             f"the design cannot decide with a crossed seed_design of {design[0]} subsets x {design[1]} draws: "
-            f"{why} (needs >= {MIN_CROSSED_LEVELS} of each; docs/calibration.md)"
+            f"{two_levels[test_type]} (needs >= {MIN_CROSSED_LEVELS} of each; docs/calibration.md)"
         )
     if test_type in ESTIMATE_TESTS and collapse_rate > 0 and (1 - collapse_rate) ** n_trials > alpha:
         return False, (
