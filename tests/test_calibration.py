@@ -114,6 +114,36 @@ def test_a_crossed_seed_design_needs_its_crossed_variance_and_three_levels_of_ea
     assert not new[("subset-dominated", (2, 5))].size_ok()
 
 
+@pytest.fixture(scope="module")
+def crossed_curve_rows():
+    # the edge of what decidable() allows: the dominant factor at 3 levels, the other at 3 or 5 (the table in
+    # docs/calibration.md has 3 x 4, 4 x 3 and 4 x 4 too, further inside), under both crossed nulls; the
+    # collapse null, size <= 0.005 at every design there, at 3 x 3
+    edge = ((3, 3), (3, 5), (5, 3))
+    return calibration.crossed_curve_table(
+        reps=150, resamples=200, designs=edge, nulls=["subset-dominated", "draws-dominated"]
+    ) + calibration.crossed_curve_table(reps=150, resamples=200, designs=((3, 3),), nulls=["collapse-skewed"])
+
+
+def test_crossed_curve_differences_hold_size_and_coverage_at_the_edge_of_what_is_decidable(crossed_curve_rows):
+    # both sizes' runs from one crossed seed_design, their draws resampling subsets and draws (pigeonhole):
+    # the differences of k90, rho and the drop point hold from 3 subsets and 3 draws, under each null
+    assert len(crossed_curve_rows) == len(calibration.CURVE_DIFFERENCES) * (3 * 2 + 1)
+    assert all(decidable(r) for r in crossed_curve_rows)
+    failing = [r for r in crossed_curve_rows if not (r.size_ok(SIGMAS) and r.coverage_ok(SIGMAS))]
+    assert not failing, failing
+
+
+def test_a_crossed_curve_difference_with_two_levels_of_the_dominant_factor_is_refused():
+    # 5 subsets x 2 draws with the draws dominating: the pigeonhole bootstrap has 3 ways to draw 2 levels and the
+    # k90 difference's size is 0.18 (docs/calibration.md); decidable() needs 3 levels of each factor
+    k90, *_ = calibration.crossed_curve_table(reps=400, resamples=100, designs=((5, 2),), nulls=["draws-dominated"])
+    assert k90.test == "k90 difference, crossed 5x2" and not k90.size_ok(SIGMAS), k90
+    assert not decidable(k90)
+    ok, reason = calibration.decidable("bootstrap-difference", 10, design=(2, 5))
+    assert not ok and reason.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 5 draws")
+
+
 def test_welch_holds_size_and_coverage_from_three_trials():
     rows = calibration.welch_table(reps=4000)
     assert all(row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS) and decidable(row) for row in rows), rows
@@ -135,6 +165,9 @@ def test_decidable_rules():
     )
     assert not calibration.decidable("difference", 3, collapse_rate=1 / 3)[0]  # 3 trials miss it w.p. 0.30
     assert calibration.decidable("bootstrap-difference", 3, collapse_rate=1 / 3)[0]  # measured: differences hold
+    assert calibration.decidable("bootstrap-difference", 9, design=(3, 3))[0]
+    assert not calibration.decidable("bootstrap-difference", 10, design=(5, 2))[0]
+    assert not calibration.decidable("bootstrap", 16, design=(4, 4))[0]  # a curve against a fixed value: never
     assert not calibration.decidable("welch", 2)[0]
     with pytest.raises(ValueError, match="unknown test type"):
         calibration.decidable("anova", 5)

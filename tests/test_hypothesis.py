@@ -148,6 +148,22 @@ def test_a_component_that_estimates_negative_is_truncated_and_its_mean_square_le
     assert v.variance == pytest.approx(ms_e / (n_t * n_e)) and v.df == pytest.approx(n_e - 1)
 
 
+def test_the_pigeonhole_bootstrap_of_a_crossed_design_reduces_to_the_one_way_bootstrap_of_its_factors():
+    # trial t of a 4 x 3 design: subset t // 3, draw t % 3. Each draw's weight is the product of its subset's
+    # and its draw's multiplicities (Owen 2007), so a curve that only depends on the subset is resampled
+    # exactly as a one-way bootstrap of the subsets: Var = (1/S) * mean over subsets of (a_s - mean)^2
+    subsets, draws = 4, 3
+    weights = hypothesis.trial_multiplicities(12, 40_000, np.random.default_rng(5), (subsets, draws))
+    by_subset = weights.reshape(-1, subsets, draws)
+    assert np.all(weights.sum(axis=1) == 12)
+    assert np.all(by_subset == by_subset.sum(axis=2, keepdims=True) * by_subset.sum(axis=1, keepdims=True) / 12)
+    a = np.array([0.1, 0.4, 0.2, 0.9])
+    means = weights @ np.repeat(a, draws) / 12
+    assert means.var() == pytest.approx(np.mean((a - a.mean()) ** 2) / subsets, rel=0.03)
+    with pytest.raises(ValueError, match="covers 12 trials, not 9"):
+        hypothesis.trial_multiplicities(9, 10, np.random.default_rng(0), (subsets, draws))
+
+
 def test_f1_and_mcc_pseudo_values_give_the_leave_one_out_jackknife_variance():
     rng = np.random.default_rng(4)
     labels = rng.integers(0, 2, 60)

@@ -35,6 +35,7 @@ from src.claims.units import (
     bootstrap_unit,
     chance_level,
     contrast_unit,
+    curves_design,
     estimate_test_unit,
     exact_unit,
     first_reaching,
@@ -191,6 +192,7 @@ def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
         if len(sizes) < 2:
             continue
         small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
+        design, read = curves_design((small, large))
         k90 = lambda draws: along_draws(first_reaching, draws)  # noqa: E731
         units.append(
             bootstrap_unit(
@@ -202,6 +204,8 @@ def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
                 k90(small.draws) - k90(large.draws),
                 min(len(small.trials), len(large.trials)),
                 kind="bootstrap-difference",
+                design=design,
+                reads_seed_design=read,
                 gaps=((task, sizes[0]), (task, sizes[-1])),
                 studies=tuple(sorted(set(small.studies + large.studies))),
                 notes=[
@@ -227,6 +231,7 @@ def drop_point_shifts(ev: Evidence, shared: Shared) -> list[Unit]:
         if len(sizes) < 2:
             continue
         small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
+        design, read = curves_design((small, large))
         units.append(
             bootstrap_unit(
                 ev,
@@ -237,6 +242,8 @@ def drop_point_shifts(ev: Evidence, shared: Shared) -> list[Unit]:
                 drop_point(small.draws) - drop_point(large.draws),
                 min(len(small.trials), len(large.trials)),
                 kind="bootstrap-difference",
+                design=design,
+                reads_seed_design=read,
                 gaps=((task, sizes[0]), (task, sizes[-1])),
                 studies=tuple(sorted(set(small.studies + large.studies))),
                 notes=[
@@ -411,6 +418,7 @@ def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
             continue
         probe = shared.probes[task]
         small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
+        design, read = curves_design((small, large))
         rho = {s: hypothesis.spearman(probe.mean, shared.curves[(task, s)].mean) for s in (sizes[0], sizes[-1])}
         unit = bootstrap_unit(
             ev,
@@ -421,6 +429,8 @@ def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
             rho_draws(probe, small) - rho_draws(probe, large),
             min(len(small.trials), len(large.trials)),
             kind="bootstrap-difference",
+            design=design,
+            reads_seed_design=read,
             gaps=((task, sizes[0]), (task, sizes[-1])),
             studies=tuple(sorted(set(small.studies + large.studies))),
             notes=[f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}"],

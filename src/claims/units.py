@@ -81,7 +81,7 @@ class Unit:
     adjusted: float = math.nan  # Holm-adjusted p of the one test that enters the report's family
     status: str = "unresolved"
     test_type: str = ""  # its calibration.TEST_TYPES entry ("" for exact tests: no calibration needed)
-    reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts do)
+    reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts and curve draws do)
     collapse_rate: float = 0.0  # the largest share of collapsed runs among its conditions
 
 
@@ -166,6 +166,15 @@ def seed_design_of(ev: Evidence, task: str, size: int, slugs) -> tuple[int, int]
     return next(iter(designs), None)
 
 
+def readable_design(ev: Evidence, task: str, size: int, slugs, trials: list[int]) -> tuple[int, int] | None | str:
+    """seed_design_of the runs of `slugs` over their common `trials`, or why it cannot be read:
+    also where the trials do not fill the design's subsets x draws table."""
+    design = seed_design_of(ev, task, size, slugs)
+    if design is not None and not isinstance(design, str) and trials != list(range(design[0] * design[1])):
+        return "a crossed seed_design needs every run of its table"
+    return design
+
+
 def paired_estimate(
     ev: Evidence, task: str, size: int, weights: dict[str, float]
 ) -> tuple[Estimate, list[str], tuple[int, int] | None]:
@@ -174,11 +183,9 @@ def paired_estimate(
     a crossed seed_design), its notes and the seed design it read."""
     slugs = list(weights)
     trials, notes = common_trials(ev.runs, task, size, slugs)
-    design = seed_design_of(ev, task, size, slugs)
+    design = readable_design(ev, task, size, slugs, trials)
     if isinstance(design, str):
         return Estimate(math.nan, math.nan, 0), [*notes, design], None
-    if design is not None and trials != list(range(design[0] * design[1])):
-        return Estimate(math.nan, math.nan, 0), [*notes, "a crossed seed_design needs every run of its table"], None
     if not trials:
         return Estimate(math.nan, math.nan, 0), notes, design
     metric, labels = metric_of(ev.runs, task), np.asarray(ev.labels.get(task, np.zeros(1)))
@@ -232,13 +239,14 @@ def contrast_unit(
 
 def refuse_trials_as_independent(unit: Unit, ev: Evidence) -> Unit:
     """Refuse a unit whose test takes its runs' trials as independent (slopes, Welch, curve
-    bootstraps, exact tests over trials) when they come from a crossed seed_design: there the
-    trials share subsets and draws. Paired contrasts read the design (`reads_seed_design`)."""
+    bootstraps that did not read the design, exact tests over trials) when they come from a crossed
+    seed_design: there the trials share subsets and draws. Paired contrasts and the differences
+    of curve statistics whose draws read the design say so (`reads_seed_design`)."""
     crossed = [s for s in unit.studies if s in ev.studies and ev.studies[s].seed_design is not None]
     if crossed and not unit.reads_seed_design and not unit.refused:
         unit.refused = unit.interval_note = (
             f"runs of a crossed seed_design ({', '.join(crossed)}): this test takes the trials as independent, "
-            "which they are not; only paired contrasts read the design"
+            "which they are not; only paired contrasts and differences of curve statistics read the design"
         )
         unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
     return unit
@@ -269,19 +277,29 @@ def estimate_test_unit(
 
 
 def bootstrap_unit(
-    ev: Evidence, claim: str, name: str, test: str, estimate: float, draws: np.ndarray, n: int, kind: str, **kw
+    ev: Evidence,
+    claim: str,
+    name: str,
+    test: str,
+    estimate: float,
+    draws: np.ndarray,
+    n: int,
+    kind: str,
+    design: tuple[int, int] | None = None,
+    **kw,
 ) -> Unit:
     """A percentile-bootstrap statistic, claim "> 0" (or |·| < margin with `margin`). `kind` is its
     calibration test type: "bootstrap-difference" for a difference of two like curve statistics
-    tested at 0, "bootstrap" for a curve statistic against a fixed value or margin. Refused
-    (printed without an interval or p) where calibration.decidable says the design cannot decide
-    at n trials, and above report.max_undefined_share."""
+    tested at 0, "bootstrap" for a curve statistic against a fixed value or margin; `design` the
+    crossed seed_design its draws read (curves_design). Refused (printed without an interval or
+    p) where calibration.decidable says the design cannot decide at n trials, and above
+    report.max_undefined_share."""
     s, margin = ev.settings, kw.pop("margin", None)
     boot = Bootstrap(float(estimate), np.asarray(draws, dtype=float), n)
     share = boot.undefined_share
     unit = Unit(claim, name, test, boot.estimate, boot.interval(0.95), n, result=boot, margin=margin, **kw)
     unit.notes.append(f"undefined draws {share:.1%}")
-    if design_refusal(unit, kind, n).refused:
+    if design_refusal(unit, kind, n, design=design).refused:
         return unit
     if share > s.max_undefined_share:
         unit.refused = unit.interval_note = (
@@ -349,7 +367,9 @@ def slope_unit(claim: str, name: str, test: str, x, per_trial: np.ndarray, **kw)
 @dataclass
 class Curve:
     """A progressive curve over k = 0..L: its mean, bootstrap draws [B, L+1] (trials and, for
-    accuracy, eval examples, the same draw at every k), per-trial values [T, L+1], trials, notes."""
+    accuracy, eval examples, the same draw at every k), per-trial values [T, L+1], trials, notes,
+    and the crossed seed_design its draws read (subsets and draws resampled), None for
+    independent trials, or why its runs' crossed design could not be read (readable_design)."""
 
     mean: np.ndarray
     draws: np.ndarray
@@ -357,6 +377,7 @@ class Curve:
     trials: list[int]
     notes: list[str]
     studies: tuple
+    design: tuple[int, int] | None | str = None
 
 
 def progressive_curve(
@@ -382,8 +403,14 @@ def progressive_curve(
         [np.zeros((len(trials), labels.size)) if p is None or metric == "trials only" else p for p, _ in points]
     )
     scores = np.stack([s for _, s in points])  # [K, T]
+    design = readable_design(ev, task, size, slugs, trials)
+    if isinstance(design, str):
+        notes = [*notes, f"{design}: its trials are resampled as independent"]
+    elif design is not None:
+        notes = [*notes, f"crossed seed_design: {design[0]} subsets x {design[1]} draws"]
+    read = design if isinstance(design, tuple) else None
     draws = hypothesis.curve_draws(
-        metric, predictions, labels, scores, ev.settings.bootstrap_resamples, rng, example_counts
+        metric, predictions, labels, scores, ev.settings.bootstrap_resamples, rng, example_counts, read
     )
     per_trial = scores.T
     return Curve(
@@ -393,7 +420,17 @@ def progressive_curve(
         trials,
         notes,
         studies_of(ev.runs, task, size, slugs),
+        design,
     )
+
+
+def curves_design(curves) -> tuple[tuple[int, int] | None, bool]:
+    """For a statistic of several curves' draws: the crossed seed_design calibration.decidable
+    reads (of the curves whose draws read one, that with the fewest levels of a factor; None where
+    none did) and whether every curve from a crossed design read it (else its trials were
+    resampled as independent, and refuse_trials_as_independent refuses the unit)."""
+    read = [c.design for c in curves if isinstance(c.design, tuple)]
+    return min(read, key=min, default=None), not any(isinstance(c.design, str) for c in curves)
 
 
 class ProbeCurve(NamedTuple):

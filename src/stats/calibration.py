@@ -38,7 +38,7 @@ import itertools
 import math
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -61,11 +61,15 @@ MAX_HALF_WIDTH = 1.25  # x the oracle half-width
 @dataclass(frozen=True)
 class Null:
     """A data-generating design: the SDs (probit scale) of a condition's per-trial and
-    per-example effects, and the share of condition B's trials that collapse to one class."""
+    per-example effects, and the share of condition B's trials that collapse to one class. On
+    a crossed seed_design (simulate_curve's `design`) a trial's effect is its subset's (SD
+    `subset_sd`) plus its draw's (SD sqrt(trial_sd^2 - subset_sd^2)), so the expected accuracy
+    is the same as with independent trials."""
 
     trial_sd: float
     example_sd: float
     collapse: float = 0.0
+    subset_sd: float = 0.0
 
 
 NULLS = {
@@ -319,18 +323,30 @@ def simulate_curve(
     positive: np.ndarray,
     accuracies: np.ndarray = CURVE,
     collapsing: tuple = COLLAPSING_KS,
+    design: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """Correctness [R, K, T, N] of every k-layers condition (expected accuracy exactly
     accuracies[k]) on the eval set of each replicate, whose difficulty every condition shares:
     `shared` [R, 1, 1, N]. The conditions in `collapsing` collapse at `null.collapse`: such a
     trial predicts one class, so it is right exactly on that class's examples (`positive`
-    [R, N]). A probe curve is simulated the same way (collapsing nothing), its seeds as the trials."""
+    [R, N]). A probe curve is simulated the same way (collapsing nothing), its seeds as the trials.
+    With a crossed seed_design `design` = (S, D), n_trials = S*D and trial t's effect is that of
+    subset t // D plus that of draw t % D, each condition (k) with its own effects, as in
+    simulate_crossed (Null's subset_sd)."""
     reps, n_examples = shared.shape[0], shared.shape[-1]
     collapse = np.array([null.collapse if k in collapsing else 0.0 for k in range(len(accuracies))])
     means = np.array([_mean_for(a, null, q) for a, q in zip(accuracies, collapse)])[None, :, None, None]
+    if design is None:
+        trial_effects = null.trial_sd * rng.standard_normal((reps, len(accuracies), n_trials, 1))
+    else:
+        (subsets, draws), draws_sd = design, math.sqrt(null.trial_sd**2 - null.subset_sd**2)
+        trial_effects = (
+            null.subset_sd * rng.standard_normal((reps, len(accuracies), subsets, 1))
+            + draws_sd * rng.standard_normal((reps, len(accuracies), 1, draws))
+        ).reshape(reps, len(accuracies), n_trials, 1)
     latent = (
         means
-        + null.trial_sd * rng.standard_normal((reps, len(accuracies), n_trials, 1))
+        + trial_effects
         + null.example_sd * rng.standard_normal((reps, len(accuracies), 1, n_examples))
         + shared
         + rng.standard_normal((reps, len(accuracies), n_trials, n_examples))
@@ -345,7 +361,7 @@ def _as_predictions(correct: np.ndarray) -> tuple:
     return "accuracy", correct, np.ones(correct.shape[-1]), correct.mean(axis=-1)
 
 
-def _bootstrap_row(test, null_name, n_trials, estimates, boots, truth) -> Row:
+def _bootstrap_row(test, null_name, n_trials, estimates, boots, truth, design=None) -> Row:
     """Size (p_zero at a true 0; NaN otherwise), coverage of `truth` and the half-width ratio of
     percentile-bootstrap statistics; `undefined` is the mean share of undefined draws."""
     estimates = np.asarray(estimates, dtype=float)
@@ -363,23 +379,18 @@ def _bootstrap_row(test, null_name, n_trials, estimates, boots, truth) -> Row:
         float(np.mean(covered)),
         float(half / oracle) if oracle > 0 else math.nan,
         float(np.mean([b.undefined_share for b in boots])),
+        design=design,
     )
 
 
-def curve_table(reps: int, resamples: int, seed: int = 0, trials=TRIALS, nulls=None) -> list[Row]:
-    """The curve statistics of the claims, by the percentile bootstrap, as the report draws them:
-    two sizes' finetuning curves A and B (equal expected curves; under the collapse null B's
-    COLLAPSING_KS conditions collapse, A's do not) and a probe curve of PROBE_SEEDS seeds,
-    all scored on one eval set per replicate, their draws taking the same eval-set draw
-    (hypothesis.example_draws; claims.registry.Shared.eval_draws). Measured: k90 (first k reaching
-    90% of the full-vs-scratch gap), the difference of the two sizes' k90, Spearman rho of a
-    curve against the probe curve, the difference of the two sizes' rho, and the probe-against-
-    finetuning contrasts (maximum of the curve minus the probe's, k90 of the probe minus the curve's),
-    and the difference of the two sizes' steepest step (the drop point)."""
-    from src.claims.registry import drop_point, first_reaching  # the claims' definitions, measured as they are
+CURVE_DIFFERENCES = ("k90 difference", "difference of rho", "drop-point difference")  # "bootstrap-difference"
 
-    rng = np.random.default_rng(seed)
-    truths = {
+
+def curve_truths() -> dict[str, float]:
+    """Every curve statistic curve_boots measures, with its true value (CURVE and PROBE's)."""
+    from src.claims.registry import first_reaching  # the claims' definition, measured as it is
+
+    return {
         "k90": first_reaching(CURVE),
         "k90 difference": 0.0,
         "Spearman rho vs probe": hypothesis.spearman(PROBE, CURVE),
@@ -388,39 +399,100 @@ def curve_table(reps: int, resamples: int, seed: int = 0, trials=TRIALS, nulls=N
         "k90(probe) − k90(curve)": first_reaching(PROBE) - first_reaching(CURVE),
         "drop-point difference": 0.0,
     }
+
+
+def curve_boots(
+    null: Null,
+    n_trials: int,
+    reps: int,
+    resamples: int,
+    rng,
+    design: tuple[int, int] | None = None,
+    read_design: bool = True,
+) -> dict[str, list[hypothesis.Bootstrap]]:
+    """The curve statistics of the claims (curve_truths), by the percentile bootstrap, as the report
+    draws them, in `reps` replicates: two sizes' finetuning curves A and B (equal expected curves;
+    under a collapse null B's COLLAPSING_KS conditions collapse, A's do not) and a probe curve of
+    PROBE_SEEDS seeds, all scored on one eval set per replicate, their draws taking the same
+    eval-set draw (hypothesis.example_draws; claims.registry.Shared.eval_draws). With a crossed
+    seed_design `design` (n_trials = S*D), both sizes' runs come from it and their draws read it
+    (or, without `read_design`, take its S*D trials as independent); the probe's seeds stay independent."""
+    from src.claims.registry import drop_point, first_reaching
+
+    shared = SHARED_EXAMPLE_SD * rng.standard_normal((reps, 1, 1, EXAMPLES))
+    positive = rng.integers(0, 2, (reps, EXAMPLES))  # the examples of the class a collapsed run predicts
+    # as in the contrasts, only B collapses (smaller data collapse more often), the expected curves equal
+    correct_a = simulate_curve(null, n_trials, rng, shared, positive, collapsing=(), design=design)
+    correct_b = simulate_curve(null, n_trials, rng, shared, positive, design=design)
+    correct_probe = simulate_curve(null, PROBE_SEEDS, rng, shared, positive, PROBE, collapsing=())
+    boots = {test: [] for test in curve_truths()}
+    read = design if read_design else None  # the design the two sizes' draws resample by
+    for r in range(reps):
+        counts = hypothesis.example_draws(EXAMPLES, resamples, rng)  # the eval set's draws, shared
+        (a, draws_a), (b, draws_b), (probe, draws_probe) = (
+            (c[r].mean(axis=(1, 2)), hypothesis.curve_draws(*_as_predictions(c[r]), resamples, rng, counts, used))
+            for c, used in ((correct_a, read), (correct_b, read), (correct_probe, None))
+        )
+        k90_a, k90_b, k90_probe = (np.apply_along_axis(first_reaching, 1, d) for d in (draws_a, draws_b, draws_probe))
+        rho_a, rho_b = (hypothesis.spearman_rows(draws_probe, d) for d in (draws_a, draws_b))
+        for test, estimate, draws in (
+            ("k90", first_reaching(a), k90_a),
+            ("k90 difference", first_reaching(a) - first_reaching(b), k90_a - k90_b),
+            ("Spearman rho vs probe", hypothesis.spearman(probe, a), rho_a),
+            ("difference of rho", hypothesis.spearman(probe, a) - hypothesis.spearman(probe, b), rho_a - rho_b),
+            ("max(curve) − max(probe)", a.max() - probe.max(), draws_a.max(axis=1) - draws_probe.max(axis=1)),
+            ("k90(probe) − k90(curve)", first_reaching(probe) - first_reaching(a), k90_probe - k90_a),
+            ("drop-point difference", drop_point(a) - drop_point(b), drop_point(draws_a) - drop_point(draws_b)),
+        ):
+            boots[test].append(hypothesis.Bootstrap(estimate, draws, n_trials))
+    return boots
+
+
+def curve_table(reps: int, resamples: int, seed: int = 0, trials=TRIALS, nulls=None) -> list[Row]:
+    """The curve statistics of the claims (curve_boots) under every null at every T. Measured: k90
+    (first k reaching 90% of the full-vs-scratch gap), the difference of the two sizes' k90,
+    Spearman rho of a curve against the probe curve, the difference of the two sizes' rho, and the
+    probe-against-finetuning contrasts (maximum of the curve minus the probe's, k90 of the probe
+    minus the curve's), and the difference of the two sizes' steepest step (the drop point)."""
+    rng = np.random.default_rng(seed)
     rows = []
     for name in nulls or NULLS:
-        null = NULLS[name]
         for n_trials in trials:
-            shared = SHARED_EXAMPLE_SD * rng.standard_normal((reps, 1, 1, EXAMPLES))
-            positive = rng.integers(0, 2, (reps, EXAMPLES))  # the examples of the class a collapsed run predicts
-            # as in the contrasts, only B collapses (smaller data collapse more often), the expected curves equal
-            correct_a = simulate_curve(null, n_trials, rng, shared, positive, collapsing=())
-            correct_b = simulate_curve(null, n_trials, rng, shared, positive)
-            correct_probe = simulate_curve(null, PROBE_SEEDS, rng, shared, positive, PROBE, collapsing=())
-            boots = {test: [] for test in truths}
-            for r in range(reps):
-                counts = hypothesis.example_draws(EXAMPLES, resamples, rng)  # the eval set's draws, shared
-                (a, draws_a), (b, draws_b), (probe, draws_probe) = (
-                    (c[r].mean(axis=(1, 2)), hypothesis.curve_draws(*_as_predictions(c[r]), resamples, rng, counts))
-                    for c in (correct_a, correct_b, correct_probe)
-                )
-                k90_a, k90_b, k90_probe = (
-                    np.apply_along_axis(first_reaching, 1, d) for d in (draws_a, draws_b, draws_probe)
-                )
-                rho_a, rho_b = (hypothesis.spearman_rows(draws_probe, d) for d in (draws_a, draws_b))
-                for test, estimate, draws in (
-                    ("k90", first_reaching(a), k90_a),
-                    ("k90 difference", first_reaching(a) - first_reaching(b), k90_a - k90_b),
-                    ("Spearman rho vs probe", hypothesis.spearman(probe, a), rho_a),
-                    ("difference of rho", hypothesis.spearman(probe, a) - hypothesis.spearman(probe, b), rho_a - rho_b),
-                    ("max(curve) − max(probe)", a.max() - probe.max(), draws_a.max(axis=1) - draws_probe.max(axis=1)),
-                    ("k90(probe) − k90(curve)", first_reaching(probe) - first_reaching(a), k90_probe - k90_a),
-                    ("drop-point difference", drop_point(a) - drop_point(b), drop_point(draws_a) - drop_point(draws_b)),
-                ):
-                    boots[test].append(hypothesis.Bootstrap(estimate, draws, n_trials))
-            for test, truth in truths.items():
+            boots = curve_boots(NULLS[name], n_trials, reps, resamples, rng)
+            for test, truth in curve_truths().items():
                 rows.append(_bootstrap_row(test, name, n_trials, [b.estimate for b in boots[test]], boots[test], truth))
+    return rows
+
+
+CROSSED_CURVE_NULLS = {  # crossed_table's subset and draw SDs (probit), and a collapse null like NULLS'
+    "subset-dominated": Null(trial_sd=math.hypot(0.3, 0.05), example_sd=0.1, subset_sd=0.3),
+    "draws-dominated": Null(trial_sd=math.hypot(0.05, 0.3), example_sd=0.1, subset_sd=0.05),
+    "collapse-skewed": Null(trial_sd=math.hypot(0.05, 0.05), example_sd=0.2, collapse=0.2, subset_sd=0.05),
+}
+CROSSED_CURVE_DESIGNS = ((2, 2), (3, 3), (2, 5), (5, 2), (3, 4), (4, 3), (3, 5), (5, 3), (4, 4))  # (subsets, draws)
+
+
+def crossed_curve_table(
+    reps: int, resamples: int, seed: int = 0, designs=CROSSED_CURVE_DESIGNS, nulls=None, old: bool = False
+) -> list[Row]:
+    """The differences of like curve statistics between two sizes (CURVE_DIFFERENCES, tested at 0)
+    when both sizes' runs come from a crossed seed_design, their draws reading it ("new":
+    hypothesis.curve_draws' `design`, subsets and draws resampled by the pigeonhole bootstrap)
+    and, with `old`, on other replicates of the same cell, taking its S*D trials as independent
+    ("OLD": what the curve bootstrap did before it read the design)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name in nulls or CROSSED_CURVE_NULLS:
+        for design in designs:
+            n_trials = design[0] * design[1]
+            for estimator in ("new", "old") if old else ("new",):
+                boots = curve_boots(
+                    CROSSED_CURVE_NULLS[name], n_trials, reps, resamples, rng, design, estimator == "new"
+                )
+                for test in CURVE_DIFFERENCES:
+                    estimates = [b.estimate for b in boots[test]]
+                    row = _bootstrap_row(test, name, n_trials, estimates, boots[test], 0.0, design)
+                    rows.append(replace(row, test=f"{test}, crossed {design[0]}x{design[1]}", estimator=estimator))
     return rows
 
 
@@ -604,7 +676,7 @@ ESTIMATE_TESTS = ("difference", "one-sided", "equivalence", "beyond")
 TEST_TYPES = (*ESTIMATE_TESTS, "bootstrap-difference", "bootstrap", "welch")
 
 
-MIN_CROSSED_LEVELS = 3  # subsets and draws each, for a crossed seed_design's paired contrast
+MIN_CROSSED_LEVELS = 3  # subsets and draws each, for a crossed seed_design's paired contrast and curve differences
 
 
 def decidable(
@@ -641,7 +713,13 @@ def decidable(
     - An estimate test on a crossed seed_design (`design` = (subsets, draws)) holds its size with
       at least MIN_CROSSED_LEVELS of each: with 2 levels of the factor that dominates the
       spread, its component has 1 df and the Satterthwaite interval under-covers (2 x 5
-      subset-dominated, 5 x 2 draws-dominated: size 0.09-0.10; crossed_table)."""
+      subset-dominated, 5 x 2 draws-dominated: size 0.09-0.10; crossed_table).
+    - A "bootstrap-difference" on a crossed seed_design, its draws resampling subsets and draws
+      (hypothesis.curve_draws' `design`), holds the same way from MIN_CROSSED_LEVELS of each
+      (crossed_curve_table, docs/calibration.md): k90 difference size <= 0.048, coverage >= 0.940 at
+      3 x 3 to 4 x 4 with 400 replicates; at the weakest corner, 3 levels of the dominant factor and
+      5-8 of the other, 0.044-0.070 and 0.930-0.950 (at the targets, without margin). With 2 levels
+      of the dominant factor, which the pigeonhole bootstrap can only draw 3 ways, its size is 0.11-0.18."""
     if test_type not in TEST_TYPES:
         raise ValueError(f"unknown test type {test_type!r}; known: {', '.join(TEST_TYPES)}")
     if n_trials < min(TRIALS):
@@ -651,11 +729,14 @@ def decidable(
             f"the design cannot decide at T = {n_trials}: a percentile-bootstrap interval of a curve statistic "
             f"under-covers at every T measured ({', '.join(map(str, TRIALS))}; docs/calibration.md)"
         )
-    if test_type in ESTIMATE_TESTS and design is not None and min(design) < MIN_CROSSED_LEVELS:
+    two_levels = {  # what 2 levels of a crossed seed_design's factor do to the tests that read the design
+        "bootstrap-difference": "a factor with 2 levels gives its bootstrap 3 distinct draws",
+        **dict.fromkeys(ESTIMATE_TESTS, "a factor with 2 levels leaves its variance 1 df"),
+    }
+    if design is not None and test_type in two_levels and min(design) < MIN_CROSSED_LEVELS:
         return False, (
             f"the design cannot decide with a crossed seed_design of {design[0]} subsets x {design[1]} draws: "
-            f"a factor with 2 levels leaves its variance 1 df (needs >= {MIN_CROSSED_LEVELS} of each; "
-            "docs/calibration.md)"
+            f"{two_levels[test_type]} (needs >= {MIN_CROSSED_LEVELS} of each; docs/calibration.md)"
         )
     if test_type in ESTIMATE_TESTS and collapse_rate > 0 and (1 - collapse_rate) ** n_trials > alpha:
         return False, (
@@ -681,7 +762,7 @@ def test_type_of(row: Row) -> str:
     """The decidable() test type a row of the table measures."""
     if row.test.startswith("Welch"):
         return "welch"
-    if row.test in ("k90 difference", "difference of rho", "drop-point difference"):
+    if row.test.split(", crossed")[0] in CURVE_DIFFERENCES:
         return "bootstrap-difference"
     if row.test in ("k90", "Spearman rho vs probe", "max(curve) − max(probe)", "k90(probe) − k90(curve)"):
         return "bootstrap"
@@ -744,7 +825,7 @@ def correlation_markdown_row(row: CorrelationRow) -> str:
     )
 
 
-TABLES = ("estimates", "correlation")
+TABLES = ("estimates", "crossed-curves", "correlation")
 
 
 def main(argv=None) -> None:
@@ -774,6 +855,12 @@ def main(argv=None) -> None:
             ):
                 print("\n".join(markdown_row(row) for row in rows), flush=True)
         print("\n".join(markdown_row(row) for row in crossed_table(args.reps, args.seed)), flush=True)
+    if "crossed-curves" in args.tables:
+        print(HEADER, flush=True)
+        for name in CROSSED_CURVE_NULLS:  # one cell at a time, printed as measured
+            for design in CROSSED_CURVE_DESIGNS:
+                rows = crossed_curve_table(args.curve_reps, args.resamples, args.seed, (design,), (name,), old=True)
+                print("\n".join(markdown_row(row) for row in rows), flush=True)
     if "correlation" in args.tables:
         print(CORRELATION_HEADER, flush=True)
         for heads in args.corr_heads:  # one number of heads at a time, printed as measured

@@ -8,7 +8,8 @@ test (scipy.stats.permutation_test), Welch's test (scipy.stats.ttest_ind), Holm
 written here, because neither has it: the variance of a mean over a crossed trials x
 eval-examples design (two-way random-effects mean squares with Satterthwaite df, applied
 to example-jackknife pseudo-values so that F1 and MCC get it too), the tests from that
-estimate's standard error, and the planner's range of trials. Each has a test against
+estimate's standard error, the curve bootstrap (with the two-way pigeonhole bootstrap of a
+crossed seed_design's subsets and draws), and the planner's range of trials. Each has a test against
 the textbook case it reduces to (tests/test_hypothesis.py), and its calibration is
 measured by simulation (src/stats/calibration.py, docs/calibration.md).
 """
@@ -329,6 +330,27 @@ def example_draws(n_examples: int, resamples: int, rng: np.random.Generator) -> 
     return rng.multinomial(n_examples, np.full(n_examples, 1 / n_examples), size=resamples).astype(float)
 
 
+def trial_multiplicities(
+    n_trials: int, resamples: int, rng: np.random.Generator, design: tuple[int, int] | None = None
+) -> np.ndarray:
+    """Multiplicities [B, T] of the trials under `resamples` bootstrap draws. Independent trials
+    are drawn with replacement. With a crossed seed_design `design` = (S subsets, D draws)
+    (trial t: subset t // D, draw t % D) the subsets and the draws are drawn independently and
+    cell (s, d) is weighted by the product of their multiplicities (the two-way "pigeonhole"
+    bootstrap, Owen 2007): resampling the S*D cells as if independent would take the trials that
+    share a subset or a draw for replication. Its variance carries the interaction (here every
+    cell's own noise) about three times, once with each factor and once with their product;
+    docs/calibration.md measures what that does to coverage."""
+    if design is None:
+        return rng.multinomial(n_trials, np.full(n_trials, 1 / n_trials), size=resamples).astype(float)
+    subsets, draws = design
+    if subsets * draws != n_trials:
+        raise ValueError(f"a seed_design of {subsets} x {draws} covers {subsets * draws} trials, not {n_trials}")
+    by_subset = rng.multinomial(subsets, np.full(subsets, 1 / subsets), size=resamples)
+    by_draw = rng.multinomial(draws, np.full(draws, 1 / draws), size=resamples)
+    return (by_subset[:, :, None] * by_draw[:, None, :]).reshape(resamples, n_trials).astype(float)
+
+
 def curve_draws(
     metric: str,
     predictions: np.ndarray,
@@ -337,6 +359,7 @@ def curve_draws(
     resamples: int,
     rng,
     example_counts: np.ndarray | None = None,
+    design: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """Percentile-bootstrap draws [B, K] of a curve's mean over trials, from each point's
     predictions [K, T, N] and scores [K, T], with each variance component counted once, as in
@@ -348,12 +371,14 @@ def curve_draws(
     metrics that are not example means or ratios (example_weighted_metric), or one trial, the
     trials only. `example_counts` ([B, N], example_draws) are the eval set's draws: pass the same
     ones to every curve scored on that eval set (other sizes, the probe curve) so that their
-    comparisons resample it jointly; None draws fresh ones. Its calibration is measured by
-    src/stats/calibration.py (docs/calibration.md)."""
+    comparisons resample it jointly; None draws fresh ones. With a crossed seed_design `design`
+    = (S subsets, D draws) covering the T = S*D trials, the trials are resampled by subsets and
+    draws (trial_multiplicities) and the eval set's part is the subsets x draws x examples
+    table's `fixed_variance`. Its calibration is measured by src/stats/calibration.py
+    (docs/calibration.md)."""
     scores, labels = np.asarray(scores, dtype=float), np.asarray(labels)
     n_trials = scores.shape[1]
-    trial_counts = rng.multinomial(n_trials, np.full(n_trials, 1 / n_trials), size=resamples)
-    trial_part = trial_counts @ scores.T / n_trials  # [B, K]
+    trial_part = trial_multiplicities(n_trials, resamples, rng, design) @ scores.T / n_trials  # [B, K]
     if metric not in EXAMPLE_METRICS or labels.size < 2 or n_trials < 2:
         return trial_part
     if example_counts is None:
@@ -365,7 +390,11 @@ def curve_draws(
         ],
         axis=1,
     )  # [B, K]
-    fixed = crossed_variance(pseudo_values(metric, np.asarray(predictions), labels)).fixed_variance  # [K]
+    values = pseudo_values(metric, np.asarray(predictions), labels)  # [K, T, N]
+    if design is None:
+        fixed = crossed_variance(values).fixed_variance  # [K]
+    else:
+        fixed = crossed_variance(values.reshape(len(values), *design, -1), factors=3).fixed_variance
     spread = deviation.var(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         scale = np.where(spread > 0, np.sqrt(fixed / spread), 0.0)
