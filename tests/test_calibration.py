@@ -116,19 +116,20 @@ def test_a_crossed_seed_design_needs_its_crossed_variance_and_three_levels_of_ea
 
 @pytest.fixture(scope="module")
 def crossed_curve_rows():
-    # the edge of what decidable() allows: the dominant factor at 3 levels, the other at 3 or 5 (the table in
-    # docs/calibration.md has 3 x 4, 4 x 3 and 4 x 4 too, further inside), under both crossed nulls; the
-    # collapse null, size <= 0.005 at every design there, at 3 x 3
-    edge = ((3, 3), (3, 5), (5, 3))
-    return calibration.crossed_curve_table(
-        reps=150, resamples=200, designs=edge, nulls=["subset-dominated", "draws-dominated"]
-    ) + calibration.crossed_curve_table(reps=150, resamples=200, designs=((3, 3),), nulls=["collapse-skewed"])
+    # the edge of what decidable() allows: 4 levels of each factor under every crossed null, and the dominant
+    # factor at 4 with 8 of the other (where 3 levels failed; docs/calibration.md has the rest)
+    square = calibration.crossed_curve_table(reps=150, resamples=200, designs=((4, 4),))
+    return (
+        square
+        + calibration.crossed_curve_table(reps=100, resamples=200, designs=((4, 8),), nulls=["subset-dominated"])
+        + calibration.crossed_curve_table(reps=100, resamples=200, designs=((8, 4),), nulls=["draws-dominated"])
+    )
 
 
 def test_crossed_curve_differences_hold_size_and_coverage_at_the_edge_of_what_is_decidable(crossed_curve_rows):
     # both sizes' runs from one crossed seed_design, their draws resampling subsets and draws (pigeonhole):
-    # the differences of k90, rho and the drop point hold from 3 subsets and 3 draws, under each null
-    assert len(crossed_curve_rows) == len(calibration.CURVE_DIFFERENCES) * (3 * 2 + 1)
+    # the differences of k90, rho and the drop point hold from 4 subsets and 4 draws, under each null
+    assert len(crossed_curve_rows) == len(calibration.CURVE_DIFFERENCES) * (3 + 2)
     assert all(decidable(r) for r in crossed_curve_rows)
     failing = [r for r in crossed_curve_rows if not (r.size_ok(SIGMAS) and r.coverage_ok(SIGMAS))]
     assert not failing, failing
@@ -165,7 +166,12 @@ def test_decidable_rules():
     )
     assert not calibration.decidable("difference", 3, collapse_rate=1 / 3)[0]  # 3 trials miss it w.p. 0.30
     assert calibration.decidable("bootstrap-difference", 3, collapse_rate=1 / 3)[0]  # measured: differences hold
-    assert calibration.decidable("bootstrap-difference", 9, design=(3, 3))[0]
+    assert calibration.decidable("bootstrap-difference", 16, design=(4, 4))[0]
+    assert calibration.decidable("difference", 9, design=(3, 3))[0]
+    ok, reason = calibration.decidable("bootstrap-difference", 24, design=(3, 8))  # measured: size 0.077
+    assert not ok and "needs >= 4 of each" in reason
+    assert calibration.crossed_levels({"difference", "bootstrap-difference"}) == 4
+    assert calibration.crossed_levels({"difference", "welch", ""}) == 3
     assert not calibration.decidable("bootstrap-difference", 10, design=(5, 2))[0]
     assert not calibration.decidable("bootstrap", 16, design=(4, 4))[0]  # a curve against a fixed value: never
     assert not calibration.decidable("welch", 2)[0]

@@ -234,24 +234,33 @@ def crossed_curves(design: tuple[int, int], late_subsets) -> Builder:
 
 def test_a_crossed_seed_designs_curve_differences_resample_subsets_and_draws():
     """A difference of curve statistics between two sizes on a crossed seed_design gets a verdict:
-    its draws resample the subsets and the draws (calibrated from 3 of each). A later k90 at the small
-    size in every subset is supported; one in 1 of 3 subsets is not shown, since about 8 in 27 draws
-    of the 3 subsets leave that subset out, although the same 9 runs taken as independent trials
-    would support it (9 trials rarely all miss it). 2 subsets are refused (measured to under-cover)."""
-    crossed = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
-    v = verdicts(crossed_curves((3, 3), late_subsets=(0, 1, 2)).evidence(studies=crossed))
+    its draws resample the subsets and the draws (calibrated from 4 of each). A later k90 at the small
+    size in every subset is supported; one in 1 of 4 subsets is not shown, since about 1 in 3 draws
+    of the 4 subsets leaves that subset out, although the same 16 runs taken as independent trials
+    would support it (16 trials rarely all miss it). 3 subsets are refused (measured to under-cover
+    as the draws grow), and the planner asks for 4 of each; 2 are refused too."""
+    crossed = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(4, 4), trials=16)}
+    v = verdicts(crossed_curves((4, 4), late_subsets=(0, 1, 2, 3)).evidence(studies=crossed))
     for claim in ("k90_grows_as_data_shrinks", "drop_point_shifts_with_data_size"):
         (unit,) = v[claim]["units"]
-        assert not unit.refused and unit.reads_seed_design and unit.n == 9
+        assert not unit.refused and unit.reads_seed_design and unit.n == 16
         assert v[claim]["verdict"] == "supported", (claim, unit.p_for)
     (unit,) = v["k90_grows_as_data_shrinks"]["units"]
-    assert "crossed seed_design: 3 subsets x 3 draws" in unit.notes
-    one_late = crossed_curves((3, 3), late_subsets=(2,))
+    assert "crossed seed_design: 4 subsets x 4 draws" in unit.notes
+    one_late = crossed_curves((4, 4), late_subsets=(3,))
     (unit,) = verdicts(one_late.evidence(studies=crossed))["k90_grows_as_data_shrinks"]["units"]
     (naive,) = verdicts(one_late.evidence())["k90_grows_as_data_shrinks"]["units"]
     assert unit.estimate == naive.estimate == 3
     assert not unit.refused and unit.p_for > 0.2 and unit.interval[0] <= 0
     assert naive.p_for < 0.05 and naive.interval[0] > 0
+    three = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
+    v = verdicts(crossed_curves((3, 3), (0, 1, 2)).evidence(studies=three))["k90_grows_as_data_shrinks"]
+    (unit,) = v["units"]
+    assert unit.refused.startswith("the design cannot decide with a crossed seed_design of 3 subsets x 3 draws")
+    assert (
+        "-S 'studies.progressive.seed_design={subsets: 4, seeds: 4}' -S studies.progressive.trials=16"
+        in (v["plan"]["command"])
+    )
     two = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(2, 5), trials=10)}
     (unit,) = verdicts(crossed_curves((2, 5), (1,)).evidence(studies=two))["k90_grows_as_data_shrinks"]["units"]
     assert unit.refused.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 5 draws")

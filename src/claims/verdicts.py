@@ -203,18 +203,20 @@ def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, plann
     if not needs or not studies:
         return {"trials": None, "command": None, "reasons": reasons, "ranges": ranges}
     n = max(needs)
-    command = "dvc exp run " + " ".join(trials_override(study, n, sizes, ev) for study in sorted(studies))
+    levels = calibration.crossed_levels({u.test_type for u in blocking})  # where a study has a crossed seed_design
+    command = "dvc exp run " + " ".join(trials_override(study, n, sizes, ev, levels) for study in sorted(studies))
     return {"trials": n, "command": command, "reasons": reasons, "ranges": ranges}
 
 
-def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence) -> str:
+def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence, levels: int) -> str:
     """`-S` raising a study to `n` trials. A study with trials per size (a mapping) gets its whole
     mapping back, with the sizes the blocking units read (`sizes`; every size where a unit's is
     unknown: None) raised to n and the others kept: one count would replace the mapping. A study
-    with a crossed seed_design grows its subsets and draws in turn (trials must be their product)."""
+    with a crossed seed_design grows its subsets and draws in turn (trials must be their product),
+    each to at least `levels` (what the blocking units' tests need: calibration.crossed_levels)."""
     config = ev.studies.get(study)
     if config is not None and config.seed_design is not None:
-        subsets, draws = (max(level, calibration.MIN_CROSSED_LEVELS) for level in config.seed_design)
+        subsets, draws = (max(level, levels) for level in config.seed_design)
         while subsets * draws < n:
             subsets, draws = (subsets + 1, draws) if subsets <= draws else (subsets, draws + 1)
         design = f"{{subsets: {subsets}, seeds: {draws}}}"

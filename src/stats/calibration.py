@@ -676,7 +676,24 @@ ESTIMATE_TESTS = ("difference", "one-sided", "equivalence", "beyond")
 TEST_TYPES = (*ESTIMATE_TESTS, "bootstrap-difference", "bootstrap", "welch")
 
 
-MIN_CROSSED_LEVELS = 3  # subsets and draws each, for a crossed seed_design's paired contrast and curve differences
+# The levels of each factor (subsets, draws) a test that reads a crossed seed_design needs, and what
+# fewer do to it, as measured (decidable's docstring, docs/calibration.md)
+CROSSED_LEVELS = {
+    **dict.fromkeys(ESTIMATE_TESTS, (3, "a factor with 2 levels leaves its variance 1 df")),
+    "bootstrap-difference": (
+        4,
+        "the pigeonhole bootstrap under-covers with 3 levels of the factor that dominates the spread and many "
+        "of the other (k90 difference at 3 x 8: size 0.077, coverage 0.916)",
+    ),
+}
+
+
+def crossed_levels(test_types) -> int:
+    """The levels of each factor a crossed seed_design needs for tests of every type in
+    `test_types` to decide (the planner grows a design to it)."""
+    return max(
+        (CROSSED_LEVELS[t][0] for t in test_types if t in CROSSED_LEVELS), default=CROSSED_LEVELS["difference"][0]
+    )
 
 
 def decidable(
@@ -711,15 +728,19 @@ def decidable(
       0.90 trial-dominated at T = 10; k90 0.83-0.87 at T = 3-5), so no T here decides it.
     - "welch": Welch's test holds from 3 trials per group.
     - An estimate test on a crossed seed_design (`design` = (subsets, draws)) holds its size with
-      at least MIN_CROSSED_LEVELS of each: with 2 levels of the factor that dominates the
+      at least 3 of each (CROSSED_LEVELS): with 2 levels of the factor that dominates the
       spread, its component has 1 df and the Satterthwaite interval under-covers (2 x 5
       subset-dominated, 5 x 2 draws-dominated: size 0.09-0.10; crossed_table).
     - A "bootstrap-difference" on a crossed seed_design, its draws resampling subsets and draws
-      (hypothesis.curve_draws' `design`), holds the same way from MIN_CROSSED_LEVELS of each
-      (crossed_curve_table, docs/calibration.md): k90 difference size <= 0.048, coverage >= 0.940 at
-      3 x 3 to 4 x 4 with 400 replicates; at the weakest corner, 3 levels of the dominant factor and
-      5-8 of the other, 0.044-0.070 and 0.930-0.950 (at the targets, without margin). With 2 levels
-      of the dominant factor, which the pigeonhole bootstrap can only draw 3 ways, its size is 0.11-0.18."""
+      (hypothesis.curve_draws' `design`), holds from 4 of each (crossed_curve_table,
+      docs/calibration.md): the k90 difference, the binding statistic, has size <= 0.040 and
+      coverage >= 0.960 at 4 x 4 (every null), 4 x 8 subset- and 8 x 4 draws-dominated (the
+      dominant factor at 4 levels, the other at 8; 800 replicates). With 3 levels of the
+      dominant factor it holds at 3 x 3 to 3 x 5 but degrades as the other factor grows (the
+      bootstrap shrinks the dominant factor's variance by (S-1)/S, which the interaction's
+      overcount no longer makes up): 3 x 8 subset-dominated size 0.077, coverage 0.916 with 800
+      replicates. With 2 levels, which the pigeonhole bootstrap can only draw 3 ways, its size
+      is 0.11-0.18."""
     if test_type not in TEST_TYPES:
         raise ValueError(f"unknown test type {test_type!r}; known: {', '.join(TEST_TYPES)}")
     if n_trials < min(TRIALS):
@@ -729,14 +750,11 @@ def decidable(
             f"the design cannot decide at T = {n_trials}: a percentile-bootstrap interval of a curve statistic "
             f"under-covers at every T measured ({', '.join(map(str, TRIALS))}; docs/calibration.md)"
         )
-    two_levels = {  # what 2 levels of a crossed seed_design's factor do to the tests that read the design
-        "bootstrap-difference": "a factor with 2 levels gives its bootstrap 3 distinct draws",
-        **dict.fromkeys(ESTIMATE_TESTS, "a factor with 2 levels leaves its variance 1 df"),
-    }
-    if design is not None and test_type in two_levels and min(design) < MIN_CROSSED_LEVELS:
+    levels, fewer = CROSSED_LEVELS.get(test_type, (0, ""))
+    if design is not None and min(design) < levels:
         return False, (
             f"the design cannot decide with a crossed seed_design of {design[0]} subsets x {design[1]} draws: "
-            f"{two_levels[test_type]} (needs >= {MIN_CROSSED_LEVELS} of each; docs/calibration.md)"
+            f"{fewer} (needs >= {levels} of each; docs/calibration.md)"
         )
     if test_type in ESTIMATE_TESTS and collapse_rate > 0 and (1 - collapse_rate) ** n_trials > alpha:
         return False, (
