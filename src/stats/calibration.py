@@ -257,6 +257,15 @@ CROSSED_NULLS = {  # the SDs (probit scale) of a condition's subset and draw eff
 }
 
 
+def crossed_effects(rng: np.random.Generator, leading: tuple, design: tuple[int, int], sds: tuple[float, float]):
+    """The trial effects [*leading, S, D] of a crossed seed_design (S subsets, D draws): run (s, d)
+    takes subset s's effect (SD sds[0]) plus draw d's (SD sds[1]), one set per leading index."""
+    (subsets, draws), (subset_sd, draws_sd) = design, sds
+    return subset_sd * rng.standard_normal((*leading, subsets, 1)) + draws_sd * rng.standard_normal(
+        (*leading, 1, draws)
+    )
+
+
 def simulate_crossed(design: tuple[int, int], sds: tuple[float, float], reps: int, rng: np.random.Generator):
     """(labels [R, N], predictions of A and B [R, S*D, N]) of a crossed seed_design with equal
     expected accuracies: trial t sees subset t // D and draw t % D, and each condition has its
@@ -269,8 +278,7 @@ def simulate_crossed(design: tuple[int, int], sds: tuple[float, float], reps: in
     for _ in range(2):
         latent = (
             scale * stats.norm.ppf(ACCURACY)
-            + subset_sd * rng.standard_normal((reps, subsets, 1, 1))
-            + draws_sd * rng.standard_normal((reps, 1, draws, 1))
+            + crossed_effects(rng, (reps,), design, sds)[..., None]
             + 0.1 * rng.standard_normal((reps, 1, 1, EXAMPLES))
             + shared
             + rng.standard_normal((reps, subsets, draws, EXAMPLES))
@@ -339,11 +347,8 @@ def simulate_curve(
     if design is None:
         trial_effects = null.trial_sd * rng.standard_normal((reps, len(accuracies), n_trials, 1))
     else:
-        (subsets, draws), draws_sd = design, math.sqrt(null.trial_sd**2 - null.subset_sd**2)
-        trial_effects = (
-            null.subset_sd * rng.standard_normal((reps, len(accuracies), subsets, 1))
-            + draws_sd * rng.standard_normal((reps, len(accuracies), 1, draws))
-        ).reshape(reps, len(accuracies), n_trials, 1)
+        sds = null.subset_sd, math.sqrt(null.trial_sd**2 - null.subset_sd**2)
+        trial_effects = crossed_effects(rng, (reps, len(accuracies)), design, sds).reshape(reps, len(accuracies), -1, 1)
     latent = (
         means
         + trial_effects
