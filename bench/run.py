@@ -54,13 +54,14 @@ import yaml
 
 from bench import dvc_overhead
 from src.conditions.condition import Condition
-from src.config.load import load_config, model_limits
 from src.config.schema import ProbeConfig
 from src.data import tokens as data
 from src.model.base import load_encoder, load_tokenizer
 from src.model.features import layer_features
 from src.model.finetuner import build_finetuner
+from src.params.load import load_config, model_limits
 from src.probing.probes import train_probes
+from src.tasks import splits as stored
 from src.tasks.registry import get_task
 from src.train.device import resolve_precision
 from src.train.loop import RunSettings, evaluate, finetune, reuse_freed_memory
@@ -70,8 +71,8 @@ TASK = get_task("rt_sentiment")
 
 
 def splits(n_train: int, n_eval: int):
-    pool = data.load_split(TASK_DIR / "tokens.npz", "train")
-    eval_ = data.load_split(TASK_DIR / "tokens.npz", "eval")
+    pool = stored.load_split(TASK_DIR / "tokens.npz", "train")
+    eval_ = stored.load_split(TASK_DIR / "tokens.npz", "eval")
     return pool.subset(data.training_subset(len(pool), n_train, TASK.name, 0, 0)), eval_.subset(np.arange(n_eval))
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from src.conditions.condition import Condition
-from src.config.load import load_config
+from src.params.load import load_config
 from src.train.executors import run_in_worker
 from src.train.run import run_condition
 from src.train.schedule import run_settings

@@ -4,7 +4,7 @@ Tables and studies.json: src/results/aggregate.py; measures.json (the per-run me
 per-layer means, for `dvc metrics`): src/results/measures.py. Figures (plots/figures/<study>.png):
 src/figures/studies.py, chosen by each study's scheme and modifiers; a figure with
 nothing to draw is skipped and listed with the reason in figures.csv, never a crash.
-Per-example eval predictions and labels: src/results/predictions.py. The per-run
+Per-example eval predictions and labels: src/artefacts/predictions.py. The per-run
 measurements' tables (CKA, criticality, head importance): src/results/measures.py.
 """
 
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from src.artefacts.predictions import write_predictions
 from src.conditions.studies import all_study_conditions
-from src.config.load import load_config, model_limits
+from src.core.files import write_json_atomically
 from src.figures.studies import draw_figures
-from src.files import write_json_atomically
+from src.params.load import load_config, model_limits
+from src.params.stage import run_stage
 from src.results.aggregate import build_tables, write_tables
 from src.results.measures import measure_tables, measures_metrics
-from src.results.predictions import write_predictions
-from src.stage import run_stage
 
 SHOWN = ["study", "task", "size", "slug", "mean", "ci_low", "ci_high", "n", "diverged", "collapsed"]
 

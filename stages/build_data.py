@@ -8,10 +8,10 @@ from the hub or data.squad_dir in the official JSON layout (src/tasks/squad.py).
 import argparse
 from pathlib import Path
 
-from src.config.load import load_config, model_limits
+from src.data.build import build_splits, checked_unknown_words, write_task
 from src.model.base import load_tokenizer
-from src.stage import run_stage
-from src.tasks.build import build_splits, checked_unknown_words, write_task
+from src.params.load import load_config, model_limits
+from src.params.stage import run_stage
 
 
 def main() -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from src.config.load import load_config
-from src.data import tokens
 from src.model.base import load_encoder
 from src.model.features import layer_features
-from src.stage import run_stage
+from src.params.load import load_config
+from src.params.stage import run_stage
+from src.tasks import splits
 
 
 def main() -> None:
@@ -31,7 +31,7 @@ def main() -> None:
     )  # the GPU when there is one
     features = {
         split: layer_features(
-            encoder, tokens.load_split(args.tokens, split), probe.batch_size, probe.pooling, desc=f"features {split}"
+            encoder, splits.load_split(args.tokens, split), probe.batch_size, probe.pooling, desc=f"features {split}"
         )
         for split in ("train", "eval")
     }

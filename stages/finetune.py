@@ -10,9 +10,9 @@ import argparse
 from pathlib import Path
 
 from src.conditions.studies import all_study_conditions, focus_conditions, trained_conditions
-from src.config.load import load_config, model_limits
-from src.files import write_json_atomically
-from src.stage import run_stage
+from src.core.files import write_json_atomically
+from src.params.load import load_config, model_limits
+from src.params.stage import run_stage
 from src.stats.intervals import mean_ci
 from src.tasks.registry import get_task
 from src.train.schedule import check_sizes, run_all

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from src.conditions.condition import derive_seed
-from src.config.load import load_config
-from src.data import tokens
-from src.files import write_json_atomically
+from src.core.files import write_json_atomically
+from src.core.seeds import derive_seed
+from src.params.load import load_config
+from src.params.stage import run_stage
 from src.probing.probes import control_labels, probe_seed
-from src.stage import run_stage
+from src.tasks import splits
 from src.tasks.registry import get_task
 
 
@@ -34,7 +34,7 @@ def main() -> None:
     torch.set_num_threads(1)
     config = load_config()
     probe, task = config.probe, get_task(args.task)
-    splits = {split: tokens.load_split(args.tokens, split) for split in ("train", "eval")}
+    splits = {split: splits.load_split(args.tokens, split) for split in ("train", "eval")}
     labels = {split: s.labels for split, s in splits.items()}
     # One control task per (seed, task): every probe seed is trained on the same control labels.
     control = dict(

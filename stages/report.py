@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from src.artefacts.predictions import Predictions, read_predictions
 from src.claims.agreement import agreement_table
 from src.claims.render import figure_list, report_tables, write_report
 from src.claims.units import Evidence
 from src.claims.verdicts import judge_claims
-from src.config.load import load_config, model_limits
 from src.config.schema import Config
-from src.results.predictions import Predictions, read_predictions
+from src.params.load import load_config, model_limits
+from src.params.stage import run_stage
 from src.results.tables import plain
-from src.stage import run_stage
 
 
 def load_evidence(tables: Path, predictions: Predictions, num_layers: int, config: Config) -> Evidence:

@@ -15,9 +15,9 @@ installed (submitit for slurm, ray for ray).
 import argparse
 from pathlib import Path
 
-from src.config.load import ModelLimits, check_backend_installed, load_config, model_limits
-from src.model.record import BaseModelRecord
-from src.stage import run_stage
+from src.artefacts.base_model import BaseModelRecord
+from src.params.load import ModelLimits, check_backend_installed, load_config, model_limits
+from src.params.stage import run_stage
 
 VALID = "params.yaml is valid (src/config/)\n"
 

@@ -18,8 +18,8 @@ WORDS = "the a film movie good bad great awful plot actors boring fun not very i
 def tiny_model_dir(tmp_path_factory):
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    from src.files import sha256_of
-    from src.model.record import BaseModelRecord
+    from src.artefacts.base_model import BaseModelRecord
+    from src.core.files import sha256_of
 
     out = tmp_path_factory.mktemp("tiny_model")
     vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
@@ -65,9 +65,10 @@ def toy_sentiment(n: int, seed: int) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def tiny_task_dir(tmp_path_factory, tiny_model_dir):
     """A tokenised toy task in the layout the data stage writes (tokens.npz)."""
-    from src.data.tokens import save_splits, tokenize
+    from src.data.tokens import tokenize
     from src.model.base import load_tokenizer
     from src.tasks.kinds import KINDS
+    from src.tasks.splits import save_splits
 
     out = tmp_path_factory.mktemp("tiny_task")
     tokenizer = load_tokenizer(tiny_model_dir)
@@ -96,7 +97,7 @@ def tiny_tasks_root(tmp_path_factory, tiny_task_dir):
 def stub_result(condition: dict, **recorded):
     """A RunResult as a finished run writes it, holding only what a test sets in `recorded`
     (status, scores, predictions, ...); the rest of what a run records is left empty."""
-    from src.train.result import RunResult
+    from src.artefacts.run_result import RunResult
 
     empty = dict(
         fingerprint="test",
@@ -229,6 +230,6 @@ def params() -> dict:
 @pytest.fixture
 def config(params):
     """The test grid as the typed Config every function takes a section of."""
-    from src.config.load import validate
+    from src.params.load import validate
 
     return validate(params)

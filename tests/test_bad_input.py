@@ -26,16 +26,17 @@ from test_dvc_params import dvc, every_output, finish_with_placeholders, ok, ran
 from test_faults import stage_command, stage_env
 from test_params import DELETE, with_change
 
-from src import downloads
+from src.artefacts import base_model as record
+from src.artefacts.base_model import BaseModelRecord
 from src.conditions.condition import Condition
-from src.conditions.schemes import REMOVAL_ALLOWED
-from src.config.load import ModelLimits, load_config, model_limits, read_params, validate
-from src.data import tokens
-from src.errors import ModelError, ParamsError
-from src.model import record, reinit
+from src.core import downloads
+from src.core.errors import ModelError, ParamsError
+from src.model import reinit
 from src.model.base import TOKENIZER_VOCABULARIES, export_base_model, load_encoder
 from src.model.finetuner import build_finetuner
-from src.model.record import BaseModelRecord
+from src.params.load import ModelLimits, load_config, model_limits, read_params, validate
+from src.schemes.registry import REMOVAL_ALLOWED
+from src.tasks import splits
 
 REPO = Path(__file__).resolve().parents[1]
 L, H = 6, 12  # the default model's shape (all-MiniLM-L6-v2)
@@ -302,8 +303,9 @@ def test_an_unknown_key_is_refused_with_the_nearest_known_name(key, value, messa
 def test_a_knob_declared_in_its_section_becomes_a_known_key(monkeypatch):
     # The schema is the sections' fields: declaring a knob is all it takes for the key to be
     # read, checked with its own message, and no longer refused as unknown.
-    from src.config import checks, load
     from src.config.schema import TrainConfig, knob
+    from src.core import checks
+    from src.params import load
 
     @dataclass(frozen=True)
     class WithMaxSteps(TrainConfig):
@@ -488,7 +490,7 @@ def test_carving_names_glue_tasks_in_data_tasks(carve, message):
 
 
 def test_carving_applies_only_to_the_tasks_listed(tmp_path):
-    from src.tasks.build import build_splits
+    from src.data.build import build_splits
 
     sst2 = "sentence\tlabel\n" + "".join(f"film {i}\t{i % 2}\n" for i in range(30))
     qnli = "index\tquestion\tsentence\tlabel\n" + "".join(
@@ -663,7 +665,7 @@ def test_the_stage_refuses_a_size_larger_than_the_pool_before_training(tmp_path,
     task = tmp_path / "tasks" / "rt_sentiment"
     task.mkdir(parents=True)
     shutil.copy(tiny_task_dir / "tokens.npz", task / "tokens.npz")
-    pool = len(tokens.load_split(task / "tokens.npz", "train"))
+    pool = len(splits.load_split(task / "tokens.npz", "train"))
     (task / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": pool}))
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(stage_params({"sizes": [40, pool + 1]})))
     run = subprocess.run(
@@ -1021,8 +1023,8 @@ def test_a_tokenizer_that_cannot_spell_the_task_stops_the_data_stage_with_its_un
 WRITE_RESULT = """
 import resource, signal, sys
 from pathlib import Path
-from src.files import write_json_atomically
-from src.stage import run_stage
+from src.core.files import write_json_atomically
+from src.params.stage import run_stage
 if sys.argv[2] == "file-size-limit":  # the kernel refuses to grow any file past 4 KiB (EFBIG)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))

@@ -1,15 +1,16 @@
-"""src/stats/calibration.py: the measured calibration of every test type the claims use (issue 24).
+"""tools/calibrate.py: the measured calibration of every test type the claims use (issue 24).
 
 Each test runs the harness at a Monte Carlo size that fits in seconds and asserts the targets (size <= 1.2 alpha,
 coverage >= 0.94, half-width <= 1.25 x the oracle) with 3 Monte Carlo SEs of slack, in every cell that
-`calibration.decidable` says a claim may use. The seeds are fixed, so a pass is reproducible; docs/calibration.md has
+`validity.decidable` says a claim may use. The seeds are fixed, so a pass is reproducible; docs/calibration.md has
 the same table at larger sizes."""
 
 import numpy as np
 import pytest
 
-from src.results.measures import correlation_interval
-from src.stats import calibration, hypothesis
+from src.stats import hypothesis, validity
+from src.stats.correlation import correlation_interval
+from tools import calibrate as calibration
 
 SIGMAS = 3  # Monte Carlo slack on size and coverage
 
@@ -41,7 +42,7 @@ def test_under_collapse_skew_the_harness_shows_no_valid_test_and_decidable_says_
     skewed = [r for r in contrast_rows if r.null == "collapse-skewed" and r.test == "difference (accuracy)"]
     assert all(not r.size_ok(SIGMAS) for r in skewed)  # at T = 3 and at T = 10
     assert all(not decidable(r) for r in skewed)
-    ok, reason = calibration.decidable("difference", 3, collapse_rate=0.2)
+    ok, reason = validity.decidable("difference", 3, collapse_rate=0.2)
     assert not ok and "cannot decide at T = 3" in reason
 
 
@@ -141,7 +142,7 @@ def test_a_crossed_curve_difference_with_two_levels_of_the_dominant_factor_is_re
     k90, *_ = calibration.crossed_curve_table(reps=400, resamples=100, designs=((5, 2),), nulls=["draws-dominated"])
     assert k90.test == "k90 difference, crossed 5x2" and not k90.size_ok(SIGMAS), k90
     assert not decidable(k90)
-    ok, reason = calibration.decidable("bootstrap-difference", 10, design=(2, 5))
+    ok, reason = validity.decidable("bootstrap-difference", 10, design=(2, 5))
     assert not ok and reason.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 5 draws")
 
 
@@ -159,24 +160,22 @@ def test_simulated_contrast_is_exactly_the_requested_one():
 
 
 def test_decidable_rules():
-    assert calibration.decidable("difference", 3) == (True, "")
-    assert not calibration.decidable("bootstrap", 10)[0]
-    assert (
-        calibration.decidable("bootstrap-difference", 3)[0] and not calibration.decidable("bootstrap-difference", 2)[0]
-    )
-    assert not calibration.decidable("difference", 3, collapse_rate=1 / 3)[0]  # 3 trials miss it w.p. 0.30
-    assert calibration.decidable("bootstrap-difference", 3, collapse_rate=1 / 3)[0]  # measured: differences hold
-    assert calibration.decidable("bootstrap-difference", 16, design=(4, 4))[0]
-    assert calibration.decidable("difference", 9, design=(3, 3))[0]
-    ok, reason = calibration.decidable("bootstrap-difference", 24, design=(3, 8))  # measured: size 0.077
+    assert validity.decidable("difference", 3) == (True, "")
+    assert not validity.decidable("bootstrap", 10)[0]
+    assert validity.decidable("bootstrap-difference", 3)[0] and not validity.decidable("bootstrap-difference", 2)[0]
+    assert not validity.decidable("difference", 3, collapse_rate=1 / 3)[0]  # 3 trials miss it w.p. 0.30
+    assert validity.decidable("bootstrap-difference", 3, collapse_rate=1 / 3)[0]  # measured: differences hold
+    assert validity.decidable("bootstrap-difference", 16, design=(4, 4))[0]
+    assert validity.decidable("difference", 9, design=(3, 3))[0]
+    ok, reason = validity.decidable("bootstrap-difference", 24, design=(3, 8))  # measured: size 0.077
     assert not ok and "needs >= 4 of each" in reason
-    assert calibration.crossed_levels({"difference", "bootstrap-difference"}) == 4
-    assert calibration.crossed_levels({"difference", "welch", ""}) == 3
-    assert not calibration.decidable("bootstrap-difference", 10, design=(5, 2))[0]
-    assert not calibration.decidable("bootstrap", 16, design=(4, 4))[0]  # a curve against a fixed value: never
-    assert not calibration.decidable("welch", 2)[0]
+    assert validity.crossed_levels({"difference", "bootstrap-difference"}) == 4
+    assert validity.crossed_levels({"difference", "welch", ""}) == 3
+    assert not validity.decidable("bootstrap-difference", 10, design=(5, 2))[0]
+    assert not validity.decidable("bootstrap", 16, design=(4, 4))[0]  # a curve against a fixed value: never
+    assert not validity.decidable("welch", 2)[0]
     with pytest.raises(ValueError, match="unknown test type"):
-        calibration.decidable("anova", 5)
+        validity.decidable("anova", 5)
 
 
 def test_vectorised_spearman_is_scipys_per_row():

@@ -21,14 +21,11 @@ from statsmodels.stats.multitest import multipletests
 
 from src.claims.registry import BY_ID, CLAIMS, Shared
 from src.claims.render import report_tables, write_report
-from src.claims.units import (
-    ONE_PROBE_SEED,
-    Evidence,
-    first_reaching,
-)
+from src.claims.units import ONE_PROBE_SEED, Evidence
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, judge_claims
-from src.config.load import validate
 from src.config.schema import ReportConfig, StudyConfig
+from src.params.load import validate
+from src.stats.curves import first_reaching
 
 L = 4
 N = 200  # eval examples

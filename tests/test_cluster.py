@@ -21,7 +21,7 @@ import pytest
 from conftest import grid_params
 from test_faults import make_scratch, result_files, stage_command, stage_env, tiny_params
 
-from src.config.load import validate
+from src.params.load import validate
 
 pytestmark = pytest.mark.slow
 needs_submitit = pytest.mark.skipif(

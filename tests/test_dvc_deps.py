@@ -1,5 +1,5 @@
 """dvc.yaml's code deps cannot drift from the code: each stage lists exactly the code units
-(src/imports.py code_units: a package folder under src/, else the file) that its entry point
+(src/core/codehash.py code_units: a package folder under src/, else the file) that its entry point
 imports, transitively. A unit missing from the list would let `dvc repro` say "up to date"
 over results the new code would not produce; a result's fingerprint hashes the same closure
 of its run function (TRAINING_CODE), so a training-code change retrains it."""
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from src import imports
 from src.conditions.condition import Condition
-from src.imports import code_files, code_units
+from src.core import codehash as imports
+from src.core.codehash import code_files, code_units
 from src.train import run
 from src.train.schedule import run_settings
 
@@ -148,13 +148,13 @@ def test_the_fingerprint_hashes_the_training_codes_import_closure():
         "src/model/families.py",
         "src/data/tokens.py",
         "src/conditions/condition.py",
-        "src/conditions/schemes.py",
+        "src/schemes/registry.py",
         "src/tasks/kinds.py",
         "src/tasks/metrics.py",
     }
     assert training <= set(run.TRAINING_CODE)
     # code that cannot change a number: where runs execute, the params schema, the report
-    elsewhere = {"src/train/executors.py", "src/train/schedule.py", "src/config/load.py", "src/config/schema.py"}
+    elsewhere = {"src/train/executors.py", "src/train/schedule.py", "src/params/load.py", "src/config/schema.py"}
     assert not elsewhere & set(run.TRAINING_CODE)
     assert not [f for f in run.TRAINING_CODE if f.startswith(("src/claims/", "src/results/", "src/figures/"))]
 

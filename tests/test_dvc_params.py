@@ -23,8 +23,8 @@ import yaml
 from conftest import grid_params
 from dvc.utils.serialize import dumps_yaml
 
-from src.config.load import read_params
-from src.model.record import BaseModelRecord
+from src.artefacts.base_model import BaseModelRecord
+from src.params.load import read_params
 
 REPO = Path(__file__).resolve().parents[1]
 GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
@@ -324,8 +324,8 @@ def test_each_untrained_stage_reads_only_the_params_it_declares(tmp_path, tiny_m
 
 
 def test_reads_are_the_stages_own_not_the_checks_even_across_a_second_validation(params):
-    from src.config.load import validate
     from src.config.schema import forget_keys_read, keys_read
+    from src.params.load import validate
 
     forget_keys_read()  # a stage process starts with none; this one has run other tests
     config = validate(params)

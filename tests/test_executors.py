@@ -16,10 +16,11 @@ from fake_runs import fail_odd, note_slot
 from test_faults import make_scratch, result_files, stage_command, stage_env, tiny_params
 
 from src.conditions.condition import Condition
-from src.config.load import validate
+from src.core.errors import ParamsError
 from src.data import tokens
-from src.errors import ParamsError
 from src.model.finetuner import build_finetuner, new_task_head
+from src.params.load import validate
+from src.tasks import splits
 from src.tasks.registry import get_task
 from src.train import executors, loop
 from src.train.executors import Failure
@@ -185,7 +186,7 @@ def test_checkpoints_carry_the_cuda_rng_states_and_a_resume_restores_them(
     monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: fake_cuda_states)
     monkeypatch.setattr(torch.cuda, "set_rng_state_all", restored.append)
     task = get_task("rt_sentiment")
-    pool = tokens.load_split(tiny_task_dir / "tokens.npz", "train")
+    pool = splits.load_split(tiny_task_dir / "tokens.npz", "train")
     train = pool.subset(tokens.training_subset(len(pool), 24, task.name, 0, 0))  # 3 steps of 8
     cfg = run_settings(checkpoint_every=1)
     checkpoint = tmp_path / "trial0.ckpt"
@@ -213,7 +214,7 @@ def test_checkpoints_carry_the_cuda_rng_states_and_a_resume_restores_them(
 
 def test_fp16_trains_with_a_grad_scaler(tiny_model_dir, tiny_task_dir):
     task = get_task("rt_sentiment")
-    pool = tokens.load_split(tiny_task_dir / "tokens.npz", "train")
+    pool = splits.load_split(tiny_task_dir / "tokens.npz", "train")
     train = pool.subset(tokens.training_subset(len(pool), 40, task.name, 0, 0))
     model, _ = build_finetuner(tiny_model_dir, Condition("rt_sentiment", 40, 0, 1, k=1), 2, 0)
     outcome = loop.finetune(model, task, train, run_settings(epochs=2, precision="fp16"), 1)

@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 from transformers import AutoModel
 
 from src.conditions.condition import Condition
-from src.errors import ModelError
+from src.core.errors import ModelError
 from src.model.base import export_base_model, load_encoder
 from src.model.families import FAMILIES, family_of, layout_problems
 from src.model.finetuner import build_finetuner, encode, reinitialised_layer_parameters

@@ -24,17 +24,18 @@ import torch
 import yaml
 from conftest import grid_params, stub_result
 
+from src.artefacts.base_model import BaseModelRecord
+from src.artefacts.run_result import read_results, readable
 from src.conditions.condition import Condition
-from src.config.load import validate
+from src.core.codehash import code_files
+from src.core.files import sha256_of
 from src.data import tokens
-from src.files import sha256_of
-from src.imports import code_files
 from src.model.finetuner import build_finetuner
-from src.model.record import BaseModelRecord
+from src.params.load import validate
 from src.results.tables import results_table, summarise
+from src.tasks import splits
 from src.tasks.registry import get_task
 from src.train.loop import finetune
-from src.train.result import read_results, readable
 from src.train.run import TRAINING_CODE, fingerprint, run_condition
 from src.train.schedule import run_settings
 
@@ -106,7 +107,7 @@ def make_scratch(root: Path, tiny_task_dir: Path, params: dict) -> Path:
     task = root / "tasks" / "rt_sentiment"
     task.mkdir(parents=True)
     shutil.copy(tiny_task_dir / "tokens.npz", task / "tokens.npz")
-    pool = len(tokens.load_split(task / "tokens.npz", "train"))
+    pool = len(splits.load_split(task / "tokens.npz", "train"))
     (task / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": pool}))
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return root
@@ -211,7 +212,7 @@ def test_killed_study_resumes_keeps_finished_conditions_and_matches_an_uninterru
             and saved["state"]["step"] > 0
         )
 
-    # A kill during write_json_atomically (src/files.py) leaves trial*.json.tmp: never read as a result.
+    # A kill during write_json_atomically (src/core/files.py) leaves trial*.json.tmp: never read as a result.
     todo = sorted(set(reference) - set(before))
     leftover = (out / todo[-1]).with_suffix(".json.tmp")
     leftover.parent.mkdir(parents=True, exist_ok=True)
@@ -259,9 +260,9 @@ class Interrupt(Exception):
 @pytest.fixture(scope="module")
 def toy_training(tiny_model_dir, tiny_task_dir):
     task = get_task("rt_sentiment")
-    pool = tokens.load_split(tiny_task_dir / "tokens.npz", "train")
+    pool = splits.load_split(tiny_task_dir / "tokens.npz", "train")
     train = pool.subset(tokens.training_subset(len(pool), 40, task.name, 0, 0))  # 5 steps of 8
-    eval_split = tokens.load_split(tiny_task_dir / "tokens.npz", "eval")
+    eval_split = splits.load_split(tiny_task_dir / "tokens.npz", "eval")
     condition = Condition("rt_sentiment", 40, 0, 2, k=1)
     cfg = settings(tiny_params(checkpoint_every=3), epochs=2)
 
@@ -621,13 +622,13 @@ def test_every_training_code_file_is_a_dep_of_the_finetune_and_focus_stages():
 NOT_FINGERPRINTED = {
     "stages/finetune.py": "picks the conditions; each condition's fields are in its fingerprint",
     "src/conditions/studies.py": "params -> conditions; the condition is fingerprinted",
-    "src/config/load.py": "reads and checks params.yaml; the values a run uses are its RunSettings, fingerprinted",
+    "src/params/load.py": "reads and checks params.yaml; the values a run uses are its RunSettings, fingerprinted",
     "src/config/schema.py": "the same",
     "src/train/schedule.py": "run_settings builds the RunSettings (fingerprinted); the rest is bookkeeping",
     "src/train/device.py": "the device and resolved precision it picks are in the RunSettings",
     "src/train/executors.py": "where runs execute; the thread count it sets is in the RunSettings",
     "src/train/progress.py": "the stage's progress lines",
-    "src/stage.py": "the entry point: error messages, dying with the parent",
+    "src/params/stage.py": "the entry point: error messages, dying with the parent",
     "src/stats/intervals.py": "the focus summary, recomputed every run",
 }
 

@@ -13,13 +13,14 @@ from conftest import grid_params
 from scipy.stats import ortho_group
 
 from src.conditions.condition import Condition
-from src.config.load import validate
 from src.data import tokens
 from src.measures.cka import linear_cka, unbiased_hsic
 from src.measures.criticality import layer_states, rewind_drops
 from src.measures.heads import head_gates, head_importance
 from src.model.families import family_of
 from src.model.finetuner import build_finetuner
+from src.params.load import validate
+from src.tasks import splits
 from src.tasks.registry import get_task
 from src.train.loop import evaluate
 from src.train.run import run_condition
@@ -100,7 +101,7 @@ def tiny_model(model_dir, k=3):
 
 
 def eval_split(tasks_dir):
-    return tokens.load_split(tasks_dir / "rt_sentiment" / "tokens.npz", "eval")
+    return splits.load_split(tasks_dir / "rt_sentiment" / "tokens.npz", "eval")
 
 
 def eval_loss(model, task, split) -> float:
@@ -187,7 +188,7 @@ def test_a_gate_at_zero_equals_zeroing_that_heads_output_columns(tiny_model_dir,
 
 def test_a_head_whose_output_columns_are_zero_has_importance_zero(tiny_model_dir, tiny_tasks_root):
     model, task = tiny_model(tiny_model_dir)
-    train = tokens.load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "train").subset(np.arange(32))
+    train = splits.load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "train").subset(np.arange(32))
     width = model.encoder.config.hidden_size // model.encoder.config.num_attention_heads
     with torch.no_grad():
         model.encoder.encoder.layer[0].attention.output.dense.weight[:, width : 2 * width] = 0
@@ -244,7 +245,7 @@ def test_importance_vs_reinit_correlation_has_the_exact_permutation_p_and_the_in
 
     from scipy.stats import norm, spearmanr
 
-    from src.results.measures import spearman_with_uncertainty
+    from src.stats.correlation import spearman_with_uncertainty
 
     importance = np.array([0.1, 0.5, 0.3, 0.9, 0.2, 0.7])
     drop = np.array([0.0, 0.02, 0.01, 0.05, -0.01, 0.03])

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import grid_params
 
-from src.config.load import ModelLimits, read_params, validate
-from src.errors import ParamsError
+from src.core.errors import ParamsError
+from src.params.load import ModelLimits, read_params, validate
 from src.tasks.registry import TASKS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -95,7 +95,9 @@ def init_scratch_repo(repo: Path, params: dict, write_inputs=lambda repo: None) 
 def scratch_repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("pipeline")
     git = init_scratch_repo(repo, pipeline_params(), lambda repo: write_tiny_glue(repo / "glue"))
-    params_read = tmp_path_factory.mktemp("params_read")  # src/stage.py: each stage writes the params keys it read
+    params_read = tmp_path_factory.mktemp(
+        "params_read"
+    )  # src/params/stage.py: each stage writes the params keys it read
     first = dvc(repo, "repro", env={"TRANSFER_RECORD_PARAMS": str(params_read)})
     return repo, first, git, params_read
 
@@ -266,7 +268,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
 def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_from(scratch_repo):
     import torch
 
-    from src.conditions.condition import derive_seed
+    from src.core.seeds import derive_seed
     from src.train.device import resolve_precision
 
     repo = scratch_repo[0]
@@ -317,7 +319,7 @@ def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_fr
     assert sequential["seeds"]["order_intermediate"] == derive_seed(seed, "train-intermediate", 0)
 
 
-# The stage each entry point runs as (src/stage.py names a record by the module's file name).
+# The stage each entry point runs as (src/params/stage.py names a record by the module's file name).
 STAGE_OF_MODULE = {
     "validate": "validate",
     "prepare_model": "prepare_model",

@@ -15,7 +15,7 @@ from test_pipeline import init_scratch_repo
 
 from bench.cost import BERT_BASE_LIMITS, load_preset
 from src.conditions.studies import all_study_conditions
-from src.config.load import read_params, validate
+from src.params.load import read_params, validate
 
 REPO = Path(__file__).resolve().parents[1]
 PRESETS = REPO / "presets"

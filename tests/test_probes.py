@@ -7,14 +7,15 @@ import pandas as pd
 import pytest
 import torch
 
+from src.core.files import write_json_atomically
 from src.data import tokens
-from src.data.tokens import TokenizedSplit
-from src.files import write_json_atomically
 from src.model.base import load_encoder
 from src.model.features import layer_features, pool_layers
 from src.probing.probes import control_labels, online_codelength, probe_seed
 from src.results.aggregate import probe_table, progressive_curves
+from src.tasks import splits
 from src.tasks.registry import get_task
+from src.tasks.splits import TokenizedSplit
 
 TASK = get_task("rt_sentiment")  # binary classification, headline accuracy
 
@@ -146,7 +147,7 @@ def test_cls_pooling_reads_the_first_token_only():
 
 def test_cls_features_are_the_frozen_pooler_on_each_layers_first_token(tiny_model_dir, tiny_task_dir):
     encoder = load_encoder(tiny_model_dir, with_pooler=True)
-    split = tokens.load_split(tiny_task_dir / "tokens.npz", "eval")
+    split = splits.load_split(tiny_task_dir / "tokens.npz", "eval")
     features = layer_features(encoder, split, batch_size=16, pooling="cls")
     batch = tokens.collate(split, np.array([2]))
     with torch.no_grad():

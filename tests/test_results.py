@@ -1,6 +1,6 @@
 """The typed artefacts, each with one writer and one reader: a run's result
-(src/train/result.py), base.json (src/model/record.py) and the predictions store the
-report resamples (src/results/predictions.py). Each is written by its writer and read back
+(src/artefacts/run_result.py), base.json (src/artefacts/base_model.py) and the predictions store the
+report resamples (src/artefacts/predictions.py). Each is written by its writer and read back
 by its reader, from what the real code produces."""
 
 import hashlib
@@ -12,17 +12,19 @@ import numpy as np
 import pytest
 from conftest import grid_params, stub_result
 
-from src.conditions.condition import Condition, derive_seed
+from src.artefacts.base_model import BaseModelRecord
+from src.artefacts.predictions import read_predictions, write_predictions
+from src.artefacts.run_result import RunResult, read_results, readable, result_path
+from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions
-from src.config.load import ModelLimits, model_limits, validate
-from src.data.tokens import load_split
-from src.files import sha256_of
+from src.core.files import sha256_of
+from src.core.seeds import derive_seed
 from src.model.base import export_base_model
-from src.model.record import BaseModelRecord
-from src.results.predictions import read_predictions, write_predictions
+from src.params.load import ModelLimits, model_limits, validate
 from src.tasks.kinds import KINDS
+from src.tasks.splits import load_split
 from src.train.loop import RunSettings
-from src.train.result import RunResult, read_results, readable, result_path, with_measurements_of
+from src.train.reuse import with_measurements_of
 from src.train.run import fingerprint, run_condition
 from src.train.schedule import run_settings
 
@@ -187,8 +189,8 @@ def test_every_condition_of_the_test_grid_has_its_own_key_in_the_predictions_sto
 
 
 def test_step_loss_curves_average_the_finished_runs_at_each_step():
+    from src.artefacts.run_result import encode_step_losses
     from src.results.aggregate import step_loss_curves
-    from src.train.result import encode_step_losses
 
     def result(k, trial, losses, status="ok"):
         condition = Condition("rt_sentiment", 8, trial, 1, k=k).as_dict()

@@ -1,4 +1,4 @@
-"""src/conditions/schemes.py: the registry of reinitialisation schemes. Every scheme's
+"""src/schemes/registry.py: the registry of reinitialisation schemes. Every scheme's
 variants resolve to it, its expansion of the test grid gives conditions that are named
 uniquely, fit the model and reinitialise layers that exist, `fits` refuses what is out of
 range, and its params.yaml name and range checks agree with `fits`."""
@@ -8,10 +8,10 @@ import re
 import pytest
 
 from src.conditions.condition import Condition
-from src.conditions.schemes import BY_VARIANT, SCHEMES, VARIANTS, WHOLE_LAYER_VARIANTS, Limit, removed_layers, scheme_of
 from src.conditions.studies import all_study_conditions
-from src.config.load import ModelLimits, validate
-from src.errors import ParamsError
+from src.core.errors import ParamsError
+from src.params.load import ModelLimits, validate
+from src.schemes.registry import BY_VARIANT, SCHEMES, VARIANTS, WHOLE_LAYER_VARIANTS, Limit, removed_layers, scheme_of
 from src.train.schedule import is_full_model
 
 L, H = 6, 12  # the test grid's model shape (all-MiniLM-L6-v2)

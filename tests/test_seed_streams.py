@@ -12,8 +12,8 @@ from test_training import run
 
 from src.conditions.condition import SEED_SOURCES, Condition
 from src.conditions.studies import all_study_conditions
-from src.config.load import validate
-from src.errors import ParamsError
+from src.core.errors import ParamsError
+from src.params.load import validate
 from src.results.aggregate import variance_components
 from src.stats.components import crossed_components
 

@@ -13,11 +13,12 @@ import torch
 from conftest import WORDS, grid_params
 
 from src.conditions.condition import Condition
-from src.config.load import validate
+from src.core.errors import ParamsError
 from src.data import tokens
-from src.errors import ParamsError
+from src.data.build import build_splits, checked_unknown_words, write_task
 from src.model.base import load_tokenizer
-from src.tasks.build import build_splits, checked_unknown_words, write_task
+from src.params.load import validate
+from src.tasks import splits
 from src.tasks.metrics import best_over_golds, exact_match, normalize_answer, squad_scores, token_f1
 from src.tasks.spans import Decoded, best_span
 from src.tasks.squad import SquadFormatError, read_squad_json
@@ -155,9 +156,9 @@ def test_spans_survive_saving_and_a_training_subset_takes_whole_questions(tiny_m
     tokenizer = load_tokenizer(tiny_model_dir)
     frame = squad_frame([(f"q {i} plot", long_context(i), []) for i in range(5)])
     split = tokens.tokenize_spans(frame, tokenizer, max_length=24, stride=6, max_answer_tokens=7)
-    tokens.save_splits(tmp_path / "tokens.npz", {"train": split})
-    loaded = tokens.load_split(tmp_path / "tokens.npz", "train")
-    assert isinstance(loaded, tokens.SpanSplit) and loaded.max_answer_tokens == 7
+    splits.save_splits(tmp_path / "tokens.npz", {"train": split})
+    loaded = splits.load_split(tmp_path / "tokens.npz", "train")
+    assert isinstance(loaded, splits.SpanSplit) and loaded.max_answer_tokens == 7
     assert loaded.contexts == split.contexts and np.array_equal(loaded.char_spans, split.char_spans)
     chosen = loaded.of_examples(np.array([1, 3]))
     assert set(chosen.question_of_window) == {1, 3}
@@ -211,10 +212,10 @@ def test_the_null_threshold_is_fitted_on_training_data_and_ignores_the_eval_answ
 
     # every eval answer changed (answerable <-> not): the eval scores move, the threshold does not
     path = tasks_dir / "squad_v2" / "tokens.npz"
-    splits = {name: tokens.load_split(path, name) for name in ("train", "eval")}
+    splits = {name: splits.load_split(path, name) for name in ("train", "eval")}
     swapped = copy.copy(splits["eval"])
     swapped.golds = [[] if g else ["story"] for g in swapped.golds]
-    tokens.save_splits(path, {**splits, "eval": swapped})
+    splits.save_splits(path, {**splits, "eval": swapped})
     second = run_condition(condition, settings, tiny_model_dir, tasks_dir)
     assert second.null_threshold == first.null_threshold
     assert second.scores != first.scores
@@ -277,7 +278,7 @@ def test_the_shared_slices_build_with_their_question_counts(tmp_path, tiny_model
     assert info["answerable"] == {"train": 4799, "eval": 2910}
     assert info["eval_examples"] - info["answerable"]["eval"] == 3168
     assert str(SHARED_SQUAD) in note
-    eval_split = tokens.load_split(tmp_path / "tokens.npz", "eval")
+    eval_split = splits.load_split(tmp_path / "tokens.npz", "eval")
     assert eval_split.examples == 6078 and len(np.unique(eval_split.question_of_window)) == 6078
     assert torch.from_numpy(eval_split.labels).shape[1] == 3
 
@@ -303,8 +304,8 @@ def write_tiny_squad(folder: Path) -> None:
 def test_the_progressive_study_on_squad_runs_through_dvc_exp_run(tmp_path):
     from test_pipeline import dvc, init_scratch_repo
 
-    from src.results.predictions import read_predictions
-    from src.train.result import RunResult
+    from src.artefacts.predictions import read_predictions
+    from src.artefacts.run_result import RunResult
 
     params = grid_params()
     params["model"]["max_length"] = 64

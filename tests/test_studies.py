@@ -4,11 +4,11 @@ import pytest
 import torch
 from conftest import grid_params, stub_result
 
+from src.artefacts.run_result import RunResult, result_path
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions, focus_conditions, study_conditions, trained_conditions
-from src.config.load import validate
+from src.params.load import validate
 from src.results.aggregate import load_results
-from src.train.result import RunResult, result_path
 from src.train.weights import spectral_norm, weight_change
 
 L = 6

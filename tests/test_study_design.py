@@ -14,8 +14,8 @@ from test_params import DEFAULT_MODEL, with_change
 
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions, trained_conditions
-from src.config.load import read_params, validate
-from src.errors import ParamsError
+from src.core.errors import ParamsError
+from src.params.load import read_params, validate
 from src.train.run import run_condition
 from src.train.schedule import check_sizes, run_settings
 

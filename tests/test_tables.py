@@ -4,9 +4,9 @@ averaged and counted; every run names its references."""
 import pytest
 from conftest import stub_result
 
+from src.artefacts.run_result import RunResult
 from src.conditions.condition import Condition
 from src.results.tables import results_table, summarise
-from src.train.result import RunResult
 
 
 def run_result(condition: dict, status: str, metric: str, scores: dict, majority_share) -> RunResult:

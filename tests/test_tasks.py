@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import grid_params
 
-from src import downloads
+from src.core import downloads
 from src.tasks import embedded
 from src.tasks.kinds import KINDS
 from src.tasks.registry import get_task

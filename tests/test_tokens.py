@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from src.data import tokens as data
+from src.tasks import splits
 from src.tasks.kinds import KINDS
 
 
@@ -39,7 +40,7 @@ def test_length_grouping_cuts_padding():
 
 
 def test_collate_pads_and_masks(tiny_task_dir):
-    split = data.load_split(tiny_task_dir / "tokens.npz", "train")
+    split = splits.load_split(tiny_task_dir / "tokens.npz", "train")
     batch = data.collate(split, np.array([0, 5, 7]))
     lengths = split.lengths[[0, 5, 7]]
     assert batch["input_ids"].shape == (3, lengths.max())
@@ -60,8 +61,8 @@ def test_tokens_carry_the_tokenizers_padding_id(tmp_path, tiny_model_dir):
         tokenizer,
         16,
     )
-    data.save_splits(tmp_path / "tokens.npz", {"train": split})
-    loaded = data.load_split(tmp_path / "tokens.npz", "train")
+    splits.save_splits(tmp_path / "tokens.npz", {"train": split})
+    loaded = splits.load_split(tmp_path / "tokens.npz", "train")
     assert loaded.pad_id == tokenizer.pad_token_id == 4
     assert loaded.subset(np.array([0, 1])).pad_id == 4
     batch = data.collate(loaded, np.array([0, 1]))
@@ -69,7 +70,7 @@ def test_tokens_carry_the_tokenizers_padding_id(tmp_path, tiny_model_dir):
 
 
 def test_subset_keeps_examples_intact(tiny_task_dir):
-    split = data.load_split(tiny_task_dir / "tokens.npz", "train")
+    split = splits.load_split(tiny_task_dir / "tokens.npz", "train")
     sub = split.subset(np.array([3, 1]))
     assert len(sub) == 2 and sub.labels.tolist() == split.labels[[3, 1]].tolist()
     assert sub.ids[sub.offsets[1] : sub.offsets[2]].tolist() == split.ids[split.offsets[1] : split.offsets[2]].tolist()

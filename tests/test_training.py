@@ -7,15 +7,16 @@ import numpy as np
 import torch
 from conftest import grid_params
 
+from src.artefacts.run_result import RunResult
 from src.conditions.condition import Condition
-from src.config.load import validate
 from src.data import tokens
 from src.model.base import load_encoder
 from src.model.features import layer_features
 from src.model.finetuner import masked_mean
+from src.params.load import validate
 from src.probing.probes import train_probes
+from src.tasks import splits
 from src.tasks.registry import get_task
-from src.train.result import RunResult
 from src.train.run import run_condition
 from src.train.schedule import run_settings
 
@@ -77,7 +78,7 @@ def test_absurd_learning_rate_is_recorded_as_diverged(tiny_model_dir, tiny_tasks
 
 def test_features_equal_per_layer_masked_means(tiny_model_dir, tiny_task_dir):
     encoder = load_encoder(tiny_model_dir, with_pooler=False)
-    split = tokens.load_split(tiny_task_dir / "tokens.npz", "eval")
+    split = splits.load_split(tiny_task_dir / "tokens.npz", "eval")
     features = layer_features(encoder, split, batch_size=16, pooling="mean")
     assert features.shape == (len(split), 4, 64)
     batch = tokens.collate(split, np.array([2]))
@@ -132,7 +133,7 @@ def test_a_result_keeps_its_predictions_and_the_weight_change_at_power_of_two_st
     from src.tasks.metrics import score
 
     result = run(Condition("rt_sentiment", 40, 0, epochs=2, k=3), tiny_model_dir, tiny_tasks_root)
-    eval_split = tokens.load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "eval")
+    eval_split = splits.load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "eval")
     predictions = decode_predictions(result.predictions)
     assert len(predictions) == len(eval_split) and score(("accuracy",), predictions, eval_split.labels) == result.scores
     assert result.steps == 10 and [r["step"] for r in result.layer_change_by_step] == [1, 2, 4, 8]

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 
 from src.claims.registry import Shared
-from src.claims.units import PROBE_MEASURES, Evidence, first_reaching, probe_measure_curve
-from src.stats import calibration, hypothesis
+from src.claims.units import PROBE_MEASURES, Evidence, probe_measure_curve
+from src.stats import hypothesis, validity
+from src.stats.curves import first_reaching
 
 COLUMNS = [
     "task",
@@ -28,7 +29,7 @@ COLUMNS = [
 def agreement_table(ev: Evidence) -> pd.DataFrame:
     """Per task and size with a complete curve and a probe: Spearman ρ between the probe curve and
     the mean finetuning curve, its exact permutation p over the L + 1 points (raw), a bootstrap
-    95% interval only where it is valid (calibration.decidable of a "bootstrap" curve statistic
+    95% interval only where it is valid (validity.decidable of a "bootstrap" curve statistic
     at its trials, and several probe seeds; else empty), where each curve first reaches 90% of its
     gain, and ρ of the probes' selectivity and MDL compression curves against the finetuning curve."""
     shared, rows = Shared(ev), []
@@ -37,7 +38,7 @@ def agreement_table(ev: Evidence) -> pd.DataFrame:
             continue
         probe = shared.probes[task]
         low = high = np.nan
-        if probe.draws is not None and calibration.decidable("bootstrap", len(curve.trials))[0]:
+        if probe.draws is not None and validity.decidable("bootstrap", len(curve.trials))[0]:
             rho = hypothesis.spearman_rows(probe.draws[: len(curve.draws)], curve.draws)
             low, high = hypothesis.Bootstrap(0.0, rho, len(curve.trials)).interval()
         rows.append(

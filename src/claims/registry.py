@@ -38,7 +38,6 @@ from src.claims.units import (
     curves_design,
     estimate_test_unit,
     exact_unit,
-    first_reaching,
     probe_contrast,
     probe_curve,
     probe_measure_curve,
@@ -48,6 +47,7 @@ from src.claims.units import (
     welch_unit,
 )
 from src.stats import hypothesis
+from src.stats.curves import drop_point, first_reaching, linear_r2
 
 SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
 
@@ -219,11 +219,6 @@ def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
     return units
 
 
-def drop_point(curves):
-    """The k whose addition gains most (the curve's steepest step), 1..L, of a curve or of each row."""
-    return np.argmax(np.diff(np.asarray(curves, dtype=float), axis=-1), axis=-1) + 1.0
-
-
 def drop_point_shifts(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
     for task in shared.tasks():
@@ -253,13 +248,6 @@ def drop_point_shifts(ev: Evidence, shared: Shared) -> list[Unit]:
             )
         )
     return units
-
-
-def linear_r2(curve) -> float:
-    y = np.asarray(curve, dtype=float)
-    x = np.arange(len(y))
-    total = ((y - y.mean()) ** 2).sum()
-    return 1 - ((y - np.polyval(np.polyfit(x, y, 1), x)) ** 2).sum() / total if total > 0 else math.nan
 
 
 def cola_near_linear(ev: Evidence, shared: Shared) -> list[Unit]:

@@ -22,7 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from src.config.schema import DataConfig, ReportConfig, StudyConfig, TrainConfig
-from src.stats import calibration, hypothesis
+from src.stats import hypothesis, validity
 from src.stats.hypothesis import Bootstrap, Estimate
 
 
@@ -80,7 +80,7 @@ class Unit:
     key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
     adjusted: float = math.nan  # Holm-adjusted p of the one test that enters the report's family
     status: str = "unresolved"
-    test_type: str = ""  # its calibration.TEST_TYPES entry ("" for exact tests: no calibration needed)
+    test_type: str = ""  # its validity.TEST_TYPES entry ("" for exact tests: no calibration needed)
     reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts and curve draws do)
     collapse_rate: float = 0.0  # the largest share of collapsed runs among its conditions
 
@@ -88,10 +88,10 @@ class Unit:
 def design_refusal(
     unit: Unit, test_type: str, n_trials: int, collapse_rate: float = 0.0, design: tuple[int, int] | None = None
 ) -> Unit:
-    """Refuse `unit` (no interval, no p) where calibration.decidable says its test does not hold its
+    """Refuse `unit` (no interval, no p) where validity.decidable says its test does not hold its
     calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
     unit.test_type, unit.collapse_rate = test_type, collapse_rate
-    ok, reason = calibration.decidable(test_type, n_trials, collapse_rate, design=design)
+    ok, reason = validity.decidable(test_type, n_trials, collapse_rate, design=design)
     if not ok:
         unit.refused = unit.interval_note = reason
         unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
@@ -120,7 +120,7 @@ def common_trials(runs: pd.DataFrame, task: str, size: int, slugs: list[str]) ->
 
 def collapse_rate(runs: pd.DataFrame, task: str, size: int, slugs) -> float:
     """The largest share of collapsed runs among the conditions `slugs` at (task, size), over all
-    their finished runs: the rate calibration.decidable reads for the collapse-skewed null."""
+    their finished runs: the rate validity.decidable reads for the collapse-skewed null."""
     rows = rows_of(runs, task, size, slugs)
     rows = rows[rows["status"] == "ok"]
     if rows.empty or "collapsed" not in rows:
@@ -292,7 +292,7 @@ def bootstrap_unit(
     calibration test type: "bootstrap-difference" for a difference of two like curve statistics
     tested at 0, "bootstrap" for a curve statistic against a fixed value or margin; `design` the
     crossed seed_design its draws read (curves_design). Refused (printed without an interval or
-    p) where calibration.decidable says the design cannot decide at n trials, and above
+    p) where validity.decidable says the design cannot decide at n trials, and above
     report.max_undefined_share."""
     s, margin = ev.settings, kw.pop("margin", None)
     boot = Bootstrap(float(estimate), np.asarray(draws, dtype=float), n)
@@ -425,7 +425,7 @@ def progressive_curve(
 
 
 def curves_design(curves) -> tuple[tuple[int, int] | None, bool]:
-    """For a statistic of several curves' draws: the crossed seed_design calibration.decidable
+    """For a statistic of several curves' draws: the crossed seed_design validity.decidable
     reads (of the curves whose draws read one, that with the fewest levels of a factor; None where
     none did) and whether every curve from a crossed design read it (else its trials were
     resampled as independent, and refuse_trials_as_independent refuses the unit)."""
@@ -527,17 +527,6 @@ ONE_PROBE_SEED = (
     "one probe seed: the probe curve's own noise (seed and eval) is unmeasured, so any interval would be too "
     "narrow by an unknown amount; no verdict until several probe seeds run"
 )
-
-
-def first_reaching(values_by_k, fraction: float = 0.9) -> float:
-    """First index whose gain over index 0 reaches `fraction` of the gain at the last index (L);
-    NaN when that gain is not positive, since "90% of no gain" is undefined."""
-    gains = np.asarray(values_by_k, dtype=float)
-    gains = gains - gains[0]
-    if not gains[-1] > 0:
-        return math.nan
-    target = fraction * gains[-1]
-    return float(np.argmax((gains >= target) | np.isclose(gains, target)))
 
 
 def along_draws(function, draws: np.ndarray) -> np.ndarray:

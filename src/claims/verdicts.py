@@ -11,12 +11,12 @@ import numpy as np
 from src.claims.registry import CLAIMS, Claim, Need, Shared
 from src.claims.units import ONE_PROBE_SEED, Evidence, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
-from src.stats import calibration, hypothesis
+from src.stats import hypothesis, validity
 from src.tasks.registry import TASKS
 
 NOT_RUN = "not run"
 NO_VERDICT = "no verdict"
-DESIGN_REFUSAL = "the design cannot decide"  # how calibration.decidable's refusals begin
+DESIGN_REFUSAL = "the design cannot decide"  # how validity.decidable's refusals begin
 RULE = (
     "Each unit of a claim has two one-sided tests: *for* the claim (H0: it fails there) and *against* it (H0: it "
     "holds there). A universal claim ('at every task and size') is **supported** by an intersection-union test: "
@@ -66,7 +66,7 @@ def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
         1
         for units in by_claim.values()
         for u in units
-        if u.refused.startswith(DESIGN_REFUSAL) and calibration.decidable_from(u.test_type, u.collapse_rate)
+        if u.refused.startswith(DESIGN_REFUSAL) and validity.decidable_from(u.test_type, u.collapse_rate)
     )
     for claim in CLAIMS:
         for unit in by_claim[claim.id]:
@@ -123,9 +123,9 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
     """Trials the unit's one-sided test at alpha / `family` needs at `power` if its observed effect is the
     true one: a range (low, point, high) from the trial SD's interval and the eval set's fixed SE
     (hypothesis.plan_difference / plan_equivalence), or None with the reason; never below the trials
-    from which calibration.decidable says its design decides."""
+    from which validity.decidable says its design decides."""
     plan = _plan_for(unit, alpha, power, family)
-    floor = calibration.decidable_from(unit.test_type, unit.collapse_rate) if unit.test_type else None
+    floor = validity.decidable_from(unit.test_type, unit.collapse_rate) if unit.test_type else None
     if unit.test_type and floor is None:
         return hypothesis.TrialsPlan(None, None, None, unit.refused or "no number of trials calibrates its test")
     if floor is not None and plan.point is None and plan.reason.startswith("no variance estimate"):
@@ -154,7 +154,7 @@ def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis
         # a one-sided test at alpha / family is the two-sided one at 2 alpha / family
         return hypothesis.plan_difference(replace(result, estimate=distance), 2 * alpha, family, power)
     if isinstance(result, hypothesis.Bootstrap):
-        floor = calibration.decidable_from(unit.test_type) if unit.test_type else None
+        floor = validity.decidable_from(unit.test_type) if unit.test_type else None
         return hypothesis.TrialsPlan(None, floor, None, "a bootstrap statistic: power is not computed")
     if isinstance(result, dict) and np.isfinite(unit.estimate) and unit.estimate > 0:
         n = hypothesis.trials_for_two_samples(unit.estimate, result["sd"], 2 * alpha / family, power)
@@ -203,7 +203,7 @@ def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, plann
     if not needs or not studies:
         return {"trials": None, "command": None, "reasons": reasons, "ranges": ranges}
     n = max(needs)
-    levels = calibration.crossed_levels({u.test_type for u in blocking})  # where a study has a crossed seed_design
+    levels = validity.crossed_levels({u.test_type for u in blocking})  # where a study has a crossed seed_design
     command = "dvc exp run " + " ".join(trials_override(study, n, sizes, ev, levels) for study in sorted(studies))
     return {"trials": n, "command": command, "reasons": reasons, "ranges": ranges}
 
@@ -213,7 +213,7 @@ def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence, le
     mapping back, with the sizes the blocking units read (`sizes`; every size where a unit's is
     unknown: None) raised to n and the others kept: one count would replace the mapping. A study
     with a crossed seed_design grows its subsets and draws in turn (trials must be their product),
-    each to at least `levels` (what the blocking units' tests need: calibration.crossed_levels)."""
+    each to at least `levels` (what the blocking units' tests need: validity.crossed_levels)."""
     config = ev.studies.get(study)
     if config is not None and config.seed_design is not None:
         subsets, draws = (max(level, levels) for level in config.seed_design)

@@ -1,7 +1,7 @@
 """What a "condition" is: the one definition every stage, table and figure shares.
 
 A condition is one finetuning run: a task, a training-set size, a trial index, a
-reinitialisation scheme with its arguments (src/conditions/schemes.py), and the
+reinitialisation scheme with its arguments (src/schemes/registry.py), and the
 modifiers of how the run trains. Everything random in it (training subset, fresh
 weights, layer order, head, data order, dropout) is derived from these fields and one
 base seed, so a condition is reproducible on its own, on any machine. Layers are
@@ -10,21 +10,14 @@ numbered 1..L like k.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from src.conditions.schemes import WHOLE_LAYER_VARIANTS, scheme_of
-from src.config.checks import FULL
-
-
-def derive_seed(*parts) -> int:
-    """A stable 63-bit seed from any printable parts (Python's hash() is salted per process)."""
-    digest = hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
+from src.core.checks import FULL
+from src.core.seeds import derive_seed
+from src.schemes.registry import WHOLE_LAYER_VARIANTS, scheme_of
 
 # The sources of a run's randomness, each with its own seed stream (Dodge et al. 2020): which
 # training examples it sees, the fresh encoder weights (and layer order), the new task head,

@@ -2,7 +2,7 @@
 
 Every experiment family of the seed studies is a study: a scheme with its arguments,
 the tasks, sizes and trials to run it on, and optional modifiers (the registry in
-src/conditions/schemes.py). Each study is one DVC stage (`finetune@<study>`) that runs
+src/schemes/registry.py). Each study is one DVC stage (`finetune@<study>`) that runs
 the conditions listed here, so adding a section to params.yaml adds a stage, and this
 file is the only place that turns params into conditions.
 """
@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from src.conditions.condition import CHAIN, Condition, crossed_streams
-from src.conditions.schemes import SCHEMES, scheme_of
-from src.config.checks import FULL
 from src.config.schema import Config, StudyConfig, TrainConfig
+from src.core.checks import FULL
+from src.schemes.registry import SCHEMES, scheme_of
 
 
 def study_conditions(

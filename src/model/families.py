@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from src.errors import ModelError
+from src.core.errors import ModelError
 
 
 @dataclass(frozen=True)

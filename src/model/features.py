@@ -9,9 +9,10 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from src.data.tokens import TokenizedSplit, batches, collate
+from src.data.tokens import batches, collate
 from src.model.families import family_of
 from src.model.finetuner import encode, masked_mean
+from src.tasks.splits import TokenizedSplit
 
 
 def pool_layers(hidden_states, attention_mask: torch.Tensor, pooling: str, pooler: nn.Module | None) -> torch.Tensor:

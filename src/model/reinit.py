@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from src.conditions.condition import derive_seed
+from src.core.seeds import derive_seed
 from src.model.families import family_of, fused_rows
 
 

@@ -28,10 +28,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from src.conditions.condition import derive_seed
-from src.data.tokens import TokenizedSplit
+from src.core.seeds import derive_seed
 from src.tasks.metrics import score
 from src.tasks.registry import TaskSpec
+from src.tasks.splits import TokenizedSplit
 
 if TYPE_CHECKING:  # annotations only: probe code stays out of the config's import closure
     from src.config.schema import ProbeConfig

@@ -18,14 +18,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from src.artefacts.run_result import RunResult, read_results
 from src.conditions.condition import Condition
 from src.conditions.studies import trained_conditions
 from src.config.schema import Config, TrainConfig
-from src.files import json_safe
+from src.core.files import json_safe
 from src.results.tables import full_model, plain, results_table, summarise
 from src.stats import hypothesis
 from src.stats.components import COMPONENT_COLUMNS, crossed_components
-from src.train.result import RunResult, read_results
 
 PLOT_COLUMNS = [
     "task",

@@ -7,10 +7,10 @@ import math
 
 import pandas as pd
 
+from src.artefacts.run_result import RunResult
 from src.config.schema import TrainConfig
 from src.stats.intervals import mean_ci
 from src.tasks.kinds import TaskKind
-from src.train.result import RunResult
 
 
 def summarise(table: pd.DataFrame, by: list[str], carry: tuple[str, ...] = ()) -> pd.DataFrame:

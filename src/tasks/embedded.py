@@ -10,8 +10,8 @@ import tarfile
 import numpy as np
 import pandas as pd
 
-from src import downloads
-from src.errors import ParamsError
+from src.core import downloads
+from src.core.errors import ParamsError
 
 # --- Rated texts from the VADER ground-truth files -------------------------------
 

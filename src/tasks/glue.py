@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from src.errors import UserError
+from src.core.errors import UserError
 
 HF_DATASET = "nyu-mll/glue"
 
@@ -291,7 +291,7 @@ def _load_hub(fmt: GlueFormat, need_train: bool):
     # Imported here: `datasets` is slow to import and not needed for local folders.
     import datasets
 
-    from src.downloads import hub_reachable
+    from src.core.downloads import hub_reachable
 
     if not hub_reachable():  # fail in seconds, not after the hub client's ~30 s of retries
         raise GlueFormatError(

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from src.data.tokens import SpanSplit
 from src.tasks.metrics import best_over_golds
+from src.tasks.splits import SpanSplit
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from src.errors import UserError
+from src.core.errors import UserError
 
 HF_DATASET = "rajpurkar/squad_v2"
 FILES = {"train": "train-v2.0.json", "eval": "dev-v2.0.json"}
@@ -86,7 +86,7 @@ def _load_hub() -> tuple[pd.DataFrame, pd.DataFrame]:
     # Imported here: `datasets` is slow to import and not needed for a local folder.
     import datasets
 
-    from src.downloads import hub_reachable
+    from src.core.downloads import hub_reachable
 
     unreachable = (
         f"could not load {HF_DATASET}: the Hugging Face hub is unreachable. Set data.squad_dir to a folder "

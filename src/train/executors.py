@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 from src.config.schema import ExecutorConfig, TrainConfig
-from src.stage import die_with_parent
+from src.core.process import die_with_parent
 from src.train.loop import reuse_freed_memory
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,9 +15,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from src.data.tokens import TokenizedSplit, batches, collate
+from src.data.tokens import batches, collate
 from src.measures import MEASUREMENTS
 from src.tasks.registry import TaskSpec
+from src.tasks.splits import TokenizedSplit
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 

@@ -20,11 +20,14 @@ import torch
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from src.conditions.condition import Condition, derive_seed
-from src.config.checks import FULL
+from src.artefacts.base_model import BaseModelRecord
+from src.artefacts.run_result import RunResult, encode_step_losses
+from src.conditions.condition import Condition
+from src.core.checks import FULL
+from src.core.codehash import ROOT, code_files
+from src.core.files import sha256_of
+from src.core.seeds import derive_seed
 from src.data import tokens
-from src.files import sha256_of
-from src.imports import ROOT, code_files
 from src.measures import MEASUREMENTS
 from src.measures.cka import layer_cka
 from src.measures.criticality import layer_states, rewind_drops
@@ -32,10 +35,10 @@ from src.measures.heads import head_importance
 from src.model.base import load_encoder
 from src.model.features import layer_features
 from src.model.finetuner import Finetuner, build_finetuner, new_task_head, reinitialised_layer_parameters
-from src.model.record import BaseModelRecord
+from src.tasks import splits
 from src.tasks.registry import get_task
 from src.train.loop import RunSettings, autocast, evaluate, finetune, fit_null_threshold
-from src.train.result import RunResult, encode_step_losses, measured_as, missing_measurements
+from src.train.reuse import measured_as, missing_measurements
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
 # What a result depends on besides its inputs: this module and every repo file it imports.
@@ -105,8 +108,8 @@ def _run_or_measure(condition, settings, model_dir, tasks_dir, log_epochs, check
     return _run_condition(condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, progress, weights)
 
 
-def _load(tasks_dir: Path, task: str, split: str) -> tokens.TokenizedSplit:
-    return tokens.load_split(tasks_dir / task / "tokens.npz", split)
+def _load(tasks_dir: Path, task: str, split: str) -> splits.TokenizedSplit:
+    return splits.load_split(tasks_dir / task / "tokens.npz", split)
 
 
 def _run_condition(
@@ -326,7 +329,7 @@ def _pretrained_features(
     them and under the same autocast, once per worker process and task."""
     with autocast(precision, torch.device(device)):
         return layer_features(
-            _pretrained(model_dir, device), tokens.load_split(tokens_file, "eval"), batch_size, "mean"
+            _pretrained(model_dir, device), splits.load_split(tokens_file, "eval"), batch_size, "mean"
         )
 
 
@@ -334,8 +337,8 @@ def _measurements(
     model: Finetuner,
     task,
     tokens_file: Path,
-    eval_split: tokens.TokenizedSplit,
-    train_split: tokens.TokenizedSplit,
+    eval_split: splits.TokenizedSplit,
+    train_split: splits.TokenizedSplit,
     settings: RunSettings,
     model_dir: Path,
     evaluation: dict,

@@ -15,26 +15,20 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+from src.artefacts.base_model import BaseModelRecord
+from src.artefacts.run_result import RunResult, readable, result_path, weights_path
 from src.conditions.condition import Condition
-from src.conditions.schemes import scheme_of
 from src.conditions.studies import head_references
 from src.config.schema import Config
-from src.errors import ParamsError
-from src.files import sha256_of, write_json_atomically
+from src.core.errors import ParamsError
+from src.core.files import sha256_of, write_json_atomically
 from src.measures import MEASUREMENTS
-from src.model.record import BaseModelRecord
+from src.schemes.registry import scheme_of
 from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
 from src.train.progress import Progress
-from src.train.result import (
-    RunResult,
-    missing_measurements,
-    readable,
-    result_path,
-    weights_path,
-    with_measurements_of,
-)
+from src.train.reuse import missing_measurements, with_measurements_of
 from src.train.run import fingerprint, run_condition
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from src.config import checks
+from src.core import checks
 
 
 def _largest_value(value) -> int:

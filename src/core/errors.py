@@ -1,4 +1,4 @@
-"""User errors: input the user can fix. A stage ends on one with one line, no traceback (src/stage.py)."""
+"""User errors: input the user can fix. A stage ends on one with one line, no traceback (src/params/stage.py)."""
 
 
 class UserError(Exception):

@@ -18,9 +18,6 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from src.conditions.schemes import MODIFIERS, SCHEMES, study_keys
-from src.config import checks
-from src.config.checks import refuse, require
 from src.config.schema import (
     EXECUTOR_EXTRAS,
     EXECUTOR_KINDS,
@@ -37,7 +34,10 @@ from src.config.schema import (
     forget_keys_read,
     keys_read,
 )
-from src.errors import ParamsError
+from src.core import checks
+from src.core.checks import refuse, require
+from src.core.errors import ParamsError
+from src.schemes.registry import MODIFIERS, SCHEMES, study_keys
 from src.tasks.registry import GLUE_TASK_NAMES, TASKS
 
 # Models whose position ids start after the padding id (RoBERTa's embeddings): of
@@ -350,7 +350,7 @@ def model_limits(model_dir: str | Path) -> ModelLimits:
     """num_layers, num_heads (as prepare_model recorded them in base.json: config keys
     differ by family) and max_positions (the longest input in tokens, from config.json) of
     a prepared base model; no torch import, so the validate stage stays cheap."""
-    from src.model.record import BaseModelRecord
+    from src.artefacts.base_model import BaseModelRecord
 
     shape = BaseModelRecord.read(model_dir)
     config = json.loads((Path(model_dir) / "config.json").read_text())

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from src.errors import UserError
-from src.files import sha256_of
+from src.core.errors import UserError
+from src.core.files import sha256_of
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OWN = ("src", "stages", "bench")
+ROOT = Path(__file__).resolve().parents[2]
+OWN = ("src", "stages", "bench", "tools")
 
 
 def _file_of(module: str) -> Path | None:
@@ -73,10 +73,22 @@ def code_files(module: str) -> list[str]:
 
 
 def code_units(module: str) -> list[str]:
-    """`code_files` as dvc.yaml lists them: a package folder under src/ for a file in one,
-    the file itself otherwise (stages/, top-level src modules)."""
+    """`code_files` as dvc.yaml lists them: a package folder under src/ whose every module
+    the entry point imports, else each file it imports. A stage that reads one module of a
+    package (the focus summary's interval of src/stats) so does not rerun when another
+    module of it (the report's validity rule) changes."""
+    files = code_files(module)
     units = set()
-    for path in code_files(module):
+    for path in files:
         parts = Path(path).parts
-        units.add(f"{parts[0]}/{parts[1]}" if parts[0] == "src" and len(parts) > 2 else path)
+        if parts[0] == "src" and len(parts) > 2:
+            package = Path(*parts[:2])
+            modules = {
+                str(p.relative_to(ROOT))
+                for p in (ROOT / package).rglob("*.py")
+                if p.name != "__init__.py" or p.read_text().strip()
+            }
+            units.add(str(package) if modules <= set(files) else path)
+        else:
+            units.add(path)
     return sorted(units)

@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from src.data import tokens
-from src.train.result import RunResult
+from src.artefacts.run_result import RunResult
+from src.tasks import splits
 
 RunKey = tuple[str, int, str, int]  # task, size, slug, trial
 
@@ -43,7 +43,7 @@ def write_predictions(
         with np.load(probe_dir / f"{task}.npz") as probe:
             arrays[f"probe|{task}"] = probe["predictions"]
     for task in sorted(tasks):
-        arrays[f"labels|{task}"] = tokens.load_split(tasks_dir / task / "tokens.npz", "eval").example_labels
+        arrays[f"labels|{task}"] = splits.load_split(tasks_dir / task / "tokens.npz", "eval").example_labels
     np.savez_compressed(path, **arrays)
 
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from src.errors import ParamsError
+from src.core.errors import ParamsError
 
 Check = Callable[[Any, str], Any]
 

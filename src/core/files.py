@@ -8,7 +8,7 @@ import math
 import os
 from pathlib import Path
 
-from src.errors import StorageError
+from src.core.errors import StorageError
 
 
 def sha256_of(path: Path) -> str:

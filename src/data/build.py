@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from src.config.schema import DataConfig
+from src.core.errors import ParamsError
 from src.data import tokens
-from src.errors import ParamsError
-from src.tasks import embedded, glue, squad
+from src.tasks import embedded, glue, splits, squad
 from src.tasks.registry import get_task
 
 
@@ -62,7 +62,7 @@ def write_task(
     tasks are cut into windows (data.qa_stride, data.qa_max_answer_tokens)."""
     spec = get_task(name)
 
-    def tokenize(df: pd.DataFrame) -> tokens.TokenizedSplit:
+    def tokenize(df: pd.DataFrame) -> splits.TokenizedSplit:
         if spec.kind.token_level:
             return tokens.tokenize_spans(df, tokenizer, max_length, data.qa_stride, data.qa_max_answer_tokens)
         return tokens.tokenize(df, spec.text_fields, spec.kind, tokenizer, max_length)
@@ -71,7 +71,7 @@ def write_task(
     out.mkdir(parents=True, exist_ok=True)
     train.to_csv(out / "train.tsv", sep="\t", index=False)
     eval_.to_csv(out / "eval.tsv", sep="\t", index=False)
-    tokens.save_splits(out / "tokens.npz", tokenized)
+    splits.save_splits(out / "tokens.npz", tokenized)
     classes = spec.kind.name == "classification"
     info = {
         "task": name,

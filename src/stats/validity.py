@@ -1,0 +1,122 @@
+"""Which designs can decide: the validity rule the report applies before a test may give a
+verdict, as the calibration simulation (tools/calibrate.py, docs/calibration.md) measured it.
+
+tests/unit/stats/test_calibration.py re-measures every cell this rule says yes to."""
+
+from __future__ import annotations
+
+ALPHA = 0.05
+MEASURED_TRIALS = (3, 5, 10)  # the trial counts the simulation measured each test type at
+
+
+ESTIMATE_TESTS = ("difference", "one-sided", "equivalence", "beyond")
+
+
+TEST_TYPES = (*ESTIMATE_TESTS, "bootstrap-difference", "bootstrap", "welch")
+
+
+# The levels of each factor (subsets, draws) a test that reads a crossed seed_design needs, and what
+# fewer do to it, as measured (decidable's docstring, docs/calibration.md)
+CROSSED_LEVELS = {
+    **dict.fromkeys(ESTIMATE_TESTS, (3, "a factor with 2 levels leaves its variance 1 df")),
+    "bootstrap-difference": (
+        4,
+        "the pigeonhole bootstrap under-covers with 3 levels of the factor that dominates the spread and many "
+        "of the other (k90 difference at 3 x 8: size 0.077, coverage 0.916)",
+    ),
+}
+
+
+def crossed_levels(test_types) -> int:
+    """The levels of each factor a crossed seed_design needs for tests of every type in
+    `test_types` to decide (the planner grows a design to it)."""
+    return max(
+        (CROSSED_LEVELS[t][0] for t in test_types if t in CROSSED_LEVELS), default=CROSSED_LEVELS["difference"][0]
+    )
+
+
+def decidable(
+    test_type: str,
+    n_trials: int,
+    collapse_rate: float = 0.0,
+    alpha: float = ALPHA,
+    design: tuple[int, int] | None = None,
+) -> tuple[bool, str]:
+    """Whether a test of `test_type` holds its calibration with `n_trials` trials, as measured
+    by this module (tests/test_calibration.py checks every cell this says yes to), and if not why.
+
+    - Estimate-based tests (ESTIMATE_TESTS) hold from 3 trials, unless a condition collapses:
+      with a collapse rate q, no trial collapses with probability (1 - q)^T, and then the
+      estimate shows the uncollapsed trials only, confidently. When that chance exceeds
+      alpha no test at that T holds its size (the collapse-skewed null). `collapse_rate` is
+      the condition's rate over all its runs, not this sample's: a sample with no collapse
+      is exactly the case that misleads.
+    - "bootstrap-difference": the percentile bootstrap of a difference of two like curve
+      statistics (k90, rho against the probe, the steepest step, at two sizes) tested at 0,
+      where the null makes the two exchangeable, with both curves (and the probe) scored on one
+      eval set and drawn with the same eval draws, as the report does: holds size and coverage
+      from 3 trials (size <= 0.043, coverage >= 0.950 over the four nulls at T = 3, 5, 10 with
+      400 replicates; docs/calibration.md), the collapse null included (the smaller size's
+      k = 0 and 1 collapse in 20% of trials: size <= 0.007), so no collapse rule applies to them.
+      When each size had its own eval set and its own draws, the difference of rho
+      under-covered below 10 trials (0.905 at T = 3).
+    - "bootstrap": a percentile-bootstrap curve statistic against a fixed value or margin
+      (rho of a curve against the probe curve, k90 against a threshold, the probe-vs-finetuning
+      maxima and k90s): its interval under-covers under some null at every T measured (rho vs
+      probe 0.86-0.91 example-dominated; max(curve) - max(probe) 0.81 and k90(probe) - k90(curve)
+      0.90 trial-dominated at T = 10; k90 0.83-0.87 at T = 3-5), so no T here decides it.
+    - "welch": Welch's test holds from 3 trials per group.
+    - An estimate test on a crossed seed_design (`design` = (subsets, draws)) holds its size with
+      at least 3 of each (CROSSED_LEVELS): with 2 levels of the factor that dominates the
+      spread, its component has 1 df and the Satterthwaite interval under-covers (2 x 5
+      subset-dominated, 5 x 2 draws-dominated: size 0.09-0.10; crossed_table).
+    - A "bootstrap-difference" on a crossed seed_design, its draws resampling subsets and draws
+      (hypothesis.curve_draws' `design`), holds from 4 of each (crossed_curve_table,
+      docs/calibration.md): the k90 difference, the binding statistic, has size <= 0.040 and
+      coverage >= 0.960 at 4 x 4 (every null), 4 x 8 subset- and 8 x 4 draws-dominated (the
+      dominant factor at 4 levels, the other at 8; 800 replicates). With 3 levels of the
+      dominant factor it holds at 3 x 3 to 3 x 5 but degrades as the other factor grows (the
+      bootstrap shrinks the dominant factor's variance by (S-1)/S, which the interaction's
+      overcount no longer makes up): 3 x 8 subset-dominated size 0.077, coverage 0.916 with 800
+      replicates. With 2 levels, which the pigeonhole bootstrap can only draw 3 ways, its size
+      is 0.11-0.18."""
+    if test_type not in TEST_TYPES:
+        raise ValueError(f"unknown test type {test_type!r}; known: {', '.join(TEST_TYPES)}")
+    if n_trials < min(MEASURED_TRIALS):
+        return (
+            False,
+            f"the design cannot decide at T = {n_trials}: calibration is measured from {min(MEASURED_TRIALS)} trials",
+        )
+    if test_type == "bootstrap":
+        return False, (
+            f"the design cannot decide at T = {n_trials}: a percentile-bootstrap interval of a curve statistic "
+            f"under-covers at every T measured ({', '.join(map(str, MEASURED_TRIALS))}; docs/calibration.md)"
+        )
+    levels, fewer = CROSSED_LEVELS.get(test_type, (0, ""))
+    if design is not None and min(design) < levels:
+        return False, (
+            f"the design cannot decide with a crossed seed_design of {design[0]} subsets x {design[1]} draws: "
+            f"{fewer} (needs >= {levels} of each; docs/calibration.md)"
+        )
+    if test_type in ESTIMATE_TESTS and collapse_rate > 0 and (1 - collapse_rate) ** n_trials > alpha:
+        return False, (
+            f"the design cannot decide at T = {n_trials}: with a collapse rate of {collapse_rate:.2g}, all {n_trials} "
+            f"trials miss the collapse with probability {(1 - collapse_rate) ** n_trials:.2g} > {alpha}"
+        )
+    return True, ""
+
+
+def decidable_from(test_type: str, collapse_rate: float = 0.0, alpha: float = ALPHA) -> int | None:
+    """The fewest trials at which decidable() says yes (up to MAX_DECIDABLE_TRIALS), None when no
+    number of trials makes the design decide (a "bootstrap" curve statistic)."""
+    return next(
+        (
+            t
+            for t in range(min(MEASURED_TRIALS), MAX_DECIDABLE_TRIALS + 1)
+            if decidable(test_type, t, collapse_rate, alpha)[0]
+        ),
+        None,
+    )
+
+
+MAX_DECIDABLE_TRIALS = 1000
