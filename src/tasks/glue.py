@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from src.core.errors import UserError
+from src.tasks.registry import TASKS
 
 HF_DATASET = "nyu-mll/glue"
 
@@ -31,9 +32,6 @@ class GlueFormat:
 
     hf_name: str  # config name of nyu-mll/glue
     folder: str  # task folder inside a local GLUE dir
-    text_fields: tuple[str, ...]  # HF column names, in HF order
-    label_kind: str  # "classification" or "regression"
-    num_labels: int
     # File layout. `header=None` means the file has no header line (CoLA) and columns
     # are addressed by position; otherwise columns are addressed by header name.
     header: tuple[str, ...] | None
@@ -45,14 +43,20 @@ class GlueFormat:
     n_columns: int | None = None  # column count of a header-less file
     label_values: dict[str, int] | None = None  # None: float score (regression)
 
+    @property
+    def text_fields(self) -> tuple[str, ...]:
+        """HF column names, in HF order: the task's text fields (src/tasks/registry.py)."""
+        return TASKS[self.hf_name].text_fields
+
+    @property
+    def label_kind(self) -> str:
+        return TASKS[self.hf_name].kind.name
+
 
 GLUE_TASKS: dict[str, GlueFormat] = {
     "sst2": GlueFormat(
         "sst2",
         "SST-2",
-        ("sentence",),
-        "classification",
-        2,
         header=("sentence", "label"),
         text_columns=("sentence",),
         label_column="label",
@@ -62,9 +66,6 @@ GLUE_TASKS: dict[str, GlueFormat] = {
     "cola": GlueFormat(
         "cola",
         "CoLA",
-        ("sentence",),
-        "classification",
-        2,
         header=None,
         n_columns=4,
         text_columns=(3,),
@@ -74,9 +75,6 @@ GLUE_TASKS: dict[str, GlueFormat] = {
     "mrpc": GlueFormat(
         "mrpc",
         "MRPC",
-        ("sentence1", "sentence2"),
-        "classification",
-        2,
         header=("Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"),
         text_columns=("#1 String", "#2 String"),
         label_column="Quality",
@@ -85,9 +83,6 @@ GLUE_TASKS: dict[str, GlueFormat] = {
     "qnli": GlueFormat(
         "qnli",
         "QNLI",
-        ("question", "sentence"),
-        "classification",
-        2,
         header=("index", "question", "sentence", "label"),
         text_columns=("question", "sentence"),
         label_column="label",
@@ -96,9 +91,6 @@ GLUE_TASKS: dict[str, GlueFormat] = {
     "rte": GlueFormat(
         "rte",
         "RTE",
-        ("sentence1", "sentence2"),
-        "classification",
-        2,
         header=("index", "sentence1", "sentence2", "label"),
         text_columns=("sentence1", "sentence2"),
         label_column="label",
@@ -107,9 +99,6 @@ GLUE_TASKS: dict[str, GlueFormat] = {
     "wnli": GlueFormat(
         "wnli",
         "WNLI",
-        ("sentence1", "sentence2"),
-        "classification",
-        2,
         header=("index", "sentence1", "sentence2", "label"),
         text_columns=("sentence1", "sentence2"),
         label_column="label",
@@ -118,9 +107,6 @@ GLUE_TASKS: dict[str, GlueFormat] = {
     "stsb": GlueFormat(
         "stsb",
         "STS-B",
-        ("sentence1", "sentence2"),
-        "regression",
-        1,
         header=("sentence1", "sentence2", "score"),
         header_exact=False,
         text_columns=("sentence1", "sentence2"),

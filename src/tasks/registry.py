@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from src.tasks.glue import GLUE_TASKS
 from src.tasks.kinds import KINDS, TaskKind
 
 
@@ -33,28 +32,28 @@ EMBEDDED = {
     name: TaskSpec(name, ("sentence",), _CLASSIFICATION, 2, ("accuracy",), "embedded")
     for name in ("rt_sentiment", "bigram_shift", "subjectivity", "tweet_sentiment")
 }
-# GLUE's official metrics: MCC for CoLA, F1 (and accuracy) for MRPC, correlations for STS-B.
-GLUE_METRICS = {
-    "sst2": ("accuracy",),
-    "qnli": ("accuracy",),
-    "cola": ("mcc", "accuracy"),
-    "mrpc": ("f1", "accuracy"),
-    "rte": ("accuracy",),
-    "stsb": ("pearson", "spearman"),
-    "wnli": ("accuracy",),
+_REGRESSION = KINDS["regression"]
+_PAIR = ("sentence1", "sentence2")
+# GLUE (text fields in the HF dataset's order; src/tasks/glue.py reads their files) with its
+# official metrics: MCC for CoLA, F1 (and accuracy) for MRPC, correlations for STS-B.
+GLUE = {
+    "sst2": TaskSpec("sst2", ("sentence",), _CLASSIFICATION, 2, ("accuracy",), "glue"),
+    "cola": TaskSpec("cola", ("sentence",), _CLASSIFICATION, 2, ("mcc", "accuracy"), "glue"),
+    "mrpc": TaskSpec("mrpc", _PAIR, _CLASSIFICATION, 2, ("f1", "accuracy"), "glue"),
+    "qnli": TaskSpec("qnli", ("question", "sentence"), _CLASSIFICATION, 2, ("accuracy",), "glue"),
+    "rte": TaskSpec("rte", _PAIR, _CLASSIFICATION, 2, ("accuracy",), "glue"),
+    "wnli": TaskSpec("wnli", _PAIR, _CLASSIFICATION, 2, ("accuracy",), "glue"),
+    "stsb": TaskSpec("stsb", _PAIR, _REGRESSION, 1, ("pearson", "spearman"), "glue"),
 }
 # SQuAD 2.0's official F1 (the headline) and exact match, overall and HasAns / NoAns
 # (src/tasks/metrics.py squad_scores computes them).
 SQUAD_METRICS = ("squad_f1", "squad_exact", "HasAns_f1", "HasAns_exact", "NoAns_f1", "NoAns_exact")
 TASKS: dict[str, TaskSpec] = {
     **EMBEDDED,
-    **{
-        name: TaskSpec(name, fmt.text_fields, KINDS[fmt.label_kind], fmt.num_labels, GLUE_METRICS[name], "glue")
-        for name, fmt in GLUE_TASKS.items()
-    },
+    **GLUE,
     "squad_v2": TaskSpec("squad_v2", ("question", "context"), KINDS["span_qa"], 2, SQUAD_METRICS, "squad"),
 }
-GLUE_TASK_NAMES = tuple(GLUE_TASKS)
+GLUE_TASK_NAMES = tuple(GLUE)
 
 
 def get_task(name: str) -> TaskSpec:
