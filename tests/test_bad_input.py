@@ -32,7 +32,8 @@ from src.conditions.condition import Condition
 from src.core import downloads
 from src.core.errors import ModelError, ParamsError
 from src.model import reinit
-from src.model.base import TOKENIZER_VOCABULARIES, export_base_model, load_encoder
+from src.model.base import load_encoder
+from src.model.export import TOKENIZER_VOCABULARIES, export_base_model
 from src.model.finetuner import build_finetuner
 from src.params.load import ModelLimits, load_config, model_limits, read_params, validate
 from src.schemes.registry import REMOVAL_ALLOWED

@@ -18,7 +18,8 @@ from transformers import AutoModel
 
 from src.conditions.condition import Condition
 from src.core.errors import ModelError
-from src.model.base import export_base_model, load_encoder
+from src.model.base import load_encoder
+from src.model.export import export_base_model
 from src.model.families import FAMILIES, family_of, layout_problems
 from src.model.finetuner import build_finetuner, encode, reinitialised_layer_parameters
 from src.train.loop import parameter_groups

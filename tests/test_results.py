@@ -19,7 +19,7 @@ from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions
 from src.core.files import sha256_of
 from src.core.seeds import derive_seed
-from src.model.base import export_base_model
+from src.model.export import export_base_model
 from src.params.load import ModelLimits, model_limits, validate
 from src.tasks.kinds import KINDS
 from src.tasks.splits import load_split

