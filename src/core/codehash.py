@@ -1,14 +1,16 @@
 """Which of this repository's files a module imports, directly or not.
 
-One answer serves two uses: a result's fingerprint hashes the files its run function
-imports (so a code change that can change a number retrains, and one that cannot, such
-as the SLURM backend or the report, does not), and tests/test_dvc_deps.py checks that
-each dvc.yaml stage lists exactly the packages its entry point imports.
+One answer serves two uses: a result's fingerprint hashes the training recipe, the files its
+run function imports (src/train/run.py RECIPE), as normalised code (`code_digest`: comments,
+docstrings and formatting do not count), so a change that can change a number retrains and
+one that cannot does not; and a contract test checks that each dvc.yaml stage lists exactly
+the code its entry point imports.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,3 +94,29 @@ def code_units(module: str) -> list[str]:
         else:
             units.add(path)
     return sorted(units)
+
+
+def normalised_code(path: Path) -> str:
+    """What a file's code does, without what only a reader sees: the syntax tree with every
+    docstring dropped, printed without line numbers, so that comments, docstrings and
+    formatting leave it unchanged and any change to a statement, name or constant does not."""
+    tree = ast.parse(Path(path).read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
+def code_digest(files: list[str], root: Path = ROOT) -> str:
+    """One sha256 over the normalised code of `files` (relative to `root`), in order."""
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update(f"{name}\n{normalised_code(root / name)}\n".encode())
+    return digest.hexdigest()

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -24,14 +25,11 @@ from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.run_result import RunResult, encode_step_losses
 from src.conditions.condition import Condition
 from src.core.checks import FULL
-from src.core.codehash import ROOT, code_files
+from src.core.codehash import ROOT, code_digest, code_files
 from src.core.files import sha256_of
 from src.core.seeds import derive_seed
 from src.data import tokens
-from src.measures import MEASUREMENTS
-from src.measures.cka import layer_cka
-from src.measures.criticality import layer_states, rewind_drops
-from src.measures.heads import head_importance
+from src.measures import MEASUREMENTS, Measured
 from src.model.base import load_encoder
 from src.model.features import layer_features
 from src.model.finetuner import Finetuner, build_finetuner, new_task_head, reinitialised_layer_parameters
@@ -41,8 +39,21 @@ from src.train.loop import RunSettings, autocast, evaluate, finetune, fit_null_t
 from src.train.reuse import measured_as, missing_measurements
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
-# What a result depends on besides its inputs: this module and every repo file it imports.
-TRAINING_CODE = tuple(code_files(__name__))
+# The training recipe, what a result's fingerprint hashes of the code: every repo file this
+# module imports but those that cannot change a trained number, because they only check,
+# write or describe, or because what they produce is hashed itself (the base weights'
+# sha256, the token files). The readers of the data (src/tasks/glue.py, ...) and the
+# exporter of the model are not imported here at all.
+NOT_RECIPE = {
+    "src/artefacts/base_model.py": "base.json's format (the weights' sha256 is hashed)",
+    "src/artefacts/run_result.py": "the result's file format",
+    "src/core/checks.py": "params checks: a refused value never trains",
+    "src/core/codehash.py": "computes this hash",
+    "src/core/errors.py": "error messages",
+    "src/core/files.py": "writes and checksums files",
+    "src/train/reuse.py": "which finished result a run may reuse",
+}
+RECIPE = tuple(f for f in code_files(__name__) if f not in NOT_RECIPE)
 
 
 def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, tasks_dir: Path) -> str:
@@ -57,22 +68,33 @@ def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, ta
         "settings": {**asdict(settings), "checkpoint_every": None},  # checkpoints never change results
         "base": BaseModelRecord.read(model_dir).weights_sha256,
         "tokens": [_file_sha256(tasks_dir / t / "tokens.npz") for t in tasks],
-        "code": [_file_sha256(ROOT / f) for f in TRAINING_CODE],
+        "code": _recipe_digest(tuple((f, *_version(ROOT / f)) for f in RECIPE)),
         "torch": torch.__version__,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
 
+def _version(path: Path) -> tuple[int, int]:
+    stat = Path(path).stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
 def _file_sha256(path: Path) -> str:
     """sha256_of, once per file version in a process: a stage fingerprints every condition twice
-    (with and without its measurements) over the same token and code files."""
-    stat = Path(path).stat()
-    return _sha256_of_version(Path(path), stat.st_mtime_ns, stat.st_size)
+    (with and without its measurements) over the same token files."""
+    return _sha256_of_version(Path(path), *_version(path))
 
 
 @functools.lru_cache(maxsize=512)
 def _sha256_of_version(path: Path, mtime_ns: int, size: int) -> str:
     return sha256_of(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _recipe_digest(versions: tuple) -> str:
+    """The recipe's normalised code (codehash.code_digest: comments, docstrings and formatting
+    do not count), once per version of its files in a process."""
+    return code_digest(list(RECIPE), ROOT)
 
 
 def run_condition(
@@ -87,160 +109,144 @@ def run_condition(
     weights: Path | None = None,
     kept: RunResult | None = None,
 ) -> RunResult:
-    """Finetune and score one condition. With `log`, its per-epoch progress is appended
-    there (the stage's own output stays one line per run). With `weights`, the finetuned
-    weights are kept there (train.keep_weights). With `kept`, a finished result of this
-    training run whose weights are at `weights`, nothing trains: the measurements `settings`
-    ask for are made on those weights (measure_kept_weights)."""
-    if log is None:
-        return _run_or_measure(
-            condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, None, weights, kept
+    """Finetune and score one condition: prepare, train (each intermediate task, then the
+    final one), measure, write. With `log`, its per-epoch progress is appended there (the
+    stage's own output stays one line per run). With `weights`, the finetuned weights are
+    kept there (train.keep_weights). With `kept`, a finished result of this training run
+    whose weights are at `weights`, nothing trains: the measurements `settings` ask for are
+    made on those weights (measure_kept_weights)."""
+    with _progress_log(log) as progress:
+        if kept is not None:
+            return measure_kept_weights(condition, settings, model_dir, tasks_dir, key, weights, kept, progress)
+
+        # Prepare: the starting model (pretrained, with the condition's layers fresh) on its device.
+        task, seed = get_task(condition.task), settings.seed
+        chain = [get_task(name) for name in condition.intermediate_steps]
+        first = chain[0] if chain else task
+        model, record = build_finetuner(
+            model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
         )
+        device = _device(settings)
+        model.to(device)
+        progress(
+            f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, "
+            f"{torch.get_num_threads()} threads)"
+        )
+        # The multiplier is for the whole tensors the scheme reinitialised (not head slices,
+        # not the always-new task head).
+        fresh = reinitialised_layer_parameters(model, record["reinitialised"])
+
+        # Sequential finetuning (Huang et al. 4.1): each intermediate task in order, then the
+        # final one, each step with a head of its own; the scheme's fresh layers are fresh in the first.
+        pool_size = lambda name: _load(tasks_dir, name, "train").examples  # noqa: E731 - read only for `full`
+        record["intermediate_steps"] = []
+        for step, (step_task, (_, size, epochs)) in enumerate(zip(chain, condition.steps(pool_size))):
+            if step:
+                record["reinitialised"] += _new_head(model, step_task, condition, seed)
+            step_split, indices = _training_split(tasks_dir, step_task.name, size, condition, seed)
+            outcome = finetune(
+                model,
+                step_task,
+                step_split,
+                replace(settings, epochs=epochs),
+                condition.seed(seed, _intermediate_purpose(step), "order"),
+                fresh,
+                condition.lr_multiplier,
+                progress=lambda line, name=step_task.name: progress(f"intermediate {name}: {line}"),
+                dropout_seed=condition.seed(seed, _intermediate_purpose(step), "dropout"),
+            )
+            record["intermediate_steps"].append(
+                {
+                    "task": step_task.name,
+                    "size": size,
+                    "epochs": epochs,
+                    "status": outcome["status"],
+                    "steps": outcome.get("steps"),
+                    "epoch_losses": outcome["epoch_losses"],
+                    "train_seconds": round(outcome["train_seconds"], 2),
+                    "train_subset_sha256": hashlib.sha256(indices.tobytes()).hexdigest(),
+                }
+            )
+            if outcome["status"] != "ok":
+                return _result(condition, settings, record, outcome, {}, [], task, key)
+            fresh = set()
+        if chain:
+            record["reinitialised"] += _new_head(model, task, condition, seed)
+
+        # Train the final task.
+        train_split, indices = _training_split(tasks_dir, task.name, condition.size, condition, seed)
+        eval_split = _load(tasks_dir, task.name, "eval")
+        start_weights = layer_weights(model.encoder)
+        run = _measured(model, task, train_split, eval_split, settings, model_dir, tasks_dir)
+        at_start = _at_start(run, settings)
+        outcome = finetune(
+            model,
+            task,
+            train_split,
+            settings,
+            condition.seed(seed, "train", "order"),
+            fresh,
+            condition.lr_multiplier,
+            eval_split=eval_split if log_epochs else None,
+            checkpoint=checkpoint,
+            checkpoint_key=key,
+            progress=progress,
+            layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
+            dropout_seed=condition.seed(seed, "train", "dropout"),
+        )
+
+        # Score and measure the finetuned model.
+        evaluation, changes = {}, []
+        if outcome["status"] == "ok":
+            if task.kind.fits_null_threshold:
+                record["null_threshold"] = fit_null_threshold(
+                    model, task, train_split, settings.eval_batch_size, settings.precision
+                )
+            run.evaluation = evaluate(
+                model,
+                task,
+                eval_split,
+                settings.eval_batch_size,
+                settings.precision,
+                record.get("null_threshold"),
+                layer_features=settings.cka,
+            )
+            evaluation = run.evaluation
+            changes = weight_change(start_weights, layer_weights(model.encoder))
+            record.update(_at_end(run, settings, at_start))
+            if weights is not None:
+                record["weights_sha256"] = _keep_weights(model, weights)
+
+        # Write down what the run was.
+        record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
+        record["eval_examples"] = eval_split.examples
+        record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
+        record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
+        return _result(condition, settings, record, outcome, evaluation, changes, task, key)
+
+
+@contextmanager
+def _progress_log(log: Path | None):
+    """A function that appends one line to `log` (nothing without one)."""
+    if log is None:
+        yield lambda line: None
+        return
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as f:  # appended: a resumed or requeued run adds to its earlier attempt's lines
-        return _run_or_measure(condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, f, weights, kept)
-
-
-def _run_or_measure(condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, log, weights, kept):
-    progress = (lambda line: None) if log is None else (lambda line: print(line, file=log, flush=True))
-    if kept is not None:
-        return measure_kept_weights(condition, settings, model_dir, tasks_dir, key, weights, kept, progress)
-    return _run_condition(condition, settings, model_dir, tasks_dir, log_epochs, checkpoint, key, progress, weights)
+        yield lambda line: print(line, file=f, flush=True)
 
 
 def _load(tasks_dir: Path, task: str, split: str) -> splits.TokenizedSplit:
     return splits.load_split(tasks_dir / task / "tokens.npz", split)
 
 
-def _run_condition(
-    condition: Condition,
-    settings: RunSettings,
-    model_dir: Path,
-    tasks_dir: Path,
-    log_epochs: bool,
-    checkpoint: Path | None,
-    key: str,
-    progress,
-    weights: Path | None,
-) -> RunResult:
-    task = get_task(condition.task)
-    seed = settings.seed
-    chain = [get_task(name) for name in condition.intermediate_steps]
-    first = chain[0] if chain else task
-    model, record = build_finetuner(
-        model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
-    )
-    device = _device(settings)
-    model.to(device)
-    progress(
-        f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, {torch.get_num_threads()} "
-        "threads)"
-    )
-    # The multiplier is for the whole tensors the scheme reinitialised (not head slices,
-    # not the always-new task head).
-    fresh = reinitialised_layer_parameters(model, record["reinitialised"])
-
-    # Sequential finetuning (Huang et al. 4.1): each intermediate task in order, then the
-    # final one, each step with a head of its own; the scheme's fresh layers are fresh in the first.
-    pool_size = lambda name: _load(tasks_dir, name, "train").examples  # noqa: E731 - read only for `full`
-    record["intermediate_steps"] = []
-    for step, (step_task, (_, size, epochs)) in enumerate(zip(chain, condition.steps(pool_size))):
-        if step:
-            record["reinitialised"] += _new_head(model, step_task, condition, seed)
-        pool = _load(tasks_dir, step_task.name, "train")
-        indices = tokens.training_subset(pool.examples, size, step_task.name, condition.stream("subset"), seed)
-        outcome = finetune(
-            model,
-            step_task,
-            pool.of_examples(indices),
-            replace(settings, epochs=epochs),
-            condition.seed(seed, _intermediate_purpose(step), "order"),
-            fresh,
-            condition.lr_multiplier,
-            progress=lambda line, name=step_task.name: progress(f"intermediate {name}: {line}"),
-            dropout_seed=condition.seed(seed, _intermediate_purpose(step), "dropout"),
-        )
-        record["intermediate_steps"].append(
-            {
-                "task": step_task.name,
-                "size": size,
-                "epochs": epochs,
-                "status": outcome["status"],
-                "steps": outcome.get("steps"),
-                "epoch_losses": outcome["epoch_losses"],
-                "train_seconds": round(outcome["train_seconds"], 2),
-                "train_subset_sha256": hashlib.sha256(indices.tobytes()).hexdigest(),
-            }
-        )
-        if outcome["status"] != "ok":
-            return _result(condition, settings, record, outcome, {}, [], task, key)
-        fresh = set()
-    if chain:
-        record["reinitialised"] += _new_head(model, task, condition, seed)
-
-    pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
-    indices = tokens.training_subset(pool.examples, condition.size, task.name, condition.stream("subset"), seed)
-    start = layer_weights(model.encoder)
-    train_split = pool.of_examples(indices)
-    initial = layer_states(model.encoder) if settings.criticality else None
-    importance_before = (
-        head_importance(model, task, train_split, settings.batch_size) if settings.head_importance else None
-    )
-    outcome = finetune(
-        model,
-        task,
-        train_split,
-        settings,
-        condition.seed(seed, "train", "order"),
-        fresh,
-        condition.lr_multiplier,
-        eval_split=eval_split if log_epochs else None,
-        checkpoint=checkpoint,
-        checkpoint_key=key,
-        progress=progress,
-        layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
-        dropout_seed=condition.seed(seed, "train", "dropout"),
-    )
-    null_threshold = None
-    if outcome["status"] == "ok" and task.kind.fits_null_threshold:
-        null_threshold = fit_null_threshold(model, task, train_split, settings.eval_batch_size, settings.precision)
-        record["null_threshold"] = null_threshold
-    evaluation = (
-        evaluate(
-            model,
-            task,
-            eval_split,
-            settings.eval_batch_size,
-            settings.precision,
-            null_threshold,
-            layer_features=settings.cka,
-        )
-        if outcome["status"] == "ok"
-        else {}
-    )
-    changes = weight_change(start, layer_weights(model.encoder)) if outcome["status"] == "ok" else []
-    if outcome["status"] == "ok":
-        measured = _measurements(
-            model,
-            task,
-            tasks_dir / task.name / "tokens.npz",
-            eval_split,
-            train_split,
-            settings,
-            model_dir,
-            evaluation,
-            initial,
-        )
-        record.update(measured)
-        if importance_before is not None:
-            record["head_importance"]["before"] = importance_before
-        if weights is not None:
-            record["weights_sha256"] = _keep_weights(model, weights)
-    record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
-    record["eval_examples"] = eval_split.examples
-    record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
-    record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
-    return _result(condition, settings, record, outcome, evaluation, changes, task, key)
+def _training_split(
+    tasks_dir: Path, task: str, size: int, condition: Condition, seed: int
+) -> tuple[splits.TokenizedSplit, np.ndarray]:
+    """The examples (task, size, trial) trains on (tokens.training_subset) and their indices."""
+    pool = _load(tasks_dir, task, "train")
+    indices = tokens.training_subset(pool.examples, size, task, condition.stream("subset"), seed)
+    return pool.of_examples(indices), indices
 
 
 def measure_kept_weights(
@@ -256,7 +262,7 @@ def measure_kept_weights(
     """`kept` (a finished run of this training that kept its weights, train.keep_weights) with
     the measurements `settings` ask for: those it made are kept, the missing ones are made on
     its kept weights instead of training again. The starting model is rebuilt from the condition
-    (a pure function of it: build_finetuner) for the measurements that read it (`reads_start`),
+    (a pure function of it: build_finetuner) for the measurements that read it (`at_start`),
     which is why a run with an intermediate task cannot give them this way
     (schedule.measurable_from_weights, which also checks that they are the file the run
     recorded). They must reproduce its eval predictions exactly, else this fails and says so."""
@@ -269,33 +275,60 @@ def measure_kept_weights(
     device = _device(settings)
     model.to(device)
     progress(f"{condition.describe()}: measuring {', '.join(missing)} on its kept weights {weights.name}, no training")
-    pool, eval_split = _load(tasks_dir, task.name, "train"), _load(tasks_dir, task.name, "eval")
-    indices = tokens.training_subset(
-        pool.examples, condition.size, task.name, condition.stream("subset"), settings.seed
-    )
-    train_split = pool.of_examples(indices)
-    initial = layer_states(model.encoder) if only.criticality else None
-    before = head_importance(model, task, train_split, settings.batch_size) if only.head_importance else None
+    train_split, _ = _training_split(tasks_dir, task.name, condition.size, condition, settings.seed)
+    run = _measured(model, task, train_split, _load(tasks_dir, task.name, "eval"), only, model_dir, tasks_dir)
+    at_start = _at_start(run, only)
     load_model(model, weights, device=str(device))
-    evaluation = evaluate(
+    run.evaluation = evaluate(
         model,
         task,
-        eval_split,
+        run.eval_split,
         settings.eval_batch_size,
         settings.precision,
         kept.null_threshold,
         layer_features=only.cka,
     )
-    if task.kind.encode_predictions(evaluation["predictions"]) != kept.predictions:
+    if task.kind.encode_predictions(run.evaluation["predictions"]) != kept.predictions:
         raise RuntimeError(
             f"the weights in {weights} do not reproduce their run's eval predictions (another device, precision or "
             "thread count?): delete them and the result to retrain"
         )
-    tokens_file = tasks_dir / task.name / "tokens.npz"
-    made = _measurements(model, task, tokens_file, eval_split, train_split, only, model_dir, evaluation, initial)
-    if before is not None:
-        made["head_importance"]["before"] = before
+    made = _at_end(run, only, at_start)
     return measured_as(kept, settings, key, {m.field: getattr(kept, m.field) for m in MEASUREMENTS} | made)
+
+
+def _measured(model, task, train_split, eval_split, settings: RunSettings, model_dir: Path, tasks_dir: Path):
+    """What the measurements read of this run (src/measures): the base model's encoder and eval
+    features are loaded once per worker process and task."""
+    device = next(model.parameters()).device.type
+    tokens_file = tasks_dir / task.name / "tokens.npz"
+
+    def score(split) -> float:
+        return evaluate(model, task, split, settings.eval_batch_size, settings.precision)["scores"][task.headline]
+
+    return Measured(
+        model=model,
+        task=task,
+        train_split=train_split,
+        eval_split=eval_split,
+        settings=settings,
+        evaluation={},
+        pretrained_encoder=lambda: _pretrained(model_dir, device),
+        pretrained_features=lambda: _pretrained_features(
+            model_dir, device, tokens_file, settings.eval_batch_size, settings.precision
+        ),
+        score=score,
+    )
+
+
+def _at_start(run: Measured, settings: RunSettings) -> dict:
+    """What each measurement `settings` ask for takes from the starting weights, by setting."""
+    return {m.setting: m.at_start(run) for m in MEASUREMENTS if getattr(settings, m.setting) and m.reads_start}
+
+
+def _at_end(run: Measured, settings: RunSettings, at_start: dict) -> dict:
+    """Each measurement `settings` ask for, made on the finetuned model: RunResult field -> value."""
+    return {m.field: m.at_end(run, at_start.get(m.setting)) for m in MEASUREMENTS if getattr(settings, m.setting)}
 
 
 def _device(settings: RunSettings) -> torch.device:
@@ -331,47 +364,6 @@ def _pretrained_features(
         return layer_features(
             _pretrained(model_dir, device), splits.load_split(tokens_file, "eval"), batch_size, "mean"
         )
-
-
-def _measurements(
-    model: Finetuner,
-    task,
-    tokens_file: Path,
-    eval_split: splits.TokenizedSplit,
-    train_split: splits.TokenizedSplit,
-    settings: RunSettings,
-    model_dir: Path,
-    evaluation: dict,
-    initial: list | None,
-) -> dict:
-    """What a finished run measures on its finetuned weights (src/measures/,
-    docs/measures.md), each only where its setting is on. `tokens_file` holds `eval_split`
-    (the key of the pretrained features' cache)."""
-    device = next(model.parameters()).device.type
-    found = {}
-    if settings.cka:
-        pretrained = _pretrained_features(model_dir, device, tokens_file, settings.eval_batch_size, settings.precision)
-        found["layer_cka"] = layer_cka(evaluation["layer_features"], pretrained.astype(np.float32))
-    if settings.criticality:
-        # Scored on the first N eval examples (criticality_examples; 0 = all), the finetuned
-        # model on the same ones, so every drop is paired example by example.
-        scored = eval_split
-        if 0 < settings.criticality_examples < len(eval_split):
-            scored = eval_split.subset(np.arange(settings.criticality_examples))
-
-        def score() -> float:
-            return evaluate(model, task, scored, settings.eval_batch_size, settings.precision)["scores"][task.headline]
-
-        found["criticality"] = rewind_drops(
-            model.encoder,
-            layer_states(_pretrained(model_dir, device)),
-            initial,
-            score,
-            evaluation["scores"][task.headline] if scored is eval_split else score(),
-        )
-    if settings.head_importance:
-        found["head_importance"] = {"after": head_importance(model, task, train_split, settings.batch_size)}
-    return found
 
 
 def _new_head(model: Finetuner, task, condition: Condition, seed: int) -> list:
