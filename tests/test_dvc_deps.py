@@ -1,21 +1,16 @@
 """dvc.yaml's code deps cannot drift from the code: each stage lists exactly the code units
-(src/core/codehash.py code_units: a package folder under src/, else the file) that its entry point
-imports, transitively. A unit missing from the list would let `dvc repro` say "up to date"
-over results the new code would not produce; a result's fingerprint hashes the same closure
-of its run function (TRAINING_CODE), so a training-code change retrains it."""
+(src/core/codehash.py code_units: a package folder under src/ whose every module it imports,
+else the files) that its entry point imports, transitively. A unit missing from the list
+would let `dvc repro` say "up to date" over results the new code would not produce."""
 
-import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
-from src.conditions.condition import Condition
 from src.core import codehash as imports
 from src.core.codehash import code_files, code_units
-from src.train import run
-from src.train.schedule import run_settings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -123,58 +118,17 @@ def test_code_files_follows_every_import_form_and_skips_type_checking_blocks(syn
     assert code_files("src.annotations_only") == ["src/annotations_only.py", "src/behind_annotations.py"]
 
 
-def test_code_units_are_package_folders_under_src_and_files_elsewhere(synthetic_repo):
+def test_code_units_are_whole_packages_under_src_where_every_module_is_imported_and_files_elsewhere(
+    synthetic_repo,
+):
     assert code_units("src.entry") == [
-        "src/busy",
+        "src/busy",  # both of its modules
         "src/deep.py",
         "src/dotted.py",
         "src/entry.py",
         "src/lazy.py",
-        "src/pkg",
+        "src/pkg/inner.py",  # not src/pkg/unused.py: an edit there reruns nothing
         "src/plain.py",
         "src/runtime_else.py",
     ]
-    assert code_units("stages.run_me") == ["src/dotted.py", "src/pkg", "stages/run_me.py"]
-
-
-def test_the_fingerprint_hashes_the_training_codes_import_closure():
-    assert tuple(code_files("src.train.run")) == run.TRAINING_CODE
-    training = {
-        "src/train/run.py",
-        "src/train/loop.py",
-        "src/train/weights.py",
-        "src/model/finetuner.py",
-        "src/model/reinit.py",
-        "src/model/families.py",
-        "src/data/tokens.py",
-        "src/conditions/condition.py",
-        "src/schemes/registry.py",
-        "src/tasks/kinds.py",
-        "src/tasks/metrics.py",
-    }
-    assert training <= set(run.TRAINING_CODE)
-    # code that cannot change a number: where runs execute, the params schema, the report
-    elsewhere = {"src/train/executors.py", "src/train/schedule.py", "src/params/load.py", "src/config/schema.py"}
-    assert not elsewhere & set(run.TRAINING_CODE)
-    assert not [f for f in run.TRAINING_CODE if f.startswith(("src/claims/", "src/results/", "src/figures/"))]
-
-
-def test_a_training_code_change_changes_the_fingerprint_and_other_code_does_not(
-    tmp_path, monkeypatch, config, tiny_model_dir, tiny_tasks_root
-):
-    shutil.copytree(REPO / "src", tmp_path / "src")
-    monkeypatch.setattr(run, "ROOT", tmp_path)
-    condition, settings = Condition("rt_sentiment", 8, 0, 1, k=2), run_settings(config, 1)
-
-    def fingerprint() -> str:
-        return run.fingerprint(condition, settings, tiny_model_dir, tiny_tasks_root)
-
-    def appended(path: str, text: str) -> None:
-        with open(tmp_path / path, "a") as f:
-            f.write(text)
-
-    before = fingerprint()
-    appended("src/train/executors.py", "\n# where runs execute changes no number\n")
-    assert fingerprint() == before
-    appended("src/model/reinit.py", "\n# a training-code change\n")
-    assert fingerprint() != before
+    assert code_units("stages.run_me") == ["src/dotted.py", "src/pkg/inner.py", "stages/run_me.py"]

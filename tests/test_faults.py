@@ -36,7 +36,7 @@ from src.results.tables import results_table, summarise
 from src.tasks import splits
 from src.tasks.registry import get_task
 from src.train.loop import finetune
-from src.train.run import TRAINING_CODE, fingerprint, run_condition
+from src.train.run import NOT_RECIPE, RECIPE, fingerprint, run_condition
 from src.train.schedule import run_settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -608,13 +608,13 @@ def test_fingerprint_follows_what_changes_a_result_and_nothing_else(fingerprint_
     assert key(params) != base  # other base weights
 
 
-def test_every_training_code_file_is_a_dep_of_the_finetune_and_focus_stages():
+def test_every_recipe_file_is_a_dep_of_the_finetune_and_focus_stages():
     # dvc.yaml lists code by package folder (src/train) or file (stages/finetune.py).
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     for name, deps in (("finetune", stages["finetune"]["do"]["deps"]), ("focus", stages["focus"]["deps"])):
-        missing = [f for f in TRAINING_CODE if not any(f == dep or f.startswith(f"{dep}/") for dep in deps)]
+        missing = [f for f in RECIPE if not any(f == dep or f.startswith(f"{dep}/") for dep in deps)]
         assert not missing, f"dvc.yaml stage {name} lacks deps {missing}"
-    assert "src/train/run.py" in TRAINING_CODE and all((REPO / f).is_file() for f in TRAINING_CODE)
+    assert "src/train/run.py" in RECIPE and all((REPO / f).is_file() for f in RECIPE)
 
 
 # Repo files the finetune stage imports that the fingerprint leaves out, and why none of
@@ -629,14 +629,15 @@ NOT_FINGERPRINTED = {
     "src/train/executors.py": "where runs execute; the thread count it sets is in the RunSettings",
     "src/train/progress.py": "the stage's progress lines",
     "src/params/stage.py": "the entry point: error messages, dying with the parent",
+    "src/core/process.py": "dying with the parent process",
     "src/stats/intervals.py": "the focus summary, recomputed every run",
 }
 
 
 def test_every_repo_file_the_finetune_stage_imports_is_fingerprinted_or_cannot_change_a_result():
     stage = set(code_files("stages.finetune"))
-    assert set(TRAINING_CODE) <= stage
-    assert sorted(stage - set(TRAINING_CODE)) == sorted(NOT_FINGERPRINTED)
+    assert set(RECIPE) <= stage
+    assert sorted(stage - set(RECIPE)) == sorted(NOT_FINGERPRINTED | NOT_RECIPE)
 
 
 def test_fingerprint_does_not_depend_on_the_working_directory(fingerprint_inputs, tmp_path, monkeypatch):
