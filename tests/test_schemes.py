@@ -4,14 +4,27 @@ uniquely, fit the model and reinitialise layers that exist, `fits` refuses what 
 range, and its params.yaml name and range checks agree with `fits`."""
 
 import re
+from dataclasses import fields as dataclass_fields
 
 import pytest
 
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions
+from src.config.schema import StudyConfig, forget_keys_read, help_text, keys_read
 from src.core.errors import ParamsError
 from src.params.load import ModelLimits, validate
-from src.schemes.registry import BY_VARIANT, SCHEMES, VARIANTS, WHOLE_LAYER_VARIANTS, Limit, removed_layers, scheme_of
+from src.schemes.registry import (
+    BY_VARIANT,
+    COMMON_KEYS,
+    MODIFIERS,
+    SCHEME_KEYS,
+    SCHEMES,
+    VARIANTS,
+    WHOLE_LAYER_VARIANTS,
+    Limit,
+    removed_layers,
+    scheme_of,
+)
 from src.train.schedule import is_full_model
 
 L, H = 6, 12  # the test grid's model shape (all-MiniLM-L6-v2)
@@ -32,6 +45,32 @@ def test_every_variant_resolves_to_the_scheme_that_lists_it():
     assert all(name == scheme.name for name, scheme in SCHEMES.items())
     with pytest.raises(ValueError, match=re.escape(f"unknown scheme 'blocks'; allowed: {' | '.join(VARIANTS)}")):
         scheme_of("blocks")
+
+
+def test_study_config_is_generated_from_the_registry_one_field_per_key():
+    """StudyConfig declares no scheme key or modifier of its own: each is the registry's Key
+    (or Modifier), with its check and help text, default None; a key two schemes take is one Key."""
+    names = [f.name for f in dataclass_fields(StudyConfig)]
+    assert names == ["name", *COMMON_KEYS, *SCHEME_KEYS, *MODIFIERS]
+    by_name = {f.name: f for f in dataclass_fields(StudyConfig)}
+    for name, key in SCHEME_KEYS.items():
+        assert by_name[name].default is None and by_name[name].metadata["check"] is key.check
+        takers = [s.name for s in SCHEMES.values() if name in s.keys]
+        assert all(SCHEMES[t].keys[name] is key for t in takers)
+        assert help_text(StudyConfig)[name] == f"{', '.join(takers)}: {key.help}"
+    for name, modifier in MODIFIERS.items():
+        assert by_name[name].default is None and by_name[name].metadata["check"] is modifier.check
+        assert help_text(StudyConfig)[name] == f"modifier: {modifier.help}"
+    assert all(help_text(StudyConfig)[name] for name in names if name != "name")
+    assert SCHEMES["single_layer"].keys["layers"] is SCHEMES["head"].keys["layers"]
+
+
+def test_a_generated_study_field_is_read_as_a_params_key(config):
+    study = config.studies["blocks"]
+    forget_keys_read()
+    assert study.window == 5 and study.name == "blocks" and study.epochs is None
+    assert keys_read() == {"studies.blocks.window", "studies.blocks.epochs"}  # the name is no params key
+    forget_keys_read()
 
 
 def test_the_test_grid_has_a_study_of_every_scheme(config):
