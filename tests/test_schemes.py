@@ -266,3 +266,64 @@ def test_a_removal_limit_takes_the_edge_and_refuses_one_past_it(params):
         params["studies"]["remove"]["removals"] = past
         with pytest.raises(ParamsError, match=re.escape("studies.remove.removals = ")):
             validate(params, LIMITS)
+
+
+def test_what_a_scheme_changes_beyond_whole_layers_is_declared_in_its_entry():
+    """The finetuner, the condition's training run and a run's seed record ask the scheme:
+    which heads get fresh weights, which layers are removed, the layer order and its seed."""
+    plain = Condition("t", 8, 2, 1, k=3)
+    head = Condition("t", 8, 2, 1, scheme="head", layer=2, head_index=3)
+    removal = Condition("t", 8, 2, 1, scheme="remove", removal="top", removed=(5, 6))
+    permuted = Condition("t", 8, 2, 1, scheme="permutation")
+    assert head.reinit_heads() == [(1, 3)] and plain.reinit_heads() == removal.reinit_heads() == []
+    assert removal.removed_layers() == [4, 5] and plain.removed_layers() == head.removed_layers() == []
+    for condition in (plain, head, removal):
+        assert condition.layer_order(L, 7) == list(range(L)) and condition.scheme_seeds(7) == {}
+    order = permuted.layer_order(L, 7)
+    assert sorted(order) == list(range(L)) and order == permuted.layer_order(L, 7)
+    assert permuted.scheme_seeds(7) == {"permutation": permuted.seed(7, "permutation", "reinit")}
+    # the same shuffle on every task, another on another trial
+    assert Condition("u", 16, 2, 1, scheme="permutation").layer_order(L, 7) == order
+    assert permuted.training_run(L) != Condition("t", 8, 2, 1, k=L).training_run(L)
+    assert head.training_run(L) != Condition("t", 8, 2, 1, scheme="head", layer=2, head_index=4).training_run(L)
+
+
+def test_only_a_scheme_with_a_baseline_gives_a_modified_condition_one():
+    for fields in (dict(k=2), dict(scheme="single_layer", layer=2), dict(scheme="block_reinit", layer=1, window=2)):
+        modified = Condition("t", 8, 1, 1, lr_multiplier=5.0, **fields)
+        baseline = modified.references(L).get("baseline")
+        if scheme_of(modified.scheme).baseline is None:
+            assert baseline is None and modified.reported_references(L) == list(modified.references(L).values())
+        else:
+            assert baseline == Condition("t", 8, 1, 1, k=2) and modified.reported_references(L) == [baseline]
+    assert "baseline" not in Condition("t", 8, 1, 1, k=2).references(L)  # a plain condition is its own
+
+
+def test_a_new_scheme_is_one_entry(monkeypatch, config):
+    """A scheme added to the registry alone (here: two adjacent layers reinitialised, on the
+    existing `layers` key) expands, names, checks, references and draws its conditions."""
+    from dataclasses import replace
+
+    from src.conditions.studies import study_conditions
+    from src.schemes import registry
+
+    pair = replace(
+        SCHEMES["single_layer"],
+        name="pair",
+        help="two adjacent layers reinitialised",
+        variants=("pair",),
+        expand=lambda study, L: [{"scheme": "pair", "layer": layer} for layer in study.layers],
+        fits=lambda c, L, H: c.layer is not None and 1 <= c.layer < L,
+        reinit_layers=lambda c, L: [c.layer - 1, c.layer],
+        slug=lambda c: f"pair{c.layer}",
+        figure="single_layer",
+    )
+    monkeypatch.setitem(registry.SCHEMES, "pair", pair)
+    monkeypatch.setitem(registry.BY_VARIANT, "pair", pair)
+    study = StudyConfig(name="pairs", scheme="pair", tasks=("t",), sizes=(8,), trials=1, layers=(1, 4))
+    conditions = study_conditions(study, config.train, "paper", "mean", L)
+    e = config.train.epochs_for(8)
+    assert [c.slug for c in conditions] == [f"pair1_e{e}", f"k{L}_e{e}", f"k0_e{e}", f"pair4_e{e}"]
+    assert [c.reinit_layers(L) for c in conditions if c.scheme == "pair"] == [[0, 1], [3, 4]]
+    assert all(c.check(L, H) is None for c in conditions)
+    assert registry.figure_of(study) == "single_layer"
