@@ -327,3 +327,16 @@ def test_a_new_scheme_is_one_entry(monkeypatch, config):
     assert [c.reinit_layers(L) for c in conditions if c.scheme == "pair"] == [[0, 1], [3, 4]]
     assert all(c.check(L, H) is None for c in conditions)
     assert registry.figure_of(study) == "single_layer"
+
+
+def test_every_figure_and_table_the_registry_names_is_drawn_or_built():
+    """A scheme names its figure and its extra tables; src/figures and src/results hold them by
+    that name and select the scheme's rows by its variants, never by a scheme's name."""
+    from src.figures.studies import FIGURES
+    from src.results.aggregate import EXTRA_TABLE_COLUMNS, SCHEME_TABLES
+
+    for scheme in SCHEMES.values():
+        assert scheme.figure in FIGURES, scheme.name
+        assert set(scheme.tables) <= set(SCHEME_TABLES) & set(EXTRA_TABLE_COLUMNS), scheme.name
+    assert all(m.figure is None or m.figure in FIGURES for m in MODIFIERS.values())
+    assert {t for s in SCHEMES.values() for t in s.tables} == set(SCHEME_TABLES)
