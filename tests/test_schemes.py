@@ -4,14 +4,27 @@ uniquely, fit the model and reinitialise layers that exist, `fits` refuses what 
 range, and its params.yaml name and range checks agree with `fits`."""
 
 import re
+from dataclasses import fields as dataclass_fields
 
 import pytest
 
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions
+from src.config.schema import StudyConfig, forget_keys_read, help_text, keys_read
 from src.core.errors import ParamsError
 from src.params.load import ModelLimits, validate
-from src.schemes.registry import BY_VARIANT, SCHEMES, VARIANTS, WHOLE_LAYER_VARIANTS, Limit, removed_layers, scheme_of
+from src.schemes.registry import (
+    BY_VARIANT,
+    COMMON_KEYS,
+    MODIFIERS,
+    SCHEME_KEYS,
+    SCHEMES,
+    VARIANTS,
+    WHOLE_LAYER_VARIANTS,
+    Limit,
+    removed_layers,
+    scheme_of,
+)
 from src.train.schedule import is_full_model
 
 L, H = 6, 12  # the test grid's model shape (all-MiniLM-L6-v2)
@@ -32,6 +45,32 @@ def test_every_variant_resolves_to_the_scheme_that_lists_it():
     assert all(name == scheme.name for name, scheme in SCHEMES.items())
     with pytest.raises(ValueError, match=re.escape(f"unknown scheme 'blocks'; allowed: {' | '.join(VARIANTS)}")):
         scheme_of("blocks")
+
+
+def test_study_config_is_generated_from_the_registry_one_field_per_key():
+    """StudyConfig declares no scheme key or modifier of its own: each is the registry's Key
+    (or Modifier), with its check and help text, default None; a key two schemes take is one Key."""
+    names = [f.name for f in dataclass_fields(StudyConfig)]
+    assert names == ["name", *COMMON_KEYS, *SCHEME_KEYS, *MODIFIERS]
+    by_name = {f.name: f for f in dataclass_fields(StudyConfig)}
+    for name, key in SCHEME_KEYS.items():
+        assert by_name[name].default is None and by_name[name].metadata["check"] is key.check
+        takers = [s.name for s in SCHEMES.values() if name in s.keys]
+        assert all(SCHEMES[t].keys[name] is key for t in takers)
+        assert help_text(StudyConfig)[name] == f"{', '.join(takers)}: {key.help}"
+    for name, modifier in MODIFIERS.items():
+        assert by_name[name].default is None and by_name[name].metadata["check"] is modifier.check
+        assert help_text(StudyConfig)[name] == f"modifier: {modifier.help}"
+    assert all(help_text(StudyConfig)[name] for name in names if name != "name")
+    assert SCHEMES["single_layer"].keys["layers"] is SCHEMES["head"].keys["layers"]
+
+
+def test_a_generated_study_field_is_read_as_a_params_key(config):
+    study = config.studies["blocks"]
+    forget_keys_read()
+    assert study.window == 5 and study.name == "blocks" and study.epochs is None
+    assert keys_read() == {"studies.blocks.window", "studies.blocks.epochs"}  # the name is no params key
+    forget_keys_read()
 
 
 def test_the_test_grid_has_a_study_of_every_scheme(config):
@@ -227,3 +266,77 @@ def test_a_removal_limit_takes_the_edge_and_refuses_one_past_it(params):
         params["studies"]["remove"]["removals"] = past
         with pytest.raises(ParamsError, match=re.escape("studies.remove.removals = ")):
             validate(params, LIMITS)
+
+
+def test_what_a_scheme_changes_beyond_whole_layers_is_declared_in_its_entry():
+    """The finetuner, the condition's training run and a run's seed record ask the scheme:
+    which heads get fresh weights, which layers are removed, the layer order and its seed."""
+    plain = Condition("t", 8, 2, 1, k=3)
+    head = Condition("t", 8, 2, 1, scheme="head", layer=2, head_index=3)
+    removal = Condition("t", 8, 2, 1, scheme="remove", removal="top", removed=(5, 6))
+    permuted = Condition("t", 8, 2, 1, scheme="permutation")
+    assert head.reinit_heads() == [(1, 3)] and plain.reinit_heads() == removal.reinit_heads() == []
+    assert removal.removed_layers() == [4, 5] and plain.removed_layers() == head.removed_layers() == []
+    for condition in (plain, head, removal):
+        assert condition.layer_order(L, 7) == list(range(L)) and condition.scheme_seeds(7) == {}
+    order = permuted.layer_order(L, 7)
+    assert sorted(order) == list(range(L)) and order == permuted.layer_order(L, 7)
+    assert permuted.scheme_seeds(7) == {"permutation": permuted.seed(7, "permutation", "reinit")}
+    # the same shuffle on every task, another on another trial
+    assert Condition("u", 16, 2, 1, scheme="permutation").layer_order(L, 7) == order
+    assert permuted.training_run(L) != Condition("t", 8, 2, 1, k=L).training_run(L)
+    assert head.training_run(L) != Condition("t", 8, 2, 1, scheme="head", layer=2, head_index=4).training_run(L)
+
+
+def test_only_a_scheme_with_a_baseline_gives_a_modified_condition_one():
+    for fields in (dict(k=2), dict(scheme="single_layer", layer=2), dict(scheme="block_reinit", layer=1, window=2)):
+        modified = Condition("t", 8, 1, 1, lr_multiplier=5.0, **fields)
+        baseline = modified.references(L).get("baseline")
+        if scheme_of(modified.scheme).baseline is None:
+            assert baseline is None and modified.reported_references(L) == list(modified.references(L).values())
+        else:
+            assert baseline == Condition("t", 8, 1, 1, k=2) and modified.reported_references(L) == [baseline]
+    assert "baseline" not in Condition("t", 8, 1, 1, k=2).references(L)  # a plain condition is its own
+
+
+def test_a_new_scheme_is_one_entry(monkeypatch, config):
+    """A scheme added to the registry alone (here: two adjacent layers reinitialised, on the
+    existing `layers` key) expands, names, checks, references and draws its conditions."""
+    from dataclasses import replace
+
+    from src.conditions.studies import study_conditions
+    from src.schemes import registry
+
+    pair = replace(
+        SCHEMES["single_layer"],
+        name="pair",
+        help="two adjacent layers reinitialised",
+        variants=("pair",),
+        expand=lambda study, L: [{"scheme": "pair", "layer": layer} for layer in study.layers],
+        fits=lambda c, L, H: c.layer is not None and 1 <= c.layer < L,
+        reinit_layers=lambda c, L: [c.layer - 1, c.layer],
+        slug=lambda c: f"pair{c.layer}",
+        figure="single_layer",
+    )
+    monkeypatch.setitem(registry.SCHEMES, "pair", pair)
+    monkeypatch.setitem(registry.BY_VARIANT, "pair", pair)
+    study = StudyConfig(name="pairs", scheme="pair", tasks=("t",), sizes=(8,), trials=1, layers=(1, 4))
+    conditions = study_conditions(study, config.train, "paper", "mean", L)
+    e = config.train.epochs_for(8)
+    assert [c.slug for c in conditions] == [f"pair1_e{e}", f"k{L}_e{e}", f"k0_e{e}", f"pair4_e{e}"]
+    assert [c.reinit_layers(L) for c in conditions if c.scheme == "pair"] == [[0, 1], [3, 4]]
+    assert all(c.check(L, H) is None for c in conditions)
+    assert registry.figure_of(study) == "single_layer"
+
+
+def test_every_figure_and_table_the_registry_names_is_drawn_or_built():
+    """A scheme names its figure and its extra tables; src/figures and src/results hold them by
+    that name and select the scheme's rows by its variants, never by a scheme's name."""
+    from src.figures.studies import FIGURES
+    from src.results.aggregate import EXTRA_TABLE_COLUMNS, SCHEME_TABLES
+
+    for scheme in SCHEMES.values():
+        assert scheme.figure in FIGURES, scheme.name
+        assert set(scheme.tables) <= set(SCHEME_TABLES) & set(EXTRA_TABLE_COLUMNS), scheme.name
+    assert all(m.figure is None or m.figure in FIGURES for m in MODIFIERS.values())
+    assert {t for s in SCHEMES.values() for t in s.tables} == set(SCHEME_TABLES)

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
-import numpy as np
-
 from src.core.checks import FULL
 from src.core.seeds import derive_seed
 from src.schemes.registry import WHOLE_LAYER_VARIANTS, scheme_of
@@ -91,7 +89,15 @@ class Condition:
 
     def removed_layers(self) -> list[int]:
         """0-based indices of the encoder layers deleted before finetuning."""
-        return [layer - 1 for layer in self.removed or ()]
+        return list(scheme_of(self.scheme).removed_layers(self))
+
+    def reinit_heads(self) -> list[tuple[int, int]]:
+        """(0-based layer, head) of each attention head given fresh q/k/v rows and output columns."""
+        return list(scheme_of(self.scheme).reinit_heads(self))
+
+    def scheme_seeds(self, base_seed: int) -> dict[str, int]:
+        """The seeds of the draws its scheme makes beyond every run's (a permutation's layer order)."""
+        return dict(scheme_of(self.scheme).seeds(self, base_seed))
 
     def training_run(self, num_layers: int) -> tuple:
         """What this condition's finetuning run does, and nothing else. Every random draw
@@ -100,6 +106,7 @@ class Condition:
         end with the same result: at L=6, block_preserve 1-3, block_reinit 4-6 and
         progressive k=3 are one run, and the pipeline trains it once."""
         fresh = tuple(self.reinit_layers(num_layers))
+        scheme = scheme_of(self.scheme)
         return (
             self.task,
             self.size,
@@ -111,8 +118,8 @@ class Condition:
             self.intermediate_size,
             self.intermediate_epochs,
             fresh,
-            self.scheme == "permutation",  # the order is drawn from (seed, trial)
-            (self.layer, self.head_index) if self.scheme == "head" else None,
+            scheme.layer_order is not None,  # the order is drawn from (seed, trial)
+            tuple(self.reinit_heads()) or None,
             # the modifiers act on reinitialised layers only: with none, they change nothing
             self.lr_multiplier if fresh else 1.0,
             self.keep_layernorm if fresh else False,
@@ -151,8 +158,9 @@ class Condition:
         """The conditions this one is compared with, paired by trial (same task, size,
         trial, epochs, recipe and pooling): the one definition that studies, tables,
         figures and claims use. `full` is k = L (nothing reinitialised), `scratch` k = 0;
-        a modified progressive condition also has `baseline`, the same k trained plainly
-        (for sequential finetuning: direct finetuning on the final task)."""
+        a modified condition of a scheme with a baseline (progressive) also has `baseline`,
+        the same scheme fields trained plainly (for sequential finetuning: direct finetuning
+        on the final task)."""
         plain = Condition(
             self.task,
             self.size,
@@ -163,25 +171,26 @@ class Condition:
             streams=self.streams,
         )
         refs = {"full": replace(plain, k=num_layers), "scratch": replace(plain, k=0)}
-        if self.scheme == "progressive" and self.modified:
-            refs["baseline"] = replace(plain, k=self.k)
+        baseline = scheme_of(self.scheme).baseline
+        if baseline is not None and self.modified:
+            refs["baseline"] = replace(plain, **baseline(self))
         return refs
 
     def reported_references(self, num_layers: int) -> list[Condition]:
         """The references a study reports beside this condition (its figure draws them):
-        full and scratch where its scheme's figure draws them, the baseline for a modified
-        progressive condition, none for a plain progressive one (it is the curve)."""
+        full and scratch where its scheme's figure draws them, else the baseline of a modified
+        condition, none for a plain progressive one (it is the curve)."""
         refs = self.references(num_layers)
         if scheme_of(self.scheme).reports_full_and_scratch:
             return [refs["full"], refs["scratch"]]
         return [refs["baseline"]] if "baseline" in refs else []
 
     def layer_order(self, num_layers: int, base_seed: int) -> list[int]:
-        """Which pretrained layer sits at each position. Permutation: a shuffle drawn from
-        (seed, trial) only, so trial n uses the same order on every task (paper §5)."""
-        if self.scheme != "permutation":
-            return list(range(num_layers))
-        return np.random.default_rng(self.seed(base_seed, "permutation", "reinit")).permutation(num_layers).tolist()
+        """Which pretrained layer sits at each position: its scheme's order (permutation: a
+        shuffle drawn from (seed, trial) only, so trial n uses the same order on every task,
+        paper §5), else the pretrained order."""
+        order = scheme_of(self.scheme).layer_order
+        return list(range(num_layers)) if order is None else order(self, num_layers, base_seed)
 
     def seed(self, base_seed: int, purpose: str, source: str) -> int:
         """Seeds for the trial's randomness, from `source`'s stream. They depend on the stream,

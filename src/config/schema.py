@@ -12,9 +12,10 @@ only when, something it reads changes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 
 from src.core import checks
+from src.schemes.registry import SCHEMES, optional_study_keys
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")  # src/train/device.py resolves auto
 EXECUTOR_KINDS = ("local", "slurm", "ray")  # src/train/executors.py
@@ -197,31 +198,13 @@ class ReportConfig(Section):
     linear_r2: float = knob(checks.open_unit, "'a near-linear drop': R^2 of a straight line through the curve >= this")
 
 
-@dataclass(frozen=True)
-class StudyConfig(Section):
-    """One section of `studies:`: a scheme with its arguments (src/schemes/registry.py),
-    the tasks, sizes and trials, and optional modifiers. Keys a scheme does not take are None."""
+class _Study(Section):
+    """One section of `studies:`: a scheme with its arguments, the tasks, sizes and trials,
+    and optional modifiers. The scheme keys and modifiers are StudyConfig's generated fields
+    (src/schemes/registry.py defines each once: type, check, help); keys a study does not
+    set are None."""
 
     _not_params = ("name",)
-
-    name: str = ""
-    scheme: str = ""
-    tasks: tuple[str, ...] = ()
-    sizes: tuple[int, ...] | dict[str, tuple[int, ...]] = ()  # one list for every task, or one per task
-    trials: int | dict[int, int] = 1  # one count for every size, or one per size
-    # scheme arguments
-    ks: tuple[int, ...] | None = None
-    window: int | None = None
-    layers: tuple[int, ...] | None = None
-    heads: tuple[int, ...] | None = None
-    removals: tuple[str | tuple[int, ...], ...] | None = None
-    # modifiers
-    reinit_lr_multiplier: float | None = None
-    keep_layernorm: bool | None = None
-    epochs: int | None = None
-    intermediate_tasks: tuple[tuple[str, ...], ...] | None = None  # chains; a plain task is a chain of one
-    intermediate_size: int | str | None = None  # None: the final task's size; `full`: each step's whole train set
-    seed_design: tuple[int, int] | None = None  # (subsets, seeds) of a crossed design
 
     def sizes_of(self, task: str) -> tuple[int, ...]:
         """The training-set sizes `task` runs at in this study (Tamkin et al. App. B: no CoLA at 50k)."""
@@ -230,6 +213,29 @@ class StudyConfig(Section):
     def trials_at(self, size: int) -> int:
         """Trials at `size` (Tamkin et al. App. B: 50 at 500 examples, 3 at 5k and 50k)."""
         return self.trials[size] if isinstance(self.trials, dict) else self.trials
+
+
+def _study_config() -> type[_Study]:
+    """StudyConfig: the keys of every study, then each optional key of the registry
+    (schemes.optional_study_keys) as a knob with its check and help text, default None."""
+    common = [
+        ("name", str, field(default="")),  # the study's name under `studies:`, not a params key
+        ("scheme", str, knob(None, f"the reinitialisation scheme: {' | '.join(SCHEMES)}", default="")),
+        ("tasks", tuple[str, ...], knob(None, "tasks the study runs on (from data.tasks)", default=())),
+        (
+            "sizes",
+            tuple[int, ...] | dict[str, tuple[int, ...]],
+            knob(None, "training-set sizes: one list for every task, or one list per task", default=()),
+        ),
+        ("trials", int | dict[int, int], knob(None, "trials: one count for every size, or one per size", default=1)),
+    ]
+    optional = [(name, key.type | None, knob(key.check, key.help)) for name, key in optional_study_keys().items()]
+    study = make_dataclass("StudyConfig", common + optional, bases=(_Study,), frozen=True)
+    study.__module__, study.__doc__ = __name__, _Study.__doc__  # pickled by name, as a class written here
+    return study
+
+
+StudyConfig = _study_config()
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from src.results.aggregate import (
     summarise_weights,
 )
 from src.results.measures import run_measures
-from src.schemes.registry import figure_of
+from src.schemes.registry import SCHEMES, figure_of
 
 
 @dataclass(frozen=True)
@@ -70,21 +70,21 @@ def _modifier(study, t, path):
     )
 
 
+def _variants(study: StudyConfig, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the study's scheme's own conditions (not the references it reports beside them)."""
+    return frame[frame["scheme"].isin(SCHEMES[study.scheme].variants)]
+
+
+# A scheme's figure (Scheme.figure) or a modifier's: (study, its tables, path) -> drawn.
 FIGURES = {
     "progressive": lambda study, t, path: plots.plot_progressive(
         progressive_curves(t.own, t.probe, list(study.tasks)), path
     ),
-    "blocks": lambda study, t, path: plots.plot_blocks(t.own[t.own["scheme"] != "progressive"], t.references, path),
-    "single_layer": lambda study, t, path: plots.plot_single_layer(
-        t.own[t.own["scheme"] == "single_layer"], t.references, path
-    ),
-    "permutation": lambda study, t, path: plots.plot_permutation(
-        t.runs[t.runs["scheme"] == "permutation"], t.references, path
-    ),
-    "heads": lambda study, t, path: plots.plot_heads(
-        head_changes(t.runs[t.runs["scheme"] == "head"], t.plain_runs), path
-    ),
-    "remove": lambda study, t, path: plots.plot_remove(t.own[t.own["scheme"] == "remove"], t.references, path),
+    "blocks": lambda study, t, path: plots.plot_blocks(_variants(study, t.own), t.references, path),
+    "single_layer": lambda study, t, path: plots.plot_single_layer(_variants(study, t.own), t.references, path),
+    "permutation": lambda study, t, path: plots.plot_permutation(_variants(study, t.runs), t.references, path),
+    "heads": lambda study, t, path: plots.plot_heads(head_changes(_variants(study, t.runs), t.plain_runs), path),
+    "remove": lambda study, t, path: plots.plot_remove(_variants(study, t.own), t.references, path),
     "epochs": lambda study, t, path: plots.plot_epochs(
         epoch_curves(t.results, t.own["metric"].iloc[0] if len(t.own) else ""), path
     ),

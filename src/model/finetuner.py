@@ -105,10 +105,8 @@ def build_finetuner(
         condition.stream("reinit"),
         condition.keep_layernorm,
     )
-    if condition.scheme == "head":
-        manifest += reinit.reinit_head(
-            encoder, condition.layer - 1, condition.head_index, condition.recipe, seed, condition.stream("reinit")
-        )
+    for layer, head in condition.reinit_heads():
+        manifest += reinit.reinit_head(encoder, layer, head, condition.recipe, seed, condition.stream("reinit"))
     depth = reinit.remove_layers(encoder, condition.removed_layers())
     sigma = encoder.config.initializer_range
     if condition.pooling == "cls" and reinit.pooler_looks_untrained(encoder):

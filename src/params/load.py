@@ -280,9 +280,9 @@ def _study(name: str, node, in_data, limits: ModelLimits) -> StudyConfig:
         "sizes": sizes,
         "trials": _trials(_get(node, f"{key}.trials", "trials"), f"{key}.trials", every_size),
     }
-    for arg, check in scheme.keys.items():
-        values[arg] = check(_get(node, f"{key}.{arg}", arg), f"{key}.{arg}")
-        limit = scheme.limits.get(arg)
+    for arg, study_key in scheme.keys.items():
+        values[arg] = study_key.check(_get(node, f"{key}.{arg}", arg), f"{key}.{arg}")
+        limit = study_key.limit
         if limit is not None and limits.num_layers is not None:
             bound = limit.bound(limits.num_layers, limits.num_heads)
             require(

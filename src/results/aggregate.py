@@ -24,6 +24,7 @@ from src.conditions.studies import trained_conditions
 from src.config.schema import Config, TrainConfig
 from src.core.files import json_safe
 from src.results.tables import full_model, plain, results_table, summarise
+from src.schemes.registry import SCHEMES
 from src.stats import hypothesis
 from src.stats.components import COMPONENT_COLUMNS, crossed_components
 
@@ -200,6 +201,21 @@ def heads_summary(changes: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[EXTRA_TABLE_COLUMNS["heads_summary"]]
 
 
+def _heads_summary(runs: pd.DataFrame, plain_runs: pd.DataFrame) -> pd.DataFrame | None:
+    changes = head_changes(runs, plain_runs)
+    return heads_summary(changes) if len(changes) else None
+
+
+# The tables a scheme's studies add (Scheme.tables): (study name, the study's runs of the
+# scheme's variants, plain runs) -> its rows, or None for none.
+SCHEME_TABLES = {
+    "permutation_correlations": lambda study, runs, plain_runs: permutation_correlations(runs, plain_runs).assign(
+        study=study
+    ),
+    "heads_summary": lambda study, runs, plain_runs: _heads_summary(runs, plain_runs),
+}
+
+
 def variance_components(runs: pd.DataFrame) -> pd.DataFrame:
     """Per condition of a crossed seed_design study: how much of its spread comes from the
     training subset and how much from the random draws (src/stats/components.py). A condition
@@ -370,21 +386,21 @@ def studies_metrics(points: pd.DataFrame, path: Path) -> None:
 
 
 def extra_tables(config_studies: dict, headline: pd.DataFrame, plain_runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Table 1 and its control (permutation studies) and the heads summaries (head studies),
-    with their header when no such study ran, so every table the stage declares is a readable CSV."""
+    """The tables of the schemes that have some (Scheme.tables: Table 1 and its control of
+    permutation studies, the heads summaries of head studies) and the variance components of
+    crossed seed designs, with their header when no such study ran, so every table the stage
+    declares is a readable CSV."""
     parts = {name: [] for name in EXTRA_TABLE_COLUMNS}
     for name, study in config_studies.items():
         runs = headline[headline["study"] == name]
-        if study.scheme == "permutation":
-            parts["permutation_correlations"].append(
-                permutation_correlations(runs[runs["scheme"] == "permutation"], plain_runs).assign(study=name)
-            )
+        scheme = SCHEMES[study.scheme]
+        own = runs[runs["scheme"].isin(scheme.variants)]
+        for table in scheme.tables:
+            found = SCHEME_TABLES[table](name, own, plain_runs)
+            if found is not None:
+                parts[table].append(found)
         if study.seed_design is not None:
             parts["variance_components"].append(variance_components(runs).assign(study=name))
-        if study.scheme == "head":
-            changes = head_changes(runs[runs["scheme"] == "head"], plain_runs)
-            if len(changes):
-                parts["heads_summary"].append(heads_summary(changes))
     return {
         name: pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=EXTRA_TABLE_COLUMNS[name])
         for name, found in parts.items()

@@ -1,10 +1,13 @@
 """The registry of reinitialisation schemes and of the modifiers of how a run trains.
 
 One entry per scheme holds everything the pipeline knows about it: its params.yaml name
-and keys (with their checks and the model limits they must fit), the condition variants
-it expands to, which encoder layers it gives fresh weights, how its conditions are named
-(slug), which references its figure draws, and its figure. Adding a scheme is one entry
-here plus, if it touches weights in a new way, its function in src/model/reinit.py.
+and keys (each a `Key`: type, check, help text and the model limit it must fit; the
+config schema's StudyConfig is generated from them), the condition variants it expands
+to, what it changes in the model (whole layers given fresh weights, single heads, the
+layer order, removed layers), how its conditions are named (slug), which references they
+are compared with and which their figure draws, its figure and its extra tables. Adding
+a scheme is one entry here plus, if it touches weights in a new way, its function in
+src/model/reinit.py (and a drawing in src/figures/studies.py if it brings a new figure).
 
 Layers are numbered 1..L like k; `reinit_layers` returns 0-based indices.
 """
@@ -14,6 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from src.core import checks
 
@@ -33,11 +39,26 @@ class Limit:
 
 
 @dataclass(frozen=True)
+class Key:
+    """A study key of params.yaml, defined once: the type of its value (StudyConfig's field
+    is this or None), its check (None: the loader checks it against data.tasks), its help
+    text and, for a scheme key, its range on the model (checked once the model is known)."""
+
+    type: Any
+    check: checks.Check | None
+    help: str
+    limit: Limit | None = None
+
+
+def _no_change(*_) -> tuple:
+    return ()
+
+
+@dataclass(frozen=True)
 class Scheme:
     name: str  # `scheme:` in a study of params.yaml
     help: str
-    keys: dict[str, checks.Check]  # the study keys it takes beside scheme, tasks, sizes, trials
-    limits: dict[str, Limit]  # key -> its range on the model (checked once the model is known)
+    keys: dict[str, Key]  # the study keys it takes beside scheme, tasks, sizes, trials
     variants: tuple[str, ...]  # Condition.scheme values it expands to
     expand: Callable  # (study, L) -> the scheme fields of each condition of one (task, size, trial)
     fits: Callable  # (condition, L, H) -> bool
@@ -50,6 +71,22 @@ class Scheme:
     # one head, removed layers): none of its conditions is the plain full model
     per_head: bool = False  # its conditions act on single attention heads: with `train.head_importance:
     # head_studies` its full-model references measure head importance, to set against the heads' effects
+    # What else it changes in the pretrained model (src/model/finetuner.py applies each):
+    reinit_heads: Callable = _no_change  # (condition) -> (0-based layer, head) pairs whose q/k/v rows and
+    # output columns get fresh weights
+    removed_layers: Callable = _no_change  # (condition) -> 0-based encoder layers deleted before finetuning
+    layer_order: Callable | None = None  # (condition, L, base seed) -> the pretrained layer at each position,
+    # drawn from (seed, trial); None: the pretrained order
+    seeds: Callable = lambda c, base_seed: {}  # (condition, base seed) -> {name: seed} of the draws it makes
+    # beyond every run's (a run's record lists them)
+    baseline: Callable | None = None  # (condition) -> the scheme fields of the plain twin a modified condition
+    # is compared with (reference `baseline`); None: a modified condition has no baseline
+    tables: tuple[str, ...] = ()  # the extra tables src/results/aggregate.py builds from its studies' runs
+
+    @property
+    def limits(self) -> dict[str, Limit]:
+        """key -> its range on the model, for the keys that have one."""
+        return {name: key.limit for name, key in self.keys.items() if key.limit is not None}
 
 
 def _layers_fit(condition, L: int) -> bool:
@@ -119,6 +156,57 @@ def _removal_slug(c) -> str:
 
 
 _LAYER_RANGE = Limit(lambda L, H: L, lambda L, H: f"0..{L} (the model has {L} encoder layers)")
+_LAYERS_RANGE = Limit(lambda L, H: L, lambda L, H: f"layers 1..{L} (the model has {L} encoder layers)")
+
+# The scheme keys, each defined once (a key two schemes take is the same Key in both).
+KS = Key(
+    tuple[int, ...],
+    checks.listing(checks.integer(0)),
+    "the k of each condition: keep encoder layers 1..k pretrained, reinitialise k+1..L (0..L)",
+    _LAYER_RANGE,
+)
+WINDOW = Key(
+    int,
+    checks.integer(1),
+    "layers in each window (1..L): every window reinitialised, and alone preserved",
+    Limit(lambda L, H: L, lambda L, H: f"1..{L} (the model has {L} encoder layers)"),
+)
+LAYERS = Key(
+    tuple[int, ...],
+    checks.listing(checks.integer(1)),
+    "the layers (1..L) it acts on, one condition each (with each of `heads`, in a head study)",
+    _LAYERS_RANGE,
+)
+HEADS = Key(
+    tuple[int, ...],
+    checks.listing(checks.integer(0)),
+    "the attention heads (0..H-1) reinitialised in each of `layers`, one condition each",
+    Limit(lambda L, H: H - 1, lambda L, H: f"heads 0..{H - 1} (the model has {H} attention heads per layer)"),
+)
+REMOVALS = Key(
+    tuple[str | tuple[int, ...], ...],
+    checks.listing(removal_entry),
+    "the layers each condition deletes: top<n> | bottom<n> | alternate<n> (from the top) | a list of layer numbers",
+    Limit(
+        lambda L, H: L,
+        lambda L, H: (
+            f"removals that leave at least one of the model's {L} encoder layers: listed layers "
+            f"1..{L}, top<n> or bottom<n> with n <= {L - 1}, alternate<n> with 2n-1 <= {L} and n <= {L - 1}"
+        ),
+        _removal_depth,
+    ),
+)
+
+
+def _permutation_seed(c, base_seed: int) -> int:
+    """The seed of a permutation's layer order: (seed, trial) only, so trial n uses the same
+    order on every task (paper §5)."""
+    return c.seed(base_seed, "permutation", "reinit")
+
+
+def _shuffled(c, L: int, base_seed: int) -> list[int]:
+    return np.random.default_rng(_permutation_seed(c, base_seed)).permutation(L).tolist()
+
 
 SCHEMES: dict[str, Scheme] = {
     scheme.name: scheme
@@ -126,8 +214,7 @@ SCHEMES: dict[str, Scheme] = {
         Scheme(
             "progressive",
             "Fig. 1: keep layers 1..k, reinitialise k+1..L",
-            keys={"ks": checks.listing(checks.integer(0))},
-            limits={"ks": _LAYER_RANGE},
+            keys={"ks": KS},
             variants=("progressive",),
             expand=lambda study, L: [{"k": k} for k in study.ks],
             fits=lambda c, L, H: c.k is not None and 0 <= c.k <= L,
@@ -137,12 +224,12 @@ SCHEMES: dict[str, Scheme] = {
             figure="progressive",
             reports_full_and_scratch=False,
             alters_model=False,
+            baseline=lambda c: {"k": c.k},
         ),
         Scheme(
             "block",
             "Fig. 2: every window of `window` layers reinitialised, and alone preserved",
-            keys={"window": checks.integer(1)},
-            limits={"window": Limit(lambda L, H: L, lambda L, H: f"1..{L} (the model has {L} encoder layers)")},
+            keys={"window": WINDOW},
             variants=("block_reinit", "block_preserve"),
             expand=lambda study, L: [
                 {"scheme": s, "layer": start, "window": study.window}
@@ -160,8 +247,7 @@ SCHEMES: dict[str, Scheme] = {
         Scheme(
             "single_layer",
             "App. C, Fig. 5: one layer reinitialised",
-            keys={"layers": checks.listing(checks.integer(1))},
-            limits={"layers": Limit(lambda L, H: L, lambda L, H: f"layers 1..{L} (the model has {L} encoder layers)")},
+            keys={"layers": LAYERS},
             variants=("single_layer",),
             expand=lambda study, L: [{"scheme": "single_layer", "layer": layer} for layer in study.layers],
             fits=lambda c, L, H: _layers_fit(c, L),
@@ -176,7 +262,6 @@ SCHEMES: dict[str, Scheme] = {
             "permutation",
             "Fig. 3, Table 1: pretrained layers in a shuffled order (the same per trial on every task)",
             keys={},
-            limits={},
             variants=("permutation",),
             expand=lambda study, L: [{"scheme": "permutation"}],
             fits=lambda c, L, H: True,
@@ -186,17 +271,14 @@ SCHEMES: dict[str, Scheme] = {
             figure="permutation",
             reports_full_and_scratch=True,
             alters_model=True,
+            layer_order=_shuffled,
+            seeds=lambda c, base_seed: {"permutation": _permutation_seed(c, base_seed)},
+            tables=("permutation_correlations",),
         ),
         Scheme(
             "head",
             "Huang et al. 4.3: one attention head's q/k/v rows (and its output columns) reinitialised",
-            keys={"layers": checks.listing(checks.integer(1)), "heads": checks.listing(checks.integer(0))},
-            limits={
-                "layers": Limit(lambda L, H: L, lambda L, H: f"layers 1..{L} (the model has {L} encoder layers)"),
-                "heads": Limit(
-                    lambda L, H: H - 1, lambda L, H: f"heads 0..{H - 1} (the model has {H} attention heads per layer)"
-                ),
-            },
+            keys={"layers": LAYERS, "heads": HEADS},
             variants=("head",),
             expand=lambda study, L: [
                 {"scheme": "head", "layer": layer, "head_index": head} for layer in study.layers for head in study.heads
@@ -209,21 +291,13 @@ SCHEMES: dict[str, Scheme] = {
             reports_full_and_scratch=True,
             alters_model=True,
             per_head=True,
+            reinit_heads=lambda c: ((c.layer - 1, c.head_index),),
+            tables=("heads_summary",),
         ),
         Scheme(
             "remove",
             "Huang et al. 6.2, Sajjad et al. 2020: encoder layers deleted, the shallower model finetuned",
-            keys={"removals": checks.listing(removal_entry)},
-            limits={
-                "removals": Limit(
-                    lambda L, H: L,
-                    lambda L, H: (
-                        f"removals that leave at least one of the model's {L} encoder layers: listed layers "
-                        f"1..{L}, top<n> or bottom<n> with n <= {L - 1}, alternate<n> with 2n-1 <= {L} and n <= {L - 1}"
-                    ),
-                    _removal_depth,
-                )
-            },
+            keys={"removals": REMOVALS},
             variants=("remove",),
             expand=lambda study, L: [
                 {
@@ -240,9 +314,28 @@ SCHEMES: dict[str, Scheme] = {
             figure="remove",
             reports_full_and_scratch=True,
             alters_model=True,
+            removed_layers=lambda c: tuple(layer - 1 for layer in c.removed),
         ),
     )
 }
+
+
+def _scheme_keys() -> dict[str, Key]:
+    """Every scheme key once, in the order the schemes first take them."""
+    keys: dict[str, Key] = {}
+    for scheme in SCHEMES.values():
+        for name, key in scheme.keys.items():
+            if keys.setdefault(name, key) is not key:
+                raise ValueError(f"scheme {scheme.name} defines study key {name!r} again: schemes share one Key")
+    return keys
+
+
+SCHEME_KEYS: dict[str, Key] = _scheme_keys()
+
+
+def schemes_taking(key: str) -> tuple[str, ...]:
+    return tuple(name for name, scheme in SCHEMES.items() if key in scheme.keys)
+
 
 # Condition.scheme (a variant) -> its scheme.
 BY_VARIANT: dict[str, Scheme] = {variant: scheme for scheme in SCHEMES.values() for variant in scheme.variants}
@@ -261,8 +354,9 @@ class Modifier:
     """A change to how a study's runs train, on top of its scheme."""
 
     key: str  # the study key in params.yaml
+    type: Any  # the type of its value (StudyConfig's field is this or None)
     help: str
-    check: checks.Check  # its value (task lists are checked against data.tasks by the loader)
+    check: checks.Check | None  # its value (None: a task list, checked against data.tasks by the loader)
     whole_layers_only: bool  # it acts on reinitialised whole layers (refused on other schemes)
     figure: str | None  # the study's figure when this modifier is present (None: the scheme's)
     figure_rank: int | None  # its figure wins over the scheme's, lowest rank first (None: the scheme's wins)
@@ -273,51 +367,57 @@ MODIFIERS: dict[str, Modifier] = {
     for modifier in (
         Modifier(
             "reinit_lr_multiplier",
+            float,
             "App. E: reinitialised layers train at lr x this",
             checks.positive,
-            True,
-            "modifier",
-            None,
+            whole_layers_only=True,
+            figure="modifier",
+            figure_rank=None,
         ),
         Modifier(
             "keep_layernorm",
+            bool,
             "App. F: reinitialised layers keep their pretrained LayerNorm",
             checks.boolean,
-            True,
-            "modifier",
-            None,
+            whole_layers_only=True,
+            figure="modifier",
+            figure_rank=None,
         ),
         Modifier(
             "epochs",
+            int,
             "App. D: train this many epochs at every size, scoring eval after each",
             checks.integer(1),
-            False,
-            "epochs",
-            1,
+            whole_layers_only=False,
+            figure="epochs",
+            figure_rank=1,
         ),
         Modifier(
             "intermediate_tasks",
+            tuple[tuple[str, ...], ...],  # chains; a plain task is a chain of one
             "Huang et al. 4.1: finetune on each of these tasks (or chains of tasks, in order) first (sequential)",
             None,
-            False,
-            "sequential",
-            0,
+            whole_layers_only=False,
+            figure="sequential",
+            figure_rank=0,
         ),
         Modifier(
             "seed_design",
+            tuple[int, int],  # (subsets, seeds)
             "Dodge et al.: {subsets: S, seeds: D}, trials = S x D, each random draw crossed with each subset",
             checks.crossed_design,
-            False,
-            None,
-            None,
+            whole_layers_only=False,
+            figure=None,
+            figure_rank=None,
         ),
         Modifier(
             "intermediate_size",
+            int | str,  # `full`: each step's whole train set
             "Huang et al. 4.1: examples of each intermediate step (full: its whole set); default the final size",
             checks.count_or_full,
-            False,
-            None,
-            None,
+            whole_layers_only=False,
+            figure=None,
+            figure_rank=None,
         ),
     )
 }
@@ -327,6 +427,20 @@ COMMON_KEYS = ("scheme", "tasks", "sizes", "trials")
 def study_keys(scheme: Scheme) -> tuple[str, ...]:
     """Every key a study of `scheme` may have, in the order error messages list them."""
     return (*COMMON_KEYS, *scheme.keys, *MODIFIERS)
+
+
+def optional_study_keys() -> dict[str, Key]:
+    """Every study key beside COMMON_KEYS, as the config schema declares it (StudyConfig's
+    fields, None where a study does not set it): each scheme key, its help naming the schemes
+    that take it, then each modifier."""
+    clash = set(SCHEME_KEYS) & {*MODIFIERS, *COMMON_KEYS}
+    if clash:
+        raise ValueError(f"scheme keys {sorted(clash)} are also modifiers or keys of every study")
+    keys = {
+        name: Key(key.type, key.check, f"{', '.join(schemes_taking(name))}: {key.help}", key.limit)
+        for name, key in SCHEME_KEYS.items()
+    }
+    return keys | {name: Key(m.type, m.check, f"modifier: {m.help}") for name, m in MODIFIERS.items()}
 
 
 def figure_of(study) -> str:
