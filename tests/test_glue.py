@@ -277,7 +277,7 @@ def test_hub_unreachable_fails_at_once(monkeypatch):
 
 def test_hub_that_fails_mid_load(monkeypatch):
     datasets = pytest.importorskip("datasets")
-    monkeypatch.setattr("src.downloads.hub_reachable", lambda: True)
+    monkeypatch.setattr("src.core.downloads.hub_reachable", lambda: True)
     calls = []
 
     def offline(*args, **kwargs):
@@ -301,7 +301,7 @@ def test_hub_conversion(monkeypatch):
         return datasets.DatasetDict({"train": split, "validation": split})
 
     monkeypatch.setattr(datasets, "load_dataset", fake)
-    monkeypatch.setattr("src.downloads.hub_reachable", lambda: True)
+    monkeypatch.setattr("src.core.downloads.hub_reachable", lambda: True)
     s = load_glue("qnli", None)
     assert list(s.train.columns) == ["question", "sentence", "label"]
     assert s.eval.loc[0, "label"] == 1 and str(s.eval["label"].dtype) == "int64"

@@ -392,8 +392,7 @@ def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
         "order": c.seed(seed, "train", "order"),
         "dropout": c.seed(seed, "train", "dropout"),
     }
-    if c.scheme == "permutation":
-        seeds["permutation"] = c.seed(seed, "permutation", "reinit")
+    seeds.update(c.scheme_seeds(seed))
     for step, task in enumerate(c.intermediate_steps):
         suffix = f"_{step}" if step else ""
         size = c.size if c.intermediate_size is None else c.intermediate_size
