@@ -8,8 +8,8 @@ the `dvc exp run -S …` command that adds them is written) and the function tha
 units from the evidence. How units become a verdict: src/claims/verdicts.py.
 
 Seeds: 001 = Tamkin et al. 2020 (001_27c42214c9172bd1.txt), 003 = Singh & Giovanardi
-(003_3cd4a3a1567cb7f4.txt), 004 = Huang, Lin & Zhou (004_317186e5dc9a0fa6.txt), all in
-/work/shared/seeds/ of the project's shared folder.
+(003_3cd4a3a1567cb7f4.txt), 004 = Huang, Lin & Zhou (004_317186e5dc9a0fa6.txt), all in the
+seeds folder of the shared folder beside the repository (../shared/seeds/).
 """
 
 from __future__ import annotations
@@ -127,10 +127,6 @@ class Shared:
             if task in self.probes:
                 size = self.sizes(task)[-1]
                 yield task, size, self.probes[task], self.curves[(task, size)]
-
-
-def L_of(ev: Evidence) -> int:  # noqa: N802 - L as in the papers
-    return ev.num_layers
 
 
 def plain_by(ev: Evidence, scheme: str) -> pd.DataFrame:
@@ -384,7 +380,7 @@ def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
 
 
 def secondary_probe_measures(ev: Evidence, task: str, curve: Curve) -> list[str]:
-    """The same comparison with the probes' controls (issue 26): ρ of the selectivity curve and
+    """The same comparison against the probes' controls: ρ of the selectivity curve and
     of the MDL compression curve against the finetuning curve, with exact p (raw). A labelled
     secondary analysis: the paper states the claim for probe accuracy, and the verdict is that."""
     notes = []
