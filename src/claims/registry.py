@@ -24,26 +24,26 @@ import pandas as pd
 import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
 
-from src.claims.units import (
-    ONE_PROBE_SEED,
+from src.claims.curves import (
     PROBE_MEASURES,
     Curve,
-    Evidence,
     ProbeCurve,
-    Unit,
     along_draws,
-    bootstrap_unit,
-    chance_level,
-    contrast_unit,
     curves_design,
-    estimate_test_unit,
-    exact_unit,
     probe_contrast,
     probe_curve,
     probe_measure_curve,
     progressive_curve,
+)
+from src.claims.evidence import Evidence, chance_level, studies_of
+from src.claims.units import (
+    ONE_PROBE_SEED,
+    Unit,
+    bootstrap_unit,
+    contrast_unit,
+    estimate_test_unit,
+    exact_unit,
     slope_unit,
-    studies_of,
     welch_unit,
 )
 from src.stats import hypothesis
