@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from src.claims.registry import CLAIMS, p_text
+from src.claims.claim import p_text
+from src.claims.registry import CLAIMS
 from src.claims.units import Unit
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE
 from src.config.schema import ReportConfig, help_text

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from src.claims.claim import Claim, Need, Shared
 from src.claims.evidence import Evidence
-from src.claims.registry import CLAIMS, Claim, Need, Shared
+from src.claims.registry import CLAIMS
 from src.claims.units import ONE_PROBE_SEED, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
 from src.stats import hypothesis, validity
