@@ -14,6 +14,7 @@ import pandas as pd
 from src.claims.evidence import Evidence, common_trials, metric_of, readable_design, scores_of, studies_of
 from src.stats import hypothesis
 from src.stats.hypothesis import Estimate
+from src.tasks.metrics import example_metric
 
 
 @dataclass
@@ -62,7 +63,7 @@ def progressive_curve(
         notes = [*notes, f"crossed seed_design: {design[0]} subsets x {design[1]} draws"]
     read = design if isinstance(design, tuple) else None
     draws = hypothesis.curve_draws(
-        metric, predictions, labels, scores, ev.settings.bootstrap_resamples, rng, example_counts, read
+        example_metric(metric), predictions, labels, scores, ev.settings.bootstrap_resamples, rng, example_counts, read
     )
     per_trial = scores.T
     return Curve(
@@ -132,7 +133,7 @@ def probe_curve(
         labels is None
         or predictions is None
         or predictions.shape != (*scores.shape, len(labels))
-        or metric not in hypothesis.EXAMPLE_METRICS
+        or example_metric(metric) is None
     ):
         metric, predictions = "trials only", None
     resamples = ev.settings.bootstrap_resamples
@@ -142,7 +143,13 @@ def probe_curve(
         draws = hypothesis.resampled_means(scores, resamples, rng)
     else:
         draws = hypothesis.curve_draws(
-            metric, np.swapaxes(predictions, 0, 1), np.asarray(labels), scores.T, resamples, rng, example_counts
+            example_metric(metric),
+            np.swapaxes(predictions, 0, 1),
+            np.asarray(labels),
+            scores.T,
+            resamples,
+            rng,
+            example_counts,
         )
     return ProbeCurve(scores, draws, predictions, metric)
 
@@ -172,7 +179,7 @@ def probe_contrast(ev: Evidence, task: str, probe: ProbeCurve, weights: dict[int
     # without stored predictions probe.metric is "trials only", which reads no predictions
     predictions = probe.predictions if probe.eval_resampled else np.zeros((*probe.per_seed.shape, labels.size))
     terms = [(w, predictions[:, layer], probe.per_seed[:, layer]) for layer, w in weights.items()]
-    return hypothesis.paired_contrast(terms, labels, probe.metric)
+    return hypothesis.paired_contrast(terms, labels, example_metric(probe.metric))
 
 
 def along_draws(function, draws: np.ndarray) -> np.ndarray:

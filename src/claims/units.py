@@ -30,6 +30,7 @@ from src.claims.evidence import (
 )
 from src.stats import hypothesis, validity
 from src.stats.hypothesis import Bootstrap, Estimate
+from src.tasks.metrics import example_metric
 
 
 @dataclass(eq=False)  # compared and hashed by identity: a unit is one test
@@ -98,7 +99,7 @@ def paired_estimate(
         notes = notes + ["trials only (no per-example predictions)"]
     if design is not None:
         notes = [*notes, f"crossed seed_design: {design[0]} subsets x {design[1]} draws"]
-    return hypothesis.paired_contrast(terms, labels, metric, design), notes, design
+    return hypothesis.paired_contrast(terms, labels, example_metric(metric), design), notes, design
 
 
 def estimate_unit(claim: str, name: str, test: str, estimate: Estimate, p_for: float, p_against: float, **kw) -> Unit:
