@@ -14,8 +14,8 @@ import pandas as pd
 
 from src.artefacts.predictions import Predictions, read_predictions
 from src.claims.agreement import agreement_table
+from src.claims.evidence import Evidence
 from src.claims.render import figure_list, report_tables, write_report
-from src.claims.units import Evidence
 from src.claims.verdicts import judge_claims
 from src.config.schema import Config
 from src.params.load import load_config, model_limits

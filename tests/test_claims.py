@@ -19,9 +19,11 @@ import yaml
 from conftest import grid_params
 from statsmodels.stats.multitest import multipletests
 
-from src.claims.registry import BY_ID, CLAIMS, Shared
+from src.claims.claim import Shared
+from src.claims.evidence import Evidence
+from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import report_tables, write_report
-from src.claims.units import ONE_PROBE_SEED, Evidence
+from src.claims.units import ONE_PROBE_SEED
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, judge_claims
 from src.config.schema import ReportConfig, StudyConfig
 from src.params.load import validate

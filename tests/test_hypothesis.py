@@ -10,6 +10,7 @@ from sklearn.metrics import f1_score, matthews_corrcoef
 from statsmodels.stats.weightstats import ttost_paired
 
 from src.stats import hypothesis
+from src.tasks.metrics import example_metric
 
 TRIAL_SCORES_A = np.array([0.80, 0.85, 0.75, 0.90, 0.82])
 DIFFERENCES = np.array([0.10, 0.15, 0.05, 0.20, 0.12])
@@ -20,7 +21,7 @@ def contrast_without_example_noise():
     labels = np.zeros(50, dtype=int)
     blank = np.zeros((5, 50))
     terms = [(1.0, blank, TRIAL_SCORES_A), (-1.0, blank, TRIAL_SCORES_A - DIFFERENCES)]
-    return hypothesis.paired_contrast(terms, labels, "pearson")
+    return hypothesis.paired_contrast(terms, labels, example_metric("pearson"))
 
 
 def test_without_eval_example_variance_the_contrast_is_the_paired_t_interval():
@@ -50,7 +51,7 @@ def test_with_identical_trials_the_test_is_the_one_sample_t_of_paired_correctnes
         (1.0, np.tile(a, (T, 1)), np.full(T, np.mean(a == labels))),
         (-1.0, np.tile(b, (T, 1)), np.full(T, np.mean(b == labels))),
     ]
-    estimate = hypothesis.paired_contrast(terms, labels, "accuracy")
+    estimate = hypothesis.paired_contrast(terms, labels, example_metric("accuracy"))
     paired = (a == labels).astype(float) - (b == labels)
     textbook = stats.ttest_1samp(paired, 0)  # no sqrt(T/(T-1)) inflation, and N-1 df, not T-1
     assert estimate.estimate == pytest.approx(paired.mean())
@@ -177,14 +178,16 @@ def test_f1_and_mcc_pseudo_values_give_the_leave_one_out_jackknife_variance():
             keep[n] = True
         left_out = np.array(left_out)
         jackknife_variance = 59 / 60 * ((left_out - left_out.mean()) ** 2).sum()  # Efron & Tibshirani eq. 11.5
-        pseudo = hypothesis.pseudo_values(metric, predictions[None], labels)[0]
+        pseudo = example_metric(metric).pseudo_values(predictions[None], labels)[0]
         assert pseudo.var(ddof=1) / 60 == pytest.approx(jackknife_variance)
-    assert np.array_equal(hypothesis.pseudo_values("accuracy", predictions, labels), predictions == labels)
+    assert np.array_equal(example_metric("accuracy").pseudo_values(predictions, labels), predictions == labels)
 
 
 def test_one_trial_has_no_interval_and_no_p():
     labels = np.array([0, 1, 1])
-    estimate = hypothesis.paired_contrast([(1.0, np.array([[0, 1, 1]]), np.array([1.0]))], labels, "accuracy")
+    estimate = hypothesis.paired_contrast(
+        [(1.0, np.array([[0, 1, 1]]), np.array([1.0]))], labels, example_metric("accuracy")
+    )
     assert estimate.n == 1 and all(
         math.isnan(v) for v in (*estimate.interval(), estimate.p_zero(), estimate.p_equivalent(0.1))
     )
@@ -197,7 +200,7 @@ def test_metrics_under_unit_example_weights_are_sklearns(metric, reference):
     rng = np.random.default_rng(2)
     labels = rng.integers(0, 2, 300)
     predictions = np.stack([np.where(rng.random(300) < q, labels, 1 - labels) for q in (0.9, 0.7, 0.55)])
-    got = hypothesis.example_weighted_metric(metric, predictions, labels, np.ones((1, 300)), np.zeros(3))[0]
+    got = example_metric(metric).weighted(predictions, labels, np.ones((1, 300)))[0]
     assert got == pytest.approx([reference(labels, p) for p in predictions])
 
 

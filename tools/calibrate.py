@@ -1,4 +1,4 @@
-"""Calibration of every test type the claims use, measured by simulation (issue 24).
+"""Calibration of every test type the claims use, measured by simulation.
 
 Data shaped like this pipeline's: a few trials (T = 3, 5, 10) of each condition, scored
 on one fixed eval set of ~500 binary-labelled examples (a new eval set is drawn in every
@@ -18,9 +18,10 @@ margin (equivalence and minimum-effect tests at their boundary).
 Measured per (test, null, T): size (the rejection rate at the null boundary, alpha = 0.05),
 coverage of the 95% interval, and the interval's half-width against the oracle, 1.96 x the
 true sampling SD of the estimator (the SD of the estimate over replicates). The table in
-docs/calibration.md comes from `python -m tools.calibrate --reps N`; the OLD rows
-there reimplement the estimator this module replaced (`old_crossed_bootstrap`) so that the
-note can show before and after. tests/test_calibration.py runs it at small sizes.
+docs/calibration.md comes from `python -m tools.calibrate --reps N`; its OLD rows are a
+baseline estimator (`old_crossed_bootstrap`: trials and examples bootstrapped jointly), shown
+beside the one the claims use so that the note can compare the two. tests/test_calibration.py
+runs it at small sizes.
 
 The head-importance-vs-reinit correlation (metrics/head_importance_vs_reinit.csv) has its own
 simulation (simulate_heads, correlation_table): a few to 72 heads, each with a latent importance
@@ -45,6 +46,7 @@ from scipy import stats
 
 from src.stats import hypothesis
 from src.stats.validity import decidable
+from src.tasks.metrics import example_metric
 
 ALPHA = 0.05
 LEVEL = 0.95
@@ -53,7 +55,7 @@ MARGIN = 0.02  # equivalence / minimum-effect margin (accuracy points), as repor
 TRIALS = (3, 5, 10)
 EXAMPLES = 500
 SHARED_EXAMPLE_SD = 1.0  # u: difficulty every condition shares (it cancels from a contrast)
-# the targets of issue 24
+# the calibration targets every test type must meet (docs/calibration.md)
 MAX_SIZE = 1.2 * ALPHA
 MIN_COVERAGE = 0.94
 MAX_HALF_WIDTH = 1.25  # x the oracle half-width
@@ -122,18 +124,18 @@ def contrast_estimates(labels, a, b, metric: str) -> list[hypothesis.Estimate]:
     for r in range(len(labels)):
         scores = [_metric_per_trial(metric, p, labels[r]) for p in (a[r], b[r])]
         terms = [(1.0, a[r], scores[0]), (-1.0, b[r], scores[1])]
-        estimates.append(hypothesis.paired_contrast(terms, labels[r], metric))
+        estimates.append(hypothesis.paired_contrast(terms, labels[r], example_metric(metric)))
     return estimates
 
 
 def _metric_per_trial(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    return hypothesis.example_weighted_metric(metric, predictions, labels, np.ones((1, labels.size)), np.zeros(0))[0]
+    return example_metric(metric).weighted(predictions, labels, np.ones((1, labels.size)))[0]
 
 
 def old_crossed_bootstrap(labels, a, b, metric: str, resamples: int, rng) -> list[hypothesis.Estimate]:
-    """BASELINE, not used by the pipeline: the estimator this module's tests replaced (before
-    issue 24): trials and examples bootstrapped jointly, the SE scaled by sqrt(T/(T-1)) and
-    a t(T-1) quantile, reimplemented here only to show its calibration next to the new one."""
+    """BASELINE, not used by the pipeline: trials and examples bootstrapped jointly, the SE
+    scaled by sqrt(T/(T-1)) and a t(T-1) quantile; here only to show its calibration next to
+    paired_contrast's (it counts the trial x example interaction more than once)."""
     estimates = []
     for r in range(len(labels)):
         n_trials, n_examples = a[r].shape
@@ -142,7 +144,7 @@ def old_crossed_bootstrap(labels, a, b, metric: str, resamples: int, rng) -> lis
         draws = np.zeros(resamples)
         estimate = 0.0
         for weight, predictions in ((1.0, a[r]), (-1.0, b[r])):
-            per_trial = hypothesis.example_weighted_metric(metric, predictions, labels[r], example_counts, None)
+            per_trial = example_metric(metric).weighted(predictions, labels[r], example_counts)
             draws += weight * (per_trial * trial_counts).sum(axis=1) / n_trials
             estimate += weight * _metric_per_trial(metric, predictions, labels[r]).mean()
         se = draws.std(ddof=1) * math.sqrt(n_trials / (n_trials - 1))
@@ -291,7 +293,7 @@ def simulate_crossed(design: tuple[int, int], sds: tuple[float, float], reps: in
 def crossed_table(reps: int, seed: int = 0, designs=CROSSED_DESIGNS) -> list[Row]:
     """The paired contrast (accuracy, true contrast 0) of a crossed seed_design, with the crossed
     subsets x draws x examples variance ("new") and with the S*D cells taken as independent
-    trials ("OLD": what the claims did before the design was read)."""
+    trials ("OLD": what a test that ignores the design computes)."""
     rng = np.random.default_rng(seed)
     rows = []
     for name, sds in CROSSED_NULLS.items():
@@ -302,7 +304,7 @@ def crossed_table(reps: int, seed: int = 0, designs=CROSSED_DESIGNS) -> list[Row
                     hypothesis.paired_contrast(
                         [(1.0, a[r], (a[r] == labels[r]).mean(axis=1)), (-1.0, b[r], (b[r] == labels[r]).mean(axis=1))],
                         labels[r],
-                        "accuracy",
+                        example_metric("accuracy"),
                         used,
                     )
                     for r in range(reps)
@@ -364,7 +366,7 @@ def simulate_curve(
 def _as_predictions(correct: np.ndarray) -> tuple:
     """hypothesis.curve_draws' arguments (accuracy) for simulated correctness [K, T, N]: labels all 1,
     predictions = correctness."""
-    return "accuracy", correct, np.ones(correct.shape[-1]), correct.mean(axis=-1)
+    return example_metric("accuracy"), correct, np.ones(correct.shape[-1]), correct.mean(axis=-1)
 
 
 def _bootstrap_row(test, null_name, n_trials, estimates, boots, truth, design=None) -> Row:
@@ -420,7 +422,7 @@ def curve_boots(
     draws them, in `reps` replicates: two sizes' finetuning curves A and B (equal expected curves;
     under a collapse null B's COLLAPSING_KS conditions collapse, A's do not) and a probe curve of
     PROBE_SEEDS seeds, all scored on one eval set per replicate, their draws taking the same
-    eval-set draw (hypothesis.example_draws; claims.registry.Shared.eval_draws). With a crossed
+    eval-set draw (hypothesis.example_draws; src/claims/claim.py Shared.eval_draws). With a crossed
     seed_design `design` (n_trials = S*D), both sizes' runs come from it and their draws read it
     (or, without `read_design`, take its S*D trials as independent); the probe's seeds stay independent."""
     from src.stats.curves import drop_point, first_reaching

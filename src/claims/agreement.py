@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from src.claims.registry import Shared
-from src.claims.units import PROBE_MEASURES, Evidence, probe_measure_curve
+from src.claims.claim import Shared
+from src.claims.curves import PROBE_MEASURES, probe_measure_curve
+from src.claims.evidence import Evidence
 from src.stats import hypothesis, validity
 from src.stats.curves import first_reaching
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from src.claims.claim import p_text
 from src.claims.registry import CLAIMS
 from src.claims.units import Unit
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE
@@ -28,10 +29,6 @@ TITLE = "Claims: Tamkin et al. 2020 and follow-ups"
 
 def number(value) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:+.3f}"
-
-
-def p_text(value) -> str:
-    return "n/a" if value is None or not np.isfinite(value) else f"{value:.3g}"
 
 
 def cell(value) -> str:

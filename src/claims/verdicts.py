@@ -8,8 +8,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from src.claims.registry import CLAIMS, Claim, Need, Shared
-from src.claims.units import ONE_PROBE_SEED, Evidence, Unit, refuse_trials_as_independent
+from src.claims.claim import Claim, Need, Shared
+from src.claims.evidence import Evidence
+from src.claims.registry import CLAIMS
+from src.claims.units import ONE_PROBE_SEED, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
 from src.stats import hypothesis, validity
 from src.tasks.registry import TASKS
@@ -84,7 +86,7 @@ def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, planned_f
     elif claim.every:
         gap_shown = all(g is not None and g.status == "for" for g in needed_gaps)
         every_p = [u.p_for for u in units] + [g.p_for if g is not None else math.nan for g in needed_gaps]
-        p = max(every_p) if all(np.isfinite(every_p)) else math.nan  # undefined where any part is
+        p = hypothesis.intersection_union(every_p)  # undefined where any part is
         if "against" in statuses:
             text = "contradicted"
         elif all(s == "for" for s in statuses) and gap_shown:

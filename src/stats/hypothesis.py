@@ -11,7 +11,9 @@ to example-jackknife pseudo-values so that F1 and MCC get it too), the tests fro
 estimate's standard error, the curve bootstrap (with the two-way pigeonhole bootstrap of a
 crossed seed_design's subsets and draws), and the planner's range of trials. Each has a test against
 the textbook case it reduces to (tests/test_hypothesis.py), and its calibration is
-measured by simulation (tools/calibrate.py, docs/calibration.md).
+measured by simulation (tools/calibrate.py, docs/calibration.md). The task metric a test
+resamples over the eval examples comes from its caller (an ExampleMetric; src/tasks/metrics.py
+defines them): this module imports nothing from the project.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 from scipy import stats
@@ -27,58 +30,20 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower
 
 POWER = 0.8  # the planner's default: the usual 80%
-BINARY_COUNT_METRICS = ("f1", "mcc")  # metrics of the binary confusion counts
-EXAMPLE_METRICS = ("accuracy", "squad_f1", *BINARY_COUNT_METRICS)  # metrics whose eval examples are resampled
 
 
-def _binary_metric(metric: str, tp, fp, fn, tn) -> np.ndarray:
-    """F1 or MCC from (weighted) confusion counts, elementwise; sklearn's convention: 0 where undefined."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if metric == "f1":
-            value = 2 * tp / (2 * tp + fp + fn)
-        else:
-            value = (tp * tn - fp * fn) / np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-    return np.nan_to_num(value, nan=0.0)
+class ExampleMetric(Protocol):
+    """A metric of the eval examples, passed in by the caller (src/tasks/metrics.py example_metric
+    defines accuracy, F1, MCC and SQuAD F1; this module imports nothing from the project).
+    `weighted`: the metric of every trial (rows of predictions [T, N]) under each bootstrap draw's
+    example multiplicities [B, N]: [B, T]. `pseudo_values`: the example-jackknife pseudo-values
+    N*m_t - (N-1)*m_t(-n) of each trial's metric m_t ([..., T, N] for predictions [..., T, N]):
+    their mean over examples is the metric's jackknife estimate and their spread its example
+    variance (Tukey 1958); for accuracy exactly the per-example correctness."""
 
+    def weighted(self, predictions: np.ndarray, labels: np.ndarray, example_counts: np.ndarray) -> np.ndarray: ...
 
-def _confusion(predictions: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per-example indicators (tp, fp, fn, tn), each shaped like `predictions` (binary labels)."""
-    positive, truth = (predictions == 1).astype(float), (labels == 1).astype(float)
-    return positive * truth, positive * (1 - truth), (1 - positive) * truth, (1 - positive) * (1 - truth)
-
-
-def example_weighted_metric(
-    metric: str, predictions: np.ndarray, labels: np.ndarray, example_counts: np.ndarray, scores: np.ndarray
-) -> np.ndarray:
-    """The metric of every trial (rows of `predictions`, [T, N]) under each bootstrap draw's
-    example multiplicities (`example_counts`, [B, N]): [B, T]. Accuracy, F1 and MCC (binary)
-    are computed from weighted counts, SQuAD F1 as the weighted mean of per-question F1; for
-    other metrics (regression correlations) the examples are not resampled and each trial keeps its `scores` value."""
-    if metric == "accuracy":
-        return example_counts @ (predictions == labels).T.astype(float) / labels.size
-    if metric == "squad_f1":  # span QA: the stored predictions are each question's F1, the metric their mean
-        return example_counts @ predictions.T.astype(float) / labels.size
-    if metric in BINARY_COUNT_METRICS:
-        return _binary_metric(metric, *(example_counts @ c.T for c in _confusion(predictions, labels)))
-    return np.broadcast_to(scores, (example_counts.shape[0], len(scores)))
-
-
-def pseudo_values(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Example-jackknife pseudo-values N*m_t - (N-1)*m_t(-n) of each trial's metric m_t
-    ([..., T, N] for predictions [..., T, N]): their mean over examples is the metric's
-    jackknife estimate and their spread its example variance (Tukey 1958). For accuracy
-    they are exactly the per-example correctness, so a variance computed from them is the
-    textbook one; for F1 and MCC they linearise the metric around the trial's counts."""
-    if metric == "accuracy":
-        return (predictions == labels).astype(float)
-    if metric == "squad_f1":  # a mean over questions of the stored per-question F1
-        return predictions.astype(float)
-    counts = _confusion(predictions, labels)
-    totals = [c.sum(axis=-1, keepdims=True) for c in counts]
-    n = labels.shape[-1]
-    whole = _binary_metric(metric, *totals)
-    left_out = _binary_metric(metric, *(t - c for t, c in zip(totals, counts)))
-    return n * whole - (n - 1) * left_out
+    def pseudo_values(self, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray: ...
 
 
 # --- the variance of a mean over crossed trials x eval examples ---------------------------------
@@ -221,22 +186,22 @@ class Estimate:
 def paired_contrast(
     terms: list[tuple[float, np.ndarray, np.ndarray]],
     labels: np.ndarray,
-    metric: str,
+    metric: ExampleMetric | None,
     design: tuple[int, int] | None = None,
 ) -> Estimate:
     """sum_i w_i * mean over trials of metric(run of condition i), paired by trial.
 
     `terms`: (weight, predictions [T, N], scores [T]) per condition, rows in the same trial
     order (trial t of every condition shares its training subset and seeds), columns the
-    eval examples. For accuracy, F1 and MCC the variance is the crossed trials x examples
-    one (`crossed_variance`) of the contrast's example-jackknife pseudo-values
-    sum_i w_i pv_i[t, n]: trials and eval examples are both random, each component counted
-    once; its calibration is measured in docs/calibration.md. For other metrics (and
-    without eval labels) the examples are not resampled and the test is the paired t
-    over trials. One trial gives no SE. With a crossed seed_design `design` = (S subsets, D
-    draws) covering trials 0..S*D-1 (trial t: subset t // D, draw t % D), the trials are not
-    independent: they share subsets and draws, so the variance is the crossed subsets x draws
-    (x examples) one, each component counted once."""
+    eval examples. With an ExampleMetric `metric` (accuracy, F1, MCC, SQuAD F1) the variance is
+    the crossed trials x examples one (`crossed_variance`) of the contrast's example-jackknife
+    pseudo-values sum_i w_i pv_i[t, n]: trials and eval examples are both random, each component
+    counted once; its calibration is measured in docs/calibration.md. With None (other metrics,
+    or no per-example predictions) and without eval labels the examples are not resampled and
+    the test is the paired t over trials. One trial gives no SE. With a crossed seed_design
+    `design` = (S subsets, D draws) covering trials 0..S*D-1 (trial t: subset t // D, draw
+    t % D), the trials are not independent: they share subsets and draws, so the variance is
+    the crossed subsets x draws (x examples) one, each component counted once."""
     scores = [np.asarray(s, dtype=float) for _, _, s in terms]
     n_trials = len(scores[0])
     per_trial = sum(weight * s for (weight, _, _), s in zip(terms, scores))
@@ -245,14 +210,14 @@ def paired_contrast(
         return Estimate(estimate, math.nan, n_trials)
     labels = np.asarray(labels)
     crossed = design is not None and min(design) >= 2 and math.prod(design) == n_trials
-    if metric not in EXAMPLE_METRICS or labels.size < 2:
+    if metric is None or labels.size < 2:
         if not crossed:
             sd = float(np.std(per_trial, ddof=1))
             return Estimate(estimate, sd / math.sqrt(n_trials), n_trials, n_trials - 1, sd, n_trials - 1)
         v = crossed_variance(per_trial.reshape(design))  # subsets x draws, no eval examples to cross
         se = float(np.sqrt(v.variance))
         return Estimate(estimate, se, n_trials, float(v.df), se * math.sqrt(n_trials), float(v.df))
-    contrast = sum(weight * pseudo_values(metric, np.asarray(p), labels) for weight, p, _ in terms)
+    contrast = sum(weight * metric.pseudo_values(np.asarray(p), labels) for weight, p, _ in terms)
     v = crossed_variance(contrast.reshape(*design, -1), factors=3) if crossed else crossed_variance(contrast)
     return Estimate(
         estimate,
@@ -352,7 +317,7 @@ def trial_multiplicities(
 
 
 def curve_draws(
-    metric: str,
+    metric: ExampleMetric | None,
     predictions: np.ndarray,
     labels: np.ndarray,
     scores: np.ndarray,
@@ -367,9 +332,9 @@ def curve_draws(
     paired), which carries s2_T/T + s2_TE/(T N); the eval set's own part s2_E/N is added once,
     as the deviation of the all-trials mean under one example draw (shared by every k), scaled
     per k to crossed_variance's `fixed_variance` (an example draw alone would also carry
-    s2_TE/(T N) again; resampling both jointly carries it about three times, Owen 2007). For
-    metrics that are not example means or ratios (example_weighted_metric), or one trial, the
-    trials only. `example_counts` ([B, N], example_draws) are the eval set's draws: pass the same
+    s2_TE/(T N) again; resampling both jointly carries it about three times, Owen 2007). Without
+    an ExampleMetric `metric` (None: metrics that are not example means or ratios), or with one
+    trial, the trials only. `example_counts` ([B, N], example_draws) are the eval set's draws: pass the same
     ones to every curve scored on that eval set (other sizes, the probe curve) so that their
     comparisons resample it jointly; None draws fresh ones. With a crossed seed_design `design`
     = (S subsets, D draws) covering the T = S*D trials, the trials are resampled by subsets and
@@ -379,18 +344,15 @@ def curve_draws(
     scores, labels = np.asarray(scores, dtype=float), np.asarray(labels)
     n_trials = scores.shape[1]
     trial_part = trial_multiplicities(n_trials, resamples, rng, design) @ scores.T / n_trials  # [B, K]
-    if metric not in EXAMPLE_METRICS or labels.size < 2 or n_trials < 2:
+    if metric is None or labels.size < 2 or n_trials < 2:
         return trial_part
     if example_counts is None:
         example_counts = example_draws(labels.size, resamples, rng)
     deviation = np.stack(
-        [
-            example_weighted_metric(metric, p, labels, example_counts, s).mean(axis=1) - s.mean()
-            for p, s in zip(predictions, scores)
-        ],
+        [metric.weighted(p, labels, example_counts).mean(axis=1) - s.mean() for p, s in zip(predictions, scores)],
         axis=1,
     )  # [B, K]
-    values = pseudo_values(metric, np.asarray(predictions), labels)  # [K, T, N]
+    values = metric.pseudo_values(np.asarray(predictions), labels)  # [K, T, N]
     if design is None:
         fixed = crossed_variance(values).fixed_variance  # [K]
     else:

@@ -1,4 +1,6 @@
-"""Task metrics: GLUE's official definitions, computed with scikit-learn and scipy, and SQuAD 2.0's."""
+"""Task metrics: GLUE's official definitions, computed with scikit-learn and scipy, and SQuAD 2.0's;
+and the same metrics as functions of the eval examples (ExampleMetric), which the report's tests
+resample."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import math
 import re
 import string
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -81,3 +84,73 @@ def squad_scores(f1: np.ndarray, exact: np.ndarray, answerable: np.ndarray) -> d
         "NoAns_f1": mean(f1[~has]),
         "NoAns_exact": mean(exact[~has]),
     }
+
+
+# --- the metrics as functions of the eval examples ---------------------------------------------
+# What the report's tests resample: src/stats/hypothesis.py imports nothing from the project, so
+# its callers pass one of these. Accuracy, F1 and MCC (binary) are functions of the confusion
+# counts, SQuAD F1 a mean over questions: under a bootstrap draw of the eval examples each is
+# computed from weighted counts (or a weighted mean), with the same definitions as `score` and
+# `squad_scores` above, and its example-jackknife pseudo-values linearise it. Regression
+# correlations are not resampled over examples (example_metric gives None).
+
+
+def _from_confusion(name: str, tp, fp, fn, tn) -> np.ndarray:
+    """F1 or MCC from (weighted) confusion counts, elementwise; sklearn's convention: 0 where undefined."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if name == "f1":
+            value = 2 * tp / (2 * tp + fp + fn)
+        else:
+            value = (tp * tn - fp * fn) / np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    return np.nan_to_num(value, nan=0.0)
+
+
+def _confusion(predictions: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per-example indicators (tp, fp, fn, tn), each shaped like `predictions` (binary labels)."""
+    positive, truth = (predictions == 1).astype(float), (labels == 1).astype(float)
+    return positive * truth, positive * (1 - truth), (1 - positive) * truth, (1 - positive) * (1 - truth)
+
+
+@dataclass(frozen=True)
+class ExampleMetric:
+    """A metric of the eval examples, as src/stats/hypothesis.py resamples it (its ExampleMetric
+    protocol). `predictions` are class ids, or for span QA each question's F1."""
+
+    name: str  # accuracy | f1 | mcc | squad_f1
+
+    def weighted(self, predictions: np.ndarray, labels: np.ndarray, example_counts: np.ndarray) -> np.ndarray:
+        """The metric of every trial (rows of `predictions`, [T, N]) under each bootstrap draw's
+        example multiplicities (`example_counts`, [B, N]): [B, T]. Accuracy, F1 and MCC from
+        weighted counts, SQuAD F1 as the weighted mean of per-question F1."""
+        if self.name == "accuracy":
+            return example_counts @ (predictions == labels).T.astype(float) / labels.size
+        if self.name == "squad_f1":  # span QA: the stored predictions are each question's F1, the metric their mean
+            return example_counts @ predictions.T.astype(float) / labels.size
+        return _from_confusion(self.name, *(example_counts @ c.T for c in _confusion(predictions, labels)))
+
+    def pseudo_values(self, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Example-jackknife pseudo-values N*m_t - (N-1)*m_t(-n) of each trial's metric m_t
+        ([..., T, N] for predictions [..., T, N]): their mean over examples is the metric's
+        jackknife estimate and their spread its example variance (Tukey 1958). For accuracy
+        they are exactly the per-example correctness, so a variance computed from them is the
+        textbook one; for F1 and MCC they linearise the metric around the trial's counts."""
+        if self.name == "accuracy":
+            return (predictions == labels).astype(float)
+        if self.name == "squad_f1":  # a mean over questions of the stored per-question F1
+            return predictions.astype(float)
+        counts = _confusion(predictions, labels)
+        totals = [c.sum(axis=-1, keepdims=True) for c in counts]
+        n = labels.shape[-1]
+        whole = _from_confusion(self.name, *totals)
+        left_out = _from_confusion(self.name, *(t - c for t, c in zip(totals, counts)))
+        return n * whole - (n - 1) * left_out
+
+
+EXAMPLE_METRICS = {name: ExampleMetric(name) for name in ("accuracy", "squad_f1", "f1", "mcc")}
+
+
+def example_metric(name: str) -> ExampleMetric | None:
+    """The ExampleMetric of the metric `name`; None for a metric the tests do not resample over
+    the eval examples (regression correlations, or no per-example predictions): its tests
+    resample the trials alone."""
+    return EXAMPLE_METRICS.get(name)

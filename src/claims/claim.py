@@ -1,0 +1,137 @@
+"""What a claim is (`Claim`), the runs it needs (`Need`) and what several claims read (`Shared`),
+with the needs and helpers the claim families share (src/claims/families/).
+
+A claim has its source (seed file and section), the hypothesis as the paper states it
+(exceptions included), the operationalisation (and why, where the paper is qualitative),
+the test, whether it is a universal ("at every unit") or existential ("somewhere")
+statement, whether it needs the full-vs-scratch gap, the runs it needs (`Need`, from which
+the `dvc exp run -S …` command that adds them is written) and the function that builds its
+units from the evidence. How units become a verdict: src/claims/verdicts.py.
+
+Seeds: 001 = Tamkin et al. 2020 (001_27c42214c9172bd1.txt), 003 = Singh & Giovanardi
+(003_3cd4a3a1567cb7f4.txt), 004 = Huang, Lin & Zhou (004_317186e5dc9a0fa6.txt), all in the
+seeds folder of the shared folder beside the repository (../shared/seeds/).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from src.claims.curves import Curve, ProbeCurve, probe_curve, progressive_curve
+from src.claims.evidence import Evidence
+from src.claims.units import Unit
+from src.stats import hypothesis
+
+SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
+
+
+@dataclass(frozen=True)
+class Need:
+    """Runs a claim needs: a study of `scheme` with `modifiers` (named `study` when it has to be
+    added, with `args`), on `tasks` (empty: any), with `sizes` ("two": at least two sizes;
+    "small": one at most train.small_size; "large": one above it), `min_tasks` tasks, and
+    probes of its tasks when `probe`."""
+
+    scheme: str
+    study: str
+    args: dict = field(default_factory=dict)
+    modifiers: dict = field(default_factory=dict)
+    tasks: tuple = ()
+    sizes: str = ""
+    min_tasks: int = 1
+    probe: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    source: str  # seed file and section
+    hypothesis: str  # as the paper states it, exceptions included
+    operationalisation: str  # what is measured, and why where the paper is qualitative
+    test: str
+    needs: tuple[Need, ...]
+    build: Callable[[Evidence, Shared], list[Unit]]
+    every: bool = True  # universal ("at every unit": intersection-union) or existential ("somewhere": Holm)
+    needs_gap: bool = False  # supported only where full beats scratch at each of its units
+    secondary: bool = False  # a labelled secondary analysis, not the paper's statement
+
+
+class Shared:
+    """What several claims read, computed once per report: progressive curves and probe curves,
+    all of a task's drawn with the same draws of its eval set (they are all scored on it)."""
+
+    def __init__(self, ev: Evidence):
+        self.ev, self.rng = ev, np.random.default_rng(0)
+
+    @cached_property
+    def eval_draws(self) -> dict[str, np.ndarray]:
+        """Each task's eval-set bootstrap draws [B, N] (hypothesis.example_draws)."""
+        return {
+            task: hypothesis.example_draws(len(labels), self.ev.settings.bootstrap_resamples, self.rng)
+            for task, labels in sorted(self.ev.labels.items())
+        }
+
+    @cached_property
+    def curves(self) -> dict[tuple[str, int], Curve]:
+        plain = self.ev.plain()
+        progressive = plain[plain["scheme"] == "progressive"]
+        found = {}
+        for task, size in sorted(set(zip(progressive["task"], progressive["size"].astype(int)))):
+            curve = progressive_curve(self.ev, task, size, self.rng, self.eval_draws.get(task))
+            if curve is not None:
+                found[(task, size)] = curve
+        return found
+
+    @cached_property
+    def probes(self) -> dict[str, ProbeCurve]:
+        tasks = sorted(set(self.ev.probe["task"])) if not self.ev.probe.empty else []
+        return {t: p for t in tasks if (p := probe_curve(self.ev, t, self.rng, self.eval_draws.get(t))) is not None}
+
+    def sizes(self, task: str) -> list[int]:
+        return sorted(s for t, s in self.curves if t == task)
+
+    def tasks(self) -> list[str]:
+        return sorted({t for t, _ in self.curves})
+
+    def probed_at_largest_size(self):
+        """(task, size, probe, curve) for every probed task at its largest size: where the
+        probe-vs-finetuning claims compare the two curves."""
+        for task in self.tasks():
+            if task in self.probes:
+                size = self.sizes(task)[-1]
+                yield task, size, self.probes[task], self.curves[(task, size)]
+
+
+def plain_by(ev: Evidence, scheme: str) -> pd.DataFrame:
+    plain = ev.plain()
+    return plain[plain["scheme"] == scheme]
+
+
+def refs(rows: pd.DataFrame) -> tuple[str, str]:
+    first = rows.iloc[0]
+    return first["ref_full"], first["ref_scratch"]
+
+
+# --- the runs most claims need ---------------------------------------------------------------------------------
+
+ALL_KS = "all_ks"  # Need.args value: ks 0..L (filled in when the command is written)
+PROGRESSIVE = Need("progressive", "progressive", {"ks": ALL_KS})  # the whole progressive curve
+TWO_SIZES = replace(PROGRESSIVE, sizes="two")  # ... at two training-set sizes at least
+PROBED = replace(PROGRESSIVE, probe=True)  # ... with probes of its tasks
+BLOCKS = Need("block", "blocks", {"window": 3})
+
+
+# --- numbers as the report and its notes print them ---
+
+
+def k_text(value: float) -> str:
+    return "undefined" if not np.isfinite(value) else str(int(value))
+
+
+def p_text(value) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:.3g}"

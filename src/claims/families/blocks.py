@@ -1,0 +1,178 @@
+"""Blocks of adjacent layers reinitialised or alone preserved (the blocks study's window): whether
+the best-probing block is necessary or sufficient, which blocks help most, and whether that
+differs by task.
+
+Each claim is one entry of this family's CLAIMS_<seed> (the papers: src/claims/claim.py), its
+builders beside it; src/claims/registry.py orders the families' entries."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import statsmodels.formula.api as smf
+from statsmodels.stats.anova import anova_lm
+
+from src.claims.claim import BLOCKS, PROBED, SEED_001, Claim, Shared, plain_by, refs
+from src.claims.evidence import Evidence
+from src.claims.units import Unit, contrast_unit
+
+
+def highest_probing_window(ev: Evidence, shared: Shared, task: str, window: int) -> int | None:
+    """The start of the `window`-layer block with the highest mean probe score (layers 1..L)."""
+    if task not in shared.probes:
+        return None
+    probe = shared.probes[task].mean[1:]
+    means = [probe[s : s + window].mean() for s in range(len(probe) - window + 1)]
+    return int(np.argmax(means)) + 1
+
+
+def block_units(
+    ev: Evidence, shared: Shared, claim: str, scheme: str, against: str, shape: str, test: str
+) -> list[Unit]:
+    units = []
+    for (task, size), rows in plain_by(ev, scheme).groupby(["task", "size"]):
+        window = int(rows["window"].iloc[0])
+        start = highest_probing_window(ev, shared, task, window)
+        chosen = rows[rows["layer"] == start]
+        if start is None or chosen.empty:
+            continue
+        full, scratch = refs(rows)
+        reference = full if against == "full" else scratch
+        unit = contrast_unit(
+            ev,
+            claim,
+            task,
+            int(size),
+            {chosen["slug"].iloc[0]: 1, reference: -1},
+            test,
+            name=f"{task} n={size} layers {start}-{start + window - 1}",
+            shape=shape,
+            margin=ev.settings.block_margin,
+            gap=True,
+        )
+        unit.notes.append(
+            f"block chosen by the highest mean probe score ({shared.probes[task].seeds} probe seed(s); "
+            "the choice is not resampled)"
+        )
+        units.append(unit)
+    return units
+
+
+def high_probing_not_necessary(ev: Evidence, shared: Shared) -> list[Unit]:
+    return block_units(
+        ev,
+        shared,
+        "high_probing_layers_not_necessary",
+        "block_reinit",
+        "full",
+        "above",
+        f"reinit(highest-probing block) − full > −{ev.settings.block_margin} (non-inferiority)",
+    )
+
+
+def high_probing_not_sufficient(ev: Evidence, shared: Shared) -> list[Unit]:
+    return block_units(
+        ev,
+        shared,
+        "high_probing_layers_not_sufficient",
+        "block_preserve",
+        "scratch",
+        "below",
+        f"preserve(highest-probing block) − scratch < {ev.settings.block_margin} (non-superiority)",
+    )
+
+
+def useful_layers_differ_by_task(ev: Evidence, shared: Shared) -> list[Unit]:
+    """Two-way ANOVA (statsmodels) of block-reinit scores on task × block: the interaction's F
+    test. It can show that the profiles differ, never that they are alike (no p against)."""
+    units = []
+    reinit = plain_by(ev, "block_reinit")
+    for size, rows in reinit[reinit["status"] == "ok"].groupby("size"):
+        if rows["task"].nunique() < 2 or rows["layer"].nunique() < 2:
+            continue
+        fit = smf.ols("value ~ C(task) * C(layer)", data=rows.astype({"value": float})).fit()
+        table = anova_lm(fit, typ=2)
+        p = float(table.loc["C(task):C(layer)", "PR(>F)"]) if "C(task):C(layer)" in table.index else math.nan
+        unit = Unit(
+            "useful_layers_differ_by_task",
+            f"n={size}: {', '.join(sorted(rows['task'].unique()))}",
+            "task × block interaction in block-reinit scores (two-way ANOVA F)",
+            float(table.loc["C(task):C(layer)", "F"]) if np.isfinite(p) else math.nan,
+            (math.nan, math.nan),
+            int(rows.groupby(["task", "layer"]).size().min()),
+            p_for=p,
+            studies=tuple(sorted(set(rows["study"]))),
+        )
+        unit.interval_note = "an F statistic: no interval"
+        unit.notes.append("estimate is the F statistic; the test cannot show that the profiles are alike")
+        if not np.isfinite(p):
+            unit.refused = "one run per cell: no residual variance"
+        units.append(unit)
+    return units
+
+
+def early_layers_help_most(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for (task, size), rows in plain_by(ev, "block_preserve").groupby(["task", "size"]):
+        first, last = rows[rows["layer"] == rows["layer"].min()], rows[rows["layer"] == rows["layer"].max()]
+        if first["slug"].iloc[0] == last["slug"].iloc[0]:
+            continue
+        units.append(
+            contrast_unit(
+                ev,
+                "early_layers_help_most",
+                task,
+                int(size),
+                {first["slug"].iloc[0]: 1, last["slug"].iloc[0]: -1},
+                "preserve(first block) − preserve(last block) > 0",
+                gap=True,
+            )
+        )
+    return units
+
+
+CLAIMS_001 = (
+    Claim(
+        "high_probing_layers_not_necessary",
+        f"{SEED_001} §3-4, Fig. 1 caption",
+        "Probing does not indicate which layers are necessary: removing the best-probing layers need not hurt.",
+        "The block (of the blocks study's window) with the highest mean probe score, reinitialised, stays within "
+        "report.block_margin of the full model (the paper's 'necessary' = performance decreases when removed).",
+        "paired non-inferiority reinit(block) − full > −margin; needs the gap",
+        (BLOCKS, PROBED),
+        high_probing_not_necessary,
+        needs_gap=True,
+    ),
+    Claim(
+        "high_probing_layers_not_sufficient",
+        f"{SEED_001} §3-4",
+        "The best-probing layers are not sufficient: kept alone they do not beat scratch by much.",
+        "That block alone preserved stays below scratch + report.block_margin (the paper's 'sufficient' = "
+        "performance is higher than scratch when kept).",
+        "paired non-superiority preserve(block) − scratch < margin; needs the gap",
+        (BLOCKS, PROBED),
+        high_probing_not_sufficient,
+        needs_gap=True,
+    ),
+    Claim(
+        "useful_layers_differ_by_task",
+        f"{SEED_001} §4, contribution 3",
+        "The layers most beneficial to finetuning differ by task.",
+        "The profile of block-reinit scores over blocks differs between tasks: the task × block interaction.",
+        "two-way ANOVA F test of the interaction (statsmodels)",
+        (replace(BLOCKS, min_tasks=2),),
+        useful_layers_differ_by_task,
+    ),
+    Claim(
+        "early_layers_help_most",
+        f"{SEED_001} §4",
+        "The earlier layers appear to be generally more helpful for finetuning than the later ones.",
+        "The first block preserved alone against the last block preserved alone, per task and size.",
+        "paired contrast preserve(first) − preserve(last) > 0; needs the gap",
+        (BLOCKS,),
+        early_layers_help_most,
+        needs_gap=True,
+    ),
+)

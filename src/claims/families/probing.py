@@ -1,0 +1,312 @@
+"""Probes against finetuning: the probe curve over layers (one linear probe per layer, several
+probe seeds) compared with the progressive curve it shares an eval set with, probes near
+chance where finetuning transfers, and the probe curve's own top layers.
+
+Each claim is one entry of this family's CLAIMS_<seed> (the papers: src/claims/claim.py), its
+builders beside it; src/claims/registry.py orders the families' entries."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from src.claims.claim import BLOCKS, PROBED, SEED_001, SEED_003, Claim, Shared, k_text, p_text, plain_by, refs
+from src.claims.curves import (
+    PROBE_MEASURES,
+    Curve,
+    ProbeCurve,
+    along_draws,
+    curves_design,
+    probe_contrast,
+    probe_measure_curve,
+)
+from src.claims.evidence import Evidence, chance_level
+from src.claims.units import ONE_PROBE_SEED, Unit, bootstrap_unit, contrast_unit, estimate_test_unit
+from src.stats import hypothesis
+from src.stats.curves import first_reaching
+
+
+def probe_units_refused(unit: Unit, probe: ProbeCurve) -> Unit:
+    if probe.draws is None:
+        unit.refused, unit.p_for, unit.p_against = ONE_PROBE_SEED, math.nan, math.nan
+        unit.interval, unit.interval_note = (math.nan, math.nan), ONE_PROBE_SEED
+    return unit
+
+
+def paired_draws(probe: ProbeCurve, curve: Curve) -> np.ndarray:
+    """Probe draws paired with the finetuning curve's draws: draw b of both took the same eval-set
+    draw (Shared.eval_draws) and independent draws of probe seeds and trials; the fixed probe
+    curve where there is one seed (the unit is then refused)."""
+    probe_draws = probe.draws if probe.draws is not None else np.broadcast_to(probe.mean, curve.draws.shape)
+    return probe_draws[: len(curve.draws)]
+
+
+def rho_draws(probe: ProbeCurve, curve: Curve) -> np.ndarray:
+    return hypothesis.spearman_rows(paired_draws(probe, curve), curve.draws)
+
+
+def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
+    units, margin = [], ev.settings.correlation_margin
+    for task, size, probe, curve in shared.probed_at_largest_size():
+        unit = bootstrap_unit(
+            ev,
+            "probes_do_not_predict_finetuning",
+            f"{task} n={size}",
+            f"|Spearman ρ(probe curve, finetuning curve)| < {margin} (bootstrap TOST)",
+            hypothesis.spearman(probe.mean, curve.mean),
+            rho_draws(probe, curve),
+            len(curve.trials),
+            kind="bootstrap",
+            margin=margin,
+            gaps=((task, size),),
+            studies=curve.studies,
+            notes=[
+                f"{probe.seeds} probe seed(s); the draws resample the trials, the {probe.resampled}",
+                f"exact permutation p of ρ (raw) = {p_text(hypothesis.exact_spearman_p(probe.mean, curve.mean))}",
+                *secondary_probe_measures(ev, task, curve),
+            ],
+        )
+        units.append(probe_units_refused(unit, probe))
+    return units
+
+
+def secondary_probe_measures(ev: Evidence, task: str, curve: Curve) -> list[str]:
+    """The same comparison against the probes' controls: ρ of the selectivity curve and
+    of the MDL compression curve against the finetuning curve, with exact p (raw). A labelled
+    secondary analysis: the paper states the claim for probe accuracy, and the verdict is that."""
+    notes = []
+    for column, label in PROBE_MEASURES.items():
+        measure = probe_measure_curve(ev, task, column)
+        if measure is not None:
+            rho, p = hypothesis.spearman(measure, curve.mean), hypothesis.exact_spearman_p(measure, curve.mean)
+            notes.append(
+                f"secondary, not in the verdict: ρ({label}, finetuning) = {rho:+.2f}, exact p (raw) {p_text(p)}"
+            )
+    return notes
+
+
+def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for task in shared.tasks():
+        sizes = shared.sizes(task)
+        if len(sizes) < 2 or task not in shared.probes:
+            continue
+        probe = shared.probes[task]
+        small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
+        design, read = curves_design((small, large))
+        rho = {s: hypothesis.spearman(probe.mean, shared.curves[(task, s)].mean) for s in (sizes[0], sizes[-1])}
+        unit = bootstrap_unit(
+            ev,
+            "agreement_grows_as_data_shrinks",
+            f"{task} n={sizes[0]} vs n={sizes[-1]}",
+            "bootstrap of ρ(probe, curve at smallest) − ρ(probe, curve at largest) > 0",
+            rho[sizes[0]] - rho[sizes[-1]],
+            rho_draws(probe, small) - rho_draws(probe, large),
+            min(len(small.trials), len(large.trials)),
+            kind="bootstrap-difference",
+            design=design,
+            reads_seed_design=read,
+            gaps=((task, sizes[0]), (task, sizes[-1])),
+            studies=tuple(sorted(set(small.studies + large.studies))),
+            notes=[f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}"],
+        )
+        units.append(probe_units_refused(unit, probe))
+    return units
+
+
+def probe_near_chance_units(ev: Evidence, shared: Shared, claim: str, task: str, layers) -> list[Unit]:
+    """ "Probing near chance" at `layers`: a TOST of probe − chance per layer, the probe seeds as
+    trials; with one probe seed refused (its noise is unmeasured)."""
+    if task not in shared.probes:
+        return []
+    probe, chance, margin = shared.probes[task], chance_level(ev, task), ev.settings.chance_margin
+    units = []
+    for layer in layers:
+        estimate = probe_contrast(ev, task, probe, {layer: 1})
+        unit = estimate_test_unit(
+            claim,
+            f"{task} probe layer {layer}",
+            f"|probe − chance| < {margin} (TOST, paired by probe seed)",
+            replace(estimate, estimate=estimate.estimate - chance),
+            shape="within",
+            margin=margin,
+            notes=[f"chance level {chance:.3f}; {probe.seeds} probe seed(s) as trials"],
+        )
+        unit = probe_units_refused(unit, probe)
+        if not np.isfinite(chance):
+            unit.refused = "chance level unknown without the eval labels"
+        units.append(unit)
+    return units
+
+
+def sst2_early_layers(ev: Evidence, shared: Shared) -> list[Unit]:
+    claim = "sst2_early_layers_transfer_though_probing_near_chance"
+    units = probe_near_chance_units(ev, shared, claim, "sst2", range(1, 4))
+    blocks = plain_by(ev, "block_preserve")
+    for (task, size), rows in blocks[blocks["task"] == "sst2"].groupby(["task", "size"]):
+        first = rows[rows["layer"] == 1]
+        if len(first):
+            _, scratch = refs(rows)
+            units.append(
+                contrast_unit(
+                    ev,
+                    claim,
+                    task,
+                    int(size),
+                    {first["slug"].iloc[0]: 1, scratch: -1},
+                    "preserve(first block) − scratch > 0",
+                    name=f"sst2 n={size} first block preserved",
+                )
+            )
+    return units if len(units) > 3 else []
+
+
+def cola_transfers_without_probe(ev: Evidence, shared: Shared) -> list[Unit]:
+    claim = "cola_transfers_though_probing_at_chance"
+    progressive = plain_by(ev, "progressive")
+    gap = []
+    for (task, size), rows in progressive[progressive["task"] == "cola"].groupby(["task", "size"]):
+        full, scratch = refs(rows)
+        gap.append(contrast_unit(ev, claim, task, int(size), {full: 1, scratch: -1}, "full − scratch > 0 on CoLA"))
+    units = probe_near_chance_units(ev, shared, claim, "cola", range(ev.num_layers + 1))
+    return units + gap if units and gap else []
+
+
+def probe_peaks_lower(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for task, size, probe, curve in shared.probed_at_largest_size():
+        unit = bootstrap_unit(
+            ev,
+            "probe_peaks_lower_than_finetuning",
+            f"{task} n={size}",
+            "bootstrap of max(finetuning curve) − max(probe curve) > 0",
+            curve.mean.max() - probe.mean.max(),
+            curve.draws.max(axis=1) - paired_draws(probe, curve).max(axis=1),
+            len(curve.trials),
+            kind="bootstrap",
+            studies=curve.studies,
+        )
+        units.append(probe_units_refused(unit, probe))
+    return units
+
+
+def probe_needs_more_layers(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for task, size, probe, curve in shared.probed_at_largest_size():
+        unit = bootstrap_unit(
+            ev,
+            "probe_needs_more_layers",
+            f"{task} n={size}",
+            "bootstrap of k90(probe) − k90(finetuning) > 0",
+            first_reaching(probe.mean) - first_reaching(curve.mean),
+            along_draws(first_reaching, paired_draws(probe, curve)) - along_draws(first_reaching, curve.draws),
+            len(curve.trials),
+            kind="bootstrap",
+            gaps=((task, size),),
+            studies=curve.studies,
+            notes=[f"k90 probe {k_text(first_reaching(probe.mean))}, finetuning {k_text(first_reaching(curve.mean))}"],
+        )
+        units.append(probe_units_refused(unit, probe))
+    return units
+
+
+def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
+    L = ev.num_layers
+    return [
+        probe_units_refused(
+            estimate_test_unit(
+                "top_two_layers_hurt_probing",
+                task,
+                f"probe(layer {L - 2}) − probe(layer {L}) > 0, paired by probe seed",
+                probe_contrast(ev, task, probe, {L - 2: 1, L: -1}),
+                notes=[
+                    f"{probe.seeds} probe seed(s) as trials"
+                    + (", crossed with the eval examples" if probe.eval_resampled else " (no stored predictions)")
+                ],
+            ),
+            probe,
+        )
+        for task, probe in shared.probes.items()
+    ]
+
+
+CLAIMS_001 = (
+    Claim(
+        "probes_do_not_predict_finetuning",
+        f"{SEED_001} §3, contribution 2",
+        "Probing performance does not explain which layers matter for finetuning.",
+        "Equivalence: |Spearman ρ| between the probe curve and the finetuning curve below report.correlation_margin "
+        "at each task's largest size (the paper gives no number; the margin is a declared input).",
+        "bootstrap TOST of |ρ| < margin, probe seeds and the shared eval set resampled; needs the gap",
+        (PROBED,),
+        probes_do_not_predict,
+        needs_gap=True,
+    ),
+    Claim(
+        "sst2_early_layers_transfer_though_probing_near_chance",
+        f"{SEED_001} §3",
+        "SST-2 probing is near chance at the first three layers, yet preserving them gives large finetuning gains.",
+        "Probe at layers 1-3 within report.chance_margin of chance, and the first block preserved beats scratch.",
+        "TOST per probe layer (probe seeds as trials); paired contrast preserve(first block) − scratch > 0",
+        (
+            replace(PROBED, tasks=("sst2",)),
+            replace(BLOCKS, tasks=("sst2",)),
+        ),
+        sst2_early_layers,
+    ),
+    Claim(
+        "cola_transfers_though_probing_at_chance",
+        f"{SEED_001} §3",
+        "No layer of BERT holds explicit knowledge of CoLA as measured by probing, yet its parameters enable "
+        "finetuning.",
+        "Probe within report.chance_margin of chance (MCC 0) at every layer, and full beats scratch on CoLA.",
+        "TOST per probe layer (probe seeds as trials); paired contrast full − scratch > 0 on CoLA",
+        (replace(PROBED, tasks=("cola",)),),
+        cola_transfers_without_probe,
+    ),
+    Claim(
+        "agreement_grows_as_data_shrinks",
+        f"{SEED_001} §3",
+        "The curves for the smallest-data regime bear a greater similarity to the probing curves.",
+        "Similarity = Spearman ρ(probe curve, finetuning curve); smallest against largest size.",
+        "bootstrap of ρ(smallest) − ρ(largest) > 0, probe seeds and the shared eval set resampled; needs the gap",
+        (replace(PROBED, sizes="two"),),
+        agreement_grows,
+        needs_gap=True,
+    ),
+)
+
+
+CLAIMS_003 = (
+    Claim(
+        "probe_peaks_lower_than_finetuning",
+        f"{SEED_003} §6.2",
+        "Probing reaches a lower peak accuracy than partial reinitialisation.",
+        "max over k of the finetuning curve against max over layers of the probe curve, at each task's largest size.",
+        "bootstrap of the difference of maxima > 0, probe seeds and the shared eval set resampled",
+        (PROBED,),
+        probe_peaks_lower,
+    ),
+    Claim(
+        "probe_needs_more_layers",
+        f"{SEED_003} §6.2, contribution 2",
+        "In probing, information from more layers is needed than in partial reinitialisation for comparable "
+        "performance.",
+        "k90 of the probe curve against k90 of the finetuning curve (each relative to its own range).",
+        "bootstrap of k90(probe) − k90(finetuning) > 0, probe seeds and the shared eval set resampled; needs the gap",
+        (PROBED,),
+        probe_needs_more_layers,
+        needs_gap=True,
+    ),
+    Claim(
+        "top_two_layers_hurt_probing",
+        f"{SEED_003} §6.2",
+        "The highest two layers hurt probing performance.",
+        "Probe score at layer L−2 against layer L.",
+        "paired contrast of probe(L−2) − probe(L) > 0, the probe seeds as trials crossed with the eval examples",
+        (PROBED,),
+        top_two_hurt_probing,
+    ),
+)
