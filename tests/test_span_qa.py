@@ -212,10 +212,10 @@ def test_the_null_threshold_is_fitted_on_training_data_and_ignores_the_eval_answ
 
     # every eval answer changed (answerable <-> not): the eval scores move, the threshold does not
     path = tasks_dir / "squad_v2" / "tokens.npz"
-    splits = {name: splits.load_split(path, name) for name in ("train", "eval")}
-    swapped = copy.copy(splits["eval"])
+    stored = {name: splits.load_split(path, name) for name in ("train", "eval")}
+    swapped = copy.copy(stored["eval"])
     swapped.golds = [[] if g else ["story"] for g in swapped.golds]
-    splits.save_splits(path, {**splits, "eval": swapped})
+    splits.save_splits(path, {**stored, "eval": swapped})
     second = run_condition(condition, settings, tiny_model_dir, tasks_dir)
     assert second.null_threshold == first.null_threshold
     assert second.scores != first.scores
