@@ -34,14 +34,14 @@ def main() -> None:
     torch.set_num_threads(1)
     config = load_config()
     probe, task = config.probe, get_task(args.task)
-    splits = {split: splits.load_split(args.tokens, split) for split in ("train", "eval")}
-    labels = {split: s.labels for split, s in splits.items()}
+    stored = {split: splits.load_split(args.tokens, split) for split in ("train", "eval")}
+    labels = {split: s.labels for split, s in stored.items()}
     # One control task per (seed, task): every probe seed is trained on the same control labels.
     control = dict(
-        zip(splits, control_labels(list(splits.values()), labels["train"], derive_seed(config.seed, task.name)))
+        zip(stored, control_labels(list(stored.values()), labels["train"], derive_seed(config.seed, task.name)))
     )
     with np.load(args.features) as cached:
-        features = {split: cached[split] for split in splits}
+        features = {split: cached[split] for split in stored}
     # Seed 0 is the base seed, as the single probe before probe seeds existed: its numbers stay.
     seeds = [config.seed] + [derive_seed(config.seed, "probe", task.name, s) for s in range(1, probe.seeds)]
     outcomes = [probe_seed(task, features, labels, control, probe, seed) for seed in seeds]
