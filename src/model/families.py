@@ -23,6 +23,25 @@ from torch import nn
 
 from src.core.errors import ModelError
 
+# Models whose position ids start after the padding id (RoBERTa's embeddings): of
+# max_position_embeddings, pad_token_id + 1 are never used by a token.
+PADDING_OFFSET_MODELS = (
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "roberta-prelayernorm",
+    "data2vec-text",
+    "xmod",
+    "mpnet",  # padding_idx 1 in its embeddings
+)
+
+
+def max_positions(model_type: str, max_position_embeddings: int, pad_token_id: int | None) -> int:
+    """The longest input in tokens a model's position embeddings allow (RoBERTa: 514 - 2 = 512)."""
+    if model_type in PADDING_OFFSET_MODELS:
+        return max_position_embeddings - ((1 if pad_token_id is None else pad_token_id) + 1)
+    return max_position_embeddings
+
 
 @dataclass(frozen=True)
 class Family:

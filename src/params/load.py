@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
-import json
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -39,18 +38,6 @@ from src.core.checks import refuse, require
 from src.core.errors import ParamsError
 from src.schemes.registry import MODIFIERS, SCHEMES, study_keys
 from src.tasks.registry import GLUE_TASK_NAMES, TASKS
-
-# Models whose position ids start after the padding id (RoBERTa's embeddings): of
-# max_position_embeddings, pad_token_id + 1 are never used by a token.
-PADDING_OFFSET_MODELS = (
-    "roberta",
-    "xlm-roberta",
-    "camembert",
-    "roberta-prelayernorm",
-    "data2vec-text",
-    "xmod",
-    "mpnet",  # padding_idx 1 in its embeddings
-)
 
 
 @dataclass(frozen=True)
@@ -347,14 +334,10 @@ def _trials(value, key: str, sizes: list[int]) -> int | dict[int, int]:
 
 
 def model_limits(model_dir: str | Path) -> ModelLimits:
-    """num_layers, num_heads (as prepare_model recorded them in base.json: config keys
-    differ by family) and max_positions (the longest input in tokens, from config.json) of
-    a prepared base model; no torch import, so the validate stage stays cheap."""
+    """num_layers, num_heads and max_positions (the longest input in tokens) of a prepared
+    base model, as prepare_model recorded them in base.json (config keys differ by family);
+    no torch import, so the validate stage stays cheap."""
     from src.artefacts.base_model import BaseModelRecord
 
     shape = BaseModelRecord.read(model_dir)
-    config = json.loads((Path(model_dir) / "config.json").read_text())
-    positions = config["max_position_embeddings"]
-    if config.get("model_type") in PADDING_OFFSET_MODELS:
-        positions -= config.get("pad_token_id", 1) + 1  # RoBERTa: 514 - 2 = 512
-    return ModelLimits(shape.num_layers, shape.num_heads, positions)
+    return ModelLimits(shape.num_layers, shape.num_heads, shape.max_positions)
