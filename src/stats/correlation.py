@@ -57,7 +57,7 @@ def correlation_interval(heads: int) -> tuple[str | None, str]:
     - Fisher z with the Bonett-Wright SE covers the estimand under every design, latent rho
       and trial count from 5 heads to 72 (and 144, measured for it alone), and is the narrower
       of the two where both cover.
-    - The percentile bootstrap over heads (what the table reported before) excludes 0 in 12-14%
+    - The percentile bootstrap over heads excludes 0 in 12-14%
       of tables with no relation at 5 heads (its size) and under-covers slightly at 6 (about
       0.93 where the latent rho is not 0); it covers from 12 heads.
     - At 4 heads neither covers (0.85-0.92): rho is +-1 in 1 of 12 tables even with no
