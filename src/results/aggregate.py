@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from src.artefacts.probe_result import ProbeResult
 from src.artefacts.run_result import RunResult, read_results
 from src.conditions.condition import Condition
 from src.conditions.studies import trained_conditions
@@ -317,15 +318,15 @@ def probe_table(probe_dir: Path, tasks: list[str]) -> pd.DataFrame:
     compression = uniform / online bits (NaN where there is no online code: regression)."""
     rows = []
     for task in tasks:
-        probe = json.loads((probe_dir / f"{task}.json").read_text())
-        metric, uniform = probe["metric"], probe["uniform_bits"]
-        for layer in probe["layers"]:
-            value, control, online = layer["scores"][metric], layer["control_scores"][metric], layer["codelength_bits"]
+        probe = ProbeResult.read(probe_dir / f"{task}.json")
+        metric, uniform = probe.metric, probe.uniform_bits
+        for layer in probe.layers:
+            value, control, online = layer.scores[metric], layer.control_scores[metric], layer.codelength_bits
             rows.append(
                 {
                     "task": task,
-                    "layer": layer["layer"],
-                    "seed": layer["seed"],
+                    "layer": layer.layer,
+                    "seed": layer.seed,
                     "metric": metric,
                     "value": value,
                     "control": control,
@@ -333,8 +334,8 @@ def probe_table(probe_dir: Path, tasks: list[str]) -> pd.DataFrame:
                     "codelength_bits": online,
                     "uniform_bits": uniform,
                     "compression": uniform / online if online else None,
-                    "pooling": probe["pooling"],
-                    "train_examples": probe["train_examples"],
+                    "pooling": probe.pooling,
+                    "train_examples": probe.train_examples,
                 }
             )
     return pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({"codelength_bits": float, "compression": float})
