@@ -629,7 +629,9 @@ NOT_FINGERPRINTED = {
     "src/train/executors.py": "where runs execute; the thread count it sets is in the RunSettings",
     "src/train/progress.py": "the stage's progress lines",
     "src/params/stage.py": "the entry point: error messages, dying with the parent",
+    "src/core/process.py": "the same (dying with the parent)",
     "src/stats/intervals.py": "the focus summary, recomputed every run",
+    "src/artefacts/focus.py": "the focus summary, recomputed every run",
 }
 
 
