@@ -18,13 +18,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from src.artefacts.evidence import EvidenceTables, plain
 from src.artefacts.probe_result import ProbeResult
 from src.artefacts.run_result import RunResult, read_results
 from src.conditions.condition import Condition
 from src.conditions.studies import trained_conditions
 from src.config.schema import Config, TrainConfig
 from src.core.files import json_safe
-from src.results.tables import full_model, plain, results_table, summarise
+from src.results.tables import full_model, results_table, summarise
 from src.stats import hypothesis
 from src.stats.components import COMPONENT_COLUMNS, crossed_components
 
@@ -443,11 +444,8 @@ def write_tables(tables: Tables, config: Config, folder: Path, plot_data: Path, 
     progressive = t.headline_points[t.headline_points["study"] == "progressive"]
     curves = progressive_curves(progressive, t.probe, list(config.studies["progressive"].tasks))
     curves[PLOT_COLUMNS].round(5).to_csv(plot_data, index=False)
-    t.runs.to_csv(folder / "runs.csv", index=False)
     t.points.round(5).to_csv(folder / "points.csv", index=False)
-    t.weights.round(6).to_csv(folder / "weight_change.csv", index=False)
-    layer_change_table(t.results, config.train, num_layers).to_csv(folder / "layer_change.csv", index=False)
-    t.probe.round(5).to_csv(folder / "probe.csv", index=False)
+    EvidenceTables(t.runs, t.probe, t.weights, layer_change_table(t.results, config.train, num_layers)).write(folder)
     for name, table in extra_tables(config.studies, t.headline, t.plain_runs).items():
         table.round(5).to_csv(folder / f"{name}.csv", index=False)
     studies_metrics(t.points, folder / "studies.json")
