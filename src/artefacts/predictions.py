@@ -44,6 +44,7 @@ def write_predictions(
         arrays[f"probe|{task}"] = read_probe_predictions(probe_dir / f"{task}.npz")
     for task in sorted(tasks):
         arrays[f"labels|{task}"] = splits.load_split(tasks_dir / task / "tokens.npz", "eval").example_labels
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)
 
 

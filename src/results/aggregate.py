@@ -43,6 +43,18 @@ PLOT_COLUMNS = [
     "diverged",
     "collapsed",
 ]
+SHOWN = [
+    "study",
+    "task",
+    "size",
+    "slug",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n",
+    "diverged",
+    "collapsed",
+]  # the stage's printout
 CONDITION = [
     "scheme",
     "k",
@@ -441,6 +453,8 @@ def build_tables(
 def write_tables(tables: Tables, config: Config, folder: Path, plot_data: Path, num_layers: int) -> None:
     """The CSV tables, studies.json and Fig. 1's DVC plot data."""
     t = tables
+    for place in (folder, plot_data.parent):
+        place.mkdir(parents=True, exist_ok=True)
     progressive = t.headline_points[t.headline_points["study"] == "progressive"]
     curves = progressive_curves(progressive, t.probe, list(config.studies["progressive"].tasks))
     curves[PLOT_COLUMNS].round(5).to_csv(plot_data, index=False)
