@@ -2,7 +2,7 @@
 
 Caches, for every example, each layer's pooled hidden state (0 = embeddings .. L;
 probe.pooling: the attention-masked mean, or the [CLS] state through the frozen pooler),
-so probes can be retrained without touching the model again (src/model/features.py).
+so probes can be retrained without touching the model again (src/probing/features.py).
 """
 
 import argparse
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from src.model.features import task_features
 from src.params.load import load_config
 from src.params.stage import run_stage
+from src.probing.features import task_features
 
 
 def main() -> None:

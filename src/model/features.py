@@ -4,23 +4,15 @@ between a finetuned run and the pretrained model. Its own module so that trainin
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 from torch import nn
 from tqdm import tqdm
 
 from src.data.tokens import batches, collate
-from src.model.base import load_encoder
 from src.model.families import family_of
 from src.model.finetuner import encode, masked_mean
-from src.tasks import splits
 from src.tasks.splits import TokenizedSplit
-
-if TYPE_CHECKING:  # annotations only
-    from src.config.schema import ProbeConfig
 
 
 def pool_layers(hidden_states, attention_mask: torch.Tensor, pooling: str, pooler: nn.Module | None) -> torch.Tensor:
@@ -51,17 +43,3 @@ def layer_features(
         pooled = pool_layers(hidden, batch["attention_mask"], pooling, pooler)
         features[indices] = pooled.float().cpu().numpy().astype(np.float16)
     return features
-
-
-def task_features(model_dir: Path, tokens: Path, probe: ProbeConfig) -> dict[str, np.ndarray]:
-    """Each split's (train, eval) pooled features of every layer, from one forward pass of the
-    frozen pretrained model (with its pooler for probe.pooling cls), on the GPU when there is one."""
-    encoder = load_encoder(model_dir, with_pooler=probe.pooling == "cls").to(
-        "cuda" if torch.cuda.is_available() else "cpu"
-    )
-    return {
-        split: layer_features(
-            encoder, splits.load_split(tokens, split), probe.batch_size, probe.pooling, desc=f"features {split}"
-        )
-        for split in ("train", "eval")
-    }
