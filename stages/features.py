@@ -2,20 +2,17 @@
 
 Caches, for every example, each layer's pooled hidden state (0 = embeddings .. L;
 probe.pooling: the attention-masked mean, or the [CLS] state through the frozen pooler),
-so probes can be retrained without touching the model again.
+so probes can be retrained without touching the model again (src/probing/features.py).
 """
 
 import argparse
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from src.model.base import load_encoder
-from src.model.features import layer_features
 from src.params.load import load_config
 from src.params.stage import run_stage
-from src.tasks import splits
+from src.probing.features import task_features
 
 
 def main() -> None:
@@ -25,16 +22,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    probe = load_config().probe
-    encoder = load_encoder(args.model, with_pooler=probe.pooling == "cls").to(
-        "cuda" if torch.cuda.is_available() else "cpu"
-    )  # the GPU when there is one
-    features = {
-        split: layer_features(
-            encoder, splits.load_split(args.tokens, split), probe.batch_size, probe.pooling, desc=f"features {split}"
-        )
-        for split in ("train", "eval")
-    }
+    features = task_features(args.model, args.tokens, load_config().probe)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez(args.out, **features)
     print(f"features {args.tokens.parent.name}: train {features['train'].shape}, eval {features['eval'].shape}")

@@ -4,18 +4,16 @@ condition's trials), one result JSON per condition (src/train/schedule.py).
 A study trains only the conditions whose training run no earlier study trains
 (src/conditions/studies.py). The focus stage copies a study's result when it has the
 same fingerprint (--reuse): with the defaults, every focus trial is a progressive-study run.
+The focus summary (mean and CI): src/artefacts/focus.py.
 """
 
 import argparse
 from pathlib import Path
 
-from src.conditions.studies import all_study_conditions, focus_conditions, trained_conditions
-from src.core.files import write_json_atomically
+from src.artefacts.focus import FocusSummary
 from src.params.load import load_config, model_limits
 from src.params.stage import run_stage
-from src.stats.intervals import mean_ci
-from src.tasks.registry import get_task
-from src.train.schedule import check_sizes, run_all
+from src.train.schedule import run_stage_conditions
 
 
 def main() -> None:
@@ -34,34 +32,9 @@ def main() -> None:
 
     limits = model_limits(args.model)
     config = load_config(limits=limits)
-    if args.focus:
-        conditions, where, log_epochs = focus_conditions(config), "the focus condition", False
-    else:
-        reported = all_study_conditions(config, limits.num_layers)
-        conditions, where = trained_conditions(reported, args.study, limits.num_layers), f"studies.{args.study}"
-        log_epochs = config.studies[args.study].epochs is not None
-    for condition in conditions:
-        condition.check(limits.num_layers, limits.num_heads)
-    check_sizes(conditions, args.tasks, where)
-    results = run_all(conditions, config, args.model, args.tasks, args.out, where, log_epochs, args.reuse)
-
+    results = run_stage_conditions(config, limits, args.model, args.tasks, args.out, args.study, args.reuse)
     if args.summary:
-        metric = get_task(config.task).headline
-        mean, half, n = mean_ci([r.scores[metric] for r in results if r.ok])
-        # an undefined statistic is null (NaN is not JSON), with the reason beside it
-        summary = {
-            "task": config.task,
-            "size": config.size,
-            "k": config.k,
-            "metric": metric,
-            "mean": mean if n else None,
-            "ci95": half if n >= 2 else None,
-            "n": n,
-            "diverged": len(results) - n,
-        }
-        if n < 2:
-            summary["ci95_note"] = f"a confidence interval needs at least 2 finished runs; this condition has {n}"
-        write_json_atomically(args.summary, summary)
+        FocusSummary.of(config, results).write(args.summary)
 
 
 if __name__ == "__main__":

@@ -5,44 +5,19 @@ probe-versus-finetune agreement table (metrics/agreement.csv). Every verdict com
 the claims registry (src/claims/registry.py) by the rule in src/claims/verdicts.py, with
 its test, estimate, CI, p (raw or Holm), n, and, when undecided, the trials that would
 decide it; a claim without its runs names the `dvc exp run -S …` command that adds them.
+The evidence it reads: src/artefacts/evidence.py.
 """
 
 import argparse
 from pathlib import Path
 
-import pandas as pd
-
-from src.artefacts.predictions import Predictions, read_predictions
+from src.artefacts.evidence import read_evidence
 from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
 from src.claims.render import figure_list, report_tables, write_report
 from src.claims.verdicts import judge_claims
-from src.config.schema import Config
 from src.params.load import load_config, model_limits
 from src.params.stage import run_stage
-from src.results.tables import plain
-
-
-def load_evidence(tables: Path, predictions: Predictions, num_layers: int, config: Config) -> Evidence:
-    """Every headline run once (modified conditions too: App. D-F and Huang et al. compare them
-    with the plain run), marked `plain` where the condition is unmodified."""
-    runs = pd.read_csv(tables / "runs.csv")
-    headline = runs[runs["headline"]].drop_duplicates(["task", "size", "slug", "trial"])
-    unmodified = plain(headline, config.train, ["task", "size", "slug", "trial"])
-    return Evidence(
-        headline.assign(plain=headline.index.isin(unmodified.index)),
-        predictions.runs,
-        predictions.labels,
-        pd.read_csv(tables / "probe.csv"),
-        pd.read_csv(tables / "weight_change.csv"),
-        pd.read_csv(tables / "layer_change.csv"),
-        num_layers,
-        config.report,
-        dict(config.studies),
-        config.data,
-        config.train,
-        predictions.probes,
-    )
 
 
 def main() -> None:
@@ -53,9 +28,7 @@ def main() -> None:
     args = parser.parse_args()
 
     config = load_config()
-    evidence = load_evidence(
-        args.tables, read_predictions(args.predictions), model_limits(args.model).num_layers, config
-    )
+    evidence = read_evidence(Evidence, args.tables, args.predictions, model_limits(args.model).num_layers, config)
     verdicts, _ = judge_claims(evidence)
     agreement = agreement_table(evidence)
     agreement.to_csv(args.agreement, index=False)

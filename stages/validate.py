@@ -15,19 +15,10 @@ installed (submitit for slurm, ray for ray).
 import argparse
 from pathlib import Path
 
-from src.artefacts.base_model import BaseModelRecord
-from src.params.load import ModelLimits, check_backend_installed, load_config, model_limits
+from src.params.load import check_backend_installed, load_config, prepared_model_limits
 from src.params.stage import run_stage
 
 VALID = "params.yaml is valid (src/config/)\n"
-
-
-def prepared_model_limits(model_dir: Path, name: str) -> ModelLimits:
-    """The prepared model's limits if `model_dir` holds the model params.yaml names, else none."""
-    try:
-        return model_limits(model_dir) if BaseModelRecord.read(model_dir).name == name else ModelLimits()
-    except (OSError, ValueError, KeyError, TypeError):  # not prepared yet, or a partial folder
-        return ModelLimits()
 
 
 def main() -> None:

@@ -631,6 +631,7 @@ NOT_FINGERPRINTED = {
     "src/params/stage.py": "the entry point: error messages, dying with the parent",
     "src/core/process.py": "dying with the parent process",
     "src/stats/intervals.py": "the focus summary, recomputed every run",
+    "src/artefacts/focus.py": "the focus summary, recomputed every run",
 }
 
 

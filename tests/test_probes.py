@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from src.core.files import write_json_atomically
+from src.artefacts.probe_result import ProbeLayer, ProbeResult
 from src.data import tokens
 from src.model.base import load_encoder
 from src.model.features import layer_features, pool_layers
@@ -98,28 +98,22 @@ def test_probe_seeds_give_every_layer_an_interval(probe, data, tmp_path):
     features = {name: layered_features(labels[name], rng, signal=0.3) for name in splits}
     control = dict(zip(splits, control_labels(list(splits.values()), labels["train"], seed=0)))
     outcomes = [probe_seed(TASK, features, labels, control, probe, seed) for seed in (0, 1, 2)]
-    # the same JSON the probe stage writes, read back by the aggregate's table
-    write_json_atomically(
-        tmp_path / "rt_sentiment.json",
-        {
-            "task": "rt_sentiment",
-            "metric": "accuracy",
-            "pooling": "mean",
-            "train_examples": 600,
-            "uniform_bits": outcomes[0].uniform_bits,
-            "layers": [
-                {
-                    "layer": layer,
-                    "seed": s,
-                    "scores": o.scores[layer],
-                    "control_scores": o.control_scores[layer],
-                    "codelength_bits": float(o.codelength_bits[layer]),
-                }
-                for s, o in enumerate(outcomes)
-                for layer in range(2)
-            ],
-        },
-    )
+    # the probe stage's artefact, read back by the aggregate's table
+    ProbeResult(
+        task="rt_sentiment",
+        metric="accuracy",
+        pooling="mean",
+        train_examples=600,
+        eval_examples=300,
+        seeds=[0, 1, 2],
+        mdl_portions=list(probe.mdl_portions),
+        uniform_bits=outcomes[0].uniform_bits,
+        layers=[
+            ProbeLayer(layer, s, o.scores[layer], o.control_scores[layer], float(o.codelength_bits[layer]))
+            for s, o in enumerate(outcomes)
+            for layer in range(2)
+        ],
+    ).write(tmp_path / "rt_sentiment.json")
     table = probe_table(tmp_path, ["rt_sentiment"])
     assert len(table) == 6 and sorted(table["seed"].unique()) == [0, 1, 2]
     assert np.allclose(table["selectivity"], table["value"] - table["control"])

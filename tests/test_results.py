@@ -14,6 +14,7 @@ from conftest import grid_params, stub_result
 
 from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.predictions import read_predictions, write_predictions
+from src.artefacts.probe_result import write_probe_predictions
 from src.artefacts.run_result import RunResult, read_results, readable, result_path
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions
@@ -133,8 +134,8 @@ def test_the_predictions_of_real_runs_and_probes_round_trip_with_the_eval_labels
     eval_size = len(load_split(tiny_tasks_root / "rt_sentiment" / "tokens.npz", "eval").labels)
     probe = np.random.default_rng(0).integers(0, 2, (2, 4, eval_size)).astype(np.int8)  # seeds x layers x examples
     (tmp_path / "probe").mkdir()
-    np.savez_compressed(tmp_path / "probe" / "rt_sentiment.npz", predictions=probe)
-    np.savez_compressed(tmp_path / "probe" / "subjectivity.npz", predictions=probe)  # not in probe.tasks: not read
+    write_probe_predictions(tmp_path / "probe" / "rt_sentiment.npz", probe)
+    write_probe_predictions(tmp_path / "probe" / "subjectivity.npz", probe)  # not in probe.tasks: not read
     write_predictions(
         tmp_path / "predictions.npz",
         {"progressive": [runs[PROGRESSIVE], diverged], "permutation": [runs[PERMUTATION]]},

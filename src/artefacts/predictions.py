@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from src.artefacts.probe_result import read_probe_predictions
 from src.artefacts.run_result import RunResult
 from src.tasks import splits
 
@@ -40,10 +41,10 @@ def write_predictions(
                 arrays[_run_key((c.task, c.size, c.slug, c.trial))] = r.eval_predictions()
                 tasks.add(c.task)
     for task in probe_tasks:
-        with np.load(probe_dir / f"{task}.npz") as probe:
-            arrays[f"probe|{task}"] = probe["predictions"]
+        arrays[f"probe|{task}"] = read_probe_predictions(probe_dir / f"{task}.npz")
     for task in sorted(tasks):
         arrays[f"labels|{task}"] = splits.load_split(tasks_dir / task / "tokens.npz", "eval").example_labels
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from src.config.schema import DataConfig
+from src.config.schema import Config, DataConfig
 from src.core.errors import ParamsError
 from src.data import tokens
 from src.tasks import embedded, glue, splits, squad
@@ -94,3 +94,23 @@ def write_task(
     }
     (out / "info.json").write_text(json.dumps(info, indent=2, default=int) + "\n")
     return info
+
+
+def build_tasks(config: Config, tokenizer, out: Path) -> None:
+    """Every task of data.tasks built, tokenised and written to out/<task>, with what it holds
+    printed; every task is checked for unknown words before any is written."""
+    built = {name: build_splits(name, config.data) for name in config.data.tasks}
+    unknown = {
+        name: checked_unknown_words(name, train, eval_, tokenizer, config.data)
+        for name, (train, eval_, _) in built.items()
+    }
+    for name, (train, eval_, note) in built.items():
+        info = write_task(
+            name, train, eval_, note, unknown[name], tokenizer, config.model.max_length, out / name, config.data
+        )
+        print(f"{name}: {len(train)} train / {len(eval_)} eval examples; {note}")
+        print(f"  [UNK] words {unknown[name].unknown} of {unknown[name].words} ({unknown[name].rate:.2%})")
+        if info["label_counts"]:
+            print(f"  label counts {info['label_counts']}")
+        if info["answerable"]:
+            print(f"  answerable questions {info['answerable']}, windows {info['windows']}")

@@ -100,8 +100,9 @@ def draw_study(study: StudyConfig, tables: StudyTables, path: Path) -> None:
 WEIGHT_COLUMNS = ["task", "size", "layer", "sublayer", "spectral"]
 
 
-def draw_figures(config: Config, tables: Tables, folder: Path) -> list[dict]:
-    """Every study's figure and the weight-change figure; each drawn, or removed with the reason."""
+def draw_figures(config: Config, tables: Tables, folder: Path, listing: Path) -> None:
+    """Every study's figure and the weight-change figure into `folder`; each drawn, or removed
+    with the reason, as `listing` (metrics/figures.csv) says."""
     t = tables
     figures = {
         name: lambda path, name=name, study=study: draw_study(
@@ -144,6 +145,7 @@ def draw_figures(config: Config, tables: Tables, folder: Path) -> list[dict]:
         "Training loss on the final task against steps, after an intermediate task or direct (Huang et al. Fig. 1)",
     )
     drawn = []
+    folder.mkdir(parents=True, exist_ok=True)
     for name, draw in figures.items():
         try:
             draw(folder / f"{name}.png")
@@ -151,4 +153,5 @@ def draw_figures(config: Config, tables: Tables, folder: Path) -> list[dict]:
         except plots.NothingToDraw as reason:
             (folder / f"{name}.png").unlink(missing_ok=True)
             drawn.append({"figure": name, "status": f"not run: {reason}"})
-    return drawn
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(drawn).to_csv(listing, index=False)

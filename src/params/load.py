@@ -341,3 +341,14 @@ def model_limits(model_dir: str | Path) -> ModelLimits:
 
     shape = BaseModelRecord.read(model_dir)
     return ModelLimits(shape.num_layers, shape.num_heads, shape.max_positions)
+
+
+def prepared_model_limits(model_dir: Path, name: str) -> ModelLimits:
+    """The prepared model's limits if `model_dir` holds the model params.yaml names (model.name),
+    else none: not prepared yet, a partial folder, or another model (its prepare_model stage checks it)."""
+    from src.artefacts.base_model import BaseModelRecord
+
+    try:
+        return model_limits(model_dir) if BaseModelRecord.read(model_dir).name == name else ModelLimits()
+    except (OSError, ValueError, KeyError, TypeError):  # not prepared yet, or a partial folder
+        return ModelLimits()

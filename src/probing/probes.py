@@ -28,13 +28,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from src.artefacts.probe_result import ProbeLayer, ProbeResult
 from src.core.seeds import derive_seed
+from src.tasks import splits
 from src.tasks.metrics import score
-from src.tasks.registry import TaskSpec
+from src.tasks.registry import TaskSpec, get_task
 from src.tasks.splits import TokenizedSplit
 
 if TYPE_CHECKING:  # annotations only: probe code stays out of the config's import closure
-    from src.config.schema import ProbeConfig
+    from pathlib import Path
+
+    from src.config.schema import Config, ProbeConfig
 
 
 def control_labels(splits: list[TokenizedSplit], balance: np.ndarray, seed: int) -> list[np.ndarray]:
@@ -174,3 +178,43 @@ def probe_seed(
         codelength_bits=online,
         uniform_bits=uniform,
     )
+
+
+def probe_task(name: str, tokens: Path, features: Path, config: Config) -> tuple[ProbeResult, np.ndarray]:
+    """Every probe seed of task `name` on its cached frozen features: the per-layer scores and
+    the eval predictions [seeds, layers, examples] (src/artefacts/probe_result.py)."""
+    probe, task = config.probe, get_task(name)
+    split = {part: splits.load_split(tokens, part) for part in ("train", "eval")}
+    labels = {part: s.labels for part, s in split.items()}
+    # One control task per (seed, task): every probe seed is trained on the same control labels.
+    control = dict(
+        zip(split, control_labels(list(split.values()), labels["train"], derive_seed(config.seed, task.name)))
+    )
+    with np.load(features) as cached:
+        layers = {part: cached[part] for part in split}
+    # Seed 0 is the base seed, as the single probe before probe seeds existed: its numbers stay.
+    seeds = [config.seed] + [derive_seed(config.seed, "probe", task.name, s) for s in range(1, probe.seeds)]
+    outcomes = [probe_seed(task, layers, labels, control, probe, seed) for seed in seeds]
+    rows = [
+        ProbeLayer(
+            layer=layer,
+            seed=s,
+            scores=outcome.scores[layer],
+            control_scores=outcome.control_scores[layer],
+            codelength_bits=None if outcome.codelength_bits is None else float(outcome.codelength_bits[layer]),
+        )
+        for s, outcome in enumerate(outcomes)
+        for layer in range(len(outcome.scores))
+    ]
+    result = ProbeResult(
+        task=name,
+        metric=task.headline,
+        pooling=probe.pooling,
+        train_examples=len(labels["train"]),
+        eval_examples=len(labels["eval"]),
+        seeds=seeds,
+        mdl_portions=list(probe.mdl_portions),
+        uniform_bits=outcomes[0].uniform_bits,
+        layers=rows,
+    )
+    return result, np.stack([outcome.predictions for outcome in outcomes])

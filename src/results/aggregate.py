@@ -18,12 +18,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from src.artefacts.evidence import EvidenceTables, plain
+from src.artefacts.probe_result import ProbeResult
 from src.artefacts.run_result import RunResult, read_results
 from src.conditions.condition import Condition
 from src.conditions.studies import trained_conditions
 from src.config.schema import Config, TrainConfig
 from src.core.files import json_safe
-from src.results.tables import full_model, plain, results_table, summarise
+from src.results.tables import full_model, results_table, summarise
 from src.schemes.registry import SCHEMES
 from src.stats import hypothesis
 from src.stats.components import COMPONENT_COLUMNS, crossed_components
@@ -42,6 +44,18 @@ PLOT_COLUMNS = [
     "diverged",
     "collapsed",
 ]
+SHOWN = [
+    "study",
+    "task",
+    "size",
+    "slug",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "n",
+    "diverged",
+    "collapsed",
+]  # the stage's printout
 CONDITION = [
     "scheme",
     "k",
@@ -333,15 +347,15 @@ def probe_table(probe_dir: Path, tasks: list[str]) -> pd.DataFrame:
     compression = uniform / online bits (NaN where there is no online code: regression)."""
     rows = []
     for task in tasks:
-        probe = json.loads((probe_dir / f"{task}.json").read_text())
-        metric, uniform = probe["metric"], probe["uniform_bits"]
-        for layer in probe["layers"]:
-            value, control, online = layer["scores"][metric], layer["control_scores"][metric], layer["codelength_bits"]
+        probe = ProbeResult.read(probe_dir / f"{task}.json")
+        metric, uniform = probe.metric, probe.uniform_bits
+        for layer in probe.layers:
+            value, control, online = layer.scores[metric], layer.control_scores[metric], layer.codelength_bits
             rows.append(
                 {
                     "task": task,
-                    "layer": layer["layer"],
-                    "seed": layer["seed"],
+                    "layer": layer.layer,
+                    "seed": layer.seed,
                     "metric": metric,
                     "value": value,
                     "control": control,
@@ -349,8 +363,8 @@ def probe_table(probe_dir: Path, tasks: list[str]) -> pd.DataFrame:
                     "codelength_bits": online,
                     "uniform_bits": uniform,
                     "compression": uniform / online if online else None,
-                    "pooling": probe["pooling"],
-                    "train_examples": probe["train_examples"],
+                    "pooling": probe.pooling,
+                    "train_examples": probe.train_examples,
                 }
             )
     return pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({"codelength_bits": float, "compression": float})
@@ -455,14 +469,13 @@ def build_tables(
 def write_tables(tables: Tables, config: Config, folder: Path, plot_data: Path, num_layers: int) -> None:
     """The CSV tables, studies.json and Fig. 1's DVC plot data."""
     t = tables
+    for place in (folder, plot_data.parent):
+        place.mkdir(parents=True, exist_ok=True)
     progressive = t.headline_points[t.headline_points["study"] == "progressive"]
     curves = progressive_curves(progressive, t.probe, list(config.studies["progressive"].tasks))
     curves[PLOT_COLUMNS].round(5).to_csv(plot_data, index=False)
-    t.runs.to_csv(folder / "runs.csv", index=False)
     t.points.round(5).to_csv(folder / "points.csv", index=False)
-    t.weights.round(6).to_csv(folder / "weight_change.csv", index=False)
-    layer_change_table(t.results, config.train, num_layers).to_csv(folder / "layer_change.csv", index=False)
-    t.probe.round(5).to_csv(folder / "probe.csv", index=False)
+    EvidenceTables(t.runs, t.probe, t.weights, layer_change_table(t.results, config.train, num_layers)).write(folder)
     for name, table in extra_tables(config.studies, t.headline, t.plain_runs).items():
         table.round(5).to_csv(folder / f"{name}.csv", index=False)
     studies_metrics(t.points, folder / "studies.json")

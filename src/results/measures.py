@@ -13,11 +13,14 @@ and the permutation p (exact up to 8 heads).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from src.artefacts.run_result import RunResult
 from src.config.schema import StudyConfig
-from src.results.aggregate import head_changes
+from src.core.files import write_json_atomically
+from src.results.aggregate import Tables, head_changes
 from src.schemes.registry import SCHEMES, scheme_of
 from src.stats.correlation import spearman_with_uncertainty
 
@@ -155,3 +158,11 @@ def measures_metrics(tables: dict[str, pd.DataFrame], probe: pd.DataFrame, num_l
             key: round(float(getattr(row, key)), 5) for key in ("spearman", "ci_low", "ci_high", "p_permutation")
         }
     return metrics
+
+
+def write_measures(studies: dict[str, StudyConfig], tables: Tables, folder: Path, num_layers: int) -> None:
+    """Every measurement table (metrics/<name>.csv) and metrics/measures.json."""
+    measured = measure_tables(studies, tables.results, tables.headline, tables.plain_runs)
+    for name, table in measured.items():
+        table.round(6).to_csv(folder / f"{name}.csv", index=False)
+    write_json_atomically(folder / "measures.json", measures_metrics(measured, tables.probe, num_layers))

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from src.artefacts.evidence import plain
 from src.artefacts.run_result import RunResult
 from src.config.schema import TrainConfig
 from src.stats.intervals import mean_ci
@@ -80,19 +81,6 @@ def results_table(results: list[RunResult], study: str, num_layers: int) -> pd.D
                 }
             )
     return pd.DataFrame(rows)
-
-
-def plain(table: pd.DataFrame, train: TrainConfig, unique: list[str]) -> pd.DataFrame:
-    """Rows of unmodified conditions (default epochs, no lr multiplier, no kept LayerNorm,
-    no intermediate task), from whichever study ran them, each once by `unique`."""
-    default_epochs = table["size"].map(train.epochs_for)
-    keep = (
-        (table["lr_multiplier"] == 1.0)
-        & ~table["keep_layernorm"].astype(bool)
-        & table["intermediate_task"].isna()
-        & (table["epochs"] == default_epochs)
-    )
-    return table[keep].drop_duplicates(unique)
 
 
 def full_model(table: pd.DataFrame, train: TrainConfig, unique: list[str]) -> pd.DataFrame:

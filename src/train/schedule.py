@@ -14,11 +14,12 @@ import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.run_result import RunResult, readable, result_path, weights_path
 from src.conditions.condition import Condition
-from src.conditions.studies import head_references
+from src.conditions.studies import all_study_conditions, focus_conditions, head_references, trained_conditions
 from src.config.schema import Config
 from src.core.errors import ParamsError
 from src.core.files import sha256_of, write_json_atomically
@@ -30,6 +31,9 @@ from src.train.loop import RunSettings
 from src.train.progress import Progress
 from src.train.reuse import missing_measurements, with_measurements_of
 from src.train.run import fingerprint, run_condition
+
+if TYPE_CHECKING:  # annotations only
+    from src.params.load import ModelLimits
 
 
 def run_settings(config: Config, epochs: int, full_model: bool = False, head_reference: bool = False) -> RunSettings:
@@ -85,6 +89,30 @@ def check_sizes(conditions: list[Condition], tasks_dir: Path, where: str) -> Non
                 raise ParamsError(
                     f"params.yaml: {where} asks for {size} training examples of task {task!r}, which has {pool(task)}"
                 )
+
+
+def run_stage_conditions(
+    config: Config,
+    limits: ModelLimits,
+    model_dir: Path,
+    tasks_dir: Path,
+    out: Path,
+    study: str | None,
+    reuse: Path | None,
+) -> list[RunResult]:
+    """A finetune stage's runs: the conditions of studies.<study> that no earlier study trains
+    (src/conditions/studies.py), or with no study the focus condition's trials; every one
+    checked against the model and its task's pool before the first trains."""
+    if study is None:
+        conditions, where, log_epochs = focus_conditions(config), "the focus condition", False
+    else:
+        reported = all_study_conditions(config, limits.num_layers)
+        conditions, where = trained_conditions(reported, study, limits.num_layers), f"studies.{study}"
+        log_epochs = config.studies[study].epochs is not None
+    for condition in conditions:
+        condition.check(limits.num_layers, limits.num_heads)
+    check_sizes(conditions, tasks_dir, where)
+    return run_all(conditions, config, model_dir, tasks_dir, out, where, log_epochs, reuse)
 
 
 def finished_in_studies(

@@ -1,0 +1,34 @@
+"""The probes' input: each layer's pooled features of the frozen pretrained model, per split
+(the features stage caches them once; src/model/features.py pools them).
+
+Outside src/model on purpose: src/model/features.py is training code (a run's fingerprint
+hashes it), and this is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from src.model.base import load_encoder
+from src.model.features import layer_features
+from src.tasks import splits
+
+if TYPE_CHECKING:  # annotations only
+    from src.config.schema import ProbeConfig
+
+
+def task_features(model_dir: Path, tokens: Path, probe: ProbeConfig) -> dict[str, np.ndarray]:
+    """Each split's (train, eval) pooled features of every layer, from one forward pass of the
+    frozen pretrained model (with its pooler for probe.pooling cls), on the GPU when there is one."""
+    encoder = load_encoder(model_dir, with_pooler=probe.pooling == "cls").to(
+        "cuda" if torch.cuda.is_available() else "cpu"
+    )
+    return {
+        split: layer_features(
+            encoder, splits.load_split(tokens, split), probe.batch_size, probe.pooling, desc=f"features {split}"
+        )
+        for split in ("train", "eval")
+    }
