@@ -21,10 +21,6 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import WORDS, grid_params, toy_sentiment
-from test_dvc_params import dvc, every_output, finish_with_placeholders, ok, ran_stages, scratch_repo
-from test_faults import stage_command, stage_env
-from test_params import DELETE, with_change
 
 from src.artefacts import base_model as record
 from src.artefacts.base_model import BaseModelRecord
@@ -37,8 +33,23 @@ from src.model.finetuner import build_finetuner
 from src.params.load import ModelLimits, load_config, model_limits, read_params, validate
 from src.schemes.registry import REMOVAL_ALLOWED
 from src.tasks import splits
+from tests.support import (
+    DELETE,
+    REPO,
+    WORDS,
+    build_scratch_repo,
+    dvc,
+    every_output,
+    finish_with_placeholders,
+    grid_params,
+    ok,
+    ran_stages,
+    stage_command,
+    stage_env,
+    toy_sentiment,
+    with_change,
+)
 
-REPO = Path(__file__).resolve().parents[1]
 L, H = 6, 12  # the default model's shape (all-MiniLM-L6-v2)
 
 
@@ -799,14 +810,22 @@ def scratch_pipeline(root: Path, model: Path) -> list[str]:
     tokenizer spells all of it), model.name = `model`, every output a committed placeholder."""
     from dvc.utils.serialize import dumps_yaml
 
-    scratch_repo(root, yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
     params = on_tasks(grid_params(), ["sst2"])
     params["model"].update(name=str(model), max_length=32)
     params["data"]["glue_dir"] = "glue"
-    (root / "params.yaml").write_text(dumps_yaml(json.loads(json.dumps(params))))  # as DVC writes it
-    (root / "glue" / "SST-2").mkdir(parents=True)
-    for name, n, seed in (("train.tsv", 40, 1), ("dev.tsv", 20, 2)):
-        toy_sentiment(n, seed).to_csv(root / "glue" / "SST-2" / name, sep="\t", index=False)
+
+    def write_glue(root: Path) -> None:
+        (root / "glue" / "SST-2").mkdir(parents=True)
+        for name, n, seed in (("train.tsv", 40, 1), ("dev.tsv", 20, 2)):
+            toy_sentiment(n, seed).to_csv(root / "glue" / "SST-2" / name, sep="\t", index=False)
+
+    build_scratch_repo(
+        root,
+        dumps_yaml(json.loads(json.dumps(params))),  # as DVC writes it
+        stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"],
+        write_inputs=write_glue,
+        message=None,
+    )
     return finish_with_placeholders(root)
 
 

@@ -3,13 +3,12 @@ them with: a renamed or removed function would break a benchmark only when someo
 runs it. Importing each module (no benchmark is run) catches that in the default suite."""
 
 import importlib
-from pathlib import Path
 
 import pytest
 
-BENCH_MODULES = sorted(
-    p.stem for p in (Path(__file__).resolve().parents[1] / "bench").glob("*.py") if p.stem != "__init__"
-)
+from tests.support import REPO
+
+BENCH_MODULES = sorted(p.stem for p in (REPO / "bench").glob("*.py") if p.stem != "__init__")
 
 
 @pytest.mark.parametrize("name", BENCH_MODULES)

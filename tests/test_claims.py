@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import grid_params
 from statsmodels.stats.multitest import multipletests
 
 from src.claims.registry import BY_ID, CLAIMS, Shared
@@ -26,6 +25,7 @@ from src.claims.verdicts import NO_VERDICT, NOT_RUN, judge_claims
 from src.config.schema import ReportConfig, StudyConfig
 from src.params.load import validate
 from src.stats.curves import first_reaching
+from tests.support import grid_params
 
 L = 4
 N = 200  # eval examples

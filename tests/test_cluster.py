@@ -18,10 +18,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import grid_params
-from test_faults import make_scratch, result_files, stage_command, stage_env, tiny_params
 
 from src.params.load import validate
+from tests.support import (
+    REPO,
+    finetune_workspace,
+    grid_params,
+    most_at_once,
+    result_files,
+    stage_command,
+    stage_env,
+    tiny_params,
+)
 
 pytestmark = pytest.mark.slow
 needs_submitit = pytest.mark.skipif(
@@ -30,7 +38,6 @@ needs_submitit = pytest.mark.skipif(
 needs_ray = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="pip install -r requirements-cluster.txt"
 )
-REPO = Path(__file__).resolve().parents[1]
 STUDY = {"scheme": "progressive", "tasks": ["rt_sentiment"], "sizes": [40], "ks": [0, 3], "trials": 2}  # 4 runs
 
 
@@ -50,7 +57,7 @@ def with_executor(**executor) -> dict:
 
 @pytest.fixture(scope="module")
 def local_results(tmp_path_factory, tiny_model_dir, tiny_task_dir):
-    root = make_scratch(tmp_path_factory.mktemp("cluster") / "local", tiny_task_dir, with_executor(kind="local"))
+    root = finetune_workspace(tmp_path_factory.mktemp("cluster") / "local", tiny_task_dir, with_executor(kind="local"))
     return run_study(root, tiny_model_dir)[1]
 
 
@@ -67,7 +74,7 @@ def test_a_study_through_a_slurm_job_array_gives_the_local_numbers(
 ):
     subprocess.run([str(REPO / "tests" / "cluster" / "slurm.sh"), "start"], check=True, timeout=600)
     logs = tmp_path / "slurm_logs"
-    root = make_scratch(
+    root = finetune_workspace(
         tmp_path / "slurm",
         tiny_task_dir,
         with_executor(kind="slurm", gpus_per_run=0, mem_gb_per_run=1, time_limit_min=10, log_dir=str(logs)),
@@ -98,7 +105,9 @@ def ray_head(tmp_path):
 def test_a_study_through_ray_tasks_gives_the_local_numbers(
     tmp_path, tiny_model_dir, tiny_task_dir, local_results, ray_head
 ):
-    root = make_scratch(tmp_path / "ray", tiny_task_dir, with_executor(kind="ray", address="auto", gpus_per_run=0))
+    root = finetune_workspace(
+        tmp_path / "ray", tiny_task_dir, with_executor(kind="ray", address="auto", gpus_per_run=0)
+    )
     stdout, results = run_study(root, tiny_model_dir)
     assert_same_numbers(results, local_results)
     assert stdout.count("| ") == 4
@@ -123,7 +132,6 @@ def test_ray_places_each_run_on_one_fake_gpu_and_no_gpu_holds_more_than_its_shar
         )
     finally:
         ray.shutdown()
-    from test_executors import most_at_once
 
     assert sorted(outcomes) == list(range(10))
     slots = {o["slot"] for o in outcomes.values()}

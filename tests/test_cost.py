@@ -4,14 +4,13 @@ No Ray and no GLUE needed, except where marked (real token counts: ../shared/glu
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from bench import cost
 from src.conditions.condition import Condition
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 GLUE = REPO.parent / "shared" / "glue"
 
 

@@ -16,8 +16,7 @@ from src.core import codehash as imports
 from src.core.codehash import code_files, code_units
 from src.train import run
 from src.train.schedule import run_settings
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO
 
 
 def stage_entries() -> dict[str, tuple[str, list[str]]]:

@@ -20,14 +20,21 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import grid_params
 from dvc.utils.serialize import dumps_yaml
 
-from src.artefacts.base_model import BaseModelRecord
 from src.params.load import read_params
+from tests.support import (
+    REPO,
+    build_scratch_repo,
+    commit,
+    dvc,
+    every_output,
+    finish_with_placeholders,
+    grid_params,
+    ok,
+    ran_stages,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
 # Comments as a person writes them; `dvc exp run -S` must keep every one.
 COMMENTS = {"k: 6\n": "k: 6  # keep layers 1..k pretrained\n", "lr: 2e-05\n": "lr: 2e-05  # paper: 2e-5\n"}
 
@@ -42,46 +49,9 @@ def grid_params_yaml() -> str:
     return text
 
 
-def dvc(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(
-        os.environ,
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        DVC_NO_ANALYTICS="1",
-        OMP_NUM_THREADS="1",
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "dvc", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=300
-    )
-
-
-def ok(run: subprocess.CompletedProcess) -> str:
-    assert run.returncode == 0, f"{run.args} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
-    return run.stdout
-
-
-def scratch_repo(root: Path, stages: dict) -> Path:
-    """A git + DVC repository with this project's code, the test grid's params.yaml and `stages`."""
-    for item in ("src", "stages", ".dvcignore", ".gitignore"):
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, root / item)
-    (root / "params.yaml").write_text(grid_params_yaml())
-    shutil.copytree(REPO / ".dvc", root / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
-    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False))
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
-
-
-def commit(root: Path, message: str) -> None:
-    subprocess.run(GIT + ["add", "-A"], cwd=root, check=True)
-    subprocess.run(GIT + ["commit", "-q", "-m", message], cwd=root, check=True)
-
-
 def restore(root: Path) -> None:
     """Back to the last commit (an experiment run in the workspace leaves its changes there)."""
     subprocess.run(["git", "reset", "-q", "--hard"], cwd=root, check=True)  # DVC stages params.yaml in git's index
-
-
-def ran_stages(output: str) -> list[str]:
-    return [line for line in output.splitlines() if line.startswith("Running stage")]
 
 
 # --- the validate stage alone: sweeps as DVC writes them --------------------------------------------
@@ -90,7 +60,12 @@ def ran_stages(output: str) -> list[str]:
 @pytest.fixture(scope="module")
 def validate_repo(tmp_path_factory):
     real = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-    root = scratch_repo(tmp_path_factory.mktemp("validate_only"), {"validate": real["validate"]})
+    root = build_scratch_repo(
+        tmp_path_factory.mktemp("validate_only"),
+        grid_params_yaml(),
+        stages={"validate": real["validate"]},
+        message=None,
+    )
     ok(dvc(root, "repro"))
     commit(root, "validated")
     return root
@@ -163,44 +138,13 @@ def test_exp_run_with_a_key_or_value_the_schema_refuses_fails_in_validate(valida
 
 @pytest.fixture(scope="module")
 def finished_repo(tmp_path_factory):
-    root = scratch_repo(
-        tmp_path_factory.mktemp("placeholders"), yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    root = build_scratch_repo(
+        tmp_path_factory.mktemp("placeholders"),
+        grid_params_yaml(),
+        stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"],
+        message=None,
     )
     return root, finish_with_placeholders(root)
-
-
-def finish_with_placeholders(root: Path) -> list[str]:
-    """Every output of the repository's pipeline (for its params.yaml) as a placeholder file,
-    recorded with `dvc commit` and committed: a finished pipeline of the real shape, in
-    seconds. Returns the outputs' paths."""
-    from dvc.repo import Repo
-
-    commit(root, "pipeline")
-    with Repo(str(root)) as repo:
-        outs = [str(out.def_path) for stage in repo.index.stages for out in stage.outs]
-    for out in outs:
-        path = root / out
-        file = path if path.suffix else path / "placeholder"
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text(f"{out}\n")
-    # the prepared default model, as validate reads it: shape and positions of all-MiniLM-L6-v2
-    (root / "data/model/config.json").write_text(
-        '{"model_type": "bert", "num_hidden_layers": 6, "num_attention_heads": 12, "max_position_embeddings": 512}\n'
-    )
-    BaseModelRecord("embedded", "test", "bert", 6, 384, 12, "placeholder").write(root / "data/model")
-    ok(dvc(root, "commit", "-f", "-q"))
-    commit(root, "finished pipeline (placeholders)")
-    return outs
-
-
-def every_output(root: Path, outs: list[str]) -> dict[str, str]:
-    return {
-        out: "".join(p.read_text() for p in sorted((root / out).rglob("*")) if p.is_file())
-        if (root / out).is_dir()
-        else (root / out).read_text()
-        for out in outs
-        if (root / out).exists()
-    }
 
 
 @pytest.mark.parametrize(

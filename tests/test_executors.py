@@ -11,9 +11,7 @@ import subprocess
 
 import pytest
 import torch
-from conftest import grid_params
 from fake_runs import fail_odd, note_slot
-from test_faults import make_scratch, result_files, stage_command, stage_env, tiny_params
 
 from src.conditions.condition import Condition
 from src.core.errors import ParamsError
@@ -25,6 +23,15 @@ from src.tasks.registry import get_task
 from src.train import executors, loop
 from src.train.executors import Failure
 from src.train.progress import Progress
+from tests.support import (
+    finetune_workspace,
+    grid_params,
+    most_at_once,
+    result_files,
+    stage_command,
+    stage_env,
+    tiny_params,
+)
 
 
 def local_params(workers: int = 2, **executor) -> dict:
@@ -45,17 +52,6 @@ def run_settings(**changes) -> loop.RunSettings:
     fields = dict(lr=1e-3, batch_size=8, epochs=1, weight_decay=0.0, eval_batch_size=64, group_by_length=True)
     fields.update(precision="fp32", checkpoint_every=0, threads=1, seed=0, device="cpu")
     return loop.RunSettings(**{**fields, **changes})
-
-
-def most_at_once(intervals: list[tuple[float, float]]) -> int:
-    events = sorted(
-        [(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals]
-    )  # an end sorts before a start at the same time
-    running = peak = 0
-    for _, step in events:
-        running += step
-        peak = max(peak, running)
-    return peak
 
 
 def test_local_runs_are_pinned_to_one_gpu_each_and_no_gpu_holds_more_than_runs_per_gpu(tmp_path):
@@ -100,7 +96,7 @@ def test_the_stage_exits_non_zero_naming_every_failed_condition_and_keeps_the_fi
         {"scheme": "progressive", "tasks": ["rt_sentiment", "bigram_shift"], "sizes": [40], "ks": [0, 3], "trials": 1}
     )
     params["data"]["tasks"] = ["rt_sentiment", "bigram_shift"]
-    root = make_scratch(tmp_path / "failing", tiny_task_dir, params)
+    root = finetune_workspace(tmp_path / "failing", tiny_task_dir, params)
     shutil.copytree(root / "tasks" / "rt_sentiment", root / "tasks" / "bigram_shift")
     (root / "tasks" / "bigram_shift" / "tokens.npz").write_bytes(b"not a zip file")
     run = subprocess.run(

@@ -12,7 +12,6 @@ import re
 
 import pytest
 import torch
-from conftest import grid_params
 from safetensors.torch import load_file
 from transformers import AutoModel
 
@@ -23,6 +22,7 @@ from src.model.families import FAMILIES, family_of, layout_problems
 from src.model.finetuner import build_finetuner, encode, reinitialised_layer_parameters
 from src.train.loop import parameter_groups
 from src.train.weights import layer_weights
+from tests.support import build_scratch_repo, dvc_out, grid_params, write_tiny_glue
 
 LAYERS, HEADS, HIDDEN = 3, 4, 32
 SHAPE = dict(
@@ -413,20 +413,9 @@ def test_mpnets_relative_attention_bias_is_shared_and_no_scheme_touches_it(tmp_p
         assert not any(e["name"].startswith("encoder.relative") for e in record["reinitialised"])
 
 
-def scratch_repo(root, model_folder):
+def tiny_family_repo(root, model_folder):
     """A git + DVC copy of this project whose params point model.name at a local folder and
     run a tiny grid: one SST-2-layout task, progressive k = 0 and L, head and permutation."""
-    import shutil
-    import subprocess
-
-    import yaml
-
-    from tests.test_pipeline import REPO, write_tiny_glue
-
-    for item in ("dvc.yaml", "src", "stages", ".dvcignore", ".gitignore"):
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, root / item)
-    shutil.copytree(REPO / ".dvc", root / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
-    write_tiny_glue(root / "glue")
     params = grid_params()
     params.update(task="sst2", size=8, k=LAYERS, trials=1)
     params["model"].update(name=str(model_folder), max_length=32)
@@ -439,11 +428,7 @@ def scratch_repo(root, model_folder):
         "heads": {"scheme": "head", "layers": [2], "heads": [3], **tiny},
         "permutation": {"scheme": "permutation", **tiny, "trials": 2},
     }
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    subprocess.run(git + ["add", "-A"], cwd=root, check=True)
-    subprocess.run(git + ["commit", "-q", "-m", "tiny grid"], cwd=root, check=True)
+    build_scratch_repo(root, params, write_inputs=lambda root: write_tiny_glue(root / "glue"))
 
 
 def run_stages_in_process(repo, monkeypatch, studies) -> None:
@@ -492,7 +477,7 @@ def test_every_family_goes_through_the_stages_from_a_local_folder(tmp_path, tiny
     write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
     repo = tmp_path / "repo"
     repo.mkdir()
-    scratch_repo(repo, tmp_path / "checkpoint")
+    tiny_family_repo(repo, tmp_path / "checkpoint")
     run_stages_in_process(repo, monkeypatch, ("progressive", "heads", "permutation"))
     check_outputs(repo, kind, tmp_path / "checkpoint")
 
@@ -500,12 +485,10 @@ def test_every_family_goes_through_the_stages_from_a_local_folder(tmp_path, tiny
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_dvc_repro_of_a_tiny_study_from_a_local_folder(tmp_path, tiny_model_dir, kind):
-    from tests.test_pipeline import dvc
-
     write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
     repo = tmp_path / "repo"
     repo.mkdir()
-    scratch_repo(repo, tmp_path / "checkpoint")
-    dvc(repo, "repro")
+    tiny_family_repo(repo, tmp_path / "checkpoint")
+    dvc_out(repo, "repro")
     check_outputs(repo, kind, tmp_path / "checkpoint")
     assert (repo / "metrics/report.md").exists()

@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import grid_params, stub_result
 
 from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.run_result import read_results, readable
@@ -38,15 +37,16 @@ from src.tasks.registry import get_task
 from src.train.loop import finetune
 from src.train.run import TRAINING_CODE, fingerprint, run_condition
 from src.train.schedule import run_settings
-
-REPO = Path(__file__).resolve().parents[1]
-STUDY = {
-    "scheme": "progressive",
-    "tasks": ["rt_sentiment"],
-    "sizes": [80],
-    "ks": [0, 1, 2, 3],
-    "trials": 2,
-}  # 8 conditions
+from tests.support import (
+    REPO,
+    TINY_STUDY,
+    finetune_workspace,
+    result_files,
+    stage_command,
+    stage_env,
+    stub_result,
+    tiny_params,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -70,67 +70,9 @@ def tasks_dir(tmp_path_factory, tiny_task_dir):
 # --- a scratch pipeline folder around the tiny model ---------------------------------------
 
 
-def tiny_params(study: dict | None = None, **train) -> dict:
-    """The test grid (conftest.grid_params) with one progressive study on the tiny model, run
-    by 2 worker processes of 1 thread each (the pool of the kill and worker-count tests)."""
-    params = grid_params()
-    params.update(task="rt_sentiment", size=40, k=3, trials=2)
-    params["data"]["tasks"] = ["rt_sentiment"]
-    params["probe"]["tasks"] = ["rt_sentiment"]
-    params["train"].update(
-        {
-            "lr": 1e-3,
-            "batch_size": 8,
-            "epochs": 1,
-            "small_epochs": 1,
-            "eval_batch_size": 64,
-            "precision": "fp32",
-            "checkpoint_every": 0,
-            "workers": 2,
-            "threads": 1,
-            **train,
-        }
-    )
-    params["studies"] = {"progressive": copy.deepcopy(study or STUDY)}
-    return params
-
-
 def settings(params: dict, epochs: int):
     """The RunSettings a finetune stage gives a run of `epochs` under these params."""
     return run_settings(validate(params), epochs)
-
-
-def make_scratch(root: Path, tiny_task_dir: Path, params: dict) -> Path:
-    """params.yaml + tasks/rt_sentiment/{tokens.npz, info.json}; the stage imports the code
-    from the repository (PYTHONPATH, stage_env)."""
-    root.mkdir(parents=True)
-    task = root / "tasks" / "rt_sentiment"
-    task.mkdir(parents=True)
-    shutil.copy(tiny_task_dir / "tokens.npz", task / "tokens.npz")
-    pool = len(splits.load_split(task / "tokens.npz", "train"))
-    (task / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": pool}))
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    return root
-
-
-def stage_command(model_dir: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "stages.finetune",
-        "--study",
-        "progressive",
-        "--model",
-        str(model_dir),
-        "--tasks",
-        "tasks",
-        "--out",
-        "out",
-    ]
-
-
-def stage_env() -> dict:
-    return dict(os.environ, PYTHONPATH=str(REPO), TQDM_DISABLE="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
 
 def run_stage(root: Path, model_dir: Path) -> str:
@@ -139,10 +81,6 @@ def run_stage(root: Path, model_dir: Path) -> str:
     )
     assert run.returncode == 0, f"stage failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     return run.stdout
-
-
-def result_files(out: Path) -> dict[str, Path]:
-    return {str(p.relative_to(out)): p for p in sorted(out.rglob("trial*.json"))}
 
 
 def kept_lines(stdout: str) -> list[str]:
@@ -156,7 +94,7 @@ def trained_lines(stdout: str) -> list[str]:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory, tiny_model_dir, tiny_task_dir):
     """The study run once from start to end, without checkpoints: the reference."""
-    root = make_scratch(tmp_path_factory.mktemp("faults") / "uninterrupted", tiny_task_dir, tiny_params())
+    root = finetune_workspace(tmp_path_factory.mktemp("faults") / "uninterrupted", tiny_task_dir, tiny_params())
     stdout = run_stage(root, tiny_model_dir)
     assert len(trained_lines(stdout)) == 8 and not kept_lines(stdout)
     results = {name: json.loads(p.read_text()) for name, p in result_files(root / "out").items()}
@@ -173,7 +111,7 @@ def test_killed_study_resumes_keeps_finished_conditions_and_matches_an_uninterru
     _, reference = uninterrupted
     # Checkpoints every 2 steps (10 per condition): a kill mid-condition resumes from one.
     # checkpoint_every is not part of the fingerprint, so the results must still be identical.
-    root = make_scratch(tmp_path / "killed", tiny_task_dir, tiny_params(checkpoint_every=2))
+    root = finetune_workspace(tmp_path / "killed", tiny_task_dir, tiny_params(checkpoint_every=2))
     out = root / "out"  # not made yet: the first checkpoint creates its folders
     log = (tmp_path / "first.log").open("w")
     proc = subprocess.Popen(
@@ -405,7 +343,7 @@ def test_conditions_no_longer_asked_for_are_removed_and_the_rest_reused(tmp_path
     )  # a half-done condition dropped from the study
     stale_checkpoint.write_bytes(b"checkpoint")
     before = {name: (p.stat().st_mtime_ns, p.read_bytes()) for name, p in result_files(out).items()}
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params({**STUDY, "ks": [0, 3]}), sort_keys=False))
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params({**TINY_STUDY, "ks": [0, 3]}), sort_keys=False))
 
     stdout = run_stage(root, tiny_model_dir)
     assert len(kept_lines(stdout)) == 4 and not trained_lines(stdout), stdout
@@ -457,12 +395,14 @@ def test_measurements_added_later_are_made_on_kept_weights_and_equal_those_made_
     tmp_path, tiny_model_dir, tiny_task_dir
 ):
     measured = {"cka": True, "criticality": "full_model", "head_importance": "full_model"}
-    reference_root = make_scratch(tmp_path / "reference", tiny_task_dir, tiny_params(**measured))
+    reference_root = finetune_workspace(tmp_path / "reference", tiny_task_dir, tiny_params(**measured))
     run_stage(reference_root, tiny_model_dir)
     reference = {name: json.loads(p.read_text()) for name, p in result_files(reference_root / "out").items()}
 
     # Trained with no measurement, keeping the weights; then every measurement asked for: none trains.
-    root = make_scratch(tmp_path / "kept", tiny_task_dir, tiny_params(keep_weights=True, cka=False, criticality="off"))
+    root = finetune_workspace(
+        tmp_path / "kept", tiny_task_dir, tiny_params(keep_weights=True, cka=False, criticality="off")
+    )
     assert len(trained_lines(run_stage(root, tiny_model_dir))) == 8
     out = root / "out"
     for path in result_files(out).values():
@@ -500,7 +440,7 @@ def test_the_focus_stage_copies_a_study_run_with_its_kept_weights_and_trains_one
     tmp_path, tiny_model_dir, tiny_task_dir
 ):
     params = {**tiny_params(keep_weights=True), "size": 80, "k": 3, "trials": 2}  # the study's k = 3 runs
-    root = make_scratch(tmp_path / "focus", tiny_task_dir, params)
+    root = finetune_workspace(tmp_path / "focus", tiny_task_dir, params)
     (root / "runs").mkdir()
     focus = [*stage_command(tiny_model_dir)[:3], "--focus", *stage_command(tiny_model_dir)[5:-2]]
     focus += ["--out", "focus", "--reuse", "runs"]
@@ -560,7 +500,7 @@ def test_one_worker_and_two_workers_give_the_same_results(tmp_path, tiny_model_d
     params = yaml.safe_load((source / "params.yaml").read_text())
     assert params["train"]["workers"] > 1, "the reference must have run in a pool of worker processes"
     params["train"]["workers"] = 1
-    root = make_scratch(tmp_path / "one_worker", tiny_task_dir, params)
+    root = finetune_workspace(tmp_path / "one_worker", tiny_task_dir, params)
     run_stage(root, tiny_model_dir)
     results = {name: json.loads(p.read_text()) for name, p in result_files(root / "out").items()}
     assert results.keys() == reference.keys()
@@ -656,8 +596,8 @@ def test_a_truncated_result_file_is_recomputed_not_fatal(tmp_path):
 
 
 def test_a_damaged_checkpoint_is_discarded_with_a_warning_and_the_run_restarts(tmp_path, tiny_model_dir, tiny_task_dir):
-    study = {**STUDY, "sizes": [40], "ks": [3], "trials": 1}
-    root = make_scratch(tmp_path / "damaged", tiny_task_dir, tiny_params(study, checkpoint_every=2))
+    study = {**TINY_STUDY, "sizes": [40], "ks": [3], "trials": 1}
+    root = finetune_workspace(tmp_path / "damaged", tiny_task_dir, tiny_params(study, checkpoint_every=2))
     checkpoint = Path("out/rt_sentiment/n40/k3_e1/trial0.ckpt")
     (root / checkpoint).parent.mkdir(parents=True)
     (root / checkpoint).write_bytes(b"PK\x03\x04 garbage: a zip cut short")
@@ -708,8 +648,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
 def test_kill_9_of_dvc_repro_leaves_no_stage_or_worker_running(tmp_path, tiny_model_dir, tiny_task_dir):
-    root = make_scratch(
-        tmp_path / "killed_dvc", tiny_task_dir, tiny_params({**STUDY, "trials": 4}, checkpoint_every=2)
+    root = finetune_workspace(
+        tmp_path / "killed_dvc", tiny_task_dir, tiny_params({**TINY_STUDY, "trials": 4}, checkpoint_every=2)
     )  # 16 conditions, 2 workers
     stage = {
         "cmd": f"python -m stages.finetune --study progressive --model {tiny_model_dir} --tasks tasks --out out",

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import grid_params
 from scipy.stats import ortho_group
 
 from src.conditions.condition import Condition
@@ -25,6 +24,7 @@ from src.tasks.registry import get_task
 from src.train.loop import evaluate
 from src.train.run import run_condition
 from src.train.schedule import is_full_model, run_settings
+from tests.support import grid_params
 
 RNG = np.random.default_rng(0)
 

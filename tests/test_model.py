@@ -5,13 +5,11 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
-from conftest import grid_params
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO, grid_params
 
 
 @pytest.mark.parametrize(

@@ -1,37 +1,16 @@
 """Bad parameters fail before any compute, with one message naming key, value and what is allowed.
 
-Every case changes one key of the test grid (tests/conftest.py grid_params), not of the
+Every case changes one key of the test grid (tests/support.py grid_params), not of the
 shipped params.yaml: editing the experiment must not break these tests. The one test that
 reads the shipped params.yaml is the first: it must validate.
 """
 
-import copy
-from pathlib import Path
-
 import pytest
-from conftest import grid_params
 
 from src.core.errors import ParamsError
-from src.params.load import ModelLimits, read_params, validate
+from src.params.load import read_params, validate
 from src.tasks.registry import TASKS
-
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_MODEL = ModelLimits(num_layers=6, num_heads=12, max_positions=512)  # all-MiniLM-L6-v2
-DELETE = object()
-
-
-def with_change(key: str, value, params: dict | None = None) -> dict:
-    """A copy of `params` (default: the test grid) with `key` (dotted) set to `value`, or deleted."""
-    params = copy.deepcopy(grid_params() if params is None else params)
-    node = params
-    *path, last = key.split(".")
-    for part in path:
-        node = node[part]
-    if value is DELETE:
-        del node[last]
-    else:
-        node[last] = value
-    return params
+from tests.support import DEFAULT_MODEL, DELETE, REPO, with_change
 
 
 def test_the_shipped_params_yaml_is_valid_for_the_default_model():

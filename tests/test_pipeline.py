@@ -11,42 +11,15 @@ validate and focus stages. About three minutes on 2 idle cores.
 
 import base64
 import json
-import os
-import shutil
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import grid_params
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_SST2 = REPO.parent / "shared" / "glue" / "SST-2"
-
-
-def write_tiny_glue(folder: Path) -> None:
-    """A few real SST-2 rows in the original layout (synthetic ones where ../shared is absent)."""
-    (folder / "SST-2").mkdir(parents=True)
-    for name, rows in (("train.tsv", 60), ("dev.tsv", 40)):
-        if SHARED_SST2.exists():
-            lines = (SHARED_SST2 / name).read_text().splitlines()[: rows + 1]
-        else:
-            lines = ["sentence\tlabel"] + [
-                f"{'a fine film' if i % 2 else 'a dull film'} number {i} \t{i % 2}" for i in range(rows)
-            ]
-        (folder / "SST-2" / name).write_text("\n".join(lines) + "\n")
-
-
-def dvc(repo: Path, *args: str, env: dict | None = None) -> str:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {}))
-    run = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=repo, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, f"dvc {' '.join(args)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
-    return run.stdout
-
+from tests.support import GIT, build_scratch_repo, dvc_out, grid_params, write_tiny_glue
 
 # The test grid's embedded tasks as the pipeline test runs them: the grid's main task is SST-2
 # from a local folder in GLUE's layout, its two others are the embedded rt_sentiment. So the
@@ -75,30 +48,15 @@ def pipeline_params() -> dict:
     return params
 
 
-def init_scratch_repo(repo: Path, params: dict, write_inputs=lambda repo: None) -> list[str]:
-    """A git + DVC repo of this checkout's pipeline with `params` as its params.yaml and the
-    files `write_inputs` writes, committed; returns the git command prefix."""
-    for item in ("dvc.yaml", "src", "stages", ".dvcignore", ".gitignore"):
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, repo / item)
-    shutil.copytree(REPO / ".dvc", repo / ".dvc", ignore=shutil.ignore_patterns("cache", "tmp"))
-    write_inputs(repo)
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-
-    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
-    subprocess.run(git + ["commit", "-q", "-m", "tiny grid"], cwd=repo, check=True)
-    return git
-
-
 @pytest.fixture(scope="module")
 def scratch_repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("pipeline")
-    git = init_scratch_repo(repo, pipeline_params(), lambda repo: write_tiny_glue(repo / "glue"))
+    build_scratch_repo(repo, pipeline_params(), write_inputs=lambda repo: write_tiny_glue(repo / "glue"))
+    git = GIT
     params_read = tmp_path_factory.mktemp(
         "params_read"
     )  # src/params/stage.py: each stage writes the params keys it read
-    first = dvc(repo, "repro", env={"TRANSFER_RECORD_PARAMS": str(params_read)})
+    first = dvc_out(repo, "repro", env={"TRANSFER_RECORD_PARAMS": str(params_read)})
     return repo, first, git, params_read
 
 
@@ -162,7 +120,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         ["permuted (Table 1)", "rt_sentiment", "sst2", 3],
         ["unpermuted full model (control)", "rt_sentiment", "sst2", 3],
     ]
-    metrics = json.dumps(json.loads(dvc(repo, "metrics", "show", "--json")))
+    metrics = json.dumps(json.loads(dvc_out(repo, "metrics", "show", "--json")))
     assert "metrics/studies.json" in metrics and "metrics/focus.json" in metrics and "metrics/measures.json" in metrics
     # issue 26's per-layer measurements in `dvc metrics`: the full model's means, the probes', head importance's rho
     measures = json.loads((repo / "metrics/measures.json").read_text())
@@ -386,14 +344,14 @@ def test_each_stage_reads_exactly_the_params_its_dvc_yaml_stage_declares(scratch
 
 def test_second_repro_is_a_no_op(scratch_repo):
     repo, _, _, _ = scratch_repo
-    assert "Running stage" not in dvc(repo, "repro")
+    assert "Running stage" not in dvc_out(repo, "repro")
 
 
 def test_exp_run_with_a_new_k_reruns_only_the_focus_stage(scratch_repo):
     repo, _, git, _ = scratch_repo
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "-m", "results"], cwd=repo, check=True)
-    out = dvc(repo, "exp", "run", "-S", "k=3", "-S", "trials=1")
+    out = dvc_out(repo, "exp", "run", "-S", "k=3", "-S", "trials=1")
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
     assert ran == [
         "Running stage 'validate':",
@@ -412,19 +370,19 @@ def test_queued_experiments_run_two_at_a_time_with_results_intact(scratch_repo):
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "before the queue"], cwd=repo, check=True)
     for k in (2, 4):
-        dvc(repo, "exp", "run", "--queue", "-S", f"k={k}", "--name", f"k{k}")
-    dvc(repo, "queue", "start", "-j", "2")
+        dvc_out(repo, "exp", "run", "--queue", "-S", f"k={k}", "--name", f"k{k}")
+    dvc_out(repo, "queue", "start", "-j", "2")
     deadline = time.time() + 900
-    while any(word in dvc(repo, "queue", "status") for word in ("Running", "Queued")):
+    while any(word in dvc_out(repo, "queue", "status") for word in ("Running", "Queued")):
         assert time.time() < deadline, "queued experiments did not finish in 15 minutes"
         time.sleep(5)
-    assert "Failed" not in dvc(repo, "queue", "status")
+    assert "Failed" not in dvc_out(repo, "queue", "status")
     for name, k in (("k2", 2), ("k4", 4)):  # each result restores from the cache, as recorded
-        dvc(repo, "exp", "apply", name)
+        dvc_out(repo, "exp", "apply", name)
         focus = json.loads((repo / "metrics/focus.json").read_text())
         assert (focus["k"], focus["n"]) == (k, 2)
         assert len(list((repo / "data/runs/focus").rglob("trial*.json"))) == 2
-        assert "changed" not in dvc(repo, "status")
+        assert "changed" not in dvc_out(repo, "status")
 
 
 def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_run(scratch_repo):
@@ -435,7 +393,7 @@ def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_r
     repo, _, git, _ = scratch_repo
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "before dropping studies"], cwd=repo, check=True)
-    out = dvc(repo, "exp", "run", "-S", "~studies.permutation", "-S", "~studies.heads")
+    out = dvc_out(repo, "exp", "run", "-S", "~studies.permutation", "-S", "~studies.heads")
     ran = [line for line in out.splitlines() if line.startswith("Running stage")]
     assert "Running stage 'aggregate':" in ran and "Running stage 'report':" in ran
     # The finetune stages rerun (their params changed) and reuse every run they find, but a

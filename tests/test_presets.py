@@ -11,13 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_pipeline import init_scratch_repo
 
 from bench.cost import BERT_BASE_LIMITS, load_preset
 from src.conditions.studies import all_study_conditions
 from src.params.load import read_params, validate
+from tests.support import REPO, build_scratch_repo
 
-REPO = Path(__file__).resolve().parents[1]
 PRESETS = REPO / "presets"
 SQUAD = PRESETS / "huang2021_squad.yaml"
 GLUE_PRESETS = sorted(p for p in PRESETS.glob("*.yaml") if p != SQUAD)
@@ -73,7 +72,7 @@ def run_dvc(repo: Path, *args: str) -> subprocess.CompletedProcess:
 def test_dvc_repro_of_each_preset_without_the_hub_is_refused_in_one_line(tmp_path):
     # The documented command, with each preset as params.yaml in turn: `validate` passes,
     # `prepare_model` refuses the hub model in one line, and nothing downstream (data, finetune) runs.
-    init_scratch_repo(tmp_path, {})
+    build_scratch_repo(tmp_path, {})
     for preset in GLUE_PRESETS:
         (tmp_path / "params.yaml").write_text(preset.read_text())
         run = run_dvc(tmp_path, "repro")

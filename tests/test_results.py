@@ -10,7 +10,6 @@ from dataclasses import asdict, fields
 
 import numpy as np
 import pytest
-from conftest import grid_params, stub_result
 
 from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.predictions import read_predictions, write_predictions
@@ -27,6 +26,7 @@ from src.train.loop import RunSettings
 from src.train.reuse import with_measurements_of
 from src.train.run import fingerprint, run_condition
 from src.train.schedule import run_settings
+from tests.support import grid_params, stub_result
 
 PROGRESSIVE = Condition("rt_sentiment", 8, 0, 1, k=1)
 PERMUTATION = Condition("rt_sentiment", 8, 1, 1, scheme="permutation")

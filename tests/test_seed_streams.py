@@ -6,9 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import grid_params
 from scipy import stats
-from test_training import run
 
 from src.conditions.condition import SEED_SOURCES, Condition
 from src.conditions.studies import all_study_conditions
@@ -16,6 +14,8 @@ from src.core.errors import ParamsError
 from src.params.load import validate
 from src.results.aggregate import variance_components
 from src.stats.components import crossed_components
+from tests.support import grid_params
+from tests.support import train_condition as run
 
 BASE = Condition("rt_sentiment", 48, trial=0, epochs=1, k=1)  # 3-layer tiny model: layers 2-3 reinitialised
 

@@ -4,13 +4,11 @@ threshold fitted on training data only, the SQuAD files' checks, and the real sl
 
 import copy
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import WORDS, grid_params
 
 from src.conditions.condition import Condition
 from src.core.errors import ParamsError
@@ -24,8 +22,8 @@ from src.tasks.spans import Decoded, best_span
 from src.tasks.squad import SquadFormatError, read_squad_json
 from src.train.run import run_condition
 from src.train.schedule import run_settings
+from tests.support import REPO, build_scratch_repo, dvc_out, grid_params, long_context, toy_qa, write_tiny_squad
 
-REPO = Path(__file__).resolve().parents[1]
 SHARED_SQUAD = REPO.parent / "shared" / "squad"
 
 # --- the official metric (evaluate-v2.0.py), hand-computed cases ---------------------------------
@@ -117,11 +115,6 @@ def squad_frame(questions: list[tuple[str, str, list[str]]]):
     return pd.DataFrame(rows, columns=["id", "question", "context", "answers", "answer_start"])
 
 
-def long_context(seed: int, words: int = 60) -> str:
-    rng = np.random.default_rng(seed)
-    return " ".join(rng.choice(WORDS, size=words))
-
-
 def test_a_long_context_is_cut_into_overlapping_windows_that_map_back_to_the_answer(tiny_model_dir):
     tokenizer = load_tokenizer(tiny_model_dir)
     context = long_context(0) + " zebra crossing fun " + long_context(1)
@@ -173,19 +166,6 @@ def test_a_question_that_leaves_no_room_for_context_names_max_length_and_stride(
 
 
 # --- the threshold comes from the training data ----------------------------------------------------
-
-
-def toy_qa(n: int, seed: int) -> list[tuple[str, str, list[str]]]:
-    """Questions whose answer, when there is one, is the word after "great"."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in range(n):
-        words = list(rng.choice(WORDS[:6], size=int(rng.integers(12, 30))))
-        if i % 3:
-            at = int(rng.integers(len(words)))
-            words[at:at] = ["great", "story"]
-        out.append(("what is great", " ".join(words), ["story"] if i % 3 else []))
-    return out
 
 
 @pytest.fixture
@@ -286,24 +266,7 @@ def test_the_shared_slices_build_with_their_question_counts(tmp_path, tiny_model
 # --- a tiny QA checkpoint through the real pipeline --------------------------------------------------
 
 
-def write_tiny_squad(folder: Path) -> None:
-    """A SQuAD 2.0 folder of synthetic paragraphs, a third of the questions unanswerable,
-    contexts long enough to need several windows at max_length 64."""
-    folder.mkdir()
-    for name, n, seed in (("train-v2.0.json", 36, 1), ("dev-v2.0.json", 24, 2)):
-        paragraphs = []
-        for i, (question, context, golds) in enumerate(toy_qa(n, seed)):
-            context = long_context(seed * 100 + i, 40) + " " + context
-            answers = [{"text": g, "answer_start": context.index("great " + g) + 6} for g in golds]
-            qa = {"id": f"{seed}-{i}", "question": question, "answers": answers, "is_impossible": not golds}
-            paragraphs.append({"context": context, "qas": [qa]})
-        squad = {"version": "v2.0", "data": [{"title": "toy", "paragraphs": paragraphs}]}
-        (folder / name).write_text(json.dumps(squad))
-
-
 def test_the_progressive_study_on_squad_runs_through_dvc_exp_run(tmp_path):
-    from test_pipeline import dvc, init_scratch_repo
-
     from src.artefacts.predictions import read_predictions
     from src.artefacts.run_result import RunResult
 
@@ -314,8 +277,8 @@ def test_the_progressive_study_on_squad_runs_through_dvc_exp_run(tmp_path):
     params["train"].update(workers=1, threads=2)
     params.update(size=8, trials=1)  # the focus condition (on rt_sentiment): one short run
     params["studies"] = {"progressive": {**params["studies"]["progressive"], "sizes": [16]}}
-    init_scratch_repo(tmp_path, params, lambda repo: write_tiny_squad(repo / "squad"))
-    dvc(tmp_path, "exp", "run", "-S", "studies.progressive.tasks=[squad_v2]")
+    build_scratch_repo(tmp_path, params, write_inputs=lambda repo: write_tiny_squad(repo / "squad"))
+    dvc_out(tmp_path, "exp", "run", "-S", "studies.progressive.tasks=[squad_v2]")
 
     info = json.loads((tmp_path / "data/tasks/squad_v2/info.json").read_text())
     assert info["answerable"] == {"train": 24, "eval": 16} and info["windows"]["eval"] > 24  # windowed

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-from conftest import grid_params, stub_result
 
 from src.artefacts.run_result import RunResult, result_path
 from src.conditions.condition import Condition
@@ -10,6 +9,7 @@ from src.conditions.studies import all_study_conditions, focus_conditions, study
 from src.params.load import validate
 from src.results.aggregate import load_results
 from src.train.weights import spectral_norm, weight_change
+from tests.support import grid_params, stub_result
 
 L = 6
 # A fixed grid at L = 6 (the test grid's settings, these studies): every family, and twins

@@ -9,8 +9,6 @@ import json
 import shutil
 
 import pytest
-from conftest import grid_params
-from test_params import DEFAULT_MODEL, with_change
 
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions, trained_conditions
@@ -18,6 +16,7 @@ from src.core.errors import ParamsError
 from src.params.load import read_params, validate
 from src.train.run import run_condition
 from src.train.schedule import check_sizes, run_settings
+from tests.support import DEFAULT_MODEL, grid_params, with_change
 
 L = 6
 TASKS = ["rt_sentiment", "subjectivity", "tweet_sentiment"]

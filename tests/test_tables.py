@@ -2,11 +2,11 @@
 averaged and counted; every run names its references."""
 
 import pytest
-from conftest import stub_result
 
 from src.artefacts.run_result import RunResult
 from src.conditions.condition import Condition
 from src.results.tables import results_table, summarise
+from tests.support import stub_result
 
 
 def run_result(condition: dict, status: str, metric: str, scores: dict, majority_share) -> RunResult:

@@ -4,19 +4,16 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import grid_params
 
 from src.core import downloads
 from src.tasks import embedded
 from src.tasks.kinds import KINDS
 from src.tasks.registry import get_task
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO, grid_params
 
 
 def test_rt_sentiment_labels_by_sign_and_drops_near_neutral():

@@ -5,7 +5,6 @@ from dataclasses import asdict, replace
 
 import numpy as np
 import torch
-from conftest import grid_params
 
 from src.artefacts.run_result import RunResult
 from src.conditions.condition import Condition
@@ -17,21 +16,9 @@ from src.params.load import validate
 from src.probing.probes import train_probes
 from src.tasks import splits
 from src.tasks.registry import get_task
-from src.train.run import run_condition
 from src.train.schedule import run_settings
-
-
-def tiny_params(**train) -> dict:
-    params = grid_params()
-    params["train"].update({"lr": 1e-3, "batch_size": 8, "eval_batch_size": 32}, **train)
-    return params
-
-
-def run(condition: Condition, model_dir, tasks_dir, **train):
-    """`condition` trained as a finetune stage would under the test grid with `train` changes."""
-    return run_condition(
-        condition, run_settings(validate(tiny_params(**train)), condition.epochs), model_dir, tasks_dir
-    )
+from tests.support import train_condition as run
+from tests.support import training_params
 
 
 def test_a_condition_is_reproducible(tiny_model_dir, tiny_tasks_root):
@@ -158,7 +145,7 @@ def test_auto_precision_is_native_bf16_or_fp32_on_a_cpu_and_the_fingerprint_hold
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
     assert resolve_precision("auto", "cpu") == "fp32"  # emulated bf16 trained ~10x slower on an AVX2 CPU
     assert resolve_precision("bf16", "cpu") == "bf16"  # an explicit choice stands
-    assert run_settings(validate(tiny_params(precision="auto")), 1).precision == "fp32"
+    assert run_settings(validate(training_params(precision="auto")), 1).precision == "fp32"
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)
     assert resolve_precision("auto", "cpu") == "bf16"
-    assert run_settings(validate(tiny_params(precision="auto")), 1).precision == "bf16"
+    assert run_settings(validate(training_params(precision="auto")), 1).precision == "bf16"
