@@ -80,7 +80,7 @@ def test_a_non_utf8_glue_file_names_file_line_and_byte_offset_in_one_line(tmp_pa
 
 
 def test_a_bug_keeps_its_traceback(tmp_path):
-    code = "from src.stage import run_stage\ndef main():\n    {}['missing']\nrun_stage(main)\n"
+    code = "from src.params.stage import run_stage\ndef main():\n    {}['missing']\nrun_stage(main)\n"
     run = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,
