@@ -23,14 +23,39 @@ def conditions_of(study, num_layers=L, task="rt_sentiment", size=8, trial=0) -> 
     return [Condition(task, size, trial, 1, **fields) for fields in SCHEMES[study.scheme].expand(study, num_layers)]
 
 
+# Every scheme written out, not rebuilt from SCHEMES: a wrong entry in the registry (a variant
+# moved to another scheme, a flag flipped, a key or figure renamed) fails here.
+# name: (variants, whole_layers, figure, reports_full_and_scratch, alters_model, per_head, keys = limits)
+EXPECTED_SCHEMES = {
+    "progressive": (("progressive",), True, "progressive", False, False, False, ("ks",)),
+    "block": (("block_reinit", "block_preserve"), True, "blocks", True, False, False, ("window",)),
+    "single_layer": (("single_layer",), True, "single_layer", True, False, False, ("layers",)),
+    "permutation": (("permutation",), False, "permutation", True, True, False, ()),
+    "head": (("head",), False, "heads", True, True, True, ("layers", "heads")),
+    "remove": (("remove",), False, "remove", True, True, False, ("removals",)),
+}
+ALL_VARIANTS = ("progressive", "block_reinit", "block_preserve", "single_layer", "permutation", "head", "remove")
+
+
 def test_every_variant_resolves_to_the_scheme_that_lists_it():
-    listed = [(variant, scheme) for scheme in SCHEMES.values() for variant in scheme.variants]
-    assert len(listed) == len(BY_VARIANT) == len(VARIANTS)  # no variant claimed by two schemes
-    for variant, scheme in listed:
-        assert BY_VARIANT[variant] is scheme and scheme_of(variant) is scheme
-    assert set(WHOLE_LAYER_VARIANTS) == {v for v, s in listed if s.whole_layers}
-    assert all(name == scheme.name for name, scheme in SCHEMES.items())
-    with pytest.raises(ValueError, match=re.escape(f"unknown scheme 'blocks'; allowed: {' | '.join(VARIANTS)}")):
+    assert list(SCHEMES) == list(EXPECTED_SCHEMES)
+    assert VARIANTS == ALL_VARIANTS and tuple(BY_VARIANT) == ALL_VARIANTS
+    assert WHOLE_LAYER_VARIANTS == ("progressive", "block_reinit", "block_preserve", "single_layer")
+    for name, (variants, whole_layers, figure, references, alters, per_head, keys) in EXPECTED_SCHEMES.items():
+        scheme = SCHEMES[name]
+        assert scheme.name == name
+        assert scheme.variants == variants, name
+        assert (scheme.whole_layers, scheme.figure, scheme.reports_full_and_scratch) == (
+            whole_layers,
+            figure,
+            references,
+        )
+        assert (scheme.alters_model, scheme.per_head) == (alters, per_head), name
+        assert tuple(scheme.keys) == keys and tuple(scheme.limits) == keys, name
+        for variant in variants:
+            assert BY_VARIANT[variant] is scheme and scheme_of(variant) is scheme, variant
+    allowed = "progressive | block_reinit | block_preserve | single_layer | permutation | head | remove"
+    with pytest.raises(ValueError, match=re.escape(f"unknown scheme 'blocks'; allowed: {allowed}")):
         scheme_of("blocks")
 
 

@@ -8,17 +8,30 @@ import pandas as pd
 import pytest
 import torch
 
-from src.tasks.kinds import COLLAPSE_SHARE, KINDS, Classification, Regression, decode_predictions
+from src.tasks.kinds import COLLAPSE_SHARE, KINDS, Classification, Regression, SpanQA, decode_predictions
 
 CLASSIFICATION, REGRESSION = KINDS["classification"], KINDS["regression"]
 
 
+# Every kind written out, not rebuilt from KINDS: a wrong entry (a kind under another's name, a
+# flag or dtype changed) fails here.
+# name: (class, label dtype, prediction dtype, resamples_examples, token_level, fits_null_threshold)
+EXPECTED_KINDS = {
+    "classification": (Classification, np.int64, np.int64, True, False, False),
+    "regression": (Regression, np.float32, np.float32, False, False, False),
+    "span_qa": (SpanQA, np.int64, object, True, True, True),
+}
+
+
 def test_the_registry_holds_each_kind_under_its_name():
-    assert set(KINDS) == {"classification", "regression", "span_qa"}
-    assert isinstance(CLASSIFICATION, Classification) and isinstance(REGRESSION, Regression)
-    assert all(kind.name == name for name, kind in KINDS.items())
-    # the report resamples eval examples only where the metric is a mean over examples
-    assert CLASSIFICATION.resamples_examples and not REGRESSION.resamples_examples
+    assert list(KINDS) == ["classification", "regression", "span_qa"]
+    for name, (cls, labels, predictions, resamples, token_level, null_threshold) in EXPECTED_KINDS.items():
+        kind = KINDS[name]
+        assert type(kind) is cls and kind.name == name, name
+        assert (kind.label_dtype, kind.prediction_dtype) == (labels, predictions), name
+        assert (kind.token_level, kind.fits_null_threshold) == (token_level, null_threshold), name
+        # the report resamples eval examples only where the metric is a mean over examples
+        assert kind.resamples_examples == resamples, name
 
 
 def test_head_outputs_one_logit_per_class_and_one_score_for_regression():
