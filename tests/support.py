@@ -459,3 +459,101 @@ def most_at_once(intervals: list[tuple[float, float]]) -> int:
         running += step
         peak = max(peak, running)
     return peak
+
+
+# --- tiny checkpoints of every encoder family --------------------------------------------------
+
+FAMILY_LAYERS, FAMILY_HEADS, FAMILY_HIDDEN = 3, 4, 32
+FAMILY_SHAPE = dict(
+    hidden_size=FAMILY_HIDDEN,
+    num_hidden_layers=FAMILY_LAYERS,
+    num_attention_heads=FAMILY_HEADS,
+    intermediate_size=64,
+    max_position_embeddings=64,
+    pad_token_id=0,
+)
+
+
+def tiny_config(kind: str, vocab_size: int):
+    """A tiny config of each family (DeBERTa twice: v2's per-head positional projections, v3's shared ones)."""
+    import transformers as t
+
+    configs = {
+        "bert": lambda: t.BertConfig(**FAMILY_SHAPE),
+        "roberta": lambda: t.RobertaConfig(**FAMILY_SHAPE, type_vocab_size=1),
+        "xlm-roberta": lambda: t.XLMRobertaConfig(**FAMILY_SHAPE, type_vocab_size=1),
+        "electra": lambda: t.ElectraConfig(**FAMILY_SHAPE, embedding_size=16),  # the discriminator's base model
+        "distilbert": lambda: t.DistilBertConfig(
+            dim=FAMILY_HIDDEN,
+            n_layers=FAMILY_LAYERS,
+            n_heads=FAMILY_HEADS,
+            hidden_dim=64,
+            max_position_embeddings=64,
+            pad_token_id=0,
+        ),
+        "deberta-v2": lambda: t.DebertaV2Config(
+            **FAMILY_SHAPE,
+            relative_attention=True,
+            pos_att_type=["p2c", "c2p"],
+            position_buckets=8,
+            share_att_key=False,
+        ),
+        "deberta-v3": lambda: t.DebertaV2Config(
+            **FAMILY_SHAPE,
+            relative_attention=True,
+            pos_att_type=["p2c", "c2p"],
+            position_buckets=8,
+            share_att_key=True,
+            norm_rel_ebd="layer_norm",
+            type_vocab_size=0,
+            position_biased_input=False,
+        ),
+        "modernbert": lambda: t.ModernBertConfig(
+            **FAMILY_SHAPE,
+            global_attn_every_n_layers=2,
+            local_attention=8,
+            bos_token_id=2,
+            cls_token_id=2,
+            eos_token_id=3,
+            sep_token_id=3,
+        ),
+        "albert": lambda: t.AlbertConfig(**FAMILY_SHAPE, embedding_size=16),
+        "mpnet": lambda: t.MPNetConfig(**FAMILY_SHAPE),
+        # not in the table, but with a listed family's layout (matched by it)
+        "camembert": lambda: t.CamembertConfig(**FAMILY_SHAPE, type_vocab_size=1),  # RoBERTa's, one segment type
+        "ernie": lambda: t.ErnieConfig(**FAMILY_SHAPE),  # BERT's, two segment types
+        # not in the table, and BERT's paths with pre-LayerNorms elsewhere: no layout fits
+        "megatron-bert": lambda: t.MegatronBertConfig(**FAMILY_SHAPE),
+    }
+    config = configs[kind]()
+    config.vocab_size = vocab_size
+    return config
+
+
+# the families of src/model/families.py's table, each written by write_checkpoint
+FAMILY_KINDS = [
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "electra",
+    "distilbert",
+    "deberta-v2",
+    "deberta-v3",
+    "modernbert",
+    "mpnet",
+]
+
+
+def write_checkpoint(kind: str, folder, tokenizer_dir) -> None:
+    """A randomly initialised model of `kind` as a local folder: config, safetensors, tokenizer."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    torch.manual_seed(0)
+    model = AutoModel.from_config(tiny_config(kind, len(tokenizer)))
+    with torch.no_grad():  # "pretrained": unlike any fresh init (LayerNorms not 1/0, biases not 0)
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)

@@ -1,5 +1,6 @@
 """Faults a long run meets: a kill mid-study, a resumed checkpoint, divergence and collapse,
-a study that shrinks, and a fingerprint that must follow exactly what shapes a result.
+runs that fail inside the workers, a study that shrinks, and a fingerprint that must follow
+exactly what shapes a result.
 
 The stage runs for real (`python -m stages.finetune`) on the tiny 3-layer model of
 conftest.py in scratch folders, so the kill, the resume and the cleanup are the
@@ -685,3 +686,48 @@ def test_kill_9_of_dvc_repro_leaves_no_stage_or_worker_running(tmp_path, tiny_mo
         for pid in tree | {dvc.pid}:  # leave nothing behind, whatever failed
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+# --- runs that fail inside the workers ----------------------------------------------------------
+
+
+def test_the_stage_exits_non_zero_naming_every_failed_condition_and_keeps_the_finished_ones(
+    tmp_path, tiny_model_dir, tiny_task_dir
+):
+    # Two tasks; the second one's token file is corrupt, so its runs fail inside the workers.
+    params = tiny_params(
+        {"scheme": "progressive", "tasks": ["rt_sentiment", "bigram_shift"], "sizes": [40], "ks": [0, 3], "trials": 1}
+    )
+    params["data"]["tasks"] = ["rt_sentiment", "bigram_shift"]
+    root = finetune_workspace(tmp_path / "failing", tiny_task_dir, params)
+    shutil.copytree(root / "tasks" / "rt_sentiment", root / "tasks" / "bigram_shift")
+    (root / "tasks" / "bigram_shift" / "tokens.npz").write_bytes(b"not a zip file")
+    run = subprocess.run(
+        stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode != 0, run.stdout
+    failed_lines = [line for line in run.stderr.splitlines() if line.startswith("  bigram_shift")]
+    assert "2 of 4 runs failed" in run.stderr and len(failed_lines) == 2, run.stderr[-2000:]
+    assert all(": ValueError: This file contains pickled" in line for line in failed_lines), failed_lines
+    out = root / "out"
+    assert sorted(result_files(out)) == ["rt_sentiment/n40/k0_e1/trial0.json", "rt_sentiment/n40/k3_e1/trial0.json"]
+    records = [json.loads(p.read_text()) for p in sorted(out.rglob("*.failed"))]
+    assert len(records) == 2 and all(
+        r["condition"]["task"] == "bigram_shift" and r["cause"].startswith("ValueError: This file contains pickled")
+        for r in records
+    )
+    assert all(
+        (p.with_suffix(".log")).read_text().count("epoch 1/1") == 1 for p in result_files(out).values()
+    )  # per-run detail
+
+    # Repaired: the rerun keeps both finished runs, trains the two failed ones, and drops their records.
+    shutil.copy(root / "tasks" / "rt_sentiment" / "tokens.npz", root / "tasks" / "bigram_shift" / "tokens.npz")
+    rerun = subprocess.run(
+        stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300
+    )
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert (
+        rerun.stdout.count("finished earlier, kept") == 2
+        and len(result_files(out)) == 4
+        and not list(out.rglob("*.failed"))
+    )

@@ -22,82 +22,21 @@ from src.model.families import FAMILIES, family_of, layout_problems
 from src.model.finetuner import build_finetuner, encode, reinitialised_layer_parameters
 from src.train.loop import parameter_groups
 from src.train.weights import layer_weights
-from tests.support import build_scratch_repo, dvc_out, grid_params, write_tiny_glue
-
-LAYERS, HEADS, HIDDEN = 3, 4, 32
-SHAPE = dict(
-    hidden_size=HIDDEN,
-    num_hidden_layers=LAYERS,
-    num_attention_heads=HEADS,
-    intermediate_size=64,
-    max_position_embeddings=64,
-    pad_token_id=0,
+from tests.support import (
+    FAMILY_HEADS,
+    FAMILY_HIDDEN,
+    FAMILY_KINDS,
+    FAMILY_LAYERS,
+    FAMILY_SHAPE,
+    tiny_config,
+    write_checkpoint,
 )
 
-
-def tiny_config(kind: str, vocab_size: int):
-    """A tiny config of each family (DeBERTa twice: v2's per-head positional projections, v3's shared ones)."""
-    import transformers as t
-
-    configs = {
-        "bert": lambda: t.BertConfig(**SHAPE),
-        "roberta": lambda: t.RobertaConfig(**SHAPE, type_vocab_size=1),
-        "xlm-roberta": lambda: t.XLMRobertaConfig(**SHAPE, type_vocab_size=1),
-        "electra": lambda: t.ElectraConfig(**SHAPE, embedding_size=16),  # the discriminator's base model
-        "distilbert": lambda: t.DistilBertConfig(
-            dim=HIDDEN, n_layers=LAYERS, n_heads=HEADS, hidden_dim=64, max_position_embeddings=64, pad_token_id=0
-        ),
-        "deberta-v2": lambda: t.DebertaV2Config(
-            **SHAPE, relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=8, share_att_key=False
-        ),
-        "deberta-v3": lambda: t.DebertaV2Config(
-            **SHAPE,
-            relative_attention=True,
-            pos_att_type=["p2c", "c2p"],
-            position_buckets=8,
-            share_att_key=True,
-            norm_rel_ebd="layer_norm",
-            type_vocab_size=0,
-            position_biased_input=False,
-        ),
-        "modernbert": lambda: t.ModernBertConfig(
-            **SHAPE,
-            global_attn_every_n_layers=2,
-            local_attention=8,
-            bos_token_id=2,
-            cls_token_id=2,
-            eos_token_id=3,
-            sep_token_id=3,
-        ),
-        "albert": lambda: t.AlbertConfig(**SHAPE, embedding_size=16),
-        "mpnet": lambda: t.MPNetConfig(**SHAPE),
-        # not in the table, but with a listed family's layout (matched by it)
-        "camembert": lambda: t.CamembertConfig(**SHAPE, type_vocab_size=1),  # RoBERTa's, one segment type
-        "ernie": lambda: t.ErnieConfig(**SHAPE),  # BERT's, two segment types
-        # not in the table, and BERT's paths with pre-LayerNorms elsewhere: no layout fits
-        "megatron-bert": lambda: t.MegatronBertConfig(**SHAPE),
-    }
-    config = configs[kind]()
-    config.vocab_size = vocab_size
-    return config
+LAYERS, HEADS, HIDDEN = FAMILY_LAYERS, FAMILY_HEADS, FAMILY_HIDDEN  # every family's tiny checkpoint
+KINDS, SHAPE = FAMILY_KINDS, FAMILY_SHAPE
 
 
-KINDS = ["bert", "roberta", "xlm-roberta", "electra", "distilbert", "deberta-v2", "deberta-v3", "modernbert", "mpnet"]
 MATCHED = ["camembert", "ernie"]  # model types outside the table, matched by layout: every fixture test runs on them
-
-
-def write_checkpoint(kind: str, folder, tokenizer_dir) -> None:
-    """A randomly initialised model of `kind` as a local folder: config, safetensors, tokenizer."""
-    from transformers import AutoModel, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    torch.manual_seed(0)
-    model = AutoModel.from_config(tiny_config(kind, len(tokenizer)))
-    with torch.no_grad():  # "pretrained": unlike any fresh init (LayerNorms not 1/0, biases not 0)
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
 
 
 @pytest.fixture(scope="module", params=KINDS + MATCHED)
@@ -411,84 +350,3 @@ def test_mpnets_relative_attention_bias_is_shared_and_no_scheme_touches_it(tmp_p
         _, model, record = start(model_dir, condition)
         assert torch.equal(model.encoder.state_dict()[bias], reference[bias]), condition.slug
         assert not any(e["name"].startswith("encoder.relative") for e in record["reinitialised"])
-
-
-def tiny_family_repo(root, model_folder):
-    """A git + DVC copy of this project whose params point model.name at a local folder and
-    run a tiny grid: one SST-2-layout task, progressive k = 0 and L, head and permutation."""
-    params = grid_params()
-    params.update(task="sst2", size=8, k=LAYERS, trials=1)
-    params["model"].update(name=str(model_folder), max_length=32)
-    params["data"].update(tasks=["sst2"], glue_dir="glue", max_unk_rate=1.0)  # the tiny vocabulary: 18 words
-    params["train"].update(epochs=1, small_epochs=1, workers=1, threads=1)
-    params["probe"].update(epochs=1, tasks=["sst2"])
-    tiny = {"tasks": ["sst2"], "sizes": [8], "trials": 1}
-    params["studies"] = {
-        "progressive": {"scheme": "progressive", **tiny, "ks": [0, LAYERS]},
-        "heads": {"scheme": "head", "layers": [2], "heads": [3], **tiny},
-        "permutation": {"scheme": "permutation", **tiny, "trials": 2},
-    }
-    build_scratch_repo(root, params, write_inputs=lambda root: write_tiny_glue(root / "glue"))
-
-
-def run_stages_in_process(repo, monkeypatch, studies) -> None:
-    """prepare_model -> data -> finetune@<study> -> features -> probe -> aggregate, each by
-    its dvc.yaml command, run in this process: DVC and a fresh interpreter per stage made
-    one family's `dvc repro` take 250-369 s on this loaded 2-core machine (the slow test
-    below runs exactly that for every family)."""
-    import runpy
-    import shlex
-    import sys
-
-    import yaml
-
-    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
-    commands = [stages["prepare_model"]["cmd"], stages["data"]["cmd"]]
-    commands += [stages["finetune"]["do"]["cmd"].replace("${key}", study) for study in studies]
-    commands += [stages[name]["cmd"].replace("${item.task}", "sst2") for name in ("features", "probe", "aggregate")]
-    monkeypatch.chdir(repo)
-    for command in commands:
-        _python, _dash_m, module, *args = shlex.split(command)
-        monkeypatch.setattr(sys, "argv", [module, *args])
-        runpy.run_module(module, run_name="__main__", alter_sys=False)
-
-
-def check_outputs(repo, kind, source) -> None:
-    import pandas as pd
-
-    base = json.loads((repo / "data/model/base.json").read_text())
-    assert base["source"] == f"local folder {source}" and base["num_layers"] == LAYERS
-    runs = pd.read_csv(repo / "metrics/runs.csv")
-    assert set(runs["study"]) == {"progressive", "heads", "permutation"} and (runs["status"] == "ok").all()
-    stack = FAMILIES[tiny_config(kind, 1).model_type].stack
-    k0 = json.loads((repo / "data/runs/studies/progressive/sst2/n8/k0_e1/trial0.json").read_text())
-    assert {e["name"].split(".")[stack.count(".") + 1] for e in k0["reinitialised"] if e["name"].startswith(stack)} == {
-        "0",
-        "1",
-        "2",
-    }
-    weights = pd.read_csv(repo / "metrics/weight_change.csv")
-    assert len(weights.drop_duplicates(["layer", "sublayer"])) == 6 * LAYERS
-    assert len(pd.read_csv(repo / "metrics/probe.csv")) >= LAYERS + 1
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_every_family_goes_through_the_stages_from_a_local_folder(tmp_path, tiny_model_dir, kind, monkeypatch):
-    write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    tiny_family_repo(repo, tmp_path / "checkpoint")
-    run_stages_in_process(repo, monkeypatch, ("progressive", "heads", "permutation"))
-    check_outputs(repo, kind, tmp_path / "checkpoint")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("kind", KINDS)
-def test_dvc_repro_of_a_tiny_study_from_a_local_folder(tmp_path, tiny_model_dir, kind):
-    write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    tiny_family_repo(repo, tmp_path / "checkpoint")
-    dvc_out(repo, "repro")
-    check_outputs(repo, kind, tmp_path / "checkpoint")
-    assert (repo / "metrics/report.md").exists()
