@@ -285,7 +285,7 @@ TINY_STUDY = {
 
 
 def tiny_params(study: dict | None = None, **train) -> dict:
-    """The test grid (conftest.grid_params) with one progressive study on the tiny model, run
+    """The test grid (grid_params) with one progressive study on the tiny model, run
     by 2 worker processes of 1 thread each (the pool of the kill and worker-count tests)."""
     params = grid_params()
     params.update(task="rt_sentiment", size=40, k=3, trials=2)

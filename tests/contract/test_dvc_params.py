@@ -42,7 +42,7 @@ COMMENTS = {"k: 6\n": "k: 6  # keep layers 1..k pretrained\n", "lr: 2e-05\n": "l
 def grid_params_yaml() -> str:
     """The test grid as DVC itself writes params.yaml (so `-S k=3` changes one line), with comments."""
     plain = json.loads(json.dumps(grid_params()))  # no shared lists, so no YAML anchors
-    text = "# the test grid (tests/conftest.py grid_params)\n" + dumps_yaml(plain)
+    text = "# the test grid (tests/support.py grid_params)\n" + dumps_yaml(plain)
     for line, commented in COMMENTS.items():
         assert text.count(line) == 1, line
         text = text.replace(line, commented)
@@ -209,7 +209,7 @@ def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(finished_repo,
 
 # --- the params a stage reads: each one within its dvc.yaml stage's `params:` ---------------------
 
-# The stages that train nothing, run on the tiny model (tests/test_pipeline.py records the others).
+# The stages that train nothing, run on the tiny model (tests/e2e/test_pipeline.py records the others).
 UNTRAINED = ("validate", "prepare_model", "data", "features", "probe")
 
 

@@ -2,7 +2,7 @@
 
 Runs `dvc repro` from clean (real all-MiniLM-L6-v2 from its pinned wheel, the embedded
 RT task built from the VADER sdist, SST-2 from a local folder in GLUE's TSV layout),
-with every study family at a tiny size (the test grid of conftest.py, written as the scratch
+with every study family at a tiny size (the test grid of tests/support.py, written as the scratch
 repo's own params.yaml), then checks the outputs, that each result records the settings
 and seeds it trained with, that each stage reads exactly the params its dvc.yaml stage
 declares, that a second repro is a no-op and that `dvc exp run -S k=3` reruns only the
@@ -28,7 +28,7 @@ PIPELINE_TASK = {"rt_sentiment": "sst2", "subjectivity": "rt_sentiment", "tweet_
 
 
 def pipeline_params() -> dict:
-    """The scratch repo's params.yaml: the test grid (conftest.grid_params) on sst2 and rt_sentiment."""
+    """The scratch repo's params.yaml: the test grid (support.grid_params) on sst2 and rt_sentiment."""
     params = grid_params()
     swap = lambda tasks: list(dict.fromkeys(PIPELINE_TASK[t] for t in tasks))  # noqa: E731
     params["task"] = PIPELINE_TASK[params["task"]]

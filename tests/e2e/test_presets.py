@@ -2,7 +2,7 @@
 params.yaml, offline, against bert-base's limits; each holds its study's design as the seeds state
 it; and `dvc repro` of a preset here, without the hub, is refused in one line before any compute.
 
-bench/cost.py projecting from the Tamkin et al. preset is tested in tests/test_cost.py.
+bench/cost.py projecting from the Tamkin et al. preset is tested in tests/unit/bench/test_cost.py.
 """
 
 import os

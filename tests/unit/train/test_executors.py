@@ -1,8 +1,9 @@
 """The executor layer on this CPU machine: GPU placement with fake GPU ids, failed runs
-named in the stage's exit with every finished result kept, progress lines, and the
-CUDA-only paths of training checked the way they would fail on a GPU.
+kept as failures while the others finish, progress lines, and the CUDA-only paths of
+training checked the way they would fail on a GPU.
 
-No SLURM or Ray here (tests/test_cluster.py starts them, marked slow)."""
+No SLURM or Ray here (tests/e2e/test_cluster.py starts them, marked slow); the stage's exit
+naming every failed condition is in tests/e2e/test_faults.py."""
 
 import io
 
