@@ -161,6 +161,8 @@ def on_tasks(params: dict, tasks: list[str]) -> dict:
 
 
 def stage_params(study: dict) -> dict:
+    """The grid on rt_sentiment alone, size 40, one short fp32 epoch: params for a stage run on the
+    tiny model; `study` changes the progressive study."""
     params = on_tasks(grid_params(), ["rt_sentiment"])
     params.update(size=40, trials=1)
     params["train"].update(epochs=1, small_epochs=1, lr=1e-3, batch_size=8, precision="fp32")
@@ -353,6 +355,7 @@ def result_files(out: Path) -> dict[str, Path]:
 
 
 def dvc(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """`dvc <args>` in `repo` (at most 5 minutes), returned whatever its exit: ok() asserts success."""
     env = dict(
         os.environ,
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
