@@ -5,12 +5,12 @@ equal to each stage's imports)."""
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+
 BLOCK_TORCH = """
 import importlib.abc, sys
 

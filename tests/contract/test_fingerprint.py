@@ -12,8 +12,7 @@ from src.conditions.condition import Condition
 from src.core.codehash import code_files
 from src.train import run
 from src.train.schedule import run_settings
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
 
 
 def test_the_recipe_is_the_run_functions_import_closure_less_what_cannot_change_a_number():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
 
 # Lowest first. A layer is a tuple of sides, each side a tuple of packages in order.
 LAYERS = (

@@ -1,0 +1,279 @@
+"""params.yaml through DVC itself: `dvc exp run -S` sweeps as DVC writes them, keys DVC
+lets through, the validate stage that stops `dvc repro` before any output is removed, and
+the params each stage reads against those its dvc.yaml stage declares.
+
+Two scratch git + DVC repositories with a params.yaml written from the test grid, so
+nothing trains: one whose dvc.yaml is the real validate stage alone, and one with the real
+dvc.yaml whose outputs are placeholders recorded with `dvc commit` (a finished pipeline of
+the real shape); the stages that train nothing run for real on the tiny model. About 90 s
+on a loaded 2-core machine.
+"""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+import yaml
+from dvc.utils.serialize import dumps_yaml
+
+from src.params.load import read_params
+from tests.support import (
+    REPO,
+    build_scratch_repo,
+    commit,
+    dvc,
+    every_output,
+    finish_with_placeholders,
+    grid_params,
+    ok,
+    ran_stages,
+)
+
+# Comments as a person writes them; `dvc exp run -S` must keep every one.
+COMMENTS = {"k: 6\n": "k: 6  # keep layers 1..k pretrained\n", "lr: 2e-05\n": "lr: 2e-05  # paper: 2e-5\n"}
+
+
+def grid_params_yaml() -> str:
+    """The test grid as DVC itself writes params.yaml (so `-S k=3` changes one line), with comments."""
+    plain = json.loads(json.dumps(grid_params()))  # no shared lists, so no YAML anchors
+    text = "# the test grid (tests/support.py grid_params)\n" + dumps_yaml(plain)
+    for line, commented in COMMENTS.items():
+        assert text.count(line) == 1, line
+        text = text.replace(line, commented)
+    return text
+
+
+def restore(root: Path) -> None:
+    """Back to the last commit (an experiment run in the workspace leaves its changes there)."""
+    subprocess.run(["git", "reset", "-q", "--hard"], cwd=root, check=True)  # DVC stages params.yaml in git's index
+
+
+# --- the validate stage alone: sweeps as DVC writes them --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def validate_repo(tmp_path_factory):
+    real = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    root = build_scratch_repo(
+        tmp_path_factory.mktemp("validate_only"),
+        grid_params_yaml(),
+        stages={"validate": real["validate"]},
+        message=None,
+    )
+    ok(dvc(root, "repro"))
+    commit(root, "validated")
+    return root
+
+
+@pytest.mark.parametrize(
+    "override, key, value",
+    [
+        pytest.param("train.lr=3e-5", ("train", "lr"), 3e-5, id="lr-scientific"),  # DVC writes 3e-05
+        pytest.param("train.lr=0.00003", ("train", "lr"), 3e-5, id="lr-decimal"),
+        pytest.param("probe.lr=3e-5", ("probe", "lr"), 3e-5, id="probe-lr-scientific"),
+    ],
+)
+def test_a_float_sweep_in_either_notation_passes_validation(validate_repo, override, key, value):
+    try:
+        out = ok(
+            dvc(validate_repo, "exp", "run", "--force", "-S", override)
+        )  # --force: run it, even if DVC's run cache has these params
+        assert ran_stages(out) == ["Running stage 'validate':"]
+        section, name = key
+        assert read_params(validate_repo / "params.yaml")[section][name] == value
+    finally:
+        restore(validate_repo)
+
+
+def test_exp_run_with_one_value_changes_one_line_of_params_yaml(validate_repo):
+    try:
+        ok(dvc(validate_repo, "exp", "run", "-S", "k=3"))
+        diff = subprocess.run(
+            ["git", "diff", "--numstat", "--", "params.yaml"],
+            cwd=validate_repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert diff.split()[:2] == ["1", "1"], subprocess.run(
+            ["git", "diff", "--", "params.yaml"], cwd=validate_repo, capture_output=True, text=True
+        ).stdout
+        comments = lambda text: [line.split("#", 1)[1] for line in text.splitlines() if "#" in line]  # noqa: E731
+        assert comments((validate_repo / "params.yaml").read_text()) == comments(grid_params_yaml())
+        assert len(comments(grid_params_yaml())) == 1 + len(COMMENTS)
+    finally:
+        restore(validate_repo)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        pytest.param(
+            "+train.max_steps=10",
+            "params.yaml: train.max_steps = 10 is invalid; allowed: the keys known here:",
+            id="new-key-in-a-section",
+        ),
+        pytest.param(
+            "+tirals=5", "params.yaml: tirals = 5 is invalid; allowed: the keys known here:", id="new-top-level-key"
+        ),
+    ],
+)
+def test_exp_run_with_a_key_or_value_the_schema_refuses_fails_in_validate(validate_repo, override, message):
+    try:
+        run = dvc(validate_repo, "exp", "run", "-S", override)
+        assert run.returncode != 0 and f"error: {message}" in run.stderr + run.stdout, run.stderr[-3000:]
+        assert "Traceback" not in run.stderr + run.stdout
+    finally:
+        restore(validate_repo)
+
+
+# --- the real pipeline, finished with placeholders: a refusal removes nothing ----------------------
+
+
+@pytest.fixture(scope="module")
+def finished_repo(tmp_path_factory):
+    root = build_scratch_repo(
+        tmp_path_factory.mktemp("placeholders"),
+        grid_params_yaml(),
+        stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"],
+        message=None,
+    )
+    return root, finish_with_placeholders(root)
+
+
+@pytest.mark.parametrize(
+    "command, override, message",
+    [
+        pytest.param(
+            "exp run",
+            "trials=0",
+            "params.yaml: trials = 0 is invalid; allowed: an integer >= 1",
+            id="exp-run-focus-trials-zero",
+        ),
+        pytest.param(
+            "exp run",
+            "k=7",
+            "params.yaml: k = 7 is invalid; allowed: 0..6 (the model has 6 encoder layers)",
+            id="exp-run-focus-k-beyond-the-prepared-model",
+        ),
+        *(
+            pytest.param(
+                "exp run",
+                f"executor.kind={kind}",
+                f"params.yaml: executor.kind = {kind!r} needs the Python package {module}, which is not installed: "
+                "pip install -r requirements-cluster.txt",
+                id=f"exp-run-{kind}-without-{module}",
+                marks=pytest.mark.skipif(find_spec(module) is not None, reason=f"{module} is installed here"),
+            )
+            for kind, module in (("slurm", "submitit"), ("ray", "ray"))
+        ),
+        # `dvc repro`: `dvc exp run` first checks out the workspace, which unlinks the outputs
+        # of stages gone from dvc.yaml (an empty matrix has none) before any stage runs.
+        pytest.param(
+            "repro",
+            "probe.tasks=[]",
+            "params.yaml: probe.tasks = [] is invalid; allowed: a non-empty list",
+            id="repro-empty-probe-tasks",
+        ),
+    ],
+)
+def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(finished_repo, command, override, message, tmp_path):
+    from dvc.utils.hydra import apply_overrides
+
+    template, outs = finished_repo
+    # a copy per case: a failed `dvc exp run` leaves experiment state that the next one in
+    # the same repo would pick up (its -S values applied again)
+    root = Path(shutil.copytree(template, tmp_path / "repo", symlinks=True))
+    before = every_output(root, outs)
+    assert "metrics/focus.json" in before and len(before) == len(outs), sorted(set(outs) - set(before))
+    try:
+        if command == "repro":
+            apply_overrides(root / "params.yaml", [override])  # what `-S` writes
+            run = dvc(root, "repro")
+        else:
+            run = dvc(root, "exp", "run", "-S", override)
+        assert run.returncode != 0 and f"error: {message}" in run.stderr + run.stdout, (
+            run.stdout[-3000:] + run.stderr[-3000:]
+        )
+        assert ran_stages(run.stdout) == ["Running stage 'validate':"], run.stdout[-3000:]
+        assert every_output(root, outs) == before
+    finally:
+        restore(root)
+
+
+# --- the params a stage reads: each one within its dvc.yaml stage's `params:` ---------------------
+
+# The stages that train nothing, run on the tiny model (tests/e2e/test_pipeline.py records the others).
+UNTRAINED = ("validate", "prepare_model", "data", "features", "probe")
+
+
+def declared_params(stage: dict) -> list[str]:
+    """A dvc.yaml stage's `params:` as dotted keys; "" for the whole of params.yaml."""
+    return ["" if isinstance(p, dict) and "params.yaml" in p else p for p in stage.get("params", [])]
+
+
+def covered(key: str, declared: list[str]) -> bool:
+    """A declared key covers itself and, if a section, every key in it ("" covers everything)."""
+    return any(d == "" or key == d or key.startswith(f"{d}.") for d in declared)
+
+
+def test_each_untrained_stage_reads_only_the_params_it_declares(tmp_path, tiny_model_dir):
+    params = grid_params()
+    params.update(task="sst2", size=8, k=3, trials=1)
+    params["model"].update(name=str(tiny_model_dir), max_length=32)
+    params["data"].update(tasks=["sst2"], glue_dir="glue", max_unk_rate=0.5)  # the tiny vocabulary has no numbers
+    params["probe"].update(tasks=["sst2"], epochs=2)
+    params["studies"] = {
+        "progressive": {"scheme": "progressive", "tasks": ["sst2"], "sizes": [8], "ks": [0, 3], "trials": 1}
+    }
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (tmp_path / "glue" / "SST-2").mkdir(parents=True)
+    for name, rows in (("train.tsv", 40), ("dev.tsv", 20)):
+        lines = [f"{'a good film' if i % 2 else 'a bad film'} {i}\t{i % 2}" for i in range(rows)]
+        (tmp_path / "glue" / "SST-2" / name).write_text("sentence\tlabel\n" + "\n".join(lines) + "\n")
+
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    reads = tmp_path / "reads"
+    env = dict(
+        os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFER_RECORD_PARAMS=str(reads)
+    )
+    module_of = {}
+    for name in UNTRAINED:  # in pipeline order: each stage's outputs are the next one's inputs
+        command = shlex.split(stages[name]["cmd"].replace("${item.task}", "sst2"))
+        assert command[:2] == ["python", "-m"], command
+        module_of[command[2].split(".")[-1]] = name
+        run = subprocess.run(
+            [sys.executable, *command[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert run.returncode == 0, f"{name}: {run.stderr[-3000:]}"
+
+    read = {}
+    for record in map(json.loads, (p.read_text() for p in reads.glob("*.json"))):
+        read[module_of[record["argv"][0]]] = record["read"]
+    assert set(read) == set(UNTRAINED)
+    for name in UNTRAINED:
+        declared = declared_params(stages[name])
+        assert [key for key in read[name] if not covered(key, declared)] == [], (
+            f"{name} reads undeclared params (it read {read[name]})"
+        )
+        # ... and nothing it declares goes unread (validate declares the whole file: it checks it all)
+        unread = [d for d in declared if d and not any(covered(key, [d]) for key in read[name])]
+        assert unread == [], f"dvc.yaml stage {name} declares params it never reads (it read {read[name]})"
+
+
+def test_reads_are_the_stages_own_not_the_checks_even_across_a_second_validation(params):
+    from src.config.schema import forget_keys_read, keys_read
+    from src.params.load import validate
+
+    forget_keys_read()  # a stage process starts with none; this one has run other tests
+    config = validate(params)
+    assert keys_read() == set()  # validating reads every key; none of that is the stage's
+    name = config.model.name  # noqa: F841 - prepare_model reads this, then validates against the model
+    validate(params)
+    assert keys_read() == {"model.name"}

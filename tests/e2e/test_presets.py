@@ -1,0 +1,85 @@
+"""The studies' designs as presets (presets/*.yaml): each validates with the code that validates
+params.yaml, offline, against bert-base's limits; each holds its study's design as the seeds state
+it; and `dvc repro` of a preset here, without the hub, is refused in one line before any compute.
+
+bench/cost.py projecting from the Tamkin et al. preset is tested in tests/unit/bench/test_cost.py.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.cost import BERT_BASE_LIMITS, load_preset
+from src.conditions.studies import all_study_conditions
+from src.params.load import read_params, validate
+from tests.support import REPO, build_scratch_repo
+
+PRESETS = REPO / "presets"
+SQUAD = PRESETS / "huang2021_squad.yaml"
+GLUE_PRESETS = sorted(p for p in PRESETS.glob("*.yaml") if p != SQUAD)
+# GLUE train-set sizes (the official files; ../shared/glue/PROVENANCE.tsv lists the same counts)
+GLUE_TRAIN = {"sst2": 67_349, "qnli": 104_743, "cola": 8_551, "mrpc": 3_668, "rte": 2_490, "wnli": 635, "stsb": 5_749}
+
+
+def test_there_is_a_preset_per_study_design():
+    assert [p.stem for p in GLUE_PRESETS] == ["huang2021", "singh_giovanardi", "tamkin2020"]
+
+
+@pytest.mark.parametrize("preset", GLUE_PRESETS, ids=lambda p: p.stem)
+def test_each_preset_validates_offline_as_params_yaml_does(preset):
+    config = load_preset(preset)
+    assert config.model.name.startswith("bert-base-")  # the studies' model, from the hub
+    assert config.data.glue_dir is None  # GLUE from the hub; -S data.glue_dir=... for a local copy
+    for study in config.studies.values():  # every size fits its task's GLUE train set
+        assert all(size <= GLUE_TRAIN[task] for task in study.tasks for size in study.sizes_of(task))
+
+
+def test_the_squad_preset_validates():
+    config = validate(read_params(SQUAD), BERT_BASE_LIMITS)
+    assert config.studies["progressive"].tasks == ("squad_v2",) and config.model.max_length == 384
+
+
+def test_singh_giovanardi_runs_1_10_and_100_percent():
+    study = load_preset(PRESETS / "singh_giovanardi.yaml").studies["progressive"]
+    for task in ("sst2", "qnli"):  # 4.3.1: 100%, 10%, 1%
+        assert {round(GLUE_TRAIN[task] * f) for f in (0.01, 0.1, 1)} <= set(study.sizes_of(task))
+    assert round(GLUE_TRAIN["qnli"] * 0.006) in study.sizes_of("qnli")  # 6.1.3: 0.6% of QNLI = 1% of SST-2
+    assert study.sizes_of("cola") == (GLUE_TRAIN["cola"],)
+    assert study.ks == tuple(range(13))
+
+
+def test_huang_runs_full_training_sets_and_each_intermediate_task_on_its_full_set():
+    config = load_preset(PRESETS / "huang2021.yaml")
+    for name, study in config.studies.items():
+        assert all(study.sizes_of(task) == (GLUE_TRAIN[task],) for task in study.tasks), name
+    reported = all_study_conditions(config, 12)
+    sequential = [c for c in reported["sequential"] if c.intermediate_task]
+    # 5.5: 4 final tasks x the 3 other tasks first, each trained 3 epochs on its whole set
+    assert len({(c.task, c.intermediate_task) for c in sequential}) == 4 * 3
+    assert {(c.intermediate_size, c.intermediate_epochs, c.epochs) for c in sequential} == {("full", 3, 3)}
+    chains = {c.intermediate_task for c in reported["chains"] if c.intermediate_task}
+    assert chains == {"wnli+rte", "wnli+mrpc", "wnli+cola"}
+
+
+def run_dvc(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=repo, env=env, capture_output=True, text=True)
+
+
+def test_dvc_repro_of_each_preset_without_the_hub_is_refused_in_one_line(tmp_path):
+    # The documented command, with each preset as params.yaml in turn: `validate` passes,
+    # `prepare_model` refuses the hub model in one line, and nothing downstream (data, finetune) runs.
+    build_scratch_repo(tmp_path, {})
+    for preset in GLUE_PRESETS:
+        (tmp_path / "params.yaml").write_text(preset.read_text())
+        run = run_dvc(tmp_path, "repro")
+        assert run.returncode != 0, preset.stem
+        errors = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
+        name = load_preset(preset).model.name
+        assert len(errors) == 1, (preset.stem, run.stderr[-2000:])
+        assert errors[0].startswith(f"error: params.yaml: model.name = '{name}': could not load it"), errors
+        assert "Traceback" not in run.stderr + run.stdout
+        assert not (tmp_path / "data" / "tasks").exists() and not (tmp_path / "data" / "runs").exists()

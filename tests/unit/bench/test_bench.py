@@ -1,0 +1,16 @@
+"""The bench/ scripts run against the pipeline's own modules, which no other test imports
+them with: a renamed or removed function would break a benchmark only when someone next
+runs it. Importing each module (no benchmark is run) catches that in the default suite."""
+
+import importlib
+
+import pytest
+
+from tests.support import REPO
+
+BENCH_MODULES = sorted(p.stem for p in (REPO / "bench").glob("*.py") if p.stem != "__init__")
+
+
+@pytest.mark.parametrize("name", BENCH_MODULES)
+def test_bench_module_imports(name):
+    importlib.import_module(f"bench.{name}")

@@ -1,0 +1,166 @@
+"""The executor layer on this CPU machine: GPU placement with fake GPU ids, failed runs
+kept as failures while the others finish, progress lines, and the CUDA-only paths of
+training checked the way they would fail on a GPU.
+
+No SLURM or Ray here (tests/e2e/test_cluster.py starts them, marked slow); the stage's exit
+naming every failed condition is in tests/e2e/test_faults.py."""
+
+import io
+
+import pytest
+import torch
+from fake_runs import fail_odd, note_slot
+
+from src.conditions.condition import Condition
+from src.core.errors import ParamsError
+from src.data import tokens
+from src.model.finetuner import build_finetuner, new_task_head
+from src.params.load import validate
+from src.tasks import splits
+from src.tasks.registry import get_task
+from src.train import executors, loop
+from src.train.executors import Failure
+from src.train.progress import Progress
+from tests.support import grid_params, most_at_once
+
+
+def local_params(workers: int = 2, **executor) -> dict:
+    """The test grid with these executor settings; `workers` processes of one thread each."""
+    params = grid_params()
+    params["executor"].update(executor)
+    params["train"].update(workers=workers, threads=1)
+    return params
+
+
+def execute(run, runs, params: dict, gpus=None) -> dict:
+    """Every outcome of `runs` on the executor `params` configures, by run index."""
+    config = validate(params)
+    return dict(executors.execute(run, runs, config.executor, config.train, gpus=gpus))
+
+
+def run_settings(**changes) -> loop.RunSettings:
+    fields = dict(lr=1e-3, batch_size=8, epochs=1, weight_decay=0.0, eval_batch_size=64, group_by_length=True)
+    fields.update(precision="fp32", checkpoint_every=0, threads=1, seed=0, device="cpu")
+    return loop.RunSettings(**{**fields, **changes})
+
+
+def test_local_runs_are_pinned_to_one_gpu_each_and_no_gpu_holds_more_than_runs_per_gpu(tmp_path):
+    # Two fake GPUs with ids 3 and 5 (as CUDA_VISIBLE_DEVICES=3,5 would give), two runs per GPU:
+    # four workers, and the first four runs wait until all four are in flight.
+    outcomes = execute(
+        note_slot, [(i, 0.3, str(tmp_path), 4) for i in range(10)], local_params(runs_per_gpu=2), gpus=["3", "5"]
+    )
+    assert sorted(outcomes) == list(range(10)) and all(outcome["run"] == i for i, outcome in outcomes.items())
+    slots = {i: outcome["slot"] for i, outcome in outcomes.items()}
+    assert set(slots.values()) <= {"3", "5"}, f"every run must see exactly one of the GPUs: {slots}"
+    for gpu in ("3", "5"):
+        runs = [o for o in outcomes.values() if o["slot"] == gpu]
+        assert most_at_once([(o["start"], o["end"]) for o in runs]) <= 2, f"GPU {gpu} held more than 2 runs at once"
+        assert len({o["pid"] for o in runs}) <= 2, f"GPU {gpu} had more than 2 worker processes"
+    assert most_at_once([(o["start"], o["end"]) for o in outcomes.values()]) == 4
+
+
+def test_on_a_cpu_machine_the_pool_is_train_workers_and_sets_no_gpu(tmp_path):
+    if executors.visible_gpus():
+        pytest.skip("this machine has a GPU")
+    # The first two runs wait for each other: both workers of the pool must be running at once.
+    outcomes = execute(note_slot, [(i, 0.2, str(tmp_path), 2) for i in range(4)], local_params(workers=2))
+    assert {o["slot"] for o in outcomes.values()} == {None}
+    assert len({o["pid"] for o in outcomes.values()}) == 2
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_run_that_raises_is_a_failure_with_its_cause_and_the_others_finish(workers):
+    outcomes = execute(fail_odd, [(i,) for i in range(4)], local_params(workers=workers))
+    assert outcomes[0] == {"run": 0} and outcomes[2] == {"run": 2}
+    assert outcomes[1] == Failure("ValueError: run 1 is odd", 1) and outcomes[3] == Failure(
+        "ValueError: run 3 is odd", 1
+    )
+
+
+def test_progress_in_a_log_is_one_plain_line_per_finished_run():
+    stream = io.StringIO()
+    progress = Progress([100, 100, 50, 50], concurrency=2, stream=stream)
+    progress.finished(0, "[1/4] a: ok")
+    progress.finished(2, "[2/4] c: failed after 3 attempt(s): boom", failed=True)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2 and "\r" not in stream.getvalue()
+    assert (
+        lines[0].startswith("[1/4] a: ok | 1 done, 2 running, 0 failed, 1 queued; ") and "examples/s, ETA " in lines[0]
+    )
+    assert lines[1].startswith("[2/4] c: failed after 3 attempt(s): boom | 1 done, 2 running, 1 failed, 0 queued; ")
+
+
+def test_executor_params_slurm_takes_whole_gpus_ray_a_fraction():
+    validate(local_params(kind="ray", gpus_per_run=0.5))
+    with pytest.raises(ParamsError, match=r"executor.gpus_per_run = 0.5 is invalid; allowed: .*SLURM: an integer"):
+        validate(local_params(kind="slurm", gpus_per_run=0.5))
+
+
+# --- CUDA paths, checked on the CPU the way they fail on a GPU ---------------------------------
+
+
+def test_a_new_task_head_is_initialised_on_the_cpu_then_moved_to_the_models_device(tiny_model_dir, monkeypatch):
+    # On CUDA, reinit's CPU torch.Generator is refused for a CUDA tensor. `meta` stands in for
+    # the GPU here: the head must be drawn on the CPU and end up on the model's device.
+    model, _ = build_finetuner(tiny_model_dir, Condition("rt_sentiment", 40, 0, 1, k=1), 2, 0)
+    reference = new_task_head(model, 3, Condition("rt_sentiment", 40, 0, 1, k=1), 0, 0.02)
+    weight = model.classifier.weight.detach().clone()
+    real_init = new_task_head.__globals__["reinit"].init_module
+    devices = []
+
+    def init_module(module, *args, **kwargs):
+        devices.extend(p.device.type for p in module.parameters())
+        return real_init(module, *args, **kwargs)
+
+    monkeypatch.setattr("src.model.reinit.init_module", init_module)
+    model.to("meta")
+    written = new_task_head(model, 3, Condition("rt_sentiment", 40, 0, 1, k=1), 0, 0.02)
+    assert devices and set(devices) == {"cpu"}, f"the head was initialised on {set(devices)}"
+    assert model.classifier.weight.device.type == "meta" and model.classifier.weight.shape == weight.shape
+    assert written == reference  # same draws whatever the model's device
+
+
+def test_checkpoints_carry_the_cuda_rng_states_and_a_resume_restores_them(
+    tmp_path, tiny_model_dir, tiny_task_dir, monkeypatch
+):
+    fake_cuda_states = [torch.tensor([7, 7, 7], dtype=torch.uint8), torch.tensor([9], dtype=torch.uint8)]
+    restored = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: fake_cuda_states)
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", restored.append)
+    task = get_task("rt_sentiment")
+    pool = splits.load_split(tiny_task_dir / "tokens.npz", "train")
+    train = pool.subset(tokens.training_subset(len(pool), 24, task.name, 0, 0))  # 3 steps of 8
+    cfg = run_settings(checkpoint_every=1)
+    checkpoint = tmp_path / "trial0.ckpt"
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first_checkpoint(*args, **kwargs):
+        real_save(*args, **kwargs)
+        raise Stop
+
+    real_save = loop._save_checkpoint
+    monkeypatch.setattr(loop, "_save_checkpoint", stop_after_first_checkpoint)
+    model, _ = build_finetuner(tiny_model_dir, Condition("rt_sentiment", 24, 0, 1, k=1), 2, 0)
+    with pytest.raises(Stop):
+        loop.finetune(model, task, train, cfg, 1, checkpoint=checkpoint, checkpoint_key="k")
+    saved = torch.load(checkpoint, weights_only=True)
+    assert [t.tolist() for t in saved["rng"]["cuda"]] == [[7, 7, 7], [9]] and saved["state"]["step"] == 1
+
+    monkeypatch.setattr(loop, "_save_checkpoint", real_save)
+    model, _ = build_finetuner(tiny_model_dir, Condition("rt_sentiment", 24, 0, 1, k=1), 2, 0)
+    assert loop.finetune(model, task, train, cfg, 1, checkpoint=checkpoint, checkpoint_key="k")["status"] == "ok"
+    assert len(restored) == 1 and [t.tolist() for t in restored[0]] == [[7, 7, 7], [9]]
+
+
+def test_fp16_trains_with_a_grad_scaler(tiny_model_dir, tiny_task_dir):
+    task = get_task("rt_sentiment")
+    pool = splits.load_split(tiny_task_dir / "tokens.npz", "train")
+    train = pool.subset(tokens.training_subset(len(pool), 40, task.name, 0, 0))
+    model, _ = build_finetuner(tiny_model_dir, Condition("rt_sentiment", 40, 0, 1, k=1), 2, 0)
+    outcome = loop.finetune(model, task, train, run_settings(epochs=2, precision="fp16"), 1)
+    assert outcome["status"] == "ok" and outcome["epoch_losses"][1] < outcome["epoch_losses"][0]
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # autocast only: weights stay fp32
