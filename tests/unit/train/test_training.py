@@ -142,6 +142,7 @@ def test_a_result_keeps_every_steps_loss_in_two_bytes_and_each_epochs_mean_is_th
 def test_auto_precision_is_native_bf16_or_fp32_on_a_cpu_and_the_fingerprint_holds_the_resolved_one(monkeypatch):
     from src.train.device import resolve_precision
 
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a CPU machine, also where a GPU is lent
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
     assert resolve_precision("auto", "cpu") == "fp32"  # emulated bf16 trained ~10x slower on an AVX2 CPU
     assert resolve_precision("bf16", "cpu") == "bf16"  # an explicit choice stands
