@@ -660,6 +660,7 @@ def test_kill_9_of_dvc_repro_leaves_no_stage_or_worker_running(tmp_path, tiny_mo
     }
     (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"finetune": stage}}))
     env = dict(stage_env(), PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", DVC_NO_ANALYTICS="1")
+    env["SHELL"] = "/bin/sh"  # DVC runs the stage with $SHELL -c; Debian's sh (dash) forks it and waits
     subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=root, env=env, check=True)
     log = (tmp_path / "dvc.log").open("w")
     dvc = subprocess.Popen(
