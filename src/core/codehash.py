@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 OWN = ("src", "stages", "bench", "tools")
 
 
-def _file_of(module: str) -> Path | None:
-    path = ROOT.joinpath(*module.split("."))
+def module_file(module: str, root: Path = ROOT) -> Path | None:
+    """The file that runs for `module` under `root` (its .py, or its package's __init__)."""
+    path = root.joinpath(*module.split("."))
     if path.with_suffix(".py").is_file():
         return path.with_suffix(".py")
     if (path / "__init__.py").is_file():
@@ -42,7 +43,7 @@ def _imported(path: Path) -> set[str]:
             continue
         parts = name.split(".")
         for i in range(1, len(parts) + 1):
-            if _file_of(".".join(parts[:i])) is not None:
+            if module_file(".".join(parts[:i])) is not None:
                 found.add(".".join(parts[:i]))
     return found
 
@@ -64,7 +65,7 @@ def code_files(module: str) -> list[str]:
     seen, todo = set(), [module]
     while todo:
         name = todo.pop()
-        path = _file_of(name)
+        path = module_file(name)
         if path is None or path in seen:
             continue
         seen.add(path)

@@ -68,7 +68,7 @@ def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, ta
         "settings": {**asdict(settings), "checkpoint_every": None},  # checkpoints never change results
         "base": BaseModelRecord.read(model_dir).weights_sha256,
         "tokens": [_file_sha256(tasks_dir / t / "tokens.npz") for t in tasks],
-        "code": _recipe_digest(tuple((f, *_version(ROOT / f)) for f in RECIPE)),
+        "code": _recipe_digest(ROOT, tuple((f, *_version(ROOT / f)) for f in RECIPE)),
         "torch": torch.__version__,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
@@ -91,10 +91,10 @@ def _sha256_of_version(path: Path, mtime_ns: int, size: int) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _recipe_digest(versions: tuple) -> str:
-    """The recipe's normalised code (codehash.code_digest: comments, docstrings and formatting
-    do not count), once per version of its files in a process."""
-    return code_digest(list(RECIPE), ROOT)
+def _recipe_digest(root: Path, versions: tuple) -> str:
+    """The recipe's normalised code under `root` (codehash.code_digest: comments, docstrings
+    and formatting do not count), once per version of its files in a process."""
+    return code_digest(list(RECIPE), root)
 
 
 def run_condition(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from src.core.codehash import module_file
 from tests.support import REPO
 
 # Lowest first. A layer is a tuple of sides, each side a tuple of packages in order.
@@ -55,20 +56,11 @@ def project_imports(path: Path, root: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             # `from a import b`: the module a.b where b is one, else a
             found |= {
-                f"{node.module}.{alias.name}" if _module_file(f"{node.module}.{alias.name}", root) else node.module
+                f"{node.module}.{alias.name}" if module_file(f"{node.module}.{alias.name}", root) else node.module
                 for alias in node.names
             }
     own = {"src", "stages", "tools", "bench"}
-    return {name for name in found if name.split(".")[0] in own and _module_file(name, root) is not None}
-
-
-def _module_file(module: str, root: Path) -> Path | None:
-    path = root.joinpath(*module.split("."))
-    if path.with_suffix(".py").is_file():
-        return path.with_suffix(".py")
-    if (path / "__init__.py").is_file():
-        return path / "__init__.py"
-    return None
+    return {name for name in found if name.split(".")[0] in own and module_file(name, root) is not None}
 
 
 def modules(root: Path) -> dict[str, Path]:
