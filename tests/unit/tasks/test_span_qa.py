@@ -234,6 +234,21 @@ GOOD = {"id": "a", "question": "Who sat?", "is_impossible": False, "answers": [{
             r"answer 'cat' is not at answer_start 9",
             id="misplaced-answer",
         ),
+        pytest.param(  # Python slices from the end: "cat" is also at -19 of this context
+            json.dumps(squad_json([{**GOOD, "answers": [{"text": "cat", "answer_start": -19}]}])),
+            r"question 'a': answer_start = -19 .*an integer >= 0",
+            id="negative-answer-start",
+        ),
+        pytest.param(
+            json.dumps(squad_json([{**GOOD, "is_impossible": True, "answers": []}], context="")),
+            r"data\[0\].paragraphs\[0\]: context = '' .*a non-empty text",
+            id="empty-context",
+        ),
+        pytest.param(
+            json.dumps({"data": [squad_json([GOOD])["data"][0]] * 2}),
+            r"data\[1\].paragraphs\[0\], question 'a': id 'a' again \(first at data\[0\].paragraphs\[0\]\)",
+            id="duplicate-id",
+        ),
     ],
 )
 def test_a_bad_squad_file_is_named_with_what_is_wrong(tmp_path, content, message):
