@@ -165,6 +165,17 @@ def test_a_question_that_leaves_no_room_for_context_names_max_length_and_stride(
         tokens.tokenize_spans(frame, load_tokenizer(tiny_model_dir), max_length=24, stride=6, max_answer_tokens=30)
 
 
+def test_a_stride_as_long_as_the_window_names_data_qa_stride(params):
+    params["data"].update(tasks=[*params["data"]["tasks"], "squad_v2"], qa_stride=128)
+    params["model"]["max_length"] = 128
+    with pytest.raises(ParamsError, match=r"^params.yaml: data.qa_stride = 128 is invalid; allowed: 0..123 "):
+        validate(params)
+    params["data"]["qa_stride"] = 123
+    assert validate(params).data.qa_stride == 123
+    params["data"].update(tasks=params["data"]["tasks"][:-1], qa_stride=128)  # no span-QA task: no windows
+    assert validate(params).data.qa_stride == 128
+
+
 # --- the threshold comes from the training data ----------------------------------------------------
 
 
@@ -202,7 +213,7 @@ def test_the_null_threshold_is_fitted_on_training_data_and_ignores_the_eval_answ
 
 
 def test_a_span_qa_task_cannot_be_probed(params):
-    params["data"]["tasks"] = [*params["data"]["tasks"], "squad_v2"]
+    params["data"].update(tasks=[*params["data"]["tasks"], "squad_v2"], qa_stride=8)
     params["probe"]["tasks"] = ["squad_v2"]
     with pytest.raises(ParamsError, match=r"^params.yaml: probe.tasks\[0\] = 'squad_v2' is invalid; .*span QA"):
         validate(params)
