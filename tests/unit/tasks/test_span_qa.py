@@ -212,6 +212,34 @@ def test_the_null_threshold_is_fitted_on_training_data_and_ignores_the_eval_answ
     assert second.scores != first.scores
 
 
+def qa_settings(config, **train):
+    from dataclasses import replace
+
+    return replace(run_settings(config, 2), **train)
+
+
+def test_criticality_scores_rewound_models_as_the_reported_score_is(qa_tasks_dir, tiny_model_dir):
+    # At lr 0 nothing moves, so every layer rewound to its pretrained value is the reported model:
+    # the same fitted threshold must give the same score, a drop of exactly 0.
+    tasks_dir, config = qa_tasks_dir
+    settings = qa_settings(config, lr=0.0, criticality=True, criticality_examples=0)
+    result = run_condition(Condition("squad_v2", 30, 0, 2, k=3), settings, tiny_model_dir, tasks_dir)
+    assert result.null_threshold is not None
+    assert [r["drop"] for r in result.criticality if r["rewound_to"] == "pretrained"] == [0.0, 0.0, 0.0]
+
+
+def test_the_criticality_subset_takes_whole_questions(qa_tasks_dir, tiny_model_dir):
+    # the first 6 questions with all their windows: the finetuned model's F1 on them (score + drop)
+    # is the mean of their reported per-question F1
+    tasks_dir, config = qa_tasks_dir
+    eval_split = splits.load_split(tasks_dir / "squad_v2" / "tokens.npz", "eval")
+    assert len(eval_split) > eval_split.examples  # several windows per question
+    settings = qa_settings(config, criticality=True, criticality_examples=6)
+    result = run_condition(Condition("squad_v2", 30, 0, 2, k=3), settings, tiny_model_dir, tasks_dir)
+    first_six = float(result.eval_predictions()[:6].mean())
+    assert {round(r["score"] + r["drop"], 3) for r in result.criticality} == {round(first_six, 3)}
+
+
 def test_a_span_qa_task_cannot_be_probed(params):
     params["data"].update(tasks=[*params["data"]["tasks"], "squad_v2"], qa_stride=8)
     params["probe"]["tasks"] = ["squad_v2"]
