@@ -198,9 +198,12 @@ def run_condition(
         # Score and measure the finetuned model.
         evaluation, changes = {}, []
         if outcome["status"] == "ok":
-            if task.kind.fits_null_threshold:
+            if task.kind.fits_null_threshold:  # on training questions it did not train on
+                held_out, record["null_threshold_questions"] = _held_out_split(
+                    tasks_dir, task.name, indices, condition, seed
+                )
                 run.null_threshold = record["null_threshold"] = fit_null_threshold(
-                    model, task, train_split, settings.eval_batch_size, settings.precision
+                    model, task, held_out, settings.eval_batch_size, settings.precision
                 )
             run.evaluation = evaluate(
                 model,
@@ -247,6 +250,16 @@ def _training_split(
     pool = _load(tasks_dir, task, "train")
     indices = tokens.training_subset(pool.examples, size, task, condition.stream("subset"), seed)
     return pool.of_examples(indices), indices
+
+
+def _held_out_split(
+    tasks_dir: Path, task: str, indices: np.ndarray, condition: Condition, seed: int
+) -> tuple[splits.TokenizedSplit, int]:
+    """The training-pool examples the run did not train on that span QA fits its threshold on
+    (tokens.held_out_subset), and how many."""
+    pool = _load(tasks_dir, task, "train")
+    held_out = tokens.held_out_subset(pool.examples, indices, task, condition.stream("subset"), seed)
+    return pool.of_examples(held_out), len(held_out)
 
 
 def measure_kept_weights(

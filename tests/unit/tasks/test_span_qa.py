@@ -61,6 +61,11 @@ def test_no_answer_scores_one_against_no_answer_and_zero_against_a_span():
     assert best_over_golds(["the", "cat"], "") == (0.0, 0.0)  # a gold that normalises to nothing is dropped
 
 
+def test_a_span_blank_after_normalisation_scores_as_no_answer_as_the_official_script():
+    assert best_over_golds([], "the") == (1.0, 1.0) and best_over_golds([], " . ") == (1.0, 1.0)
+    assert best_over_golds(["cat"], "the") == (0.0, 0.0)
+
+
 def test_has_answer_and_no_answer_are_averaged_separately():
     f1, exact = np.array([1.0, 0.5, 1.0, 0.0]), np.array([1.0, 0.0, 1.0, 0.0])
     scores = squad_scores(f1, exact, np.array([1, 1, 0, 0]))
@@ -210,6 +215,36 @@ def test_the_null_threshold_is_fitted_on_training_data_and_ignores_the_eval_answ
     second = run_condition(condition, settings, tiny_model_dir, tasks_dir)
     assert second.null_threshold == first.null_threshold
     assert second.scores != first.scores
+
+
+def test_the_null_threshold_is_fitted_on_training_questions_the_run_did_not_train_on(
+    qa_tasks_dir, tiny_model_dir, monkeypatch
+):
+    import src.train.run
+
+    fitted_on = []
+    fit = src.train.run.fit_null_threshold
+    monkeypatch.setattr(src.train.run, "fit_null_threshold", lambda *a: fitted_on.append(a[2]) or fit(*a))
+    tasks_dir, config = qa_tasks_dir
+    settings = run_settings(config, 2)
+    result = run_condition(Condition("squad_v2", 30, 0, 2, k=3), settings, tiny_model_dir, tasks_dir)
+    trained = set(tokens.training_subset(40, 30, "squad_v2", 0, settings.seed).tolist())
+    (split,) = fitted_on
+    questions = set(np.unique(split.question_of_window).tolist())
+    # as many as it trains on, or all the 40 - 30 left; each with all its windows
+    assert result.null_threshold_questions == len(questions) == 10 and not questions & trained
+    pool = splits.load_split(tasks_dir / "squad_v2" / "tokens.npz", "train")
+    assert len(split) == int(np.isin(pool.question_of_window, list(questions)).sum())
+
+
+def test_a_span_qa_run_on_its_whole_training_pool_is_refused_before_training(qa_tasks_dir):
+    from src.train.schedule import check_sizes
+
+    tasks_dir, _ = qa_tasks_dir
+    (tasks_dir / "squad_v2" / "info.json").write_text(json.dumps({"task": "squad_v2", "train_examples": 40}))
+    check_sizes([Condition("squad_v2", 39, 0, 2, k=3)], tasks_dir, "studies.progressive")
+    with pytest.raises(ParamsError, match=r"asks for 40 training examples of task 'squad_v2', all 40: .*at most 39"):
+        check_sizes([Condition("squad_v2", 40, 0, 2, k=3)], tasks_dir, "studies.progressive")
 
 
 def qa_settings(config, **train):
