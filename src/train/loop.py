@@ -326,7 +326,7 @@ def evaluate(
     predicts one class for everything: collapsed, whatever its accuracy says; span QA: the
     share of "no answer"), and every example's prediction (class id, score for regression,
     F1 per question for span QA) in eval-split order, so a contrast between runs can be
-    resampled over eval examples too. `null_threshold`: span QA's, fitted on training data.
+    resampled over eval examples too. `null_threshold`: span QA's, fitted on held-out training data.
     With `layer_features`, also every example's masked-mean hidden state per layer
     ([examples, L + 1, hidden], float32, eval-split order) from the same pass."""
     outputs, loss, features = forward_split(model, task, split, batch_size, precision, layer_features)
