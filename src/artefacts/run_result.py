@@ -53,7 +53,10 @@ class RunResult:
     layer_cka: list[float] = field(default_factory=list)  # layer 0 (embeddings)..L: finetuned vs pretrained
     criticality: list[dict] = field(default_factory=list)  # layer, rewound_to (pretrained|initial), score, drop
     head_importance: dict = field(default_factory=dict)  # before / after: [layer][head] mean |dL/dgate|
-    null_threshold: float | None = None  # span QA: "no answer" when null - best span score exceeds it (fitted on train)
+    # span QA: "no answer" when null - best span score exceeds it, fitted on this many training
+    # questions the run did not train on (tokens.held_out_subset)
+    null_threshold: float | None = None
+    null_threshold_questions: int | None = None
     intermediate_steps: list[dict] = field(default_factory=list)  # sequential: task, size, epochs, losses per step
     # the fingerprint of the same run with no measurement (RunSettings.unmeasured): a result whose
     # training fingerprint matches trained exactly as asked, whatever it measured

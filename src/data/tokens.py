@@ -131,6 +131,16 @@ def training_subset(pool_size: int, size: int, task: str, trial: int, seed: int)
     return np.sort(rng.choice(pool_size, size=size, replace=False))
 
 
+def held_out_subset(pool_size: int, subset: np.ndarray, task: str, trial: int, seed: int) -> np.ndarray:
+    """Training-pool examples that (task, size, trial) does not train on, as many as it trains on
+    (all that are left where fewer are): what span QA fits its no-answer threshold on, so the fit
+    is out of sample, as the official evaluation's and seed 004's. A pure function of its
+    arguments, like the subset. Empty when the subset is the whole pool."""
+    rest = np.setdiff1d(np.arange(pool_size), subset)
+    rng = np.random.default_rng(derive_seed(seed, "held_out", task, len(subset), trial))
+    return np.sort(rng.choice(rest, size=min(len(rest), len(subset)), replace=False))
+
+
 def batches(
     lengths: np.ndarray, batch_size: int, generator: np.random.Generator | None, group_by_length: bool = False
 ) -> list[np.ndarray]:

@@ -35,23 +35,31 @@ class Measured:
     evaluation: dict  # the finetuned model's evaluation (at_end): scores, predictions, layer features
     pretrained_encoder: Callable[[], Any]  # the base encoder, loaded once per worker
     pretrained_features: Callable[[], np.ndarray]  # its per-layer eval features, pooled as the eval pass pools
-    score: Callable[[Any], float]  # the headline score of the model as it is now on a split
+    score: Callable[[Any], float]  # the headline score of the model as it is now on a split, as the run reports it
+    # the base model's (0-based) layer each encoder position holds: fewer than the base's after
+    # a `remove`, so position i is compared with the pretrained layer it kept, not with layer i
+    source_layers: list[int]
+    null_threshold: float | None = None  # span QA's fitted threshold, once fitted: score() uses it
 
 
 def _cka(run: Measured, start) -> list[float]:
-    return layer_cka(run.evaluation["layer_features"], run.pretrained_features().astype(np.float32))
+    # feature 0 is the embeddings, feature i the output of the layer at position i
+    pretrained = run.pretrained_features()[:, [0, *(layer + 1 for layer in run.source_layers)]]
+    return layer_cka(run.evaluation["layer_features"], pretrained.astype(np.float32))
 
 
 def _criticality(run: Measured, initial) -> list[dict]:
-    # Scored on the first N eval examples (criticality_examples; 0 = all), the finetuned
-    # model on the same ones, so every drop is paired example by example.
+    # Scored on the first N eval examples (criticality_examples; 0 = all; span QA: questions,
+    # each with all its windows), the finetuned model on the same ones, so every drop is paired
+    # example by example.
     scored = run.eval_split
-    if 0 < run.settings.criticality_examples < len(run.eval_split):
-        scored = run.eval_split.subset(np.arange(run.settings.criticality_examples))
+    if 0 < run.settings.criticality_examples < run.eval_split.examples:
+        scored = run.eval_split.of_examples(np.arange(run.settings.criticality_examples))
     finetuned = run.evaluation["scores"][run.task.headline] if scored is run.eval_split else run.score(scored)
+    pretrained = layer_states(run.pretrained_encoder())
     return rewind_drops(
         run.model.encoder,
-        layer_states(run.pretrained_encoder()),
+        [pretrained[layer] for layer in run.source_layers],
         initial,
         lambda: run.score(scored),
         finetuned,

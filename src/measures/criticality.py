@@ -4,7 +4,8 @@ For a finetuned model, put one encoder layer at a time back to an earlier value 
 weights, evaluate, and restore it: the score drop says how much finetuning relied on
 changing that layer. Two earlier values:
 
-- `pretrained`: the base model's layer at that position;
+- `pretrained`: the base model's layer at that position (the caller passes, for a shallower
+  model, the pretrained layer each position kept);
 - `initial`: what the layer held when this finetuning started. For a pretrained layer
   that is the pretrained value, so only layers the condition changed get a second
   evaluation: reinitialised layers (their random init), the permuted layers (the

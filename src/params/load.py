@@ -136,6 +136,16 @@ def validate(params: dict, limits: ModelLimits = ModelLimits()) -> Config:
         model.max_length,
         f"8..{limits.max_positions} (the model has {limits.max_positions} positions)",
     )
+    if any(TASKS[t].kind.token_level for t in data.tasks):
+        # a window is [CLS] question [SEP] context [SEP] and must advance past the stride: even a
+        # one-token question leaves no new context at a stride of max_length - 4
+        require(
+            data.qa_stride <= model.max_length - 5,
+            "data.qa_stride",
+            data.qa_stride,
+            f"0..{model.max_length - 5} with model.max_length = {model.max_length} (a window holds [CLS], the "
+            "question, two [SEP] and context beyond the stride)",
+        )
     config = Config(
         **scalars,
         model=model,
@@ -272,12 +282,15 @@ def _study(name: str, node, in_data, limits: ModelLimits) -> StudyConfig:
         limit = study_key.limit
         if limit is not None and limits.num_layers is not None:
             bound = limit.bound(limits.num_layers, limits.num_heads)
-            require(
-                limit.largest(values[arg]) <= bound,
-                f"{key}.{arg}",
-                node[arg],
-                limit.allowed(limits.num_layers, limits.num_heads),
-            )
+            # a list is checked entry by entry, so the message names the one at fault
+            entries = enumerate(values[arg]) if isinstance(values[arg], tuple) else [(None, values[arg])]
+            for i, entry in entries:
+                require(
+                    limit.largest(entry if i is None else (entry,)) <= bound,
+                    f"{key}.{arg}" if i is None else f"{key}.{arg}[{i}]",
+                    node[arg] if i is None else node[arg][i],
+                    limit.allowed(limits.num_layers, limits.num_heads),
+                )
     for modifier in MODIFIERS.values():
         if modifier.key not in node:
             continue

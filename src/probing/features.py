@@ -14,6 +14,7 @@ import torch
 
 from src.model.base import load_encoder
 from src.model.features import layer_features
+from src.model.reinit import pooler_looks_untrained
 from src.tasks import splits
 
 if TYPE_CHECKING:  # annotations only
@@ -22,10 +23,17 @@ if TYPE_CHECKING:  # annotations only
 
 def task_features(model_dir: Path, tokens: Path, probe: ProbeConfig) -> dict[str, np.ndarray]:
     """Each split's (train, eval) pooled features of every layer, from one forward pass of the
-    frozen pretrained model (with its pooler for probe.pooling cls), on the GPU when there is one."""
+    frozen pretrained model (with its pooler for probe.pooling cls, where it was trained), on the GPU
+    when there is one."""
     encoder = load_encoder(model_dir, with_pooler=probe.pooling == "cls").to(
         "cuda" if torch.cuda.is_available() else "cpu"
     )
+    if probe.pooling == "cls" and pooler_looks_untrained(encoder):
+        # Never trained (all-MiniLM-L6-v2's: bias exactly 0), or not in the checkpoint at all
+        # (transformers draws one, bias 0): a frozen random projection is not what the probe
+        # reads, so [CLS] is read raw, as in a family without a pooler. (The finetuner, which
+        # trains it, re-initialises it instead.)
+        encoder.pooler = None
     return {
         split: layer_features(
             encoder, splits.load_split(tokens, split), probe.batch_size, probe.pooling, desc=f"features {split}"

@@ -24,7 +24,7 @@ class TaskKind:
     prediction_dtype: type
     resamples_examples: bool  # the report may resample eval examples (else trials only)
     token_level = False  # the head scores every token (span QA), not one pooled vector per sequence
-    fits_null_threshold = False  # after training, a threshold is fitted on the training subset (span QA)
+    fits_null_threshold = False  # after training, a threshold is fitted on held-out training data (span QA)
 
     def head_outputs(self, num_labels: int) -> int:
         return num_labels
@@ -114,7 +114,7 @@ class SpanQA(TaskKind):
     question's context (src/data/tokens.py SpanSplit); the head gives each token a start and
     an end logit; labels are the answer's start and end token ([CLS] = 0 when the window has
     none). A question's prediction is its best span over its windows, or "no answer" when the
-    null ([CLS]) score beats it by more than a threshold fitted on the training subset. The
+    null ([CLS]) score beats it by more than a threshold fitted on held-out training questions. The
     stored per-question prediction is its F1 (float16), so the report resamples questions;
     majority_share is the share of "no answer" predictions: collapsed like a classifier
     predicting one class."""

@@ -44,7 +44,7 @@ class Decoded:
     def best_null_threshold(self) -> float:
         """The threshold with the best mean F1 on these questions: the official evaluate-v2.0
         find_best_thresh (questions sorted by null margin, switched one by one from "no
-        answer" to their span). Fitted on the training subset only; where no switch helps,
+        answer" to their span). Fitted on held-out training questions only; where no switch helps,
         just below the smallest margin, so every question is answered "no answer"."""
         order = np.argsort(self.null_margin, kind="stable")
         gains = np.cumsum((self.f1_span - self.f1_null)[order])

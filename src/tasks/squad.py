@@ -49,13 +49,26 @@ def read_squad_json(path: Path, key: str) -> pd.DataFrame:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SquadFormatError(f"{path}: not UTF-8 JSON ({error})") from None
-    rows = []
+    rows, seen = [], {}
     try:
         for a, article in enumerate(data["data"]):
             for p, paragraph in enumerate(article["paragraphs"]):
+                paragraph_at = f"data[{a}].paragraphs[{p}]"
                 context = paragraph["context"]
+                if not isinstance(context, str) or not context.strip():
+                    # its questions could only be "no answer": a free point for a model that says so
+                    raise SquadFormatError(
+                        f"{path}: {paragraph_at}: context = {context!r} is invalid; allowed: a non-empty text"
+                    )
                 for question in paragraph["qas"]:
-                    where = f"{path}: data[{a}].paragraphs[{p}], question {question.get('id')!r}"
+                    where = f"{path}: {paragraph_at}, question {question.get('id')!r}"
+                    # the official evaluation keys predictions by id: a question asked twice would be
+                    # scored twice here and once there
+                    if question["id"] in seen:
+                        raise SquadFormatError(
+                            f"{where}: id {question['id']!r} again (first at {seen[question['id']]})"
+                        )
+                    seen[question["id"]] = paragraph_at
                     rows.append(_row(question, context, where))
     except (KeyError, TypeError) as error:
         raise SquadFormatError(
@@ -76,6 +89,8 @@ def _row(question: dict, context: str, where: str) -> tuple:
         raise SquadFormatError(f"{where}: marked unanswerable (is_impossible true) but has answers")
     for answer in answers:
         start, text = answer["answer_start"], answer["text"]
+        if not isinstance(start, int) or isinstance(start, bool) or start < 0:  # a negative start slices from the end
+            raise SquadFormatError(f"{where}: answer_start = {start!r} is invalid; allowed: an integer >= 0")
         if context[start : start + len(text)] != text:
             raise SquadFormatError(f"{where}: answer {text!r} is not at answer_start {start} of its context")
     texts = [a["text"] for a in answers]

@@ -326,7 +326,7 @@ def evaluate(
     predicts one class for everything: collapsed, whatever its accuracy says; span QA: the
     share of "no answer"), and every example's prediction (class id, score for regression,
     F1 per question for span QA) in eval-split order, so a contrast between runs can be
-    resampled over eval examples too. `null_threshold`: span QA's, fitted on training data.
+    resampled over eval examples too. `null_threshold`: span QA's, fitted on held-out training data.
     With `layer_features`, also every example's masked-mean hidden state per layer
     ([examples, L + 1, hidden], float32, eval-split order) from the same pass."""
     outputs, loss, features = forward_split(model, task, split, batch_size, precision, layer_features)
@@ -334,8 +334,9 @@ def evaluate(
     return {**scored, "layer_features": features} if layer_features else scored
 
 
-def fit_null_threshold(model: nn.Module, task: TaskSpec, train: TokenizedSplit, batch_size: int, precision: str):
-    """Span QA's null-score threshold, fitted on the training subset after training (never
-    on the eval set, which it then scores)."""
-    outputs, _, _ = forward_split(model, task, train, batch_size, precision)
-    return task.kind.fit_null_threshold(train, outputs)
+def fit_null_threshold(model: nn.Module, task: TaskSpec, held_out: TokenizedSplit, batch_size: int, precision: str):
+    """Span QA's null-score threshold, fitted after training on `held_out`: training questions
+    the run did not train on (never the eval set, which it then scores; never its own training
+    subset, where the fit is in sample)."""
+    outputs, _, _ = forward_split(model, task, held_out, batch_size, precision)
+    return task.kind.fit_null_threshold(held_out, outputs)

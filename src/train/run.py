@@ -177,7 +177,7 @@ def run_condition(
         train_split, indices = _training_split(tasks_dir, task.name, condition.size, condition, seed)
         eval_split = _load(tasks_dir, task.name, "eval")
         start_weights = layer_weights(model.encoder)
-        run = _measured(model, task, train_split, eval_split, settings, model_dir, tasks_dir)
+        run = _measured(model, task, train_split, eval_split, settings, model_dir, tasks_dir, record["depth"])
         at_start = _at_start(run, settings)
         outcome = finetune(
             model,
@@ -198,9 +198,12 @@ def run_condition(
         # Score and measure the finetuned model.
         evaluation, changes = {}, []
         if outcome["status"] == "ok":
-            if task.kind.fits_null_threshold:
-                record["null_threshold"] = fit_null_threshold(
-                    model, task, train_split, settings.eval_batch_size, settings.precision
+            if task.kind.fits_null_threshold:  # on training questions it did not train on
+                held_out, record["null_threshold_questions"] = _held_out_split(
+                    tasks_dir, task.name, indices, condition, seed
+                )
+                run.null_threshold = record["null_threshold"] = fit_null_threshold(
+                    model, task, held_out, settings.eval_batch_size, settings.precision
                 )
             run.evaluation = evaluate(
                 model,
@@ -208,7 +211,7 @@ def run_condition(
                 eval_split,
                 settings.eval_batch_size,
                 settings.precision,
-                record.get("null_threshold"),
+                run.null_threshold,
                 layer_features=settings.cka,
             )
             evaluation = run.evaluation
@@ -249,6 +252,16 @@ def _training_split(
     return pool.of_examples(indices), indices
 
 
+def _held_out_split(
+    tasks_dir: Path, task: str, indices: np.ndarray, condition: Condition, seed: int
+) -> tuple[splits.TokenizedSplit, int]:
+    """The training-pool examples the run did not train on that span QA fits its threshold on
+    (tokens.held_out_subset), and how many."""
+    pool = _load(tasks_dir, task, "train")
+    held_out = tokens.held_out_subset(pool.examples, indices, task, condition.stream("subset"), seed)
+    return pool.of_examples(held_out), len(held_out)
+
+
 def measure_kept_weights(
     condition: Condition,
     settings: RunSettings,
@@ -269,23 +282,25 @@ def measure_kept_weights(
     missing = missing_measurements(kept, settings)
     only = replace(settings, **{m.setting: m.setting in missing for m in MEASUREMENTS})
     task = get_task(condition.task)
-    model, _ = build_finetuner(
+    model, record = build_finetuner(
         model_dir, condition, task.kind.head_outputs(task.num_labels), settings.seed, task.kind.token_level
     )
     device = _device(settings)
     model.to(device)
     progress(f"{condition.describe()}: measuring {', '.join(missing)} on its kept weights {weights.name}, no training")
     train_split, _ = _training_split(tasks_dir, task.name, condition.size, condition, settings.seed)
-    run = _measured(model, task, train_split, _load(tasks_dir, task.name, "eval"), only, model_dir, tasks_dir)
+    eval_split = _load(tasks_dir, task.name, "eval")
+    run = _measured(model, task, train_split, eval_split, only, model_dir, tasks_dir, record["depth"])
     at_start = _at_start(run, only)
     load_model(model, weights, device=str(device))
+    run.null_threshold = kept.null_threshold
     run.evaluation = evaluate(
         model,
         task,
         run.eval_split,
         settings.eval_batch_size,
         settings.precision,
-        kept.null_threshold,
+        run.null_threshold,
         layer_features=only.cka,
     )
     if task.kind.encode_predictions(run.evaluation["predictions"]) != kept.predictions:
@@ -297,16 +312,21 @@ def measure_kept_weights(
     return measured_as(kept, settings, key, {m.field: getattr(kept, m.field) for m in MEASUREMENTS} | made)
 
 
-def _measured(model, task, train_split, eval_split, settings: RunSettings, model_dir: Path, tasks_dir: Path):
+def _measured(
+    model, task, train_split, eval_split, settings: RunSettings, model_dir: Path, tasks_dir: Path, depth: dict
+) -> Measured:
     """What the measurements read of this run (src/measures): the base model's encoder and eval
-    features are loaded once per worker process and task."""
+    features are loaded once per worker process and task. `depth`: build_finetuner's depth audit,
+    which pretrained layer each position holds."""
     device = next(model.parameters()).device.type
     tokens_file = tasks_dir / task.name / "tokens.npz"
 
     def score(split) -> float:
-        return evaluate(model, task, split, settings.eval_batch_size, settings.precision)["scores"][task.headline]
+        # with the run's fitted null threshold once there is one, as its reported score is made
+        scored = evaluate(model, task, split, settings.eval_batch_size, settings.precision, run.null_threshold)
+        return scored["scores"][task.headline]
 
-    return Measured(
+    run = Measured(
         model=model,
         task=task,
         train_split=train_split,
@@ -318,7 +338,9 @@ def _measured(model, task, train_split, eval_split, settings: RunSettings, model
             model_dir, device, tokens_file, settings.eval_batch_size, settings.precision
         ),
         score=score,
+        source_layers=[layer - 1 for layer in depth["kept"]],
     )
+    return run
 
 
 def _at_start(run: Measured, settings: RunSettings) -> dict:

@@ -25,6 +25,7 @@ from src.core.errors import ParamsError
 from src.core.files import sha256_of, write_json_atomically
 from src.measures import MEASUREMENTS
 from src.schemes.registry import scheme_of
+from src.tasks.registry import get_task
 from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
@@ -89,6 +90,13 @@ def check_sizes(conditions: list[Condition], tasks_dir: Path, where: str) -> Non
                 raise ParamsError(
                     f"params.yaml: {where} asks for {size} training examples of task {task!r}, which has {pool(task)}"
                 )
+        final, size = condition.task, condition.size
+        if get_task(final).kind.fits_null_threshold and size >= pool(final):
+            raise ParamsError(
+                f"params.yaml: {where} asks for {size} training examples of task {final!r}, all {pool(final)}: "
+                f"span QA fits its no-answer threshold on training questions the run does not train on; at most "
+                f"{pool(final) - 1}"
+            )
 
 
 def run_stage_conditions(

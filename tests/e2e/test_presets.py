@@ -64,6 +64,17 @@ def test_huang_runs_full_training_sets_and_each_intermediate_task_on_its_full_se
     assert chains == {"wnli+rte", "wnli+mrpc", "wnli+cola"}
 
 
+def test_huang_reinitialises_every_head_of_layers_1_2_11_and_12_on_cola_and_stsb():
+    # seed 004 4.3.1: "each attention head at a time for layers 1, 2, 11, and 12", 96 runs
+    # (12 heads x 4 layers x 2 tasks); its Figs. 5-8 show those rows
+    heads = [
+        c for c in all_study_conditions(load_preset(PRESETS / "huang2021.yaml"), 12)["heads"] if c.scheme == "head"
+    ]
+    assert {(c.task, c.layer, c.head_index) for c in heads if c.trial == 0} == {
+        (task, layer, head) for task in ("cola", "stsb") for layer in (1, 2, 11, 12) for head in range(12)
+    }
+
+
 def run_dvc(repo: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, HF_HUB_OFFLINE="1", PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=repo, env=env, capture_output=True, text=True)

@@ -218,6 +218,28 @@ def test_chains_and_an_intermediate_size_of_their_own():
     assert len(runs) == len(numbered)  # another intermediate size is another training run
 
 
+def test_a_chain_that_ends_in_the_final_task_is_skipped_as_its_diagonal_is():
+    # [tweet_sentiment, rt_sentiment] before rt_sentiment would train rt_sentiment twice on its
+    # subset: skipped for that final task, as a plain rt_sentiment entry is (direct finetuning)
+    conditions = conditions_of(
+        ks=[6],
+        trials=1,
+        tasks=["rt_sentiment", "subjectivity"],
+        intermediate_tasks=[["tweet_sentiment", "rt_sentiment"], ["tweet_sentiment", "subjectivity"]],
+    )
+    assert sorted((c.task, c.intermediate_task or "direct") for c in conditions) == [
+        ("rt_sentiment", "direct"),
+        ("rt_sentiment", "tweet_sentiment+subjectivity"),
+        ("subjectivity", "direct"),
+        ("subjectivity", "tweet_sentiment+rt_sentiment"),
+    ]
+    # a study of that chain alone on that task is the direct run
+    alone = conditions_of(
+        ks=[6], trials=1, tasks=["rt_sentiment"], intermediate_tasks=[["tweet_sentiment", "rt_sentiment"]]
+    )
+    assert [(c.task, c.intermediate_task) for c in alone] == [("rt_sentiment", None)]
+
+
 def test_an_intermediate_size_larger_than_its_pool_is_refused_before_training(tmp_path):
     for task, n in (("rt_sentiment", 200), ("subjectivity", 100)):
         (tmp_path / task).mkdir()

@@ -305,3 +305,42 @@ def test_measurement_tables_and_figure_from_real_runs(tiny_model_dir, tiny_tasks
     weights = pd.DataFrame([{"study": "progressive", **r.condition, **w} for r in results for w in r.weight_change])
     plot_representation(cka[cka["study"] == "progressive"], weights, criticality, tmp_path / "representation.png")
     assert (tmp_path / "representation.png").stat().st_size > 10_000
+
+
+def test_a_shallower_model_rewinds_each_position_to_the_pretrained_layer_it_kept(tiny_model_dir, tiny_tasks_root):
+    # layer 2 of 3 deleted: position 2 holds pretrained layer 3. Nothing was reinitialised, so
+    # each position's pretrained value is its initial one: the same weights, the same score
+    # (rewound to pretrained layer 2 instead, position 2 scored 0.62 against 0.97).
+    condition = Condition("rt_sentiment", 80, 0, 2, scheme="remove", removal="listed", removed=(2,))
+    result = run_condition(
+        condition,
+        run_settings(tiny_settings(criticality="all", criticality_examples=0), 2),
+        tiny_model_dir,
+        tiny_tasks_root,
+    )
+    assert result.depth["kept"] == [1, 3] and len(result.layer_cka) == 3  # embeddings and the two positions
+    rows = {(r["layer"], r["rewound_to"]): r["score"] for r in result.criticality}
+    assert set(rows) == {(layer, to) for layer in (1, 2) for to in ("pretrained", "initial")}
+    assert all(rows[layer, "pretrained"] == rows[layer, "initial"] for layer in (1, 2))
+
+
+def test_cka_of_a_shallower_model_compares_each_position_with_the_pretrained_layer_it_kept():
+    from src.measures import MEASUREMENTS, Measured
+
+    rng = np.random.default_rng(0)
+    pretrained = rng.normal(size=(40, 4, 8)).astype(np.float32)  # embeddings and layers 1..3
+    finetuned = pretrained[:, [0, 1, 3]].copy()  # layer 2 deleted: position 2 is layer 3, unchanged
+    run = Measured(
+        model=None,
+        task=None,
+        train_split=None,
+        eval_split=None,
+        settings=None,
+        evaluation={"layer_features": finetuned},
+        pretrained_encoder=None,
+        pretrained_features=lambda: pretrained,
+        score=None,
+        source_layers=[0, 2],
+    )
+    cka = next(m for m in MEASUREMENTS if m.setting == "cka")
+    assert cka.at_end(run, None) == [1.0, 1.0, 1.0]

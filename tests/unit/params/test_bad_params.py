@@ -59,7 +59,7 @@ REMOVALS_ON_L = (
             "studies.single_layer.layers",
             [1, 7],
             (
-                "params.yaml: studies.single_layer.layers = [1, 7] "
+                "params.yaml: studies.single_layer.layers[1] = 7 "
                 "is invalid; allowed: layers 1..6 (the model has "
                 "6 encoder layers)"
             ),
@@ -112,10 +112,10 @@ REMOVALS_ON_L = (
                 "studies.remove.removals", value, f"params.yaml: studies.remove.removals{at} = {shown} {why}", id=name
             )
             for name, value, at, shown, why in (
-                ("remove-every-layer", [[1, 2, 3, 4, 5, 6]], "", "[[1, 2, 3, 4, 5, 6]]", REMOVALS_ON_L),
-                ("remove-layer-above-L", ["top2", [9, 10, 11]], "", "['top2', [9, 10, 11]]", REMOVALS_ON_L),
-                ("remove-top-L", ["top6"], "", "['top6']", REMOVALS_ON_L),
-                ("remove-alternate-past-layer-1", ["alternate4"], "", "['alternate4']", REMOVALS_ON_L),
+                ("remove-every-layer", [[1, 2, 3, 4, 5, 6]], "[0]", "[1, 2, 3, 4, 5, 6]", REMOVALS_ON_L),
+                ("remove-layer-above-L", ["top2", [11, 9, 10]], "[1]", "[11, 9, 10]", REMOVALS_ON_L),
+                ("remove-top-L", ["top1", "top6"], "[1]", "'top6'", REMOVALS_ON_L),
+                ("remove-alternate-past-layer-1", ["alternate4"], "[0]", "'alternate4'", REMOVALS_ON_L),
                 ("remove-unknown-pattern", ["middle2"], "[0]", "'middle2'", f"is invalid; allowed: {REMOVAL_ALLOWED}"),
                 ("remove-count-zero", ["top0"], "[0]", "'top0'", f"is invalid; allowed: {REMOVAL_ALLOWED}"),
                 ("remove-empty-set", [[]], "[0]", "[]", f"is invalid; allowed: {REMOVAL_ALLOWED}"),
@@ -445,7 +445,7 @@ def test_params_are_checked_against_the_prepared_models_shape(tmp_path, tiny_mod
     with pytest.raises(
         ParamsError,
         match=re.escape(
-            "params.yaml: studies.progressive.ks = [0, 4] is invalid; allowed: 0..3 (the model has 3 encoder layers)"
+            "params.yaml: studies.progressive.ks[1] = 4 is invalid; allowed: 0..3 (the model has 3 encoder layers)"
         ),
     ):
         load_config(path, model_limits(tiny_model_dir))

@@ -33,7 +33,7 @@ def test_the_test_grid_is_valid_for_the_default_model(params):
         (
             "studies.progressive.ks",
             [0, 13],
-            "studies.progressive.ks = [0, 13] is invalid; allowed: 0..6 (the model has 6 encoder layers)",
+            "studies.progressive.ks[1] = 13 is invalid; allowed: 0..6 (the model has 6 encoder layers)",
         ),
         ("task", "sst5", "task = 'sst5' is invalid; allowed: rt_sentiment | subjectivity | tweet_sentiment"),
         (
@@ -75,8 +75,7 @@ def test_the_test_grid_is_valid_for_the_default_model(params):
         (
             "studies.heads.heads",
             [0, 12],
-            "studies.heads.heads = [0, 12] is invalid; allowed: heads 0..11 "
-            "(the model has 12 attention heads per layer)",
+            "studies.heads.heads[1] = 12 is invalid; allowed: heads 0..11 (the model has 12 attention heads per layer)",
         ),
         (
             "studies.single_layer.layers",

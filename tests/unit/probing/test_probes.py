@@ -139,6 +139,40 @@ def test_cls_pooling_reads_the_first_token_only():
     assert not torch.allclose(pool_layers(hidden, mask, "mean", None), pool_layers(perturbed, mask, "mean", None))
 
 
+@pytest.mark.parametrize("pooler", ["absent", "zero-bias"])
+def test_cls_features_of_an_untrained_pooler_are_the_raw_first_token(tiny_model_dir, tiny_task_dir, tmp_path, pooler):
+    # A checkpoint without pooler tensors (transformers draws one, bias 0) or with a pooler never
+    # trained (all-MiniLM-L6-v2's: bias exactly 0): a frozen random projection is not what a cls
+    # probe means to read, so the features stage reads [CLS] raw, as in a family without a pooler.
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from src.params.load import validate
+    from src.probing.features import task_features
+    from tests.support import grid_params
+
+    shutil.copytree(tiny_model_dir, tmp_path, dirs_exist_ok=True)
+    weights = load_file(str(tiny_model_dir / "model.safetensors"))
+    if pooler == "absent":
+        weights = {name: t for name, t in weights.items() if not name.startswith("pooler.")}
+    else:
+        weights["pooler.dense.bias"] = torch.zeros_like(weights["pooler.dense.bias"])
+    save_file(weights, str(tmp_path / "model.safetensors"))
+    params = grid_params()
+    params["probe"]["pooling"] = "cls"
+    features = task_features(tmp_path, tiny_task_dir / "tokens.npz", validate(params).probe)["eval"]
+    encoder = load_encoder(tmp_path, with_pooler=False)
+    split = splits.load_split(tiny_task_dir / "tokens.npz", "eval")
+    batch = tokens.collate(split, np.array([2]))
+    with torch.no_grad():
+        hidden = encoder(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True
+        ).hidden_states
+    for layer in range(4):
+        np.testing.assert_allclose(features[2, layer], hidden[layer][0, 0].numpy(), rtol=1e-2, atol=1e-2)
+
+
 def test_cls_features_are_the_frozen_pooler_on_each_layers_first_token(tiny_model_dir, tiny_task_dir):
     encoder = load_encoder(tiny_model_dir, with_pooler=True)
     split = splits.load_split(tiny_task_dir / "tokens.npz", "eval")

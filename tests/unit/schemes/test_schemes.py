@@ -224,7 +224,8 @@ def test_the_largest_value_a_limit_allows_expands_to_conditions_that_fit_and_one
             **edge,
             key: [largest + 1] if isinstance(arguments[key], list) else largest + 1,
         }
-        with pytest.raises(ParamsError, match=re.escape(f"studies.extra.{key} = ")) as error:
+        at = "[0]" if isinstance(arguments[key], list) else ""  # a list's entry at fault is named
+        with pytest.raises(ParamsError, match=re.escape(f"studies.extra.{key}{at} = ")) as error:
             validate(params, LIMITS)
         assert limit.allowed(L, H) in str(error.value)
 
@@ -289,7 +290,7 @@ def test_a_removal_limit_takes_the_edge_and_refuses_one_past_it(params):
         study = validate(params, LIMITS).studies["remove"]
         assert all(scheme_of("remove").fits(c, L, H) for c in conditions_of(study)), fits
         params["studies"]["remove"]["removals"] = past
-        with pytest.raises(ParamsError, match=re.escape("studies.remove.removals = ")):
+        with pytest.raises(ParamsError, match=re.escape("studies.remove.removals[0] = ")):
             validate(params, LIMITS)
 
 

@@ -61,6 +61,11 @@ def test_no_answer_scores_one_against_no_answer_and_zero_against_a_span():
     assert best_over_golds(["the", "cat"], "") == (0.0, 0.0)  # a gold that normalises to nothing is dropped
 
 
+def test_a_span_blank_after_normalisation_scores_as_no_answer_as_the_official_script():
+    assert best_over_golds([], "the") == (1.0, 1.0) and best_over_golds([], " . ") == (1.0, 1.0)
+    assert best_over_golds(["cat"], "the") == (0.0, 0.0)
+
+
 def test_has_answer_and_no_answer_are_averaged_separately():
     f1, exact = np.array([1.0, 0.5, 1.0, 0.0]), np.array([1.0, 0.0, 1.0, 0.0])
     scores = squad_scores(f1, exact, np.array([1, 1, 0, 0]))
@@ -165,6 +170,17 @@ def test_a_question_that_leaves_no_room_for_context_names_max_length_and_stride(
         tokens.tokenize_spans(frame, load_tokenizer(tiny_model_dir), max_length=24, stride=6, max_answer_tokens=30)
 
 
+def test_a_stride_as_long_as_the_window_names_data_qa_stride(params):
+    params["data"].update(tasks=[*params["data"]["tasks"], "squad_v2"], qa_stride=128)
+    params["model"]["max_length"] = 128
+    with pytest.raises(ParamsError, match=r"^params.yaml: data.qa_stride = 128 is invalid; allowed: 0..123 "):
+        validate(params)
+    params["data"]["qa_stride"] = 123
+    assert validate(params).data.qa_stride == 123
+    params["data"].update(tasks=params["data"]["tasks"][:-1], qa_stride=128)  # no span-QA task: no windows
+    assert validate(params).data.qa_stride == 128
+
+
 # --- the threshold comes from the training data ----------------------------------------------------
 
 
@@ -201,8 +217,66 @@ def test_the_null_threshold_is_fitted_on_training_data_and_ignores_the_eval_answ
     assert second.scores != first.scores
 
 
+def test_the_null_threshold_is_fitted_on_training_questions_the_run_did_not_train_on(
+    qa_tasks_dir, tiny_model_dir, monkeypatch
+):
+    import src.train.run
+
+    fitted_on = []
+    fit = src.train.run.fit_null_threshold
+    monkeypatch.setattr(src.train.run, "fit_null_threshold", lambda *a: fitted_on.append(a[2]) or fit(*a))
+    tasks_dir, config = qa_tasks_dir
+    settings = run_settings(config, 2)
+    result = run_condition(Condition("squad_v2", 30, 0, 2, k=3), settings, tiny_model_dir, tasks_dir)
+    trained = set(tokens.training_subset(40, 30, "squad_v2", 0, settings.seed).tolist())
+    (split,) = fitted_on
+    questions = set(np.unique(split.question_of_window).tolist())
+    # as many as it trains on, or all the 40 - 30 left; each with all its windows
+    assert result.null_threshold_questions == len(questions) == 10 and not questions & trained
+    pool = splits.load_split(tasks_dir / "squad_v2" / "tokens.npz", "train")
+    assert len(split) == int(np.isin(pool.question_of_window, list(questions)).sum())
+
+
+def test_a_span_qa_run_on_its_whole_training_pool_is_refused_before_training(qa_tasks_dir):
+    from src.train.schedule import check_sizes
+
+    tasks_dir, _ = qa_tasks_dir
+    (tasks_dir / "squad_v2" / "info.json").write_text(json.dumps({"task": "squad_v2", "train_examples": 40}))
+    check_sizes([Condition("squad_v2", 39, 0, 2, k=3)], tasks_dir, "studies.progressive")
+    with pytest.raises(ParamsError, match=r"asks for 40 training examples of task 'squad_v2', all 40: .*at most 39"):
+        check_sizes([Condition("squad_v2", 40, 0, 2, k=3)], tasks_dir, "studies.progressive")
+
+
+def qa_settings(config, **train):
+    from dataclasses import replace
+
+    return replace(run_settings(config, 2), **train)
+
+
+def test_criticality_scores_rewound_models_as_the_reported_score_is(qa_tasks_dir, tiny_model_dir):
+    # At lr 0 nothing moves, so every layer rewound to its pretrained value is the reported model:
+    # the same fitted threshold must give the same score, a drop of exactly 0.
+    tasks_dir, config = qa_tasks_dir
+    settings = qa_settings(config, lr=0.0, criticality=True, criticality_examples=0)
+    result = run_condition(Condition("squad_v2", 30, 0, 2, k=3), settings, tiny_model_dir, tasks_dir)
+    assert result.null_threshold is not None
+    assert [r["drop"] for r in result.criticality if r["rewound_to"] == "pretrained"] == [0.0, 0.0, 0.0]
+
+
+def test_the_criticality_subset_takes_whole_questions(qa_tasks_dir, tiny_model_dir):
+    # the first 6 questions with all their windows: the finetuned model's F1 on them (score + drop)
+    # is the mean of their reported per-question F1
+    tasks_dir, config = qa_tasks_dir
+    eval_split = splits.load_split(tasks_dir / "squad_v2" / "tokens.npz", "eval")
+    assert len(eval_split) > eval_split.examples  # several windows per question
+    settings = qa_settings(config, criticality=True, criticality_examples=6)
+    result = run_condition(Condition("squad_v2", 30, 0, 2, k=3), settings, tiny_model_dir, tasks_dir)
+    first_six = float(result.eval_predictions()[:6].mean())
+    assert {round(r["score"] + r["drop"], 3) for r in result.criticality} == {round(first_six, 3)}
+
+
 def test_a_span_qa_task_cannot_be_probed(params):
-    params["data"]["tasks"] = [*params["data"]["tasks"], "squad_v2"]
+    params["data"].update(tasks=[*params["data"]["tasks"], "squad_v2"], qa_stride=8)
     params["probe"]["tasks"] = ["squad_v2"]
     with pytest.raises(ParamsError, match=r"^params.yaml: probe.tasks\[0\] = 'squad_v2' is invalid; .*span QA"):
         validate(params)
@@ -233,6 +307,21 @@ GOOD = {"id": "a", "question": "Who sat?", "is_impossible": False, "answers": [{
             json.dumps(squad_json([{**GOOD, "answers": [{"text": "cat", "answer_start": 9}]}])),
             r"answer 'cat' is not at answer_start 9",
             id="misplaced-answer",
+        ),
+        pytest.param(  # Python slices from the end: "cat" is also at -19 of this context
+            json.dumps(squad_json([{**GOOD, "answers": [{"text": "cat", "answer_start": -19}]}])),
+            r"question 'a': answer_start = -19 .*an integer >= 0",
+            id="negative-answer-start",
+        ),
+        pytest.param(
+            json.dumps(squad_json([{**GOOD, "is_impossible": True, "answers": []}], context="")),
+            r"data\[0\].paragraphs\[0\]: context = '' .*a non-empty text",
+            id="empty-context",
+        ),
+        pytest.param(
+            json.dumps({"data": [squad_json([GOOD])["data"][0]] * 2}),
+            r"data\[1\].paragraphs\[0\], question 'a': id 'a' again \(first at data\[0\].paragraphs\[0\]\)",
+            id="duplicate-id",
         ),
     ],
 )
