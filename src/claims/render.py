@@ -38,14 +38,17 @@ def cell(value) -> str:
 
 
 def interval_text(unit: Unit) -> str:
+    """[low, high], or a one-sided bound as [low, +∞) or (−∞, high]; "—" (and why) without one."""
     low, high = unit.interval
-    if np.isfinite(low) and np.isfinite(high):
-        return f"[{number(low)}, {number(high)}]"
-    return f"— ({unit.interval_note})" if unit.interval_note else "—"
+    if np.isnan(low) or np.isnan(high):
+        return f"— ({unit.interval_note})" if unit.interval_note else "—"
+    opening = "(−∞" if low == -math.inf else f"[{number(low)}"
+    closing = "+∞)" if high == math.inf else f"{number(high)}]"
+    return f"{opening}, {closing}"
 
 
 def unit_rows(verdicts: list[dict], settings: ReportConfig) -> list[list]:
-    """One row per unit: claim, unit, test, estimate, 95% CI (or — and why), margin, n, the raw
+    """One row per unit: claim, unit, test, estimate, the interval its test for reads (or — and why), margin, n, the raw
     one-sided p for and against, the Holm p of the one test in the family, status, notes."""
     rows = []
     for verdict in verdicts:
@@ -81,13 +84,13 @@ UNIT_HEADER = [
     "unit",
     "test",
     "estimate",
-    "95% CI",
+    "interval (its test for, raw α: a one-sided bound; TOST 1 − 2α)",
     "margin",
     "n",
     "p for",
     "p against",
     "Holm p (in the family)",
-    "unit",
+    "status",
     "notes",
 ]
 
@@ -120,15 +123,7 @@ def summary_rows(verdicts: list[dict]) -> list[list]:
         if plan.get("reasons"):
             decide += (" " if decide else "") + "(" + by_text(plan["reasons"]) + ")"
         verdict = f"{NOT_RUN}: needs `{v['needs']}`" if v["verdict"] == NOT_RUN else v["verdict"]
-        p = (
-            ""
-            if v["verdict"] == NOT_RUN
-            else (
-                f"{p_text(v['p'])} (intersection-union, raw max)"
-                if claim.every
-                else f"{p_text(v['p'])} (Holm, smallest)"
-            )
-        )
+        p = "" if v["verdict"] == NOT_RUN else f"{p_text(v['p'])} ({v['p_label']})"
         rows.append(
             [
                 f"{claim.hypothesis} ({claim.id})" + (" [secondary analysis]" if claim.secondary else ""),

@@ -27,6 +27,7 @@ from src.claims.verdicts import NO_VERDICT, NOT_RUN, judge_claims
 from src.config.schema import ReportConfig, StudyConfig
 from src.params.load import validate
 from src.stats.curves import first_reaching
+from src.stats.hypothesis import Bootstrap, Estimate
 from tests.support import grid_params
 
 L = 4
@@ -393,7 +394,9 @@ def test_a_bootstrap_with_too_many_undefined_draws_gives_no_verdict():
     b = Builder().curve(flat, trials=12, spread=0.02).curve(RISING, trials=12, size=100)
     v = verdicts(b.evidence())["k90_grows_as_data_shrinks"]
     (unit,) = v["units"]
-    assert "bootstrap draws undefined" in unit.refused and v["verdict"] == NO_VERDICT
+    assert "bootstrap draws undefined" in unit.refused and unit.status == NO_VERDICT
+    # the claim is inconclusive, not "no verdict": its gap at n=500 (a flat curve) is unresolved too
+    assert v["verdict"] == "inconclusive"
     assert any(note.startswith("undefined draws") for note in unit.notes)
     assert verdicts(b.evidence(max_undefined_share=0.99))["k90_grows_as_data_shrinks"]["units"][0].refused == ""
 
@@ -613,3 +616,145 @@ def test_collapsed_runs_stay_in_and_a_diverged_run_is_counted():
     b.add("k0", 0.0, trial=3, k=0, status="diverged")
     (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
     assert unit.n == 3 and "1 diverged run(s) left out" in unit.notes
+
+
+# --- the verdict and its labels (issue 35, point 7) ------------------------------------------------------------------
+
+
+def block_preserve_study(first: float, last: float, trials: int, curve=RISING, curve_trials: int = 6) -> Builder:
+    """A progressive curve of `curve_trials` trials and the first and last blocks preserved alone."""
+    b = Builder().curve(curve, trials=curve_trials, spread=0.002)
+    for t in range(trials):
+        for layer, value in ((1, first), (L - 2, last)):
+            b.add(f"preserve{layer}", value, trial=t, scheme="block_preserve", layer=layer, window=3, study="blocks")
+    return b
+
+
+def test_a_refused_unit_beside_an_unresolved_gap_is_inconclusive_not_no_verdict():
+    """early_layers_help_most's unit is refused at T = 1; where the full-vs-scratch gap it needs is
+    unresolved too, more trials of the refused unit alone would not decide the claim: inconclusive."""
+    flat = verdicts(block_preserve_study(0.8, 0.6, trials=1, curve=[0.5] * (L + 1)).evidence())
+    (unit,) = flat["early_layers_help_most"]["units"]
+    assert unit.status == NO_VERDICT and flat["full_beats_scratch"]["units"][0].status == "unresolved"
+    assert flat["early_layers_help_most"]["verdict"] == "inconclusive"
+    shown = verdicts(block_preserve_study(0.8, 0.6, trials=1).evidence())
+    assert shown["full_beats_scratch"]["verdict"] == "supported"
+    assert shown["early_layers_help_most"]["verdict"] == NO_VERDICT  # the refused unit is all that stands
+
+
+def test_the_planner_of_an_existential_claim_asks_for_the_unit_that_needs_fewest_trials():
+    from src.claims.verdicts import plan_for
+
+    # two non-monotone steps: a large one (k=1 -> 2) and a small one (k=3 -> 4), neither shown at 3 trials
+    b = Builder().curve([0.5, 0.75, 0.70, 0.80, 0.79], trials=3, spread=0.03)
+    verdict_list, _ = judge_claims(b.evidence())
+    v = next(v for v in verdict_list if v["id"] == "reinit_curve_not_monotone")
+    assert v["verdict"] == "inconclusive"
+    needs = {}
+    for unit in v["units"]:
+        plan = plan_for(unit, SETTINGS.alpha, SETTINGS.power, v["plan"]["family"])
+        if plan.point is not None:
+            needs[unit.name] = max(plan.point, unit.n + 1)
+    assert len(needs) >= 2 and len(set(needs.values())) >= 2, needs
+    assert v["plan"]["trials"] == min(needs.values()) < max(needs.values())
+    assert v["plan"]["command"] == f"dvc exp run -S studies.progressive.trials={min(needs.values())}"
+
+
+def test_a_contradicted_claim_prints_the_holm_p_that_decided_it_and_each_verdict_its_error_rate(tmp_path):
+    evidence = Builder().curve(RISING[::-1], trials=6).evidence()
+    v = verdicts(evidence)
+    contradicted, supported = v["full_beats_scratch"], v["permutation_lowers_accuracy"]
+    assert contradicted["verdict"] == "contradicted"
+    (unit,) = contradicted["units"]
+    assert contradicted["p"] == unit.adjusted < SETTINGS.alpha and unit.status == "against"
+    assert contradicted["p_label"].startswith("Holm, smallest, against") and "familywise" in contradicted["p_label"]
+    md = render(evidence, tmp_path)
+    row = next(line for line in md.splitlines() if "(full_beats_scratch)" in line)
+    assert f"{unit.adjusted:.3g} (Holm, smallest, against; familywise error rate" in row
+    assert supported["verdict"] == NOT_RUN
+    v = verdicts(Builder().curve(RISING, trials=6).evidence())["full_beats_scratch"]
+    assert v["verdict"] == "supported" and "intersection-union" in v["p_label"] and "this claim alone" in v["p_label"]
+
+
+def test_the_rule_names_every_refusal_the_units_make_and_the_error_rate_of_each_verdict_kind():
+    from src.claims.verdicts import REFUSALS, RULE, refusal_kind
+
+    scenarios = [
+        Builder().curve(RISING, trials=1).evidence(),  # the design cannot decide at T = 1
+        Builder().curve([0.5] * 5, trials=12, spread=0.02).curve(RISING, trials=12, size=100).evidence(),
+        Builder().curve(RISING, trials=12).evidence(probe=probe_table([[0.6, 0.61, 0.6, 0.62, 0.9]])),
+        crossed_study((3, 3)).evidence(
+            studies={"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
+        ),
+        permutation_study(0.55, trials=2).evidence(),
+    ]
+    refused = {u.refused for e in scenarios for u in judge_claims(e)[1] if u.refused}
+    assert len(refused) >= 4
+    assert all(refusal_kind(text) for text in refused), [t for t in refused if not refusal_kind(t)]
+    assert all(text in RULE for _, text in REFUSALS)
+    assert "declared minimum trials" not in RULE  # a refusal the code no longer makes
+    assert "familywise" in RULE and "for this claim alone" in RULE
+
+
+def test_no_two_columns_of_a_report_table_share_a_heading(tmp_path):
+    md = render(Builder().curve(RISING, trials=3).evidence(), tmp_path)
+    lines = md.splitlines()
+    headers = [lines[i - 1] for i, line in enumerate(lines) if line.startswith("| ---")]
+    assert len(headers) >= 3
+    for header in headers:
+        cells = [c.strip() for c in header.strip("|").split(" | ")]
+        assert len(cells) == len(set(cells)), header
+
+
+def test_a_one_sided_test_prints_the_one_sided_bound_it_reads(tmp_path):
+    """The interval of each unit is the one its test for reads at α: a unit is "for" exactly where
+    its bound clears 0 (or the margin); a TOST prints the 1 − 2α interval."""
+    b = single_layer_study({2: 0.0, 3: 0.01}, trials=6, spread=0.002)
+    for t in range(6):
+        b.add("permutation", 0.86 + 0.03 * (t % 3 - 1), trial=t, scheme="permutation", study="permutation")
+    evidence = b.evidence(single_layer_margin=0.03)
+    alpha, checked = SETTINGS.alpha, 0
+    for v in judge_claims(evidence)[0]:
+        for u in v["units"]:
+            if u.refused or not isinstance(u.result, (Estimate, Bootstrap)):
+                continue
+            (low, high), margin = u.interval, u.margin or 0
+            clears = {
+                "greater": low > 0 and high == math.inf,
+                "within": -margin < low and high < margin,
+                "below": high < margin and low == -math.inf,
+                "above": low > -margin and high == math.inf,
+            }[u.shape if isinstance(u.result, Estimate) else "greater" if u.margin is None else "within"]
+            assert clears == (u.p_for < alpha), (u.claim, u.name, u.interval, u.p_for)
+            checked += 1
+    assert checked >= 5
+    md = render(evidence, tmp_path)
+    assert re.search(r"\| full_beats_scratch \| sst2 n=500 \| [^|]+ \| [^|]+ \| \[\+0\.\d+, \+∞\) \|", md)
+
+
+def test_weight_change_welch_units_print_a_one_sided_bound():
+    weights = [
+        {"task": "sst2", "size": size, "slug": f"k{L}", "trial": trial, "layer": layer, "sublayer": "output"}
+        | {"status": "ok", "frobenius": size * layer * (1 + 0.05 * trial)}
+        for size in (64, 256)
+        for trial in range(4)
+        for layer in range(1, L + 1)
+    ]
+    b = Builder().curve(RISING, trials=4, size=64).curve(RISING, trials=4, size=256)
+    (unit,) = verdicts(b.evidence(weight_change=pd.DataFrame(weights)))["more_data_moves_weights_more"]["units"]
+    assert unit.interval[1] == math.inf and unit.interval[0] > 0 and unit.p_for < SETTINGS.alpha
+
+
+def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
+    """Issue 38, point 11: `sizes: {task: [...]}` crashed the report at reference.sizes[:1]. A new study
+    starts from the mapping's first size; an existing study gets its whole mapping back, extended."""
+    params = grid_params()
+    params["studies"] = {"progressive": {**params["studies"]["progressive"], "sizes": {"rt_sentiment": [32]}}}
+    per_task = validate(params).studies
+    v = verdicts(Builder().curve(RISING, trials=3).evidence(studies=dict(per_task)))
+    assert "sizes: [32]" in v["lr_multiplier_does_not_help"]["needs"]
+    assert "-S 'studies.progressive.sizes={rt_sentiment: [32, 64]}'" in v["k90_grows_as_data_shrinks"]["needs"]
+    for claim in v.values():
+        if claim["verdict"] == NOT_RUN:
+            command = claim["needs"].replace("<folder with the GLUE TSVs>", str(tmp_path))
+            validate(apply_overrides(command, yaml.safe_load(yaml.safe_dump(params))))
