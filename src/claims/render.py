@@ -47,7 +47,7 @@ def interval_text(unit: Unit) -> str:
     return f"{opening}, {closing}"
 
 
-def unit_rows(verdicts: list[dict], settings: ReportConfig) -> list[list]:
+def unit_rows(verdicts: list[dict]) -> list[list]:
     """One row per unit: claim, unit, test, estimate, the interval its test for reads (or — and why), margin, n, the raw
     one-sided p for and against, the Holm p of the one test in the family, status, notes."""
     rows = []
@@ -55,11 +55,6 @@ def unit_rows(verdicts: list[dict], settings: ReportConfig) -> list[list]:
         every = verdict["claim"].every
         for u in verdict["units"]:
             in_family = "" if u.refused else f"{p_text(u.adjusted)} ({'against' if every else 'for'})"
-            small = (
-                [f"its test cannot reach p < {settings.alpha} at n = {u.n} (smallest p {u.min_p:.3g})"]
-                if u.min_p >= settings.alpha
-                else []
-            )
             rows.append(
                 [
                     verdict["id"],
@@ -73,7 +68,7 @@ def unit_rows(verdicts: list[dict], settings: ReportConfig) -> list[list]:
                     p_text(u.p_against) + (" (raw, exact)" if u.raw else " (raw)"),
                     in_family,
                     f"{NO_VERDICT}: {u.refused}" if u.refused else u.status,
-                    "; ".join(u.notes + small),
+                    "; ".join(u.notes),
                 ]
             )
     return rows
@@ -168,7 +163,7 @@ def write_report(
             ["claim", "source", "operationalisation", "test", "verdict", "claim p", "trials that would decide it"],
             summary_rows(verdicts),
         ),
-        ("Tests, per unit", UNIT_HEADER, unit_rows(verdicts, settings)),
+        ("Tests, per unit", UNIT_HEADER, unit_rows(verdicts)),
         ("Declared inputs (params.yaml report:)", ["key", "value", "what it decides"], declared_inputs(settings)),
         *[
             (title, list(table.columns), [[cell(v) for v in row] for row in table.itertuples(index=False)])

@@ -34,6 +34,10 @@ REFUSALS = (
     ),
     ("fewer than", "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"),
     ("one run per cell", "an analysis of variance with one run per cell has no residual variance"),
+    (
+        "pairs: the Fisher-z test",
+        "a correlation tested against a margin has fewer pairs than its Fisher-z test holds its size from",
+    ),
     ("chance level unknown", "the chance level needs the eval labels, which are missing"),
 )
 PER_CLAIM = "error rate α for this claim alone"  # intersection-union verdicts
@@ -325,11 +329,12 @@ MODIFIERS = ("reinit_lr_multiplier", "keep_layernorm", "epochs", "intermediate_t
 
 
 def resolve(value, ev: Evidence, tasks: list[str]):
-    """Need placeholders: all_ks, all_layers, L, L-1, train.epochs, data.tasks."""
+    """Need placeholders: all_ks, all_layers, all_heads, L, L-1, train.epochs, data.tasks."""
     L = ev.num_layers
     table = {
         "all_ks": list(range(L + 1)),
         "all_layers": list(range(1, L + 1)),
+        "all_heads": list(range(ev.num_heads)),
         "L": L,
         "L-1": L - 1,
         "train.epochs": ev.train.epochs if ev.train else 3,
