@@ -357,6 +357,11 @@ def matching_study(studies: dict[str, StudyConfig], need: Need, ev: Evidence, ta
     return None
 
 
+def flatten(value) -> list:
+    """The items of nested lists (a chain of intermediate tasks is a list inside the list)."""
+    return [x for v in value for x in flatten(v)] if isinstance(value, (list, tuple)) else [value]
+
+
 def flow(value) -> str:
     """A value as YAML flow (what `dvc exp run -S` parses)."""
     if isinstance(value, bool):
@@ -369,11 +374,14 @@ def flow(value) -> str:
 
 
 def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[int]:
-    """The sizes `have` with what `need` asks for added: a second size ("two"), one at most
-    train.small_size ("small"; it replaces `have` in a study that is `added`), one above it ("large")."""
+    """The sizes `have` with what `need` asks for added: a second size ("two"), one at least 10 times
+    the smallest ("tenfold"), one at most train.small_size ("small"; it replaces `have` in a study
+    that is `added`), one above it ("large")."""
     sizes = list(have)
     if need.sizes == "two" and len(sizes) < 2:
         sizes.append(2 * max(sizes))
+    if need.sizes == "tenfold" and max(sizes) < 10 * min(sizes):
+        sizes.append(10 * min(sizes))
     if need.sizes == "small" and not any(s <= small for s in sizes):
         sizes = [small] if added else sizes + [small]
     if need.sizes == "large" and not any(s > small for s in sizes):
@@ -443,7 +451,7 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
             }
         if need.probe and not set(tasks) <= set(probed):
             changes["probe.tasks"] = probed + [t for t in tasks if t not in probed]
-        every_task += tasks
+        every_task += tasks + [t for t in flatten(modifiers.get("intermediate_tasks") or []) if t in TASKS]
     missing = [t for t in dict.fromkeys(every_task) if t not in data_tasks]
     if missing:
         changes["data.tasks"] = data_tasks + missing

@@ -6,26 +6,13 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from src.claims.claim import PROGRESSIVE, SEED_003, TWO_SIZES, Claim, Shared, p_text
+from src.claims.claim import PROGRESSIVE, SEED_003, TWO_SIZES, Claim, Shared, one_sided_welch, p_text
 from src.claims.evidence import Evidence, studies_of
-from src.claims.units import Unit, slope_unit, welch_unit
+from src.claims.units import Unit, slope_unit
 from src.stats import hypothesis
-
-
-def one_sided_welch(ev: Evidence, claim: str, name: str, test: str, a, b, **kw) -> Unit:
-    """welch_unit of mean(a) − mean(b) > 0, its interval the one-sided (1 − α) lower bound its test
-    reads (scipy), as the report prints every one-sided test's (verdicts.decision_interval)."""
-    unit = welch_unit(claim, name, test, a, b, **kw)
-    if not unit.refused:
-        ci = stats.ttest_ind(a, b, equal_var=False, alternative="greater").confidence_interval(1 - ev.settings.alpha)
-        unit.interval = (float(ci.low), math.inf)
-    return unit
 
 
 def full_model_output_change(ev: Evidence) -> pd.DataFrame:

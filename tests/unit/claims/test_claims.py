@@ -859,3 +859,112 @@ def test_heads_4_and_9_are_the_papers_and_certain_top_heads_suffice():
     v = verdicts(head_study({}, heads=[0]).evidence(studies=HEADS_STUDIES))
     assert v["specific_heads_matter"]["verdict"] == NOT_RUN
     assert "-S 'studies.heads.heads=[0, 3, 8, 11]'" in v["specific_heads_matter"]["needs"]  # the study had [0, 11]
+
+
+# --- the twelve claims added (issue 35, point 6) ---------------------------------------------------------------------
+
+
+def two_sizes(small_curve, large_curve, small_spread=0.05, large_spread=0.005, trials=8, small=50, large=500):
+    b = Builder().curve(small_curve, trials=trials, spread=small_spread, size=small)
+    return b.curve(large_curve, trials=trials, spread=large_spread, size=large)
+
+
+def test_gains_shrink_and_spread_grows_as_data_shrink_and_little_data_beats_scratch_with_tenfold():
+    b = two_sizes([0.5, 0.55, 0.6, 0.85, 0.9], [0.6, 0.8, 0.82, 0.84, 0.85])
+    v = verdicts(b.evidence())
+    for claim in (
+        "pretraining_gain_shrinks_as_data_grow",  # 0.40 at n=50, 0.25 at n=500
+        "full_at_little_data_beats_scratch_with_tenfold",  # 0.90 at n=50 against 0.60 at n=500
+        "sst2_middle_layers_matter_more_with_less_data",  # k=3 − k=1: 0.30 at n=50, 0.04 at n=500
+        "subsampling_variance_larger_with_less_data",  # spread 0.05 against 0.005
+    ):
+        (unit,) = v[claim]["units"]
+        assert unit.name == "sst2 n=50 vs n=500" and v[claim]["verdict"] == "supported", (claim, unit.p_for)
+    (unit,) = v["pretraining_gain_shrinks_as_data_grow"]["units"]
+    assert unit.estimate == pytest.approx(0.15, abs=0.02) and unit.interval[1] == math.inf
+    reversed_gain = verdicts(
+        two_sizes([0.6, 0.8, 0.82, 0.84, 0.85], [0.5, 0.55, 0.6, 0.85, 0.9], 0.005, 0.005).evidence()
+    )
+    assert reversed_gain["pretraining_gain_shrinks_as_data_grow"]["verdict"] == "contradicted"
+    twofold = verdicts(two_sizes(RISING, RISING, large=100).evidence())[
+        "full_at_little_data_beats_scratch_with_tenfold"
+    ]
+    assert twofold["verdict"] == NOT_RUN and "studies.progressive.sizes=[8, 16, 80]" in twofold["needs"]
+
+
+def test_the_top_two_layers_are_negligible_and_the_curves_steps_not_constant():
+    flat_top = [0.5, 0.7, 0.85, 0.85, 0.85]
+    v = verdicts(Builder().curve(flat_top, trials=12, spread=0.002).evidence(single_layer_margin=0.05))
+    assert v["top_two_layers_negligible_in_finetuning"]["verdict"] == "supported"
+    v = verdicts(Builder().curve(RISING, trials=12, spread=0.002).evidence(single_layer_margin=0.05))
+    assert v["top_two_layers_negligible_in_finetuning"]["verdict"] == "contradicted"  # k=2 0.80, k=4 0.90
+    assert v["reinit_curve_change_not_constant"]["verdict"] == "supported"  # steps 0.2, 0.1, 0.05, 0.05
+    assert len(v["reinit_curve_change_not_constant"]["units"]) == 2 * (L - 1)  # both signs at each k
+    linear = verdicts(Builder().curve([0.5, 0.6, 0.7, 0.8, 0.9], trials=6, spread=0.002).evidence())
+    assert linear["reinit_curve_change_not_constant"]["verdict"] != "supported"
+
+
+def test_rte_gains_from_reinitialising_its_top_layers_and_mrpc_does_not_care():
+    b = Builder().curve([0.5, 0.55, 0.6, 0.7, 0.62], trials=6, spread=0.002, task="rte")
+    b.curve([0.7] * (L + 1), trials=12, spread=0.002, task="mrpc")
+    v = verdicts(b.evidence(single_layer_margin=0.05))
+    (unit,) = v["rte_top_layer_reinit_beats_full"]["units"]  # k = ⌈7 L / 12⌉ = 3 .. L − 1 = 3
+    assert unit.name == "rte n=500 k=3" and v["rte_top_layer_reinit_beats_full"]["verdict"] == "supported"
+    assert len(v["mrpc_insensitive_to_reinit"]["units"]) == L
+    assert v["mrpc_insensitive_to_reinit"]["verdict"] == "supported"
+    default = verdicts(Builder().curve(RISING, trials=3).evidence())
+    assert "studies.progressive.tasks=[rt_sentiment, rte]" in default["rte_top_layer_reinit_beats_full"]["needs"]
+
+
+def test_sst2_needs_middle_blocks_and_qnli_early_ones():
+    b = Builder().curve(RISING, trials=6).curve(RISING, trials=6, task="qnli")
+    for task, values in (("sst2", {1: 0.85, 2: 0.70, 3: 0.88}), ("qnli", {1: 0.60, 2: 0.85, 3: 0.88})):
+        for t in range(6):
+            for start, value in values.items():
+                b.add(f"reinit{start}", value + 0.002 * (t % 3 - 1), task=task, trial=t, scheme="block_reinit")
+                b.rows[-1] |= {"layer": start, "window": 3, "study": "blocks"}
+    v = verdicts(b.evidence())["sst2_needs_middle_qnli_needs_early_layers"]
+    assert sorted(u.test.split(" on ")[1] for u in v["units"]) == ["QNLI", "SST-2"]
+    assert v["verdict"] == "supported"
+
+
+def test_sst2_probing_declines_more_gradually_than_qnli():
+    probe = pd.DataFrame(
+        [
+            {"task": task, "layer": layer, "value": value + 0.005 * seed, "seed": seed}
+            for task, curve in (("sst2", [0.5, 0.6, 0.7, 0.8, 0.9]), ("qnli", [0.5, 0.5, 0.5, 0.9, 0.9]))
+            for seed in range(3)
+            for layer, value in enumerate(curve)
+        ]
+    )
+    v = verdicts(Builder().curve(RISING, trials=3).evidence(probe=probe))[
+        "sst2_probe_declines_more_gradually_than_qnli"
+    ]
+    (unit,) = v["units"]
+    assert unit.estimate == pytest.approx(0.3) and v["verdict"] == "supported"
+
+
+def test_wnli_as_intermediate_task_helps_every_final_task_but_rte():
+    b = Builder().curve(RISING, trials=6, task="cola").curve(RISING, trials=6, task="rte")
+    for task, gain in (("cola", 0.05), ("rte", -0.05)):
+        for t in range(6):
+            b.add(f"k{L}_after_wnli", RISING[-1] + gain + 0.002 * (t % 3 - 1), task=task, trial=t, k=L)
+            b.rows[-1] |= {"intermediate_task": "wnli", "ref_baseline": f"k{L}", "plain": False, "study": "sequential"}
+    v = verdicts(b.evidence())["wnli_intermediate_helps_every_task_but_rte"]
+    assert [u.test for u in v["units"]] == [
+        "after intermediate − direct > 0",
+        "direct − after intermediate > 0 (the exception)",
+    ]
+    assert v["verdict"] == "supported"
+    needs = verdicts(Builder().curve(RISING, trials=3).evidence())["wnli_intermediate_helps_every_task_but_rte"][
+        "needs"
+    ]
+    assert "intermediate_tasks: [wnli]" in needs and "wnli]" in needs.split("data.tasks=")[1]
+
+
+def test_head_reinitialisation_has_no_significant_impact_within_the_margin():
+    v = verdicts(head_study({}, trials=12, heads=[0, 1]).evidence(single_layer_margin=0.05))
+    assert len(v["head_reinit_no_significant_impact"]["units"]) == 2 * 4  # two heads at each of the 4 layers
+    assert v["head_reinit_no_significant_impact"]["verdict"] == "supported"
+    v = verdicts(head_study({(1, 0): 0.2}, trials=12, heads=[0, 1]).evidence(single_layer_margin=0.05))
+    assert v["head_reinit_no_significant_impact"]["verdict"] == "contradicted"
