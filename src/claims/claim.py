@@ -26,7 +26,7 @@ from scipy import stats
 
 from src.claims.curves import Curve, ProbeCurve, probe_curve, progressive_curve
 from src.claims.evidence import Evidence, common_trials, scores_of
-from src.claims.units import Unit, welch_unit
+from src.claims.units import Unit, contrast_unit, welch_unit
 from src.stats import hypothesis
 
 SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
@@ -117,6 +117,32 @@ def plain_by(ev: Evidence, scheme: str) -> pd.DataFrame:
 def refs(rows: pd.DataFrame) -> tuple[str, str]:
     first = rows.iloc[0]
     return first["ref_full"], first["ref_scratch"]
+
+
+def slugs_by_k(rows) -> dict[int, str]:
+    """The progressive condition (slug) of each k among `rows` (one task and size)."""
+    return dict(zip(rows["k"].astype(int), rows["slug"]))
+
+
+def curve_contrasts(
+    ev: Evidence, claim: str, contrasts, tasks: tuple = (), largest_only: bool = False, **shape
+) -> list[Unit]:
+    """Paired contrasts along each progressive curve (of `tasks`, every task where empty; at each
+    task's largest size only with `largest_only`): `contrasts(L)` yields (label, {k: weight}, test),
+    one unit per contrast whose every k ran; `shape` as contrast_unit's."""
+    units, progressive = [], plain_by(ev, "progressive")
+    largest = progressive.groupby("task")["size"].max()
+    for (task, size), rows in progressive.groupby(["task", "size"]):
+        if (tasks and task not in tasks) or (largest_only and size != largest[task]):
+            continue
+        by_k = slugs_by_k(rows)
+        for label, weights, test in contrasts(ev.num_layers):
+            if set(weights) <= set(by_k):
+                slugs = {by_k[k]: w for k, w in weights.items()}
+                units.append(
+                    contrast_unit(ev, claim, task, int(size), slugs, test, name=f"{task} n={size}{label}", **shape)
+                )
+    return units
 
 
 def per_trial_contrast(ev: Evidence, task: str, size: int, weights: dict[str, float]) -> np.ndarray:

@@ -326,6 +326,7 @@ def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence, le
 
 
 MODIFIERS = ("reinit_lr_multiplier", "keep_layernorm", "epochs", "intermediate_tasks")
+PAPER_SMALL = (500, 5)  # 001 App. D: the 500-example runs train five epochs (where train.small_size is 0)
 
 
 def resolve(value, ev: Evidence, tasks: list[str]):
@@ -421,11 +422,16 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
     probed = sorted(set(ev.probe["task"])) if not ev.probe.empty else []
     reference = next((s for s in ev.studies.values() if s.scheme == "progressive"), None)
     changes, every_task = {}, []
+    if any(need.sizes == "small" for need in claim.needs) and small < 1:  # no size trains small_epochs
+        small = PAPER_SMALL[0]
+        changes["train.small_size"], changes["train.small_epochs"] = PAPER_SMALL
     for need in claim.needs:
-        base_tasks = list(need.tasks) or data_tasks[:1]
+        # a probe predicts one label per sequence: a claim with probes runs on tasks that are not span QA
+        fits = [t for t in data_tasks if not (need.probe and t in TASKS and TASKS[t].kind.token_level)]
+        base_tasks = list(need.tasks) or fits[:1] or data_tasks[:1]
         study = matching_study(ev.studies, need, ev, base_tasks)
-        tasks = list(need.tasks) or (list(study.tasks) if study else base_tasks)
-        tasks += [t for t in data_tasks if t not in tasks][: max(0, need.min_tasks - len(tasks))]
+        tasks = list(need.tasks) or [t for t in (study.tasks if study else base_tasks) if t in fits] or base_tasks
+        tasks += [t for t in fits if t not in tasks][: max(0, need.min_tasks - len(tasks))]
         args = {k: resolve(v, ev, tasks) for k, v in need.args.items()}
         modifiers = {k: resolve(v, ev, tasks) for k, v in need.modifiers.items()}
         if study:

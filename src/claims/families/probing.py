@@ -12,7 +12,19 @@ from dataclasses import replace
 
 import numpy as np
 
-from src.claims.claim import BLOCKS, PROBED, SEED_001, SEED_003, Claim, Shared, k_text, p_text, plain_by, refs
+from src.claims.claim import (
+    BLOCKS,
+    PROBED,
+    SEED_001,
+    SEED_003,
+    Claim,
+    Shared,
+    curve_contrasts,
+    k_text,
+    p_text,
+    plain_by,
+    refs,
+)
 from src.claims.curves import (
     PROBE_MEASURES,
     Curve,
@@ -165,11 +177,7 @@ def sst2_early_layers(ev: Evidence, shared: Shared) -> list[Unit]:
 
 def cola_transfers_without_probe(ev: Evidence, shared: Shared) -> list[Unit]:
     claim = "cola_transfers_though_probing_at_chance"
-    progressive = plain_by(ev, "progressive")
-    gap = []
-    for (task, size), rows in progressive[progressive["task"] == "cola"].groupby(["task", "size"]):
-        full, scratch = refs(rows)
-        gap.append(contrast_unit(ev, claim, task, int(size), {full: 1, scratch: -1}, "full − scratch > 0 on CoLA"))
+    gap = curve_contrasts(ev, claim, lambda L: [("", {L: 1, 0: -1}, "full − scratch > 0 on CoLA")], tasks=("cola",))
     units = probe_near_chance_units(ev, shared, claim, "cola", range(ev.num_layers + 1))
     return units + gap if units and gap else []
 

@@ -20,11 +20,13 @@ from src.claims.claim import (
     TWO_SIZES,
     Claim,
     Shared,
+    curve_contrasts,
     k_text,
     one_sided_welch,
     per_trial_contrast,
     plain_by,
     refs,
+    slugs_by_k,
     variance_ratio_unit,
 )
 from src.claims.curves import along_draws, curves_design
@@ -41,32 +43,6 @@ def few_threshold(ev: Evidence) -> int:
     """'The first few layers': ⌈report.few_layers_fraction × L⌉, at least 1 (the paper's first three of 12
     at 0.25; two of MiniLM's six)."""
     return max(1, math.ceil(ev.settings.few_layers_fraction * ev.num_layers))
-
-
-def slugs_by_k(rows) -> dict[int, str]:
-    """The progressive condition (slug) of each k among `rows` (one task and size)."""
-    return dict(zip(rows["k"].astype(int), rows["slug"]))
-
-
-def curve_contrasts(
-    ev: Evidence, claim: str, contrasts, tasks: tuple = (), largest_only: bool = False, **shape
-) -> list[Unit]:
-    """Paired contrasts along each progressive curve (of `tasks`, every task where empty; at each
-    task's largest size only with `largest_only`): `contrasts(L)` yields (label, {k: weight}, test),
-    one unit per contrast whose every k ran; `shape` as contrast_unit's."""
-    units, progressive = [], plain_by(ev, "progressive")
-    largest = progressive.groupby("task")["size"].max()
-    for (task, size), rows in progressive.groupby(["task", "size"]):
-        if (tasks and task not in tasks) or (largest_only and size != largest[task]):
-            continue
-        by_k = slugs_by_k(rows)
-        for label, weights, test in contrasts(ev.num_layers):
-            if set(weights) <= set(by_k):
-                slugs = {by_k[k]: w for k, w in weights.items()}
-                units.append(
-                    contrast_unit(ev, claim, task, int(size), slugs, test, name=f"{task} n={size}{label}", **shape)
-                )
-    return units
 
 
 def size_pairs(ev: Evidence, tasks: tuple = (), ratio: float = 1.0):
@@ -117,7 +93,10 @@ def few_layers_suffice(ev: Evidence, shared: Shared) -> list[Unit]:
     )
 
 
-def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
+def curve_shift_units(ev: Evidence, shared: Shared, claim: str, statistic, label: str) -> list[Unit]:
+    """`statistic` of a task's curve (a k, applied along each draw) at its smallest size minus at its
+    largest, > 0: the bootstrap of the difference, both curves drawn on the task's shared eval draws
+    (and its crossed seed_design, where they read one); needs the gap at both sizes."""
     units = []
     for task in shared.tasks():
         sizes = shared.sizes(task)
@@ -125,15 +104,15 @@ def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
             continue
         small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
         design, read = curves_design((small, large))
-        k90 = lambda draws: along_draws(first_reaching, draws)  # noqa: E731
+        value = {sizes[0]: statistic(small.mean), sizes[-1]: statistic(large.mean)}
         units.append(
             bootstrap_unit(
                 ev,
-                "k90_grows_as_data_shrinks",
+                claim,
                 f"{task} n={sizes[0]} vs n={sizes[-1]}",
-                "bootstrap of k90(smallest) − k90(largest) > 0",
-                first_reaching(small.mean) - first_reaching(large.mean),
-                k90(small.draws) - k90(large.draws),
+                f"bootstrap of {label}(smallest) − {label}(largest) > 0",
+                value[sizes[0]] - value[sizes[-1]],
+                along_draws(statistic, small.draws) - along_draws(statistic, large.draws),
                 min(len(small.trials), len(large.trials)),
                 kind="bootstrap-difference",
                 design=design,
@@ -143,43 +122,19 @@ def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
                 notes=[
                     *small.notes,
                     *large.notes,
-                    f"k90 {k_text(first_reaching(small.mean))} at n={sizes[0]}, "
-                    f"{k_text(first_reaching(large.mean))} at n={sizes[-1]}",
+                    f"{label} {k_text(value[sizes[0]])} at n={sizes[0]}, {k_text(value[sizes[-1]])} at n={sizes[-1]}",
                 ],
             )
         )
     return units
+
+
+def k90_grows_as_data_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
+    return curve_shift_units(ev, shared, "k90_grows_as_data_shrinks", first_reaching, "k90")
 
 
 def drop_point_shifts(ev: Evidence, shared: Shared) -> list[Unit]:
-    units = []
-    for task in shared.tasks():
-        sizes = shared.sizes(task)
-        if len(sizes) < 2:
-            continue
-        small, large = shared.curves[(task, sizes[0])], shared.curves[(task, sizes[-1])]
-        design, read = curves_design((small, large))
-        units.append(
-            bootstrap_unit(
-                ev,
-                "drop_point_shifts_with_data_size",
-                f"{task} n={sizes[0]} vs n={sizes[-1]}",
-                "bootstrap of steepest step k(smallest) − k(largest) > 0",
-                drop_point(small.mean) - drop_point(large.mean),
-                drop_point(small.draws) - drop_point(large.draws),
-                min(len(small.trials), len(large.trials)),
-                kind="bootstrap-difference",
-                design=design,
-                reads_seed_design=read,
-                gaps=((task, sizes[0]), (task, sizes[-1])),
-                studies=tuple(sorted(set(small.studies + large.studies))),
-                notes=[
-                    f"steepest step at k={drop_point(small.mean):.0f} (n={sizes[0]}), "
-                    f"{drop_point(large.mean):.0f} (n={sizes[-1]})"
-                ],
-            )
-        )
-    return units
+    return curve_shift_units(ev, shared, "drop_point_shifts_with_data_size", drop_point, "steepest step k")
 
 
 def cola_near_linear(ev: Evidence, shared: Shared) -> list[Unit]:

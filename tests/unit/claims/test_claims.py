@@ -11,6 +11,7 @@ import math
 import re
 import zlib
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -968,3 +969,21 @@ def test_head_reinitialisation_has_no_significant_impact_within_the_margin():
     assert v["head_reinit_no_significant_impact"]["verdict"] == "supported"
     v = verdicts(head_study({(1, 0): 0.2}, trials=12, heads=[0, 1]).evidence(single_layer_margin=0.05))
     assert v["head_reinit_no_significant_impact"]["verdict"] == "contradicted"
+
+
+PRESETS = sorted((Path(__file__).parents[3] / "presets").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=[p.stem for p in PRESETS])
+def test_every_presets_not_run_commands_build_and_the_schema_accepts_them(preset, tmp_path):
+    """Issue 38, point 11: the presets give sizes per task; no claim's command may crash or be refused."""
+    params = yaml.safe_load(preset.read_text())
+    config = validate(params)
+    evidence = replace(
+        Builder().curve(RISING, trials=3).evidence(studies=dict(config.studies)), data=config.data, train=config.train
+    )
+    not_run = [v for v in verdicts(evidence).values() if v["verdict"] == NOT_RUN]
+    assert not_run
+    for claim in not_run:
+        command = claim["needs"].replace("<folder with the GLUE TSVs>", str(tmp_path))
+        validate(apply_overrides(command, yaml.safe_load(preset.read_text())))
