@@ -208,7 +208,9 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
     floor = validity.decidable_from(unit.test_type, unit.collapse_rate) if unit.test_type else None
     if unit.test_type and floor is None:
         return hypothesis.TrialsPlan(None, None, None, unit.refused or "no number of trials calibrates its test")
-    if floor is not None and plan.point is None and plan.reason.startswith("no variance estimate"):
+    no_power = plan.reason.startswith("no variance estimate") or (unit.result is None and unit.refused != "")
+    if floor is not None and plan.point is None and no_power:
+        # nothing to plan power from (no SD; a refused statistic without a planner): the trials its design decides from
         return hypothesis.TrialsPlan(None, floor, None, f"{plan.reason}: its design decides from {floor} trials")
     if floor is None or plan.point is None:
         return plan

@@ -987,3 +987,10 @@ def test_every_presets_not_run_commands_build_and_the_schema_accepts_them(preset
     for claim in not_run:
         command = claim["needs"].replace("<folder with the GLUE TSVs>", str(tmp_path))
         validate(apply_overrides(command, yaml.safe_load(preset.read_text())))
+
+
+def test_a_refused_head_percentile_asks_for_the_trials_its_design_decides_from():
+    v = verdicts(head_study({}, trials=1, layers=(1,)).evidence(studies=HEADS_STUDIES))
+    claim = v["head_reinit_in_first_two_layers_hurts"]
+    (unit,) = claim["units"]
+    assert unit.refused.startswith("the design cannot decide at T = 1") and claim["plan"]["trials"] == 3
