@@ -9,6 +9,7 @@ The evidence it reads: src/artefacts/evidence.py.
 """
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from src.artefacts.evidence import read_evidence
@@ -27,8 +28,10 @@ def main() -> None:
     parser.add_argument("--agreement", type=Path, required=True, help="probe vs finetune agreement table (CSV)")
     args = parser.parse_args()
 
-    config = load_config()
-    evidence = read_evidence(Evidence, args.tables, args.predictions, model_limits(args.model).num_layers, config)
+    config, limits = load_config(), model_limits(args.model)
+    evidence = replace(
+        read_evidence(Evidence, args.tables, args.predictions, limits.num_layers, config), num_heads=limits.num_heads
+    )
     verdicts, _ = judge_claims(evidence)
     agreement = agreement_table(evidence)
     agreement.to_csv(args.agreement, index=False)

@@ -15,16 +15,18 @@ seeds folder of the shared folder beside the repository (../shared/seeds/).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from src.claims.curves import Curve, ProbeCurve, probe_curve, progressive_curve
-from src.claims.evidence import Evidence
-from src.claims.units import Unit
+from src.claims.evidence import Evidence, common_trials, scores_of
+from src.claims.units import Unit, contrast_unit, welch_unit
 from src.stats import hypothesis
 
 SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
@@ -34,8 +36,8 @@ SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi
 class Need:
     """Runs a claim needs: a study of `scheme` with `modifiers` (named `study` when it has to be
     added, with `args`), on `tasks` (empty: any), with `sizes` ("two": at least two sizes;
-    "small": one at most train.small_size; "large": one above it), `min_tasks` tasks, and
-    probes of its tasks when `probe`."""
+    "tenfold": two at least 10 times apart; "small": one at most train.small_size; "large": one
+    above it), `min_tasks` tasks, and probes of its tasks when `probe`."""
 
     scheme: str
     study: str
@@ -115,6 +117,75 @@ def plain_by(ev: Evidence, scheme: str) -> pd.DataFrame:
 def refs(rows: pd.DataFrame) -> tuple[str, str]:
     first = rows.iloc[0]
     return first["ref_full"], first["ref_scratch"]
+
+
+def slugs_by_k(rows) -> dict[int, str]:
+    """The progressive condition (slug) of each k among `rows` (one task and size)."""
+    return dict(zip(rows["k"].astype(int), rows["slug"]))
+
+
+def curve_contrasts(
+    ev: Evidence, claim: str, contrasts, tasks: tuple = (), largest_only: bool = False, **shape
+) -> list[Unit]:
+    """Paired contrasts along each progressive curve (of `tasks`, every task where empty; at each
+    task's largest size only with `largest_only`): `contrasts(L)` yields (label, {k: weight}, test),
+    one unit per contrast whose every k ran; `shape` as contrast_unit's."""
+    units, progressive = [], plain_by(ev, "progressive")
+    largest = progressive.groupby("task")["size"].max()
+    for (task, size), rows in progressive.groupby(["task", "size"]):
+        if (tasks and task not in tasks) or (largest_only and size != largest[task]):
+            continue
+        by_k = slugs_by_k(rows)
+        for label, weights, test in contrasts(ev.num_layers):
+            if set(weights) <= set(by_k):
+                slugs = {by_k[k]: w for k, w in weights.items()}
+                units.append(
+                    contrast_unit(ev, claim, task, int(size), slugs, test, name=f"{task} n={size}{label}", **shape)
+                )
+    return units
+
+
+def per_trial_contrast(ev: Evidence, task: str, size: int, weights: dict[str, float]) -> np.ndarray:
+    """sum_slug weight * score of each trial every slug finished at (task, size): trials only."""
+    trials, _ = common_trials(ev.runs, task, size, list(weights))
+    return (
+        sum(w * scores_of(ev, task, size, slug, trials)[1] for slug, w in weights.items()) if trials else np.array([])
+    )
+
+
+def one_sided_welch(ev: Evidence, claim: str, name: str, test: str, a, b, **kw) -> Unit:
+    """welch_unit of mean(a) − mean(b) > 0, its interval the one-sided (1 − α) lower bound its test
+    reads (scipy), as the report prints every one-sided test's (verdicts.decision_interval)."""
+    unit = welch_unit(claim, name, test, a, b, **kw)
+    if not unit.refused:
+        ci = stats.ttest_ind(a, b, equal_var=False, alternative="greater").confidence_interval(1 - ev.settings.alpha)
+        unit.interval = (float(ci.low), math.inf)
+    return unit
+
+
+def variance_ratio_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, studies: tuple) -> Unit:
+    """var(a) / var(b) > 1 by the one-sided F test (hypothesis.variance_ratio_p; normal scores)."""
+    ratio = (
+        float(np.var(a, ddof=1) / np.var(b, ddof=1))
+        if len(a) > 1 and len(b) > 1 and np.var(b, ddof=1) > 0
+        else math.nan
+    )
+    unit = Unit(
+        claim,
+        name,
+        test,
+        ratio,
+        (math.nan, math.nan),
+        (len(a), len(b)),
+        p_for=hypothesis.variance_ratio_p(a, b),
+        p_against=hypothesis.variance_ratio_p(b, a),
+        studies=studies,
+        interval_note="a variance ratio: no interval printed",
+    )
+    unit.notes.append("estimate is the variance ratio; the F test assumes normal scores")
+    if len(a) < 2 or len(b) < 2:
+        unit.refused = "fewer than 2 runs on a side"
+    return unit
 
 
 # --- the runs most claims need ---------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ class Evidence:
     data: DataConfig | None = None
     train: TrainConfig | None = None
     probe_predictions: dict = field(default_factory=dict)
+    num_heads: int = 0  # attention heads per layer (0: unknown); claims about every head of a layer read it
 
     def plain(self) -> pd.DataFrame:
         return self.runs[self.runs["plain"]] if "plain" in self.runs else self.runs

@@ -38,25 +38,23 @@ def cell(value) -> str:
 
 
 def interval_text(unit: Unit) -> str:
+    """[low, high], or a one-sided bound as [low, +∞) or (−∞, high]; "—" (and why) without one."""
     low, high = unit.interval
-    if np.isfinite(low) and np.isfinite(high):
-        return f"[{number(low)}, {number(high)}]"
-    return f"— ({unit.interval_note})" if unit.interval_note else "—"
+    if np.isnan(low) or np.isnan(high):
+        return f"— ({unit.interval_note})" if unit.interval_note else "—"
+    opening = "(−∞" if low == -math.inf else f"[{number(low)}"
+    closing = "+∞)" if high == math.inf else f"{number(high)}]"
+    return f"{opening}, {closing}"
 
 
-def unit_rows(verdicts: list[dict], settings: ReportConfig) -> list[list]:
-    """One row per unit: claim, unit, test, estimate, 95% CI (or — and why), margin, n, the raw
+def unit_rows(verdicts: list[dict]) -> list[list]:
+    """One row per unit: claim, unit, test, estimate, the interval its test for reads (or — and why), margin, n, the raw
     one-sided p for and against, the Holm p of the one test in the family, status, notes."""
     rows = []
     for verdict in verdicts:
         every = verdict["claim"].every
         for u in verdict["units"]:
             in_family = "" if u.refused else f"{p_text(u.adjusted)} ({'against' if every else 'for'})"
-            small = (
-                [f"its test cannot reach p < {settings.alpha} at n = {u.n} (smallest p {u.min_p:.3g})"]
-                if u.min_p >= settings.alpha
-                else []
-            )
             rows.append(
                 [
                     verdict["id"],
@@ -70,7 +68,7 @@ def unit_rows(verdicts: list[dict], settings: ReportConfig) -> list[list]:
                     p_text(u.p_against) + (" (raw, exact)" if u.raw else " (raw)"),
                     in_family,
                     f"{NO_VERDICT}: {u.refused}" if u.refused else u.status,
-                    "; ".join(u.notes + small),
+                    "; ".join(u.notes),
                 ]
             )
     return rows
@@ -81,13 +79,13 @@ UNIT_HEADER = [
     "unit",
     "test",
     "estimate",
-    "95% CI",
+    "interval (its test for, raw α: a one-sided bound; TOST 1 − 2α)",
     "margin",
     "n",
     "p for",
     "p against",
     "Holm p (in the family)",
-    "unit",
+    "status",
     "notes",
 ]
 
@@ -120,15 +118,7 @@ def summary_rows(verdicts: list[dict]) -> list[list]:
         if plan.get("reasons"):
             decide += (" " if decide else "") + "(" + by_text(plan["reasons"]) + ")"
         verdict = f"{NOT_RUN}: needs `{v['needs']}`" if v["verdict"] == NOT_RUN else v["verdict"]
-        p = (
-            ""
-            if v["verdict"] == NOT_RUN
-            else (
-                f"{p_text(v['p'])} (intersection-union, raw max)"
-                if claim.every
-                else f"{p_text(v['p'])} (Holm, smallest)"
-            )
-        )
+        p = "" if v["verdict"] == NOT_RUN else f"{p_text(v['p'])} ({v['p_label']})"
         rows.append(
             [
                 f"{claim.hypothesis} ({claim.id})" + (" [secondary analysis]" if claim.secondary else ""),
@@ -173,7 +163,7 @@ def write_report(
             ["claim", "source", "operationalisation", "test", "verdict", "claim p", "trials that would decide it"],
             summary_rows(verdicts),
         ),
-        ("Tests, per unit", UNIT_HEADER, unit_rows(verdicts, settings)),
+        ("Tests, per unit", UNIT_HEADER, unit_rows(verdicts)),
         ("Declared inputs (params.yaml report:)", ["key", "value", "what it decides"], declared_inputs(settings)),
         *[
             (title, list(table.columns), [[cell(v) for v in row] for row in table.itertuples(index=False)])

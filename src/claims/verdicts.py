@@ -19,23 +19,59 @@ from src.tasks.registry import TASKS
 NOT_RUN = "not run"
 NO_VERDICT = "no verdict"
 DESIGN_REFUSAL = "the design cannot decide"  # how validity.decidable's refusals begin
+# Why a unit gives no verdict: (a phrase its `refused` text contains, what the report's rule says of it).
+REFUSALS = (
+    (
+        DESIGN_REFUSAL,
+        "its test does not hold its measured calibration (size and coverage by simulation, docs/calibration.md) at "
+        "its number of trials, its conditions' collapse rate or its crossed seed_design (src/stats/validity.py)",
+    ),
+    ("bootstrap draws undefined", "more of its bootstrap draws are undefined than report.max_undefined_share"),
+    ("one probe seed", "its probe curve comes from one probe seed, so the probe's own noise is unmeasured"),
+    (
+        "runs of a crossed seed_design",
+        "its test takes the trials as independent where they come from a crossed seed_design",
+    ),
+    ("fewer than", "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"),
+    ("one run per cell", "an analysis of variance with one run per cell has no residual variance"),
+    (
+        "pairs: the Fisher-z test",
+        "a correlation tested against a margin has fewer pairs than its Fisher-z test holds its size from",
+    ),
+    ("chance level unknown", "the chance level needs the eval labels, which are missing"),
+)
+PER_CLAIM = "error rate α for this claim alone"  # intersection-union verdicts
+FAMILYWISE = "familywise error rate α across the report's Holm family"  # Holm verdicts
 RULE = (
     "Each unit of a claim has two one-sided tests: *for* the claim (H0: it fails there) and *against* it (H0: it "
-    "holds there). A universal claim ('at every task and size') is **supported** by an intersection-union test: "
-    "every unit's test *for* at α, no adjustment across its units (the claim's p is the largest); for a claim that "
-    "needs the full-vs-scratch gap, the gap's own test at each unit is part of that intersection, so a unit without "
-    "a shown gap cannot support it (this, not discarding units, prevents vacuous support). It is **contradicted** "
-    "when any unit's test *against* is significant after Holm across the report; no unit is ever left out, "
-    "whether or not its gap is shown. An existential claim ('some intermediate task', 'specific heads') is "
-    "supported when any unit's test *for* is significant after Holm across the report, and contradicted when every "
-    "unit's test *against* is (intersection-union). The report's Holm family holds exactly one one-sided test per "
-    "unit: *against* for universal claims, *for* for existential ones; every other p printed is raw, and says so. "
-    "A unit gives **no verdict**, and prints no interval, where its test is not valid: a percentile bootstrap "
-    "below the declared minimum trials or above the declared share of undefined draws, a probe curve from one "
-    "probe seed (its noise unmeasured). A claim is **inconclusive** when neither holds, **no verdict** when a "
-    "refused unit is all that stands between it and a verdict, and **not run** without units. Runs are never "
-    "dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted."
+    "holds there). A universal claim ('at every task and size') is **supported** when every unit's test *for* is "
+    "significant at α with no adjustment across its units (an intersection-union test; the claim's p is the "
+    "largest, raw); for a claim that needs the full-vs-scratch gap, the gap's own test at each unit is part of "
+    "that intersection, so a unit without a shown gap cannot support it. It is **contradicted** when any unit's "
+    "test *against* is significant after Holm across the report (the claim's p is the smallest Holm p against); "
+    "no unit is ever left out, whether or not its gap is shown. An existential claim ('some intermediate task', "
+    "'certain heads') is **supported** when some unit's test *for* is significant after Holm across the report "
+    "(the claim's p is the smallest Holm p for), and **contradicted** when every unit's test *against* is "
+    "significant at α (intersection-union; the claim's p is the largest, raw). The report's Holm family holds "
+    "exactly one one-sided test per unit with a p: *against* for universal claims, *for* for existential ones; "
+    "every other p printed is raw, and says so. **Error rates**: the verdicts decided by Holm (a universal claim "
+    f"contradicted, an existential one supported) hold a {FAMILYWISE}: under the nulls of their units, the chance "
+    "that any of them in this report is wrong is at most α. The verdicts decided by intersection-union (a "
+    f"universal claim supported, an existential one contradicted) hold an {PER_CLAIM}: each is wrong with "
+    "probability at most α, and with m of them up to m·α may be wrong, so the report bounds no rate of at least "
+    "one wrong verdict of any kind. Each unit's interval is the one its test *for* reads at α (raw): a one-sided "
+    "(1 − α) bound in the claim's direction, the (1 − 2α) two-sided interval for an equivalence (TOST); exact, "
+    "F and variance-ratio tests print none. A unit gives **no verdict**, with no interval and no p, where "
+    + "; or where ".join(text for _, text in REFUSALS)
+    + ". A claim is **inconclusive** when neither verdict holds, **no verdict** when refused units (its own or "
+    "the gaps it needs) are all that stands between it and a verdict, and **not run** without units. Runs are "
+    "never dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted."
 )
+
+
+def refusal_kind(refused: str) -> str | None:
+    """The REFUSALS phrase that `refused` (a unit's reason for no verdict) contains: the rule's entry for it."""
+    return next((phrase for phrase, _ in REFUSALS if phrase in refused), None)
 
 
 def unit_status(unit: Unit, every: bool, alpha: float) -> str:
@@ -46,6 +82,19 @@ def unit_status(unit: Unit, every: bool, alpha: float) -> str:
     if p_against < alpha:
         return "against"
     return "for" if p_for < alpha else "unresolved"
+
+
+def decision_interval(unit: Unit, alpha: float) -> tuple[float, float]:
+    """The interval the unit's test *for* reads at `alpha`: a one-sided (1 − alpha) bound in the
+    claim's direction ([low, +∞) for "> 0" and "> −margin", (−∞, high] for "< margin"), the
+    (1 − 2 alpha) two-sided interval for an equivalence (TOST), so that its test is significant
+    exactly where the interval clears 0 or the margin. Units of other tests keep theirs."""
+    result = unit.result
+    if unit.refused or not isinstance(result, (hypothesis.Estimate, hypothesis.Bootstrap)):
+        return unit.interval
+    low, high = result.interval(1 - 2 * alpha)
+    shape = unit.shape if isinstance(result, hypothesis.Estimate) else "greater" if unit.margin is None else "within"
+    return {"greater": (low, math.inf), "above": (low, math.inf), "below": (-math.inf, high)}.get(shape, (low, high))
 
 
 def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
@@ -73,32 +122,41 @@ def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
     for claim in CLAIMS:
         for unit in by_claim[claim.id]:
             unit.status = unit_status(unit, claim.every, alpha)
+            unit.interval = decision_interval(unit, alpha)
     gaps = {u.key: u for u in by_claim["full_beats_scratch"]}
     verdicts = [verdict(claim, by_claim[claim.id], gaps, ev, planned_family) for claim in CLAIMS]
     return verdicts, [u for units in by_claim.values() for u in units]
 
 
+def needed_gaps(claim: Claim, unit: Unit, gaps: dict) -> list[Unit | None]:
+    """The full-vs-scratch units `unit` needs shown (None where the progressive study has none)."""
+    return [gaps.get(g) for g in unit.gaps] if claim.needs_gap else []
+
+
+def decided_by(text: str, every: bool) -> str:
+    """How a verdict is decided: "holm" (a universal claim contradicted, an existential one
+    supported) or "iut" (intersection-union: the others, and the p an undecided claim prints)."""
+    return "holm" if (text == "contradicted") == every else "iut"
+
+
 def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, planned_family: int) -> dict:
-    needed_gaps = [gaps.get(g) for u in units for g in u.gaps] if claim.needs_gap else []
+    gap_units = [g for u in units for g in needed_gaps(claim, u, gaps)]
     statuses = [u.status for u in units]
+    blockers = statuses + [g.status if g is not None else "missing" for g in gap_units]
     if not units:
-        text, p = NOT_RUN, math.nan
+        text = NOT_RUN
     elif claim.every:
-        gap_shown = all(g is not None and g.status == "for" for g in needed_gaps)
-        every_p = [u.p_for for u in units] + [g.p_for if g is not None else math.nan for g in needed_gaps]
-        p = hypothesis.intersection_union(every_p)  # undefined where any part is
         if "against" in statuses:
             text = "contradicted"
-        elif all(s == "for" for s in statuses) and gap_shown:
+        elif all(s == "for" for s in blockers):
             text = "supported"
-        elif NO_VERDICT in statuses and all(s in ("for", NO_VERDICT) for s in statuses):
+        elif NO_VERDICT in blockers and all(s in ("for", NO_VERDICT) for s in blockers):
             text = NO_VERDICT
         else:
             text = "inconclusive"
     else:
-        p = min((u.adjusted for u in units if np.isfinite(u.adjusted)), default=math.nan)
         shown = [u for u in units if u.status == "for"]
-        if any(all(gaps.get(g) is not None and gaps[g].status == "for" for g in u.gaps) for u in shown):
+        if any(all(g is not None and g.status == "for" for g in needed_gaps(claim, u, gaps)) for u in shown):
             text = "supported"
         elif all(s == "against" for s in statuses):
             text = "contradicted"
@@ -106,16 +164,36 @@ def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, planned_f
             text = NO_VERDICT
         else:
             text = "inconclusive"
+    p, label = claim_p(claim, text, units, gap_units)
     undecided = text in ("inconclusive", NO_VERDICT)
     return {
         "claim": claim,
         "id": claim.id,
         "verdict": text,
-        "p": p,  # universal: the intersection-union p (raw, the largest); existential: the smallest Holm p
+        "p": p,
+        "p_label": label,  # which p it is, and the error rate the verdict it decides holds
         "units": units,
-        "plan": plan_trials(claim, units, needed_gaps, ev, planned_family) if undecided else None,
+        "plan": plan_trials(claim, units, gaps, ev, planned_family) if undecided else None,
         "needs": command_for(claim, ev) if text == NOT_RUN else None,
     }
+
+
+def claim_p(claim: Claim, text: str, units: list[Unit], gap_units: list) -> tuple[float, str]:
+    """The p that decides (or would decide) the claim's verdict, and what it is: the smallest Holm p
+    of the side that decided it, or the intersection-union p (raw, the largest) of every unit's
+    test (universal: for, with the gaps it needs; existential: against)."""
+    if text == NOT_RUN:
+        return math.nan, ""
+    side = "against" if text == "contradicted" else "for"
+    if decided_by(text, claim.every) == "holm":
+        deciding = [u.adjusted for u in units if u.status == side] or [u.adjusted for u in units]
+        return min((p for p in deciding if np.isfinite(p)), default=math.nan), f"Holm, smallest, {side}; {FAMILYWISE}"
+    if claim.every:
+        every_p = [u.p_for for u in units] + [g.p_for if g is not None else math.nan for g in gap_units]
+    else:
+        every_p = [u.p_against for u in units]
+    # undefined where any part is
+    return hypothesis.intersection_union(every_p), f"intersection-union, raw max, {side}; {PER_CLAIM}"
 
 
 # --- the planner ------------------------------------------------------------------------------------------------
@@ -130,7 +208,9 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
     floor = validity.decidable_from(unit.test_type, unit.collapse_rate) if unit.test_type else None
     if unit.test_type and floor is None:
         return hypothesis.TrialsPlan(None, None, None, unit.refused or "no number of trials calibrates its test")
-    if floor is not None and plan.point is None and plan.reason.startswith("no variance estimate"):
+    no_power = plan.reason.startswith("no variance estimate") or (unit.result is None and unit.refused != "")
+    if floor is not None and plan.point is None and no_power:
+        # nothing to plan power from (no SD; a refused statistic without a planner): the trials its design decides from
         return hypothesis.TrialsPlan(None, floor, None, f"{plan.reason}: its design decides from {floor} trials")
     if floor is None or plan.point is None:
         return plan
@@ -175,18 +255,21 @@ def plan_text(plan: hypothesis.TrialsPlan) -> str:
     return f"{plan.high or plan.point}" if plan.high else f"≥ {plan.point} (no upper end)" if plan.point else ""
 
 
-def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, planned_family: int) -> dict:
-    """Trials that would decide every undecided unit (and the gaps it needs): at α for a universal
-    claim (intersection-union needs no adjustment), at α / family for an existential one
-    (Bonferroni, the strictest Holm step), with the family of the planned design (every unit that
-    more trials would make testable). Per unit a range (low–high, point): the trial SD's 95%
-    interval on its df, the eval set's part of the variance not shrinking with trials. The
-    claim's number is the largest point over its blocking units; never fewer than one more trial
-    than a blocking unit has."""
+def plan_trials(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, planned_family: int) -> dict:
+    """Trials that would decide the claim: at α for a universal claim (intersection-union needs no
+    adjustment), at α / family for an existential one (Bonferroni, the strictest Holm step), with
+    the family of the planned design (every unit that more trials would make testable). Per
+    blocking unit (and blocking gap it needs) a range (low–high, point): the trial SD's 95%
+    interval on its df, the eval set's part of the variance not shrinking with trials; never
+    fewer than one more trial than it has. A universal claim needs every blocking unit decided:
+    its number is the largest point. An existential claim needs one unit (with its gaps): its
+    number is the smallest, over units, of the largest point of that unit and its gaps, and the
+    command raises that unit's studies."""
     s = ev.settings
     family = 1 if claim.every else planned_family
-    blocking = [u for u in units if u.status != "for"] + [g for g in gaps if g is not None and g.status != "for"]
-    needs, studies, sizes, reasons, ranges = [], set(), set(), [], []
+    blocking = [u for u in units if u.status != "for"]
+    blocking += [g for u in units for g in needed_gaps(claim, u, gaps) if g is not None and g.status != "for"]
+    points, reasons, ranges = {}, [], []
     for unit in dict.fromkeys(blocking):
         if unit.refused == ONE_PROBE_SEED:
             reasons.append(f"{unit.name}: needs several probe seeds, not more trials")
@@ -197,17 +280,28 @@ def plan_trials(claim: Claim, units: list[Unit], gaps: list, ev: Evidence, plann
         if plan.point is None:
             continue
         have = max(unit.n) if isinstance(unit.n, tuple) else int(unit.n)
-        needs.append(max(plan.point, have + 1))
+        points[unit] = max(plan.point, have + 1)
         ranges.append(f"{unit.name}: {plan_text(plan)}")
-        studies |= set(unit.studies)
+    if claim.every:
+        route = list(points)  # every blocking unit more trials can decide
+    else:
+        routes = []
+        for unit in units:
+            parts = [x for x in (unit, *needed_gaps(claim, unit, gaps)) if x is None or x.status != "for"]
+            if parts and all(x in points for x in parts):  # a missing gap or an undecidable part: no route
+                routes.append(parts)
+        route = min(routes, key=lambda parts: max(points[x] for x in parts), default=[])
+    studies = {study for unit in route for study in unit.studies}
+    if not route or not studies:
+        return {"trials": None, "command": None, "reasons": reasons, "ranges": ranges, "family": family}
+    n = max(points[unit] for unit in route)
+    sizes = set()
+    for unit in route:
         unit_sizes = {size for _, size in filter(None, (unit.key, *unit.gaps))}
         sizes = None if sizes is None or not unit_sizes else sizes | unit_sizes  # None: a unit of unknown size
-    if not needs or not studies:
-        return {"trials": None, "command": None, "reasons": reasons, "ranges": ranges}
-    n = max(needs)
-    levels = validity.crossed_levels({u.test_type for u in blocking})  # where a study has a crossed seed_design
+    levels = validity.crossed_levels({u.test_type for u in route})  # where a study has a crossed seed_design
     command = "dvc exp run " + " ".join(trials_override(study, n, sizes, ev, levels) for study in sorted(studies))
-    return {"trials": n, "command": command, "reasons": reasons, "ranges": ranges}
+    return {"trials": n, "command": command, "reasons": reasons, "ranges": ranges, "family": family}
 
 
 def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence, levels: int) -> str:
@@ -234,14 +328,16 @@ def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence, le
 
 
 MODIFIERS = ("reinit_lr_multiplier", "keep_layernorm", "epochs", "intermediate_tasks")
+PAPER_SMALL = (500, 5)  # 001 App. D: the 500-example runs train five epochs (where train.small_size is 0)
 
 
 def resolve(value, ev: Evidence, tasks: list[str]):
-    """Need placeholders: all_ks, all_layers, L, L-1, train.epochs, data.tasks."""
+    """Need placeholders: all_ks, all_layers, all_heads, L, L-1, train.epochs, data.tasks."""
     L = ev.num_layers
     table = {
         "all_ks": list(range(L + 1)),
         "all_layers": list(range(1, L + 1)),
+        "all_heads": list(range(ev.num_heads)),
         "L": L,
         "L-1": L - 1,
         "train.epochs": ev.train.epochs if ev.train else 3,
@@ -264,6 +360,11 @@ def matching_study(studies: dict[str, StudyConfig], need: Need, ev: Evidence, ta
     return None
 
 
+def flatten(value) -> list:
+    """The items of nested lists (a chain of intermediate tasks is a list inside the list)."""
+    return [x for v in value for x in flatten(v)] if isinstance(value, (list, tuple)) else [value]
+
+
 def flow(value) -> str:
     """A value as YAML flow (what `dvc exp run -S` parses)."""
     if isinstance(value, bool):
@@ -275,6 +376,47 @@ def flow(value) -> str:
     return str(value)
 
 
+def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[int]:
+    """The sizes `have` with what `need` asks for added: a second size ("two"), one at least 10 times
+    the smallest ("tenfold"), one at most train.small_size ("small"; it replaces `have` in a study
+    that is `added`), one above it ("large")."""
+    sizes = list(have)
+    if need.sizes == "two" and len(sizes) < 2:
+        sizes.append(2 * max(sizes))
+    if need.sizes == "tenfold" and max(sizes) < 10 * min(sizes):
+        sizes.append(10 * min(sizes))
+    if need.sizes == "small" and not any(s <= small for s in sizes):
+        sizes = [small] if added else sizes + [small]
+    if need.sizes == "large" and not any(s > small for s in sizes):
+        sizes.append(2 * small)
+    return sorted(sizes)
+
+
+def first_sizes(study: StudyConfig | None, tasks: list[str]) -> list[int]:
+    """The sizes a new study starts from: the first size the reference study runs its first task
+    (of `tasks`, else any) at, whether its sizes are one list or one list per task; 128 without one."""
+    if study is None or not study.sizes:
+        return [128]
+    if not isinstance(study.sizes, dict):
+        return list(study.sizes[:1])
+    task = next((t for t in tasks if t in study.sizes), next(iter(study.sizes)))
+    return list(study.sizes[task][:1])
+
+
+def sizes_override(study: StudyConfig, tasks: list[str], need: Need, small: int) -> object | None:
+    """The study's `sizes` with what `need` asks for at each of `tasks` (one list, or the whole
+    per-task mapping back, a task it lacks starting from the mapping's first list); None where
+    nothing changes."""
+    if not isinstance(study.sizes, dict):
+        sizes = needed_sizes(list(study.sizes), need, small, added=False)
+        return sizes if sizes != sorted(study.sizes) else None
+    first = list(next(iter(study.sizes.values()), ()))
+    mapping = {task: list(sizes) for task, sizes in study.sizes.items()}
+    for task in tasks:
+        mapping[task] = needed_sizes(mapping.get(task, first), need, small, added=False)
+    return mapping if mapping != {task: list(sizes) for task, sizes in study.sizes.items()} else None
+
+
 def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
     """The params changes (dotted key, "+" for a new study) that give `claim` its runs."""
     data_tasks = list(ev.data.tasks) if ev.data else []
@@ -282,26 +424,25 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
     probed = sorted(set(ev.probe["task"])) if not ev.probe.empty else []
     reference = next((s for s in ev.studies.values() if s.scheme == "progressive"), None)
     changes, every_task = {}, []
+    if any(need.sizes == "small" for need in claim.needs) and small < 1:  # no size trains small_epochs
+        small = PAPER_SMALL[0]
+        changes["train.small_size"], changes["train.small_epochs"] = PAPER_SMALL
     for need in claim.needs:
-        base_tasks = list(need.tasks) or data_tasks[:1]
+        # a probe predicts one label per sequence: a claim with probes runs on tasks that are not span QA
+        fits = [t for t in data_tasks if not (need.probe and t in TASKS and TASKS[t].kind.token_level)]
+        base_tasks = list(need.tasks) or fits[:1] or data_tasks[:1]
         study = matching_study(ev.studies, need, ev, base_tasks)
-        tasks = list(need.tasks) or (list(study.tasks) if study else base_tasks)
-        tasks += [t for t in data_tasks if t not in tasks][: max(0, need.min_tasks - len(tasks))]
-        sizes = list(study.sizes) if study else list(reference.sizes[:1] if reference else [128])
-        if need.sizes == "two" and len(sizes) < 2:
-            sizes.append(2 * max(sizes))
-        if need.sizes == "small" and not any(s <= small for s in sizes):
-            sizes = sizes + [small] if study else [small]
-        if need.sizes == "large" and not any(s > small for s in sizes):
-            sizes.append(2 * small)
+        tasks = list(need.tasks) or [t for t in (study.tasks if study else base_tasks) if t in fits] or base_tasks
+        tasks += [t for t in fits if t not in tasks][: max(0, need.min_tasks - len(tasks))]
         args = {k: resolve(v, ev, tasks) for k, v in need.args.items()}
         modifiers = {k: resolve(v, ev, tasks) for k, v in need.modifiers.items()}
         if study:
             key = f"studies.{study.name}"
             if not set(tasks) <= set(study.tasks):
                 changes[f"{key}.tasks"] = list(study.tasks) + [t for t in tasks if t not in study.tasks]
-            if sorted(sizes) != sorted(study.sizes):
-                changes[f"{key}.sizes"] = sorted(sizes)
+            sizes = sizes_override(study, tasks, need, small)
+            if sizes is not None:
+                changes[f"{key}.sizes"] = sizes
             for name, value in args.items():
                 have = getattr(study, name)
                 if isinstance(value, list) and have is not None and not set(value) <= set(have):
@@ -313,12 +454,12 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
                 **args,
                 **modifiers,
                 "tasks": tasks,
-                "sizes": sorted(sizes),
+                "sizes": needed_sizes(first_sizes(reference, tasks), need, small, added=True),
                 "trials": 3,
             }
         if need.probe and not set(tasks) <= set(probed):
             changes["probe.tasks"] = probed + [t for t in tasks if t not in probed]
-        every_task += tasks
+        every_task += tasks + [t for t in flatten(modifiers.get("intermediate_tasks") or []) if t in TASKS]
     missing = [t for t in dict.fromkeys(every_task) if t not in data_tasks]
     if missing:
         changes["data.tasks"] = data_tasks + missing

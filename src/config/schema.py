@@ -193,7 +193,8 @@ class ReportConfig(Section):
     )
     chance_margin: float = knob(checks.positive, "'at chance': |score - chance level| < this (majority share; MCC 0)")
     few_layers_fraction: float = knob(
-        checks.open_unit, "'a few early layers suffice': k90 at the largest size <= this x L (at least 1 layer)"
+        checks.open_unit,
+        "'the first few layers': ceil(this x L) pretrained layers give more than half the full model's gain",
     )
     linear_r2: float = knob(checks.open_unit, "'a near-linear drop': R^2 of a straight line through the curve >= this")
 

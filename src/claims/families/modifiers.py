@@ -6,14 +6,9 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
-from src.claims.claim import SEED_001, Claim, Need, Shared
+from src.claims.claim import SEED_001, Claim, Need, Shared, variance_ratio_unit
 from src.claims.evidence import Evidence
 from src.claims.units import Unit, contrast_unit
-from src.stats import hypothesis
 
 LR_MULTIPLIER = Need("progressive", "lr_multiplier", {"ks": [0, 3]}, {"reinit_lr_multiplier": 5})
 
@@ -115,27 +110,16 @@ def lr_adds_variance(ev: Evidence, shared: Shared) -> list[Unit]:
         a, b = rows["value"].to_numpy(float), base["value"].to_numpy(float)
         if len(b) == 0:
             continue
-        ratio = (
-            float(np.var(a, ddof=1) / np.var(b, ddof=1))
-            if len(a) > 1 and len(b) > 1 and np.var(b, ddof=1) > 0
-            else math.nan
+        units.append(
+            variance_ratio_unit(
+                "lr_multiplier_adds_variance",
+                f"{task} n={size} {slug}",
+                "var(5× lr) / var(plain) > 1 (F test, one-sided)",
+                a,
+                b,
+                tuple(sorted(set(rows["study"]) | set(base["study"]))),
+            )
         )
-        unit = Unit(
-            "lr_multiplier_adds_variance",
-            f"{task} n={size} {slug}",
-            "var(5× lr) / var(plain) > 1 (F test, one-sided)",
-            ratio,
-            (math.nan, math.nan),
-            (len(a), len(b)),
-            p_for=hypothesis.variance_ratio_p(a, b),
-            p_against=hypothesis.variance_ratio_p(b, a),
-            studies=tuple(sorted(set(rows["study"]) | set(base["study"]))),
-        )
-        unit.interval_note = "a variance ratio: no interval printed"
-        unit.notes.append("estimate is the variance ratio; the F test assumes normal scores")
-        if len(a) < 2 or len(b) < 2:
-            unit.refused = "fewer than 2 runs on a side"
-        units.append(unit)
     return units
 
 

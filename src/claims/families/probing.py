@@ -12,7 +12,19 @@ from dataclasses import replace
 
 import numpy as np
 
-from src.claims.claim import BLOCKS, PROBED, SEED_001, SEED_003, Claim, Shared, k_text, p_text, plain_by, refs
+from src.claims.claim import (
+    BLOCKS,
+    PROBED,
+    SEED_001,
+    SEED_003,
+    Claim,
+    Shared,
+    curve_contrasts,
+    k_text,
+    p_text,
+    plain_by,
+    refs,
+)
 from src.claims.curves import (
     PROBE_MEASURES,
     Curve,
@@ -165,11 +177,7 @@ def sst2_early_layers(ev: Evidence, shared: Shared) -> list[Unit]:
 
 def cola_transfers_without_probe(ev: Evidence, shared: Shared) -> list[Unit]:
     claim = "cola_transfers_though_probing_at_chance"
-    progressive = plain_by(ev, "progressive")
-    gap = []
-    for (task, size), rows in progressive[progressive["task"] == "cola"].groupby(["task", "size"]):
-        full, scratch = refs(rows)
-        gap.append(contrast_unit(ev, claim, task, int(size), {full: 1, scratch: -1}, "full − scratch > 0 on CoLA"))
+    gap = curve_contrasts(ev, claim, lambda L: [("", {L: 1, 0: -1}, "full − scratch > 0 on CoLA")], tasks=("cola",))
     units = probe_near_chance_units(ev, shared, claim, "cola", range(ev.num_layers + 1))
     return units + gap if units and gap else []
 
@@ -230,6 +238,34 @@ def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
         )
         for task, probe in shared.probes.items()
     ]
+
+
+def steepest_probe_step(curve: np.ndarray) -> float:
+    """The largest gain from one layer to the next along a probe curve."""
+    return float(np.max(np.diff(curve)))
+
+
+def sst2_probe_more_gradual(ev: Evidence, shared: Shared) -> list[Unit]:
+    if not {"sst2", "qnli"} <= set(shared.probes):
+        return []
+    sst2, qnli = shared.probes["sst2"], shared.probes["qnli"]
+    unit = bootstrap_unit(
+        ev,
+        "sst2_probe_declines_more_gradually_than_qnli",
+        "qnli vs sst2 probes",
+        "bootstrap of steepest step(QNLI probe) − steepest step(SST-2 probe) > 0",
+        steepest_probe_step(qnli.mean) - steepest_probe_step(sst2.mean),
+        along_draws(steepest_probe_step, qnli.draws) - along_draws(steepest_probe_step, sst2.draws)
+        if qnli.draws is not None and sst2.draws is not None
+        else np.full(1, np.nan),
+        min(qnli.seeds, sst2.seeds),
+        kind="bootstrap-difference",
+        notes=[
+            f"steepest step {steepest_probe_step(sst2.mean):.3f} (SST-2), {steepest_probe_step(qnli.mean):.3f} (QNLI); "
+            "the two tasks' eval sets and seeds are drawn independently"
+        ],
+    )
+    return [probe_units_refused(unit, sst2 if sst2.draws is None else qnli)]
 
 
 CLAIMS_001 = (
@@ -308,5 +344,16 @@ CLAIMS_003 = (
         "paired contrast of probe(L−2) − probe(L) > 0, the probe seeds as trials crossed with the eval examples",
         (PROBED,),
         top_two_hurt_probing,
+    ),
+    Claim(
+        "sst2_probe_declines_more_gradually_than_qnli",
+        f"{SEED_003} §6.2",
+        "The probing accuracy on SST-2 decreases more gradually than on QNLI, which presents a steep decline when the "
+        "sixth layer is removed.",
+        "'More gradually': the largest gain from one layer to the next along the probe curve is smaller on SST-2 "
+        "than on QNLI.",
+        "bootstrap of steepest step(QNLI) − steepest step(SST-2) > 0, probe seeds and each eval set resampled",
+        (replace(PROBED, tasks=("sst2", "qnli")),),
+        sst2_probe_more_gradual,
     ),
 )

@@ -11,23 +11,36 @@ from src.claims.evidence import Evidence
 from src.claims.units import Unit, contrast_unit
 
 
-def intermediate_beats_direct(ev: Evidence, shared: Shared) -> list[Unit]:
+def sequential_units(ev: Evidence, claim: str, sign_of, intermediates: tuple = ()) -> list[Unit]:
+    """Each (final, intermediate) pair of the sequential runs (of `intermediates`, every one where
+    empty) against direct finetuning: sign_of(final) * (after intermediate − direct) > 0."""
     units = []
     runs = ev.runs[ev.runs["intermediate_task"].notna()] if "intermediate_task" in ev.runs else ev.runs.iloc[0:0]
     for (task, size, slug), rows in runs.groupby(["task", "size", "slug"]):
-        direct = rows["ref_baseline"].iloc[0]
+        intermediate, sign = rows["intermediate_task"].iloc[0], sign_of(task)
+        if intermediates and intermediate not in intermediates:
+            continue
         units.append(
             contrast_unit(
                 ev,
-                "some_intermediate_task_beats_direct",
+                claim,
                 task,
                 int(size),
-                {slug: 1, direct: -1},
-                "after intermediate − direct > 0",
-                name=f"{task} n={size} after {rows['intermediate_task'].iloc[0]}",
+                {slug: sign, rows["ref_baseline"].iloc[0]: -sign},
+                "after intermediate − direct > 0" if sign > 0 else "direct − after intermediate > 0 (the exception)",
+                name=f"{task} n={size} after {intermediate}",
             )
         )
     return units
+
+
+def intermediate_beats_direct(ev: Evidence, shared: Shared) -> list[Unit]:
+    return sequential_units(ev, "some_intermediate_task_beats_direct", lambda task: 1)
+
+
+def wnli_helps_all_but_rte(ev: Evidence, shared: Shared) -> list[Unit]:
+    sign = lambda task: -1 if task == "rte" else 1  # noqa: E731 - the paper's exception
+    return sequential_units(ev, "wnli_intermediate_helps_every_task_but_rte", sign, ("wnli",))
 
 
 CLAIMS_004 = (
@@ -40,5 +53,24 @@ CLAIMS_004 = (
         (Need("progressive", "sequential", {"ks": ["L"]}, {"intermediate_tasks": "data.tasks"}, min_tasks=2),),
         intermediate_beats_direct,
         every=False,
+    ),
+    Claim(
+        "wnli_intermediate_helps_every_task_but_rte",
+        f"{SEED_004} §6.1, §7",
+        "Using WNLI as an intermediate task and each of the other tasks as the final task outperforms finetuning "
+        "directly; the only final task for which it is worse is RTE.",
+        "After WNLI against direct finetuning on every final task run; the exception, RTE, is tested as its own "
+        "contrast: direct beats after WNLI.",
+        "paired contrast after WNLI − direct > 0 per final task (RTE: direct − after WNLI > 0)",
+        (
+            Need(
+                "progressive",
+                "sequential_wnli",
+                {"ks": ["L"]},
+                {"intermediate_tasks": ["wnli"]},
+                tasks=("cola", "mrpc", "rte"),
+            ),
+        ),
+        wnli_helps_all_but_rte,
     ),
 )

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from src.claims.claim import PROGRESSIVE, SEED_003, TWO_SIZES, Claim, Shared, p_text
+from src.claims.claim import PROGRESSIVE, SEED_003, TWO_SIZES, Claim, Shared, one_sided_welch, p_text
 from src.claims.evidence import Evidence, studies_of
-from src.claims.units import Unit, slope_unit, welch_unit
+from src.claims.units import Unit, slope_unit
 from src.stats import hypothesis
 
 
@@ -73,7 +73,8 @@ def change_studies(ev: Evidence, task: str, sizes, rows: pd.DataFrame) -> tuple:
 
 def more_data_moves_weights_more(ev: Evidence, shared: Shared) -> list[Unit]:
     return [
-        welch_unit(
+        one_sided_welch(
+            ev,
             "more_data_moves_weights_more",
             f"{task} n={large} vs n={small}",
             "Welch t: end-of-training ‖ΔW_output‖ (all layers) at the largest size − at the smallest > 0",
@@ -93,7 +94,8 @@ def more_data_equal_steps(ev: Evidence, shared: Shared) -> list[Unit]:
         return units
     for task, small, large, little, big in size_pairs(changes):
         step = min(little.groupby("trial")["step"].max().min(), big.groupby("trial")["step"].max().min())
-        unit = welch_unit(
+        unit = one_sided_welch(
+            ev,
             "more_data_moves_weights_more_at_equal_steps",
             f"{task} n={large} vs n={small}",
             f"Welch t: ‖ΔW‖ (all sublayers) at step {step} at the largest size − at the smallest > 0",
@@ -119,7 +121,8 @@ def weight_change_interaction(ev: Evidence, shared: Shared) -> list[Unit]:
             for rows in (big, little)
         ]
         units.append(
-            welch_unit(
+            one_sided_welch(
+                ev,
                 "weight_change_grows_more_in_later_layers_with_more_data",
                 f"{task} n={large} vs n={small}",
                 "Welch t: per-trial slope of ‖ΔW_output‖ over layers at the largest size − at the smallest > 0",

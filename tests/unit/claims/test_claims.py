@@ -11,6 +11,7 @@ import math
 import re
 import zlib
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,9 +28,11 @@ from src.claims.verdicts import NO_VERDICT, NOT_RUN, judge_claims
 from src.config.schema import ReportConfig, StudyConfig
 from src.params.load import validate
 from src.stats.curves import first_reaching
+from src.stats.hypothesis import Bootstrap, Estimate
 from tests.support import grid_params
 
 L = 4
+H = 12  # attention heads per layer
 N = 200  # eval examples
 LABELS = np.random.default_rng(0).integers(0, 2, N)
 SETTINGS = ReportConfig(**{**grid_params()["report"], "bootstrap_resamples": 200})
@@ -106,6 +109,7 @@ class Builder:
             studies if studies is not None else {"progressive": CONFIG.studies["progressive"]},
             CONFIG.data,
             CONFIG.train,
+            num_heads=H,
         )
 
 
@@ -393,7 +397,9 @@ def test_a_bootstrap_with_too_many_undefined_draws_gives_no_verdict():
     b = Builder().curve(flat, trials=12, spread=0.02).curve(RISING, trials=12, size=100)
     v = verdicts(b.evidence())["k90_grows_as_data_shrinks"]
     (unit,) = v["units"]
-    assert "bootstrap draws undefined" in unit.refused and v["verdict"] == NO_VERDICT
+    assert "bootstrap draws undefined" in unit.refused and unit.status == NO_VERDICT
+    # the claim is inconclusive, not "no verdict": its gap at n=500 (a flat curve) is unresolved too
+    assert v["verdict"] == "inconclusive"
     assert any(note.startswith("undefined draws") for note in unit.notes)
     assert verdicts(b.evidence(max_undefined_share=0.99))["k90_grows_as_data_shrinks"]["units"][0].refused == ""
 
@@ -471,15 +477,33 @@ def test_a_contrast_of_probe_layers_is_paired_by_probe_seed_and_decides_from_thr
     assert one["verdict"] == NO_VERDICT and one["units"][0].refused == ONE_PROBE_SEED
 
 
-def test_an_exact_test_that_cannot_reach_alpha_at_its_n_says_so(tmp_path):
-    b = Builder().curve(RISING, trials=3)
-    for t, (a, c) in enumerate([(0.6, 0.7), (0.65, 0.72), (0.7, 0.8)]):
-        b.add("permutation", a, trial=t, scheme="permutation", study="permutation")
-        b.add("permutation", c, task="qnli", trial=t, scheme="permutation", study="permutation")
-    b.curve(RISING, trials=3, task="qnli")
-    (unit,) = verdicts(b.evidence())["permutation_affects_tasks_alike"]["units"]
-    assert unit.raw and unit.min_p == pytest.approx(1 / 6)
-    assert "cannot reach p < 0.05 at n = 3 (smallest p 0.167)" in render(b.evidence(), tmp_path)
+def permuted_pairs(trials: int, qnli_of) -> Builder:
+    """Permutation runs on sst2 and qnli, qnli's score at trial t = qnli_of(sst2's)."""
+    b = Builder()
+    for t in range(trials):
+        score = 0.5 + 0.4 * ((t * 7) % trials) / trials
+        b.add("permutation", score, trial=t, scheme="permutation", study="permutation")
+        b.add("permutation", qnli_of(score, t), task="qnli", trial=t, scheme="permutation", study="permutation")
+    return b
+
+
+def test_relatively_high_correlations_are_tested_against_the_registrys_margin_not_zero():
+    """Table 1's "relatively high": ρ above the registry's RELATIVELY_HIGH, by Fisher's z, which holds
+    its size from MIN_PAIRS pairs; below that the unit is refused, the exact p of ρ > 0 in its notes."""
+    from src.claims.families.permutation import MIN_PAIRS, RELATIVELY_HIGH
+
+    (unit,) = verdicts(permuted_pairs(3, lambda s, t: s + 0.01).evidence())["permutation_affects_tasks_alike"]["units"]
+    assert unit.refused.startswith(f"3 pairs: the Fisher-z test of ρ against a margin holds its size from {MIN_PAIRS}")
+    assert any(note.startswith("exact permutation p of ρ > 0") for note in unit.notes)
+    high = permuted_pairs(30, lambda s, t: s + 0.02 * ((t * 5) % 3))
+    v = verdicts(high.evidence())["permutation_affects_tasks_alike"]
+    assert v["units"][0].estimate > 0.9 and v["verdict"] == "supported"
+    # a correlation clearly above 0 but not "relatively high" is not supported (ρ > 0 would be)
+    moderate = permuted_pairs(30, lambda s, t: 0.3 * s + 0.25 * ((t * 11) % 7) / 7)
+    v = verdicts(moderate.evidence())["permutation_affects_tasks_alike"]
+    (unit,) = v["units"]
+    assert 0 < unit.estimate < RELATIVELY_HIGH and v["verdict"] != "supported"
+    assert unit.margin == RELATIVELY_HIGH
 
 
 # --- weight change at the end of training ---------------------------------------------------------------------------
@@ -613,3 +637,360 @@ def test_collapsed_runs_stay_in_and_a_diverged_run_is_counted():
     b.add("k0", 0.0, trial=3, k=0, status="diverged")
     (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
     assert unit.n == 3 and "1 diverged run(s) left out" in unit.notes
+
+
+# --- the verdict and its labels (issue 35, point 7) ------------------------------------------------------------------
+
+
+def block_preserve_study(first: float, last: float, trials: int, curve=RISING, curve_trials: int = 6) -> Builder:
+    """A progressive curve of `curve_trials` trials and the first and last blocks preserved alone."""
+    b = Builder().curve(curve, trials=curve_trials, spread=0.002)
+    for t in range(trials):
+        for layer, value in ((1, first), (L - 2, last)):
+            b.add(f"preserve{layer}", value, trial=t, scheme="block_preserve", layer=layer, window=3, study="blocks")
+    return b
+
+
+def test_a_refused_unit_beside_an_unresolved_gap_is_inconclusive_not_no_verdict():
+    """early_layers_help_most's unit is refused at T = 1; where the full-vs-scratch gap it needs is
+    unresolved too, more trials of the refused unit alone would not decide the claim: inconclusive."""
+    flat = verdicts(block_preserve_study(0.8, 0.6, trials=1, curve=[0.5] * (L + 1)).evidence())
+    (unit,) = flat["early_layers_help_most"]["units"]
+    assert unit.status == NO_VERDICT and flat["full_beats_scratch"]["units"][0].status == "unresolved"
+    assert flat["early_layers_help_most"]["verdict"] == "inconclusive"
+    shown = verdicts(block_preserve_study(0.8, 0.6, trials=1).evidence())
+    assert shown["full_beats_scratch"]["verdict"] == "supported"
+    assert shown["early_layers_help_most"]["verdict"] == NO_VERDICT  # the refused unit is all that stands
+
+
+def test_the_planner_of_an_existential_claim_asks_for_the_unit_that_needs_fewest_trials():
+    from src.claims.verdicts import plan_for
+
+    # two non-monotone steps: a large one (k=1 -> 2) and a small one (k=3 -> 4), neither shown at 3 trials
+    b = Builder().curve([0.5, 0.75, 0.70, 0.80, 0.79], trials=3, spread=0.03)
+    verdict_list, _ = judge_claims(b.evidence())
+    v = next(v for v in verdict_list if v["id"] == "reinit_curve_not_monotone")
+    assert v["verdict"] == "inconclusive"
+    needs = {}
+    for unit in v["units"]:
+        plan = plan_for(unit, SETTINGS.alpha, SETTINGS.power, v["plan"]["family"])
+        if plan.point is not None:
+            needs[unit.name] = max(plan.point, unit.n + 1)
+    assert len(needs) >= 2 and len(set(needs.values())) >= 2, needs
+    assert v["plan"]["trials"] == min(needs.values()) < max(needs.values())
+    assert v["plan"]["command"] == f"dvc exp run -S studies.progressive.trials={min(needs.values())}"
+
+
+def test_a_contradicted_claim_prints_the_holm_p_that_decided_it_and_each_verdict_its_error_rate(tmp_path):
+    evidence = Builder().curve(RISING[::-1], trials=6).evidence()
+    v = verdicts(evidence)
+    contradicted, supported = v["full_beats_scratch"], v["permutation_lowers_accuracy"]
+    assert contradicted["verdict"] == "contradicted"
+    (unit,) = contradicted["units"]
+    assert contradicted["p"] == unit.adjusted < SETTINGS.alpha and unit.status == "against"
+    assert contradicted["p_label"].startswith("Holm, smallest, against") and "familywise" in contradicted["p_label"]
+    md = render(evidence, tmp_path)
+    row = next(line for line in md.splitlines() if "(full_beats_scratch)" in line)
+    assert f"{unit.adjusted:.3g} (Holm, smallest, against; familywise error rate" in row
+    assert supported["verdict"] == NOT_RUN
+    v = verdicts(Builder().curve(RISING, trials=6).evidence())["full_beats_scratch"]
+    assert v["verdict"] == "supported" and "intersection-union" in v["p_label"] and "this claim alone" in v["p_label"]
+
+
+def test_the_rule_names_every_refusal_the_units_make_and_the_error_rate_of_each_verdict_kind():
+    from src.claims.verdicts import REFUSALS, RULE, refusal_kind
+
+    scenarios = [
+        Builder().curve(RISING, trials=1).evidence(),  # the design cannot decide at T = 1
+        Builder().curve([0.5] * 5, trials=12, spread=0.02).curve(RISING, trials=12, size=100).evidence(),
+        Builder().curve(RISING, trials=12).evidence(probe=probe_table([[0.6, 0.61, 0.6, 0.62, 0.9]])),
+        crossed_study((3, 3)).evidence(
+            studies={"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
+        ),
+        permutation_study(0.55, trials=2).evidence(),
+    ]
+    refused = {u.refused for e in scenarios for u in judge_claims(e)[1] if u.refused}
+    assert len(refused) >= 4
+    assert all(refusal_kind(text) for text in refused), [t for t in refused if not refusal_kind(t)]
+    assert all(text in RULE for _, text in REFUSALS)
+    assert "declared minimum trials" not in RULE  # a refusal the code no longer makes
+    assert "familywise" in RULE and "for this claim alone" in RULE
+
+
+def test_no_two_columns_of_a_report_table_share_a_heading(tmp_path):
+    md = render(Builder().curve(RISING, trials=3).evidence(), tmp_path)
+    lines = md.splitlines()
+    headers = [lines[i - 1] for i, line in enumerate(lines) if line.startswith("| ---")]
+    assert len(headers) >= 3
+    for header in headers:
+        cells = [c.strip() for c in header.strip("|").split(" | ")]
+        assert len(cells) == len(set(cells)), header
+
+
+def test_a_one_sided_test_prints_the_one_sided_bound_it_reads(tmp_path):
+    """The interval of each unit is the one its test for reads at α: a unit is "for" exactly where
+    its bound clears 0 (or the margin); a TOST prints the 1 − 2α interval."""
+    b = single_layer_study({2: 0.0, 3: 0.01}, trials=6, spread=0.002)
+    for t in range(6):
+        b.add("permutation", 0.86 + 0.03 * (t % 3 - 1), trial=t, scheme="permutation", study="permutation")
+    evidence = b.evidence(single_layer_margin=0.03)
+    alpha, checked = SETTINGS.alpha, 0
+    for v in judge_claims(evidence)[0]:
+        for u in v["units"]:
+            if u.refused or not isinstance(u.result, (Estimate, Bootstrap)):
+                continue
+            (low, high), margin = u.interval, u.margin or 0
+            clears = {
+                "greater": low > 0 and high == math.inf,
+                "within": -margin < low and high < margin,
+                "below": high < margin and low == -math.inf,
+                "above": low > -margin and high == math.inf,
+            }[u.shape if isinstance(u.result, Estimate) else "greater" if u.margin is None else "within"]
+            assert clears == (u.p_for < alpha), (u.claim, u.name, u.interval, u.p_for)
+            checked += 1
+    assert checked >= 5
+    md = render(evidence, tmp_path)
+    assert re.search(r"\| full_beats_scratch \| sst2 n=500 \| [^|]+ \| [^|]+ \| \[\+0\.\d+, \+∞\) \|", md)
+
+
+def test_weight_change_welch_units_print_a_one_sided_bound():
+    weights = [
+        {"task": "sst2", "size": size, "slug": f"k{L}", "trial": trial, "layer": layer, "sublayer": "output"}
+        | {"status": "ok", "frobenius": size * layer * (1 + 0.05 * trial)}
+        for size in (64, 256)
+        for trial in range(4)
+        for layer in range(1, L + 1)
+    ]
+    b = Builder().curve(RISING, trials=4, size=64).curve(RISING, trials=4, size=256)
+    (unit,) = verdicts(b.evidence(weight_change=pd.DataFrame(weights)))["more_data_moves_weights_more"]["units"]
+    assert unit.interval[1] == math.inf and unit.interval[0] > 0 and unit.p_for < SETTINGS.alpha
+
+
+def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
+    """Issue 38, point 11: `sizes: {task: [...]}` crashed the report at reference.sizes[:1]. A new study
+    starts from the mapping's first size; an existing study gets its whole mapping back, extended."""
+    params = grid_params()
+    params["studies"] = {"progressive": {**params["studies"]["progressive"], "sizes": {"rt_sentiment": [32]}}}
+    per_task = validate(params).studies
+    v = verdicts(Builder().curve(RISING, trials=3).evidence(studies=dict(per_task)))
+    assert "sizes: [32]" in v["lr_multiplier_does_not_help"]["needs"]
+    assert "-S 'studies.progressive.sizes={rt_sentiment: [32, 64]}'" in v["k90_grows_as_data_shrinks"]["needs"]
+    for claim in v.values():
+        if claim["verdict"] == NOT_RUN:
+            command = claim["needs"].replace("<folder with the GLUE TSVs>", str(tmp_path))
+            validate(apply_overrides(command, yaml.safe_load(yaml.safe_dump(params))))
+
+
+# --- each claim as the paper states it (issue 35, point 5) -----------------------------------------------------------
+
+
+def test_the_first_few_layers_give_more_than_half_the_gain_at_the_largest_size():
+    from src.claims.families.progressive import few_threshold
+
+    assert [few_threshold(replace(Builder().evidence(), num_layers=n)) for n in (4, 6, 12)] == [1, 2, 3]
+    v = verdicts(Builder().curve(EARLY, trials=6).evidence())["few_layers_suffice_with_plenty_of_data"]
+    (unit,) = v["units"]
+    assert unit.estimate == pytest.approx(0.78 - 0.65, abs=0.01) and v["verdict"] == "supported"
+    v = verdicts(Builder().curve(LATE, trials=6).evidence())["few_layers_suffice_with_plenty_of_data"]
+    (unit,) = v["units"]  # k = 1 keeps 0.02 of a 0.30 gain
+    assert unit.estimate == pytest.approx(0.52 - 0.65, abs=0.01) and unit.p_against < SETTINGS.alpha
+    assert v["verdict"] != "supported"
+
+
+def blocks_with_probe(preserved: float, trials: int = 6) -> Evidence:
+    """Block-preserve runs (window 3, blocks at 1 and 2) beside RISING, and 3 probe seeds that peak at
+    layers 2-4, so the highest-probing block starts at layer 2."""
+    b = Builder().curve(RISING, trials=trials, spread=0.002)
+    for t in range(trials):
+        for start, value in ((1, 0.55), (2, preserved)):
+            b.add(f"preserve{start}", value + 0.002 * (t % 3 - 1), trial=t, scheme="block_preserve", layer=start)
+            b.rows[-1] |= {"window": 3, "study": "blocks"}
+    return b.evidence(probe=probe_table([[0.5, 0.5, 0.7, 0.8, 0.8 + 0.01 * s] for s in range(3)]))
+
+
+def test_high_probing_layers_are_not_sufficient_for_the_full_models_accuracy():
+    """The abstract's 'not sufficient for high accuracy': the preserved block below the full model by
+    more than the margin; §4's 'higher than scratch' is its own, secondary entry."""
+    v = verdicts(blocks_with_probe(0.70))
+    (unit,) = v["high_probing_layers_not_sufficient"]["units"]
+    assert unit.name == "sst2 n=500 layers 2-4" and unit.margin == -SETTINGS.block_margin
+    assert v["high_probing_layers_not_sufficient"]["verdict"] == "supported"  # 0.70 against 0.90
+    assert v["high_probing_layers_not_sufficient_by_section_4"]["verdict"] == "contradicted"  # 0.20 above scratch
+    assert BY_ID["high_probing_layers_not_sufficient_by_section_4"].secondary
+    assert verdicts(blocks_with_probe(0.96))["high_probing_layers_not_sufficient"]["verdict"] == "contradicted"
+
+
+def head_study(drops: dict, trials: int = 3, heads=range(H), layers=(1, 2, L - 1, L)) -> Builder:
+    """Head runs at `layers`, head h of layer l scoring the full model's RISING[-1] − drops.get((l, h), 0)."""
+    b = Builder().curve(RISING, trials=trials, spread=0.002)
+    for t in range(trials):
+        for layer in layers:
+            for head in heads:
+                value = RISING[-1] - drops.get((layer, head), 0.0) + 0.002 * ((t + head) % 3 - 1)
+                b.add(f"layer{layer}_head{head}", value, trial=t, scheme="head", layer=layer, head_index=head)
+                b.rows[-1]["study"] = "heads"
+    return b
+
+
+HEADS_STUDIES = {"progressive": CONFIG.studies["progressive"], "heads": CONFIG.studies["heads"]}
+
+
+def test_the_first_two_layers_heads_hurt_up_to_the_75th_percentile_with_every_head_run():
+    nine = {(layer, head): 0.1 for layer in (1, 2) for head in range(9)}  # 9 of 12 heads: ⌈0.75 × 12⌉
+    v = verdicts(head_study(nine).evidence(studies=HEADS_STUDIES))["head_reinit_in_first_two_layers_hurts"]
+    assert [u.name for u in v["units"]] == ["sst2 n=500 layer 1 (12 heads)", "sst2 n=500 layer 2 (12 heads)"]
+    # the estimate is the paper's 75th percentile of head reinit − full (numpy's, interpolated)
+    assert v["verdict"] == "supported" and v["units"][0].estimate == pytest.approx(-0.075, abs=0.005)
+    eight = {(layer, head): 0.1 for layer in (1, 2) for head in range(8)}
+    v = verdicts(head_study(eight).evidence(studies=HEADS_STUDIES))["head_reinit_in_first_two_layers_hurts"]
+    assert v["verdict"] != "supported"  # every head run lowering it is no longer required, 9 of 12 is
+    one_head = head_study({(1, 0): 0.1, (2, 0): 0.1}, heads=[0]).evidence(studies=HEADS_STUDIES)
+    v = verdicts(one_head)["head_reinit_in_first_two_layers_hurts"]
+    assert v["verdict"] == NOT_RUN and f"studies.heads.heads={list(range(H))}".replace("'", "") in v["needs"]
+
+
+def test_heads_4_and_9_are_the_papers_and_certain_top_heads_suffice():
+    paper = {(layer, head): 0.1 for layer in (1, 2, L - 1, L) for head in (3, 8)}
+    top = {(L, 5): -0.1}  # one head of the top layer beats the full model
+    v = verdicts(head_study(paper | top, heads=[0, 3, 5, 8]).evidence(studies=HEADS_STUDIES))
+    assert {u.name.split(" head ")[1] for u in v["specific_heads_matter"]["units"]} == {"3", "8"}
+    assert v["specific_heads_matter"]["verdict"] == "supported"
+    assert v["head_reinit_in_last_two_layers_helps"]["verdict"] == "supported"  # existential: certain heads
+    assert v["any_head_reinit_in_last_two_layers_helps"]["verdict"] == NOT_RUN  # needs every head of the layers
+    v = verdicts(head_study({}, heads=[0]).evidence(studies=HEADS_STUDIES))
+    assert v["specific_heads_matter"]["verdict"] == NOT_RUN
+    assert "-S 'studies.heads.heads=[0, 3, 8, 11]'" in v["specific_heads_matter"]["needs"]  # the study had [0, 11]
+
+
+# --- the twelve claims added (issue 35, point 6) ---------------------------------------------------------------------
+
+
+def two_sizes(small_curve, large_curve, small_spread=0.05, large_spread=0.005, trials=8, small=50, large=500):
+    b = Builder().curve(small_curve, trials=trials, spread=small_spread, size=small)
+    return b.curve(large_curve, trials=trials, spread=large_spread, size=large)
+
+
+def test_gains_shrink_and_spread_grows_as_data_shrink_and_little_data_beats_scratch_with_tenfold():
+    b = two_sizes([0.5, 0.55, 0.6, 0.85, 0.9], [0.6, 0.8, 0.82, 0.84, 0.85])
+    v = verdicts(b.evidence())
+    for claim in (
+        "pretraining_gain_shrinks_as_data_grow",  # 0.40 at n=50, 0.25 at n=500
+        "full_at_little_data_beats_scratch_with_tenfold",  # 0.90 at n=50 against 0.60 at n=500
+        "sst2_middle_layers_matter_more_with_less_data",  # k=3 − k=1: 0.30 at n=50, 0.04 at n=500
+        "subsampling_variance_larger_with_less_data",  # spread 0.05 against 0.005
+    ):
+        (unit,) = v[claim]["units"]
+        assert unit.name == "sst2 n=50 vs n=500" and v[claim]["verdict"] == "supported", (claim, unit.p_for)
+    (unit,) = v["pretraining_gain_shrinks_as_data_grow"]["units"]
+    assert unit.estimate == pytest.approx(0.15, abs=0.02) and unit.interval[1] == math.inf
+    reversed_gain = verdicts(
+        two_sizes([0.6, 0.8, 0.82, 0.84, 0.85], [0.5, 0.55, 0.6, 0.85, 0.9], 0.005, 0.005).evidence()
+    )
+    assert reversed_gain["pretraining_gain_shrinks_as_data_grow"]["verdict"] == "contradicted"
+    twofold = verdicts(two_sizes(RISING, RISING, large=100).evidence())[
+        "full_at_little_data_beats_scratch_with_tenfold"
+    ]
+    assert twofold["verdict"] == NOT_RUN and "studies.progressive.sizes=[8, 16, 80]" in twofold["needs"]
+
+
+def test_the_top_two_layers_are_negligible_and_the_curves_steps_not_constant():
+    flat_top = [0.5, 0.7, 0.85, 0.85, 0.85]
+    v = verdicts(Builder().curve(flat_top, trials=12, spread=0.002).evidence(single_layer_margin=0.05))
+    assert v["top_two_layers_negligible_in_finetuning"]["verdict"] == "supported"
+    v = verdicts(Builder().curve(RISING, trials=12, spread=0.002).evidence(single_layer_margin=0.05))
+    assert v["top_two_layers_negligible_in_finetuning"]["verdict"] == "contradicted"  # k=2 0.80, k=4 0.90
+    assert v["reinit_curve_change_not_constant"]["verdict"] == "supported"  # steps 0.2, 0.1, 0.05, 0.05
+    assert len(v["reinit_curve_change_not_constant"]["units"]) == 2 * (L - 1)  # both signs at each k
+    linear = verdicts(Builder().curve([0.5, 0.6, 0.7, 0.8, 0.9], trials=6, spread=0.002).evidence())
+    assert linear["reinit_curve_change_not_constant"]["verdict"] != "supported"
+
+
+def test_rte_gains_from_reinitialising_its_top_layers_and_mrpc_does_not_care():
+    b = Builder().curve([0.5, 0.55, 0.6, 0.7, 0.62], trials=6, spread=0.002, task="rte")
+    b.curve([0.7] * (L + 1), trials=12, spread=0.002, task="mrpc")
+    v = verdicts(b.evidence(single_layer_margin=0.05))
+    (unit,) = v["rte_top_layer_reinit_beats_full"]["units"]  # k = ⌈7 L / 12⌉ = 3 .. L − 1 = 3
+    assert unit.name == "rte n=500 k=3" and v["rte_top_layer_reinit_beats_full"]["verdict"] == "supported"
+    assert len(v["mrpc_insensitive_to_reinit"]["units"]) == L
+    assert v["mrpc_insensitive_to_reinit"]["verdict"] == "supported"
+    default = verdicts(Builder().curve(RISING, trials=3).evidence())
+    assert "studies.progressive.tasks=[rt_sentiment, rte]" in default["rte_top_layer_reinit_beats_full"]["needs"]
+
+
+def test_sst2_needs_middle_blocks_and_qnli_early_ones():
+    b = Builder().curve(RISING, trials=6).curve(RISING, trials=6, task="qnli")
+    for task, values in (("sst2", {1: 0.85, 2: 0.70, 3: 0.88}), ("qnli", {1: 0.60, 2: 0.85, 3: 0.88})):
+        for t in range(6):
+            for start, value in values.items():
+                b.add(f"reinit{start}", value + 0.002 * (t % 3 - 1), task=task, trial=t, scheme="block_reinit")
+                b.rows[-1] |= {"layer": start, "window": 3, "study": "blocks"}
+    v = verdicts(b.evidence())["sst2_needs_middle_qnli_needs_early_layers"]
+    assert sorted(u.test.split(" on ")[1] for u in v["units"]) == ["QNLI", "SST-2"]
+    assert v["verdict"] == "supported"
+
+
+def test_sst2_probing_declines_more_gradually_than_qnli():
+    probe = pd.DataFrame(
+        [
+            {"task": task, "layer": layer, "value": value + 0.005 * seed, "seed": seed}
+            for task, curve in (("sst2", [0.5, 0.6, 0.7, 0.8, 0.9]), ("qnli", [0.5, 0.5, 0.5, 0.9, 0.9]))
+            for seed in range(3)
+            for layer, value in enumerate(curve)
+        ]
+    )
+    v = verdicts(Builder().curve(RISING, trials=3).evidence(probe=probe))[
+        "sst2_probe_declines_more_gradually_than_qnli"
+    ]
+    (unit,) = v["units"]
+    assert unit.estimate == pytest.approx(0.3) and v["verdict"] == "supported"
+
+
+def test_wnli_as_intermediate_task_helps_every_final_task_but_rte():
+    b = Builder().curve(RISING, trials=6, task="cola").curve(RISING, trials=6, task="rte")
+    for task, gain in (("cola", 0.05), ("rte", -0.05)):
+        for t in range(6):
+            b.add(f"k{L}_after_wnli", RISING[-1] + gain + 0.002 * (t % 3 - 1), task=task, trial=t, k=L)
+            b.rows[-1] |= {"intermediate_task": "wnli", "ref_baseline": f"k{L}", "plain": False, "study": "sequential"}
+    v = verdicts(b.evidence())["wnli_intermediate_helps_every_task_but_rte"]
+    assert [u.test for u in v["units"]] == [
+        "after intermediate − direct > 0",
+        "direct − after intermediate > 0 (the exception)",
+    ]
+    assert v["verdict"] == "supported"
+    needs = verdicts(Builder().curve(RISING, trials=3).evidence())["wnli_intermediate_helps_every_task_but_rte"][
+        "needs"
+    ]
+    assert "intermediate_tasks: [wnli]" in needs and "wnli]" in needs.split("data.tasks=")[1]
+
+
+def test_head_reinitialisation_has_no_significant_impact_within_the_margin():
+    v = verdicts(head_study({}, trials=12, heads=[0, 1]).evidence(single_layer_margin=0.05))
+    assert len(v["head_reinit_no_significant_impact"]["units"]) == 2 * 4  # two heads at each of the 4 layers
+    assert v["head_reinit_no_significant_impact"]["verdict"] == "supported"
+    v = verdicts(head_study({(1, 0): 0.2}, trials=12, heads=[0, 1]).evidence(single_layer_margin=0.05))
+    assert v["head_reinit_no_significant_impact"]["verdict"] == "contradicted"
+
+
+PRESETS = sorted((Path(__file__).parents[3] / "presets").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=[p.stem for p in PRESETS])
+def test_every_presets_not_run_commands_build_and_the_schema_accepts_them(preset, tmp_path):
+    """Issue 38, point 11: the presets give sizes per task; no claim's command may crash or be refused."""
+    params = yaml.safe_load(preset.read_text())
+    config = validate(params)
+    evidence = replace(
+        Builder().curve(RISING, trials=3).evidence(studies=dict(config.studies)), data=config.data, train=config.train
+    )
+    not_run = [v for v in verdicts(evidence).values() if v["verdict"] == NOT_RUN]
+    assert not_run
+    for claim in not_run:
+        command = claim["needs"].replace("<folder with the GLUE TSVs>", str(tmp_path))
+        validate(apply_overrides(command, yaml.safe_load(preset.read_text())))
+
+
+def test_a_refused_head_percentile_asks_for_the_trials_its_design_decides_from():
+    v = verdicts(head_study({}, trials=1, layers=(1,)).evidence(studies=HEADS_STUDIES))
+    claim = v["head_reinit_in_first_two_layers_hurts"]
+    (unit,) = claim["units"]
+    assert unit.refused.startswith("the design cannot decide at T = 1") and claim["plan"]["trials"] == 3
