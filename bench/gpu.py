@@ -67,14 +67,17 @@ def loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 TASK = SimpleNamespace(kind=SimpleNamespace(loss=loss))
 
 
-def bert_config(smoke: bool):
+def bert_config(smoke: bool, attention: str | None = None):
+    """bert-base-uncased's shape (transformers' default BertConfig: 12 layers, hidden 768, 12 heads,
+    vocab 30,522), or a tiny one; `attention`: an attention implementation other than the default
+    the pipeline loads with (sdpa)."""
     from transformers import BertConfig
 
-    if smoke:
-        return BertConfig(
-            vocab_size=200, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128
-        )
-    return BertConfig()  # bert-base-uncased's shape: 12 layers, hidden 768, 12 heads, vocab 30,522
+    small = dict(vocab_size=200, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+    config = BertConfig(**small) if smoke else BertConfig()
+    if attention is not None:
+        config._attn_implementation = attention
+    return config
 
 
 def build(config, device: torch.device, seed: int = 0) -> Finetuner:
@@ -229,7 +232,7 @@ PROCESS_CHILD = """
 import sys, time, torch
 sys.path.insert(0, {repo!r})
 from bench import gpu
-config = gpu.bert_config({smoke})
+config = gpu.bert_config({smoke}, {attention!r})
 device = torch.device({device!r})
 model = gpu.build(config, device)
 path = gpu.AlonePath([gpu.member(model, {precision!r})], gpu.TASK)
@@ -247,7 +250,7 @@ print(time.perf_counter() - start, flush=True)
 """
 
 
-def processes(n: int, config_smoke: bool, device, precision, size, length, warmup, steps) -> dict:
+def processes(n: int, config_smoke: bool, attention, device, precision, size, length, warmup, steps) -> dict:
     """N processes, each one run alone, started together once all are warm (no MPS: the GPU's
     default time-slicing, as executor.runs_per_gpu gets without an MPS daemon)."""
     code = PROCESS_CHILD.format(
@@ -255,6 +258,7 @@ def processes(n: int, config_smoke: bool, device, precision, size, length, warmu
         smoke=config_smoke,
         device=str(device),
         precision=precision,
+        attention=attention,
         size=size,
         length=length,
         warmup=warmup,
@@ -265,8 +269,11 @@ def processes(n: int, config_smoke: bool, device, precision, size, length, warmu
         for _ in range(n)
     ]
     for child in children:
-        if child.stdout.readline().strip() != "ready":
-            raise RuntimeError("a benchmark process failed to start")
+        for line in child.stdout:  # whatever a library prints first, then "ready"
+            if line.strip() == "ready":
+                break
+        else:
+            raise RuntimeError("a benchmark process ended before it was ready")
     start = time.perf_counter()
     for child in children:
         child.stdin.write("go\n")
@@ -351,6 +358,7 @@ def main(argv: list[str] | None = None) -> dict:
         "--lengths", type=int, nargs="+", default=None, help="sequence lengths (default 128 and the grid's mean)"
     )
     parser.add_argument("--steps", type=int, default=None, help="timed steps per configuration (default 20; smoke 2)")
+    parser.add_argument("--attention", choices=["sdpa", "eager"], help="attention implementation (default: sdpa)")
     parser.add_argument(
         "--budget-s", type=float, default=360.0, help="start no further configuration after this many seconds"
     )
@@ -364,7 +372,7 @@ def main(argv: list[str] | None = None) -> dict:
     total, size = cost["total"], cost["train"]["batch_size"]
     # the grid's mean tokens per example (222.8 per batch-8 step: 27.8), up to a multiple of 8
     grid_length = 8 * math.ceil(total["train_tokens"] / total["train_steps"] / size / 8)
-    config = bert_config(smoke)
+    config = bert_config(smoke, args.attention)
     # bf16 as train.precision auto picks on Ampere and later; the smoke run in fp32 (bf16 is emulated on many CPUs)
     precision = "fp32" if smoke or not torch.cuda.is_bf16_supported() else "bf16"
     packs = args.packs or ([2, 4] if smoke else [8, 16, 32])
@@ -381,6 +389,7 @@ def main(argv: list[str] | None = None) -> dict:
         "label": "MEASURED" + (" (smoke: a tiny model on the CPU, not a benchmark)" if smoke else ""),
         "device": name,
         "precision": precision,
+        "attention": config._attn_implementation,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "batch_size": size,
@@ -454,7 +463,7 @@ def main(argv: list[str] | None = None) -> dict:
             if not in_budget(f"{n} processes", length):
                 continue
             try:
-                row = processes(n, smoke, device, precision, size, length, warmup, steps)
+                row = processes(n, smoke, args.attention, device, precision, size, length, warmup, steps)
             except (RuntimeError, ValueError, OSError) as error:
                 row = {"k": n, "path": f"{n} processes", "error": str(error)[:120]}
             add(row, length)
