@@ -17,6 +17,7 @@ fingerprint (as threads is), and which runs share a pack is not.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from typing import TYPE_CHECKING
@@ -57,6 +58,14 @@ class StackedPath:
         self.precision = members[0].settings.precision
         self.weight_decay = members[0].settings.weight_decay
         self.base = copy.deepcopy(models[0]).to("meta")  # the module structure functional_call runs
+        # vmap(randomness="same") has no rule for CUDA's fused dropout kernel (nor for the dropout
+        # inside fused attention): on CUDA a pack draws its one mask per dropout with torch.rand
+        # of a member's shape, in eager attention. The mask is the pack's, shared by its members
+        # whatever their number and order, but not the mask the fused kernel draws for a run
+        # alone: a packed CUDA run is another draw of the dropout noise, not that run's bits.
+        self.shared_mask = shared_mask_for(self.device)
+        if self.shared_mask:
+            _eager_attention(self.base)
         self.buffers = dict(models[0].named_buffers())  # position ids: the same in every member
         self.params, _ = stack_module_state(models)
         self.exp_avg = {n: torch.zeros_like(p) for n, p in self.params.items()}
@@ -92,7 +101,8 @@ class StackedPath:
             return functional_call(self.base, (params, self.buffers), args=(), kwargs=batch)
 
         self.base.train()
-        with autocast(self.precision, self.device):
+        masks = _shared_mask_dropout() if self.shared_mask else contextlib.nullcontext()
+        with masks, autocast(self.precision, self.device):
             logits = vmap(forward, in_dims=(0, None), randomness="same")(self.params, batch)
             losses = torch.stack([self.task.kind.loss(logits[slot], labels) for slot in range(len(self.slots))])
         # The sum's gradient is each member's own: a non-finite loss of one reaches no other slot.
@@ -171,3 +181,37 @@ class StackedPath:
 def _per_slot(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """A [K] vector shaped to broadcast over a stacked [K, ...] tensor."""
     return values.view(-1, *[1] * (like.dim() - 1))
+
+
+def shared_mask_for(device: torch.device) -> bool:
+    """Whether a pack on `device` draws its dropout masks with _shared_mask_dropout."""
+    return device.type == "cuda"
+
+
+def _eager_attention(model: torch.nn.Module) -> None:
+    """Attention as matmul, softmax and a dropout call (transformers' "eager"), so that its
+    dropout is the one _shared_mask_dropout replaces."""
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if config is not None and hasattr(config, "_attn_implementation"):
+            config._attn_implementation = "eager"
+
+
+@contextlib.contextmanager
+def _shared_mask_dropout():
+    """torch.nn.functional.dropout (which nn.Dropout and transformers' eager attention call) as
+    a mask from torch.rand of the input's shape: under vmap(randomness="same") one draw for the
+    whole pack, where the fused kernel has no batching rule."""
+    fused = torch.nn.functional.dropout
+
+    def dropout(input, p=0.5, training=True, inplace=False):
+        if not training or p == 0:
+            return input
+        keep = torch.rand(input.shape, device=input.device) >= p
+        return input * keep / (1 - p)
+
+    torch.nn.functional.dropout = dropout
+    try:
+        yield
+    finally:
+        torch.nn.functional.dropout = fused

@@ -107,6 +107,34 @@ def test_a_members_numbers_do_not_depend_on_its_mates_or_their_order(tiny_model_
         assert_same(other["a"], together["a"])
 
 
+def test_a_cuda_pack_draws_one_dropout_mask_for_its_members_whatever_its_mates(
+    tiny_model_dir, train_split, monkeypatch
+):
+    """CUDA's fused dropout has no vmap rule: there a pack draws its masks with torch.rand
+    (forced here on the CPU). A member's numbers still do not depend on its mates or order."""
+    from src.train import stacked
+
+    drawn = []
+    monkeypatch.setattr(stacked, "shared_mask_for", lambda device: drawn.append(device) or True)
+    monkeypatch.setattr(torch.nn.functional, "dropout", _refuse_batched_dropout(torch.nn.functional.dropout))
+    together = train(["a", "b", "c"], tiny_model_dir, train_split, StackedPath)
+    assert drawn and all(np.isfinite(together[n][0]["step_losses"]).all() for n in "abc")
+    for names in (["c", "a"], ["a"]):
+        assert_same(train(names, tiny_model_dir, train_split, StackedPath)["a"], together["a"])
+    assert together["a"][0]["step_losses"] != alone("a", tiny_model_dir, train_split)[0]["step_losses"]  # other masks
+
+
+def _refuse_batched_dropout(dropout):
+    """torch's dropout, failing under vmap as CUDA's fused kernel does."""
+
+    def refuse(input, *args, **kwargs):
+        if torch._C._functorch.is_batchedtensor(input):
+            raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input")
+        return dropout(input, *args, **kwargs)
+
+    return refuse
+
+
 def test_a_diverging_member_leaves_and_its_mates_train_as_without_it(tiny_model_dir, train_split):
     for path in (StackedPath, AlonePath):
         with_it = train(["a", "diverges", "b"], tiny_model_dir, train_split, path)
