@@ -294,7 +294,7 @@ def grid_projection(result: dict, cost: dict) -> dict:
     setup_s = result["run_setup_s"]
     rows = {}
     for row in result["configurations"]:
-        if row.get("length") != result["grid_length"]:
+        if row.get("length") != result["grid_length"] or "run_step_ms" not in row:  # other length, or failed
             continue
         per_run = setup_s if row["path"] == "stacked" else setup_s + result["process_start_s"]
         seconds = total["train_steps"] * row["run_step_ms"] / 1e3 + total["eval_batches"] * eval_s
