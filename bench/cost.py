@@ -146,7 +146,7 @@ def run_cost(
 ) -> dict:
     """Tokens, FLOPs and projected seconds of one run. `stats[task]`: mean_tokens (train, per
     example), dev_examples, dev_tokens. Expected tokens of a random n-subset: n x mean."""
-    task = stats[condition.task]
+    task, primary = stats[condition.task], assumptions["primary"]
     evals = evaluations(condition, log_epochs)
     steps_of_run = condition.steps(lambda name: stats[name]["train_examples"])  # sequential: every step
     train_tokens = sum(size * stats[name]["mean_tokens"] * epochs for name, size, epochs in steps_of_run)
@@ -155,20 +155,23 @@ def run_cost(
     steps = sum(math.ceil(size / train.batch_size) * epochs for _, size, epochs in steps_of_run)
     eval_batches = math.ceil(task["dev_examples"] / train.eval_batch_size) * evals
     floor = steps * assumptions["step_latency_s"] + eval_batches * assumptions["eval_batch_latency_s"]
+    # Measured step times (--measured) already include the compute: the run takes them, no MFU bound.
+    compute = (
+        0.0 if "measured" in assumptions else flops / (assumptions["peak_flops"][primary["device"]] * primary["mfu"])
+    )
     by_flops = {
         f"{device} @ {mfu:.0%}": flops / (peak * mfu)
         for device, peak in assumptions["peak_flops"].items()
         for mfu in assumptions["mfu"]
     }
-    primary = assumptions["primary"]
-    primary_flops = flops / (assumptions["peak_flops"][primary["device"]] * primary["mfu"])
     return {
         "train_tokens": train_tokens,
         "flops": flops,
         "steps": steps,
+        "eval_batches": eval_batches,
         "floor_s": floor,
         "by_flops_s": by_flops,
-        "projected_s": max(primary_flops, floor) + assumptions["run_overhead_s"],
+        "projected_s": max(compute, floor) + assumptions["run_overhead_s"],
     }
 
 
@@ -338,6 +341,8 @@ def project(stats: dict, design: Config, assumptions: dict = ASSUMPTIONS, gpus=(
             "conditions": len(study["conditions"]),
             "runs": len(ordered),
             "train_tokens": sum(c["train_tokens"] for c in costs),
+            "train_steps": sum(c["steps"] for c in costs),
+            "eval_batches": sum(c["eval_batches"] for c in costs),
             "flops": sum(c["flops"] for c in costs),
             "gpu_hours_by_flops": {k: sum(c["by_flops_s"][k] for c in costs) / 3600 for k in costs[0]["by_flops_s"]}
             if costs
@@ -350,7 +355,16 @@ def project(stats: dict, design: Config, assumptions: dict = ASSUMPTIONS, gpus=(
     probe_s = probe_flops / (assumptions["peak_flops"][primary["device"]] * primary["mfu"])
     total = {
         key: sum(r[key] for r in rows.values())
-        for key in ("conditions", "runs", "train_tokens", "flops", "gpu_hours_floor", "gpu_hours_projected")
+        for key in (
+            "conditions",
+            "runs",
+            "train_tokens",
+            "train_steps",
+            "eval_batches",
+            "flops",
+            "gpu_hours_floor",
+            "gpu_hours_projected",
+        )
     }
     total["gpu_hours_by_flops"] = {
         k: sum(r["gpu_hours_by_flops"][k] for r in rows.values())
@@ -367,7 +381,9 @@ def project(stats: dict, design: Config, assumptions: dict = ASSUMPTIONS, gpus=(
         )
     L, h = BERT_BASE["layers"], BERT_BASE["hidden"]
     return {
-        "label": "PROJECTION from FLOPs and stated assumptions; no GPU was measured",
+        "label": assumptions.get("measured", {}).get(
+            "label", "PROJECTION from FLOPs and stated assumptions; no GPU was measured"
+        ),
         "n_non_embedding_params": N_BERT_BASE,
         "assumptions": assumptions,
         "train": asdict(design.train),
@@ -384,6 +400,34 @@ def project(stats: dict, design: Config, assumptions: dict = ASSUMPTIONS, gpus=(
     }
 
 
+def measured_assumptions(gpu: dict, configuration: str | None = None) -> dict:
+    """ASSUMPTIONS with the times bench/gpu.py measured (its JSON): the run-step time of
+    `configuration` ("alone", "4 processes", "pack 16"; default the fastest) at the grid's mean
+    sequence length, the eval batch, and the per-run setup (plus a fresh process per run where
+    runs are not packed: a worker per run)."""
+    rows = {
+        (row["path"] if row["path"] != "stacked" else f"pack {row['k']}"): row
+        for row in gpu["configurations"]
+        if row["length"] == gpu["grid_length"] and "error" not in row
+    }
+    name = configuration or min(rows, key=lambda key: rows[key]["run_step_ms"])
+    if name not in rows:
+        raise SystemExit(f"error: --configuration {name!r} was not measured; measured: {', '.join(rows)}")
+    overhead = gpu["run_setup_s"] + (0.0 if name.startswith("pack") else gpu["process_start_s"])
+    return {
+        **ASSUMPTIONS,
+        "step_latency_s": rows[name]["run_step_ms"] / 1e3,
+        "eval_batch_latency_s": gpu["eval_batch_ms"] / 1e3,
+        "run_overhead_s": overhead,
+        "measured": {
+            "label": f"PROJECTION from step times MEASURED on {gpu['device']} ({name}, seq {gpu['grid_length']}; "
+            f"bench/gpu.py, {gpu['started']})",
+            "configuration": name,
+            "device": gpu["device"],
+        },
+    }
+
+
 def hours(seconds: float) -> str:
     minutes = round(seconds / 60)
     return f"{minutes // 60} h {minutes % 60:02d} min"
@@ -392,7 +436,7 @@ def hours(seconds: float) -> str:
 def table(result: dict) -> str:
     keys = list(result["total"]["gpu_hours_by_flops"])
     lines = [
-        "PROJECTION (not measured): bert-base, the paper's grid; GPU-hours per study (= DVC stage)",
+        f"{result['label']}: bert-base, the paper's grid; GPU-hours per study (= DVC stage)",
         "| study | conditions | runs | train Gtok | PFLOP | "
         + " | ".join(f"GPU-h {k}" for k in keys)
         + " | GPU-h step floor | GPU-h projected |",
@@ -531,6 +575,10 @@ def main() -> None:
         help="--measure-tail: scale durations so the study's sleeps / G take this long",
     )
     parser.add_argument("--preset", type=Path, default=PAPER_PRESET, help="the design to project (a params file)")
+    parser.add_argument(
+        "--measured", type=Path, help="bench/gpu.py's JSON: project from its measured times, not the assumed ones"
+    )
+    parser.add_argument("--configuration", help="with --measured: alone | <N> processes | pack <K> (default: fastest)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
@@ -547,7 +595,16 @@ def main() -> None:
         stats = glue_token_stats(args.glue_dir, tokenizer, design.data.tasks, design.model.max_length)
     except UserError as error:
         sys.exit(f"error: {error}")
-    result = {"preset": str(args.preset), "grid": read_params(args.preset)["studies"], **project(stats, design)}
+    assumptions = (
+        ASSUMPTIONS
+        if args.measured is None
+        else measured_assumptions(json.loads(args.measured.read_text()), args.configuration)
+    )
+    result = {
+        "preset": str(args.preset),
+        "grid": read_params(args.preset)["studies"],
+        **project(stats, design, assumptions),
+    }
     result["tokenizer_checks"] = checks
     print(table(result))
     if args.measure_tail:

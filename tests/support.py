@@ -71,6 +71,7 @@ def grid_params() -> dict:
             "checkpoint_every": 0,
             "workers": 1,
             "threads": 2,
+            "pack": 0,
             "cka": True,
             "criticality": "full_model",
             "criticality_examples": 0,

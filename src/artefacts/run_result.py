@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +79,16 @@ class RunResult:
 
     def write(self, path: Path) -> None:
         write_json_atomically(path, asdict(self))
+
+    def save_finished(self, path: Path, training_key: str) -> RunResult:
+        """This finished run written at `path` with the fingerprint of its training alone, its
+        resume point (.ckpt) and failure note (.failed) removed: what a finetune stage does as
+        each run finishes, and a pack as each member leaves it, so a kill loses no finished run."""
+        result = replace(self, training_fingerprint=training_key)
+        result.write(path)
+        path.with_suffix(".ckpt").unlink(missing_ok=True)
+        path.with_suffix(".failed").unlink(missing_ok=True)
+        return result
 
     @classmethod
     def read(cls, path: Path) -> RunResult:

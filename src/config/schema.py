@@ -111,6 +111,11 @@ class TrainConfig(Section):
     checkpoint_every: int = knob(checks.integer(0), "steps between resumable checkpoints; 0 = none")
     workers: int = knob(checks.integer(1), "conditions finetuned side by side on CPU, one process each")
     threads: int = knob(checks.integer(1), "torch threads per process")
+    pack: int = knob(
+        checks.integer(0),
+        "runs of one (task, size, trial) trained as one stacked step, up to this many (they share batches and "
+        "dropout masks); 0 = off, each run alone. Moves a result's last bits, as threads does (docs/benchmark.md)",
+    )
     # Measurements of each finished run (docs/measures.md)
     cka: bool = knob(checks.boolean, "per-layer linear CKA (unbiased HSIC) of finetuned vs pretrained, eval inputs")
     criticality: str = knob(

@@ -19,8 +19,8 @@ from src.data.tokens import batches, collate
 from src.measures import MEASUREMENTS
 from src.tasks.registry import TaskSpec
 from src.tasks.splits import TokenizedSplit
-
-AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+from src.train.alone import AlonePath, rng_states, set_rng_states
+from src.train.device import autocast, device_of
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,9 @@ class RunSettings:
     threads: int  # torch threads of the process (moves the last bits of a result)
     seed: int  # the base seed every draw of the run derives from, with the condition's trial
     device: str  # cpu | cuda
+    # train.pack: the most runs it trains with in one stacked step (src/train/packed.py); 0 = alone. Like
+    # threads it may move the last bits (another kernel for K stacked matmuls), never which runs it shares it with.
+    pack: int = 0
     # Measurements of the finished run (src/measures/; docs/measures.md), as resolved for
     # this condition: each is in the fingerprint only through what the run computes.
     cka: bool = False  # per-layer CKA, finetuned vs pretrained, on the eval inputs
@@ -67,35 +70,20 @@ def reuse_freed_memory() -> None:
         mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: do not shrink the heap after each free
 
 
-def autocast(precision: str, device: torch.device):
-    # Only around forward + loss: with the optimizer step inside autocast too, Adam's
-    # update ran in bf16 and lr 2e-5 steps vanished (the loss stayed at ln 2). fp16 is for
-    # GPUs before Ampere, which have no bf16: its gradients need a GradScaler (finetune).
-    return torch.autocast(device.type, dtype=AUTOCAST_DTYPES.get(precision), enabled=precision in AUTOCAST_DTYPES)
+@dataclass
+class Member:
+    """One run of a training loop: its model (on its device), settings, AdamW groups (`fresh`
+    parameters at lr * `lr_multiplier`) and where it saves and reports. A pack has several
+    (src/train/packed.py), a run trained alone one."""
 
-
-def parameter_groups(model: nn.Module, fresh: set[str], lr: float, multiplier: float) -> list[dict]:
-    """AdamW groups that partition the model's parameters: `fresh` ones (reinitialised)
-    at lr * multiplier, every other one at lr. The paper's released 5x-lr script missed
-    encoder layer 11 in both groups, so it never trained; here a name in `fresh` that the
-    model lacks is an error, and every parameter lands in exactly one group."""
-    named = dict(model.named_parameters())
-    unknown = fresh - named.keys()
-    if unknown:
-        raise ValueError(f"reinitialised parameters not in the model: {sorted(unknown)[:3]}")
-    groups = [
-        {
-            "params": [p for n, p in named.items() if n not in fresh],
-            "lr": lr,
-            "names": [n for n in named if n not in fresh],
-        },
-        {
-            "params": [named[n] for n in named if n in fresh],
-            "lr": lr * multiplier,
-            "names": [n for n in named if n in fresh],
-        },
-    ]
-    return [g for g in groups if g["params"]]
+    model: nn.Module
+    settings: RunSettings
+    fresh: frozenset[str] = frozenset()
+    lr_multiplier: float = 1.0
+    checkpoint: Path | None = None
+    checkpoint_key: str = ""
+    progress: Callable[[str], None] = lambda line: None
+    layer_change: Callable[[], list[float]] | None = None
 
 
 def finetune(
@@ -114,133 +102,174 @@ def finetune(
     dropout_seed: int | None = None,
 ) -> dict:
     """Train every parameter with AdamW (weight decay 0 = the paper's Adam), constant lr, no
-    warm-up, as the paper's released code. Returns every step's loss, per-epoch mean losses, per-epoch eval
-    (when `eval_split` is given: App. D's curves) and a status: `diverged` when the loss
-    stops being finite (the run is then not averaged into curves).
+    warm-up, as the paper's released code (train_members with one member). `seed` draws the
+    batch order, `dropout_seed` the dropout masks (None: `seed` draws both)."""
+    member = Member(model, cfg, frozenset(fresh), lr_multiplier, checkpoint, checkpoint_key, progress, layer_change)
+    return train_members([member], task, train, seed, seed if dropout_seed is None else dropout_seed, eval_split)[0]
 
-    With `checkpoint` and cfg.checkpoint_every, the full training state (weights, Adam,
-    the loss scale, the CPU and CUDA RNGs, position in the epoch) is saved every N steps; a
-    run started again with the same `checkpoint_key` resumes there and ends with the same
-    weights. `progress` gets one line per epoch (the per-run log).
+
+def train_members(
+    members: list[Member],
+    task: TaskSpec,
+    train: TokenizedSplit,
+    order_seed: int,
+    dropout_seed: int,
+    eval_split: TokenizedSplit | None = None,
+    path=AlonePath,
+    finished: Callable[[int, dict], None] = lambda i, outcome: None,
+) -> list[dict]:
+    """Train `members` on the same batches (drawn by `order_seed`) with the same dropout masks
+    (`dropout_seed`), stepping each by `path` (AlonePath: each alone, as torch's AdamW;
+    stacked.StackedPath: all in one step). Every setting but the epochs must be the same for all
+    (packed.pack_key). Constant lr, no warm-up, no gradient clipping, as the paper's released
+    code. Returns each member's outcome: every step's loss, per-epoch mean losses, per-epoch
+    eval (when `eval_split` is given: App. D's curves) and a status, `diverged` when an epoch's
+    mean loss is not finite (the run is then not averaged into curves). A member leaves after
+    its last epoch or the epoch it diverged in, and `finished(i, outcome)` is called then; the
+    others go on.
+
+    With each member's `checkpoint` and checkpoint_every, the full training state (weights,
+    Adam, the loss scale, the CPU and CUDA RNGs, position in the epoch) is saved every N steps,
+    one file per member; a loop started again with the same `checkpoint_key`s, all at the same
+    position, resumes there and ends with the same weights. `progress` gets one line per epoch
+    (the per-run log).
 
     `layer_change` (per-layer size of the weight change so far) is recorded after steps
     1, 2, 4, 8, ...: runs of different lengths can then be compared at equal step counts
     (with Adam at a constant lr, the change grows with the number of steps)."""
-    device = next(model.parameters()).device
-    # fused: one kernel for all tensors. The default per-tensor loop took 106 ms of a
-    # ~230 ms step on one CPU thread (the 11.7M-parameter embedding is updated every step).
-    optimizer = torch.optim.AdamW(
-        parameter_groups(model, set(fresh), cfg.lr, lr_multiplier), lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True
-    )
-    # fp16 gradients underflow without loss scaling; with bf16 / fp32 the scaler is a no-op.
-    scaler = torch.amp.GradScaler(device.type, enabled=cfg.precision == "fp16")
-    # `seed` draws the batch order, `dropout_seed` the dropout masks (None: `seed` draws both)
-    torch.manual_seed(seed if dropout_seed is None else dropout_seed)  # CPU and every CUDA device
-    order = np.random.default_rng(seed)
-    state = {
-        "epoch": 0,
-        "step": 0,
-        "loss_sum": 0.0,
-        "order": order.bit_generator.state,
-        "epoch_losses": [],
-        "epoch_eval": [],
-        "layer_change": [],
-        "step_losses": [],  # every step's training loss (seed 004 Figs. 1 and 4 plot it against steps)
-        "seconds": 0.0,
-    }
-    saved = _read_checkpoint(checkpoint) if checkpoint is not None and checkpoint.exists() else None
-    if saved is not None and saved["key"] == checkpoint_key:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scaler.load_state_dict(saved["scaler"])
-        set_rng_states(saved["rng"])
-        state = saved["state"]
-    start = time.perf_counter() - state["seconds"]
-    model.train()
-    for epoch in range(state["epoch"], cfg.epochs):
-        order.bit_generator.state = state["order"]  # the epoch's batches come from its starting state
-        plan = batches(train.lengths, cfg.batch_size, order, cfg.group_by_length)
-        total = torch.tensor(state["loss_sum"], device=device)  # summed on-device: no host sync per step
-        pending = []  # this epoch's step losses not yet in state, kept on-device until a checkpoint or the epoch's end
-        for step in range(state["step"], len(plan)):
+    shared = members[0].settings
+    device = device_of(members[0].model)
+    engine = path(members, task)
+    torch.manual_seed(dropout_seed)  # CPU and every CUDA device
+    order = np.random.default_rng(order_seed)
+    states = [
+        {
+            "epoch": 0,
+            "step": 0,
+            "loss_sum": 0.0,
+            "order": order.bit_generator.state,
+            "epoch_losses": [],
+            "epoch_eval": [],
+            "layer_change": [],
+            "step_losses": [],  # every step's training loss (seed 004 Figs. 1 and 4 plot it against steps)
+            "seconds": 0.0,
+        }
+        for _ in members
+    ]
+    saved = _resume_points(members)
+    if saved is not None:
+        for i, point in enumerate(saved):
+            engine.load(i, point)
+            states[i] = point["state"]
+        set_rng_states(saved[0]["rng"])
+    start = time.perf_counter() - states[0]["seconds"]
+    outcomes: list[dict | None] = [None] * len(members)
+    live = list(range(len(members)))
+    for member in members:
+        member.model.train()
+    for epoch in range(states[0]["epoch"], max(m.settings.epochs for m in members)):
+        lead = states[live[0]]  # the position in the data, the same for every live member
+        order.bit_generator.state = lead["order"]  # the epoch's batches come from its starting state
+        plan = batches(train.lengths, shared.batch_size, order, shared.group_by_length)
+        # summed on-device: no host sync per step
+        total = torch.tensor([states[i]["loss_sum"] for i in live], device=device)
+        pending = []  # this epoch's step losses not yet in the states, on-device until a checkpoint or the epoch's end
+        for step in range(lead["step"], len(plan)):
             batch = {name: t.to(device) for name, t in collate(train, plan[step]).items()}
             labels = batch.pop("labels")
-            with autocast(cfg.precision, device):
-                loss = task.kind.loss(model(**batch), labels)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-            total += loss.detach() * len(labels)
-            pending.append(loss.detach())
+            losses = engine.step(live, batch, labels)
+            total += losses * len(labels)
+            pending.append(losses)
             done = epoch * len(plan) + step + 1
-            if layer_change is not None and done & (done - 1) == 0:  # a power of two
-                state["layer_change"].append({"step": done, "frobenius": layer_change()})
+            if done & (done - 1) == 0:  # a power of two
+                for i in live:
+                    if members[i].layer_change is not None:
+                        states[i]["layer_change"].append({"step": done, "frobenius": members[i].layer_change()})
             if (
-                checkpoint is not None
-                and cfg.checkpoint_every
-                and (step + 1) % cfg.checkpoint_every == 0
+                shared.checkpoint_every
+                and (step + 1) % shared.checkpoint_every == 0
                 and step + 1 < len(plan)
+                and any(members[i].checkpoint is not None for i in live)
             ):
-                _keep_step_losses(state, pending)
-                state.update(epoch=epoch, step=step + 1, loss_sum=float(total), seconds=time.perf_counter() - start)
-                _save_checkpoint(checkpoint, checkpoint_key, model, optimizer, scaler, state)
-        _keep_step_losses(state, pending)
-        state["epoch_losses"].append(float(total) / len(train))
-        state.update(epoch=epoch + 1, step=0, loss_sum=0.0, order=order.bit_generator.state)
-        elapsed = time.perf_counter() - start
-        progress(
-            f"epoch {epoch + 1}/{cfg.epochs}: train loss {state['epoch_losses'][-1]:.4f}, {elapsed:.1f} s, "
-            f"{(epoch + 1) * len(train) / elapsed:.1f} examples/s"
-        )
-        if not math.isfinite(state["epoch_losses"][-1]):
-            return {
-                "status": "diverged",
-                "epoch_losses": state["epoch_losses"],
-                "epoch_eval": state["epoch_eval"],
-                "layer_change": state["layer_change"],
-                "step_losses": state["step_losses"],
-                "train_seconds": time.perf_counter() - start,
-            }
-        if eval_split is not None:
-            scored = evaluate(model, task, eval_split, cfg.eval_batch_size, cfg.precision)
-            state["epoch_eval"].append(
-                {
-                    "epoch": epoch + 1,
-                    "train_loss": state["epoch_losses"][-1],
-                    "scores": scored["scores"],
-                    "loss": scored["loss"],
-                }
+                _keep_step_losses(states, live, pending)
+                for at, i in enumerate(live):
+                    states[i].update(
+                        epoch=epoch, step=step + 1, loss_sum=float(total[at]), seconds=time.perf_counter() - start
+                    )
+                    if members[i].checkpoint is not None:
+                        _save_checkpoint(members[i].checkpoint, members[i].checkpoint_key, engine.state(i), states[i])
+        _keep_step_losses(states, live, pending)
+        epoch_end = order.bit_generator.state
+        for at, i in enumerate(list(live)):
+            state, cfg, member = states[i], members[i].settings, members[i]
+            state["epoch_losses"].append(float(total[at]) / len(train))
+            state.update(epoch=epoch + 1, step=0, loss_sum=0.0, order=epoch_end)
+            elapsed = time.perf_counter() - start
+            member.progress(
+                f"epoch {epoch + 1}/{cfg.epochs}: train loss {state['epoch_losses'][-1]:.4f}, {elapsed:.1f} s, "
+                f"{(epoch + 1) * len(train) / elapsed:.1f} examples/s"
             )
-            model.train()
-    return {
-        "status": "ok",
-        "epoch_losses": state["epoch_losses"],
-        "epoch_eval": state["epoch_eval"],
-        "layer_change": state["layer_change"],
-        "step_losses": state["step_losses"],
-        "steps": cfg.epochs * math.ceil(len(train) / cfg.batch_size),
-        "train_seconds": time.perf_counter() - start,
-    }
+            diverged = not math.isfinite(state["epoch_losses"][-1])
+            if not diverged and eval_split is not None:
+                scored = evaluate(member.model, task, eval_split, cfg.eval_batch_size, cfg.precision)
+                state["epoch_eval"].append(
+                    {
+                        "epoch": epoch + 1,
+                        "train_loss": state["epoch_losses"][-1],
+                        "scores": scored["scores"],
+                        "loss": scored["loss"],
+                    }
+                )
+                member.model.train()
+            if diverged or epoch + 1 == cfg.epochs:
+                outcomes[i] = {
+                    "status": "diverged" if diverged else "ok",
+                    "epoch_losses": state["epoch_losses"],
+                    "epoch_eval": state["epoch_eval"],
+                    "layer_change": state["layer_change"],
+                    "step_losses": state["step_losses"],
+                    **({} if diverged else {"steps": cfg.epochs * math.ceil(len(train) / cfg.batch_size)}),
+                    "train_seconds": time.perf_counter() - start,
+                }
+                live.remove(i)
+                engine.leave(i)
+                finished(i, outcomes[i])
+        if not live:
+            break
+    return outcomes
 
 
-def _keep_step_losses(state: dict, pending: list) -> None:
-    """Move the step losses gathered on the device into the training state (one host sync)."""
+def _keep_step_losses(states: list[dict], live: list[int], pending: list) -> None:
+    """Move the step losses gathered on the device into the live members' states (one host sync)."""
     if pending:
-        state["step_losses"] += torch.stack(pending).float().cpu().tolist()
+        losses = torch.stack(pending).float().cpu()
+        for at, i in enumerate(live):
+            states[i]["step_losses"] += losses[:, at].tolist()
         pending.clear()
 
 
-def rng_states() -> dict:
-    """torch's RNG states: the CPU one and, when CUDA is up, every CUDA device's (dropout
-    on a GPU draws from the device's generator: without it a resumed run is not bit-exact)."""
-    return {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
-
-
-def set_rng_states(states: dict) -> None:
-    torch.set_rng_state(states["cpu"])
-    if states["cuda"]:
-        torch.cuda.set_rng_state_all(states["cuda"])
+def _resume_points(members: list[Member]) -> list[dict] | None:
+    """Every member's saved training state when all have one of their key at the same
+    position, else None: the members start together from scratch."""
+    saved = []
+    for member in members:
+        point = (
+            _read_checkpoint(member.checkpoint)
+            if member.checkpoint is not None and member.checkpoint.exists()
+            else None
+        )
+        if point is None or point["key"] != member.checkpoint_key:
+            return None
+        saved.append(point)
+    positions = {(point["state"]["epoch"], point["state"]["step"]) for point in saved}
+    if len(positions) > 1:
+        print(
+            f"warning: the pack's checkpoints are at different positions {sorted(positions)}; the pack starts again",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
+    return saved
 
 
 def _read_checkpoint(path: Path) -> dict | None:
@@ -263,20 +292,10 @@ def _read_checkpoint(path: Path) -> dict | None:
     return None
 
 
-def _save_checkpoint(path: Path, key: str, model: nn.Module, optimizer, scaler, state: dict) -> None:
+def _save_checkpoint(path: Path, key: str, engine_state: dict, state: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    torch.save(
-        {
-            "key": key,
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scaler": scaler.state_dict(),
-            "rng": rng_states(),
-            "state": state,
-        },
-        tmp,
-    )
+    torch.save({"key": key, **engine_state, "rng": rng_states(), "state": state}, tmp)
     os.replace(tmp, path)  # a kill mid-save leaves the previous checkpoint, never half of one
 
 

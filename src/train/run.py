@@ -12,8 +12,9 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +35,9 @@ from src.model.base import load_encoder
 from src.model.features import layer_features
 from src.model.finetuner import Finetuner, build_finetuner, new_task_head, reinitialised_layer_parameters
 from src.tasks import splits
-from src.tasks.registry import get_task
-from src.train.loop import RunSettings, autocast, evaluate, finetune, fit_null_threshold
+from src.tasks.registry import TaskSpec, get_task
+from src.train.device import autocast
+from src.train.loop import Member, RunSettings, evaluate, finetune, fit_null_threshold, train_members
 from src.train.reuse import measured_as, missing_measurements
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
@@ -54,6 +56,8 @@ NOT_RECIPE = {
     "src/train/reuse.py": "which finished result a run may reuse",
 }
 RECIPE = tuple(f for f in code_files(__name__) if f not in NOT_RECIPE)
+# A packed run's recipe adds the stacked step (train.pack; src/train/packed.py imports this module).
+PACKED_RECIPE = tuple(f for f in code_files("src.train.packed") if f not in NOT_RECIPE)
 
 
 def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, tasks_dir: Path) -> str:
@@ -61,14 +65,18 @@ def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, ta
     device type and torch version change kernels, so CPU and GPU results never mix in one
     folder), base weights, token ids and code. A finished result whose fingerprint matches
     is reused as it is; any other file in its place is recomputed. Never the executor kind
-    or the worker count: those do not change a result."""
+    or the worker count: those do not change a result. A packed run's fingerprint holds the
+    pack size (settings.pack, which may move the last bits as threads do) and the stacked
+    step's code, never which runs it shared its pack with: that changes no number."""
     tasks = [condition.task, *condition.intermediate_steps]
     inputs = {
         "condition": condition.as_dict(),
         "settings": {**asdict(settings), "checkpoint_every": None},  # checkpoints never change results
         "base": BaseModelRecord.read(model_dir).weights_sha256,
         "tokens": [_file_sha256(tasks_dir / t / "tokens.npz") for t in tasks],
-        "code": _recipe_digest(ROOT, tuple((f, *_version(ROOT / f)) for f in RECIPE)),
+        "code": _recipe_digest(
+            ROOT, tuple((f, *_version(ROOT / f)) for f in (PACKED_RECIPE if settings.pack else RECIPE))
+        ),
         "torch": torch.__version__,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
@@ -94,7 +102,7 @@ def _sha256_of_version(path: Path, mtime_ns: int, size: int) -> str:
 def _recipe_digest(root: Path, versions: tuple) -> str:
     """The recipe's normalised code under `root` (codehash.code_digest: comments, docstrings
     and formatting do not count), once per version of its files in a process."""
-    return code_digest(list(RECIPE), root)
+    return code_digest([file for file, *_ in versions], root)
 
 
 def run_condition(
@@ -115,121 +123,183 @@ def run_condition(
     kept there (train.keep_weights). With `kept`, a finished result of this training run
     whose weights are at `weights`, nothing trains: the measurements `settings` ask for are
     made on those weights (measure_kept_weights)."""
-    with _progress_log(log) as progress:
+    with progress_log(log) as progress:
         if kept is not None:
             return measure_kept_weights(condition, settings, model_dir, tasks_dir, key, weights, kept, progress)
+        final = prepare_final_step(condition, settings, model_dir, tasks_dir, key, progress)
+        if isinstance(final, RunResult):  # an intermediate step diverged
+            return final
+        outcome = train_members(
+            [final.member(checkpoint)], final.task, final.train_split, *final.seeds, final.eval_split_if(log_epochs)
+        )[0]
+        return finish(final, outcome, weights)
 
-        # Prepare: the starting model (pretrained, with the condition's layers fresh) on its device.
-        task, seed = get_task(condition.task), settings.seed
-        chain = [get_task(name) for name in condition.intermediate_steps]
-        first = chain[0] if chain else task
-        model, record = build_finetuner(
-            model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
+
+@dataclass
+class FinalStep:
+    """A run ready to train its final task (its starting model on its device, measured at the
+    start) and what finishing it needs: train_members trains it, alone or in a pack."""
+
+    condition: Condition
+    settings: RunSettings
+    key: str
+    task: TaskSpec
+    model: Finetuner
+    record: dict
+    fresh: set[str]
+    train_split: splits.TokenizedSplit
+    indices: np.ndarray
+    eval_split: splits.TokenizedSplit
+    start_weights: dict
+    run: Measured
+    at_start: dict
+    device: torch.device
+    progress: Callable[[str], None]
+    tasks_dir: Path  # span QA fits its null threshold on the training pool's held-out questions
+
+    @property
+    def seeds(self) -> tuple[int, int]:
+        """(batch order, dropout): the same for every run of one (task, size, trial)."""
+        seed = self.settings.seed
+        return self.condition.seed(seed, "train", "order"), self.condition.seed(seed, "train", "dropout")
+
+    def eval_split_if(self, log_epochs: bool) -> splits.TokenizedSplit | None:
+        return self.eval_split if log_epochs else None
+
+    def member(self, checkpoint: Path | None) -> Member:
+        return Member(
+            self.model,
+            self.settings,
+            frozenset(self.fresh),
+            self.condition.lr_multiplier,
+            checkpoint,
+            self.key,
+            self.progress,
+            layer_change_tracker(lambda: layer_weights(self.model.encoder)),
         )
-        device = _device(settings)
-        model.to(device)
-        progress(
-            f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads)"
-        )
-        # The multiplier is for the whole tensors the scheme reinitialised (not head slices,
-        # not the always-new task head).
-        fresh = reinitialised_layer_parameters(model, record["reinitialised"])
 
-        # Sequential finetuning (Huang et al. 4.1): each intermediate task in order, then the
-        # final one, each step with a head of its own; the scheme's fresh layers are fresh in the first.
-        pool_size = lambda name: _load(tasks_dir, name, "train").examples  # noqa: E731 - read only for `full`
-        record["intermediate_steps"] = []
-        for step, (step_task, (_, size, epochs)) in enumerate(zip(chain, condition.steps(pool_size))):
-            if step:
-                record["reinitialised"] += _new_head(model, step_task, condition, seed)
-            step_split, indices = _training_split(tasks_dir, step_task.name, size, condition, seed)
-            outcome = finetune(
-                model,
-                step_task,
-                step_split,
-                replace(settings, epochs=epochs),
-                condition.seed(seed, _intermediate_purpose(step), "order"),
-                fresh,
-                condition.lr_multiplier,
-                progress=lambda line, name=step_task.name: progress(f"intermediate {name}: {line}"),
-                dropout_seed=condition.seed(seed, _intermediate_purpose(step), "dropout"),
-            )
-            record["intermediate_steps"].append(
-                {
-                    "task": step_task.name,
-                    "size": size,
-                    "epochs": epochs,
-                    "status": outcome["status"],
-                    "steps": outcome.get("steps"),
-                    "epoch_losses": outcome["epoch_losses"],
-                    "train_seconds": round(outcome["train_seconds"], 2),
-                    "train_subset_sha256": hashlib.sha256(indices.tobytes()).hexdigest(),
-                }
-            )
-            if outcome["status"] != "ok":
-                return _result(condition, settings, record, outcome, {}, [], task, key)
-            fresh = set()
-        if chain:
-            record["reinitialised"] += _new_head(model, task, condition, seed)
 
-        # Train the final task.
-        train_split, indices = _training_split(tasks_dir, task.name, condition.size, condition, seed)
-        eval_split = _load(tasks_dir, task.name, "eval")
-        start_weights = layer_weights(model.encoder)
-        run = _measured(model, task, train_split, eval_split, settings, model_dir, tasks_dir, record["depth"])
-        at_start = _at_start(run, settings)
+def prepare_final_step(
+    condition: Condition, settings: RunSettings, model_dir: Path, tasks_dir: Path, key: str, progress
+) -> FinalStep | RunResult:
+    """The condition's starting model on its device, every intermediate task trained (a
+    RunResult if one diverged), and the final task's data and start-of-run measurements."""
+    # Prepare: the starting model (pretrained, with the condition's layers fresh) on its device.
+    task, seed = get_task(condition.task), settings.seed
+    chain = [get_task(name) for name in condition.intermediate_steps]
+    first = chain[0] if chain else task
+    model, record = build_finetuner(
+        model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
+    )
+    device = _device(settings)
+    model.to(device)
+    progress(
+        f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads)"
+    )
+    # The multiplier is for the whole tensors the scheme reinitialised (not head slices,
+    # not the always-new task head).
+    fresh = reinitialised_layer_parameters(model, record["reinitialised"])
+
+    # Sequential finetuning (Huang et al. 4.1): each intermediate task in order, then the
+    # final one, each step with a head of its own; the scheme's fresh layers are fresh in the first.
+    pool_size = lambda name: _load(tasks_dir, name, "train").examples  # noqa: E731 - read only for `full`
+    record["intermediate_steps"] = []
+    for step, (step_task, (_, size, epochs)) in enumerate(zip(chain, condition.steps(pool_size))):
+        if step:
+            record["reinitialised"] += _new_head(model, step_task, condition, seed)
+        step_split, indices = _training_split(tasks_dir, step_task.name, size, condition, seed)
         outcome = finetune(
             model,
-            task,
-            train_split,
-            settings,
-            condition.seed(seed, "train", "order"),
+            step_task,
+            step_split,
+            replace(settings, epochs=epochs),
+            condition.seed(seed, _intermediate_purpose(step), "order"),
             fresh,
             condition.lr_multiplier,
-            eval_split=eval_split if log_epochs else None,
-            checkpoint=checkpoint,
-            checkpoint_key=key,
-            progress=progress,
-            layer_change=layer_change_tracker(lambda: layer_weights(model.encoder)),
-            dropout_seed=condition.seed(seed, "train", "dropout"),
+            progress=lambda line, name=step_task.name: progress(f"intermediate {name}: {line}"),
+            dropout_seed=condition.seed(seed, _intermediate_purpose(step), "dropout"),
         )
+        record["intermediate_steps"].append(
+            {
+                "task": step_task.name,
+                "size": size,
+                "epochs": epochs,
+                "status": outcome["status"],
+                "steps": outcome.get("steps"),
+                "epoch_losses": outcome["epoch_losses"],
+                "train_seconds": round(outcome["train_seconds"], 2),
+                "train_subset_sha256": hashlib.sha256(indices.tobytes()).hexdigest(),
+            }
+        )
+        if outcome["status"] != "ok":
+            return _result(condition, settings, record, outcome, {}, [], task, key)
+        fresh = set()
+    if chain:
+        record["reinitialised"] += _new_head(model, task, condition, seed)
 
-        # Score and measure the finetuned model.
-        evaluation, changes = {}, []
-        if outcome["status"] == "ok":
-            if task.kind.fits_null_threshold:  # on training questions it did not train on
-                held_out, record["null_threshold_questions"] = _held_out_split(
-                    tasks_dir, task.name, indices, condition, seed
-                )
-                run.null_threshold = record["null_threshold"] = fit_null_threshold(
-                    model, task, held_out, settings.eval_batch_size, settings.precision
-                )
-            run.evaluation = evaluate(
-                model,
-                task,
-                eval_split,
-                settings.eval_batch_size,
-                settings.precision,
-                run.null_threshold,
-                layer_features=settings.cka,
+    # The final task's data and what the measurements take from the start.
+    train_split, indices = _training_split(tasks_dir, task.name, condition.size, condition, seed)
+    eval_split = _load(tasks_dir, task.name, "eval")
+    start_weights = layer_weights(model.encoder)
+    run = _measured(model, task, train_split, eval_split, settings, model_dir, tasks_dir, record["depth"])
+    at_start = _at_start(run, settings)
+    record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
+    return FinalStep(
+        condition,
+        settings,
+        key,
+        task,
+        model,
+        record,
+        fresh,
+        train_split,
+        indices,
+        eval_split,
+        start_weights,
+        run,
+        at_start,
+        device,
+        progress,
+        tasks_dir,
+    )
+
+
+def finish(final: FinalStep, outcome: dict, weights: Path | None = None) -> RunResult:
+    """Score and measure the finetuned model (its weights kept at `weights`), and write down what the run was."""
+    model, task, settings, record = final.model, final.task, final.settings, final.record
+    evaluation, changes = {}, []
+    if outcome["status"] == "ok":
+        if task.kind.fits_null_threshold:  # on training questions it did not train on
+            held_out, record["null_threshold_questions"] = _held_out_split(
+                final.tasks_dir, task.name, final.indices, final.condition, settings.seed
             )
-            evaluation = run.evaluation
-            changes = weight_change(start_weights, layer_weights(model.encoder))
-            record.update(_at_end(run, settings, at_start))
-            if weights is not None:
-                record["weights_sha256"] = _keep_weights(model, weights)
-
-        # Write down what the run was.
-        record["train_subset_sha256"] = hashlib.sha256(indices.tobytes()).hexdigest()
-        record["eval_examples"] = eval_split.examples
-        record["base_weights_sha256"] = BaseModelRecord.read(model_dir).weights_sha256
-        record["device"], record["torch"] = device.type, torch.__version__  # what the fingerprint assumed, as it ran
-        return _result(condition, settings, record, outcome, evaluation, changes, task, key)
+            final.run.null_threshold = record["null_threshold"] = fit_null_threshold(
+                model, task, held_out, settings.eval_batch_size, settings.precision
+            )
+        final.run.evaluation = evaluate(
+            model,
+            task,
+            final.eval_split,
+            settings.eval_batch_size,
+            settings.precision,
+            final.run.null_threshold,
+            layer_features=settings.cka,
+        )
+        evaluation = final.run.evaluation
+        changes = weight_change(final.start_weights, layer_weights(model.encoder))
+        record.update(_at_end(final.run, settings, final.at_start))
+        if weights is not None:
+            record["weights_sha256"] = _keep_weights(model, weights)
+    record["train_subset_sha256"] = hashlib.sha256(final.indices.tobytes()).hexdigest()
+    record["eval_examples"] = final.eval_split.examples
+    # what the fingerprint assumed, as it ran
+    record["device"], record["torch"] = final.device.type, torch.__version__
+    return _result(final.condition, settings, record, outcome, evaluation, changes, task, final.key)
 
 
 @contextmanager
-def _progress_log(log: Path | None):
+def progress_log(log: Path | None):
     """A function that appends one line to `log` (nothing without one)."""
     if log is None:
         yield lambda line: None

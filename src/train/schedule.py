@@ -11,8 +11,9 @@ conditions the params no longer ask for are removed at the end.
 from __future__ import annotations
 
 import json
+import math
 import shutil
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.run_result import RunResult, readable, result_path, weights_path
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions, focus_conditions, head_references, trained_conditions
-from src.config.schema import Config
+from src.config.schema import Config, ExecutorConfig, TrainConfig
 from src.core.errors import ParamsError
 from src.core.files import sha256_of, write_json_atomically
 from src.measures import MEASUREMENTS
@@ -29,6 +30,7 @@ from src.tasks.registry import get_task
 from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
+from src.train.packed import RUN_ARGUMENTS, pack_key, run_pack
 from src.train.progress import Progress
 from src.train.reuse import missing_measurements, with_measurements_of
 from src.train.run import fingerprint, run_condition
@@ -45,6 +47,12 @@ def run_settings(config: Config, epochs: int, full_model: bool = False, head_ref
     one, see head_references), so switching one that applies to some runs only leaves
     every other run's fingerprint as it was."""
     train, device = config.train, run_device(config.executor)
+    precision = resolve_precision(train.precision, device)
+    if train.pack and precision == "fp16":
+        raise ParamsError(
+            f"params.yaml: train.pack = {train.pack} is invalid with train.precision {train.precision!r}, which is "
+            "fp16 here (a GPU without bf16): fp16 loss scaling is per run; allowed: train.pack 0, or precision fp32"
+        )
     criticality = train.criticality == "all" or (train.criticality == "full_model" and full_model)
     importance = {"off": False, "head_studies": full_model and head_reference, "full_model": full_model}
     return RunSettings(
@@ -54,11 +62,12 @@ def run_settings(config: Config, epochs: int, full_model: bool = False, head_ref
         train.weight_decay,
         train.eval_batch_size,
         train.group_by_length,
-        resolve_precision(train.precision, device),
+        precision,
         train.checkpoint_every,
         train.threads,
         config.seed,
         device,
+        pack=train.pack,
         cka=train.cka,
         criticality=criticality,
         criticality_examples=train.criticality_examples if criticality else 0,
@@ -223,8 +232,14 @@ def run_all(
         for i in todo
     ]
     progress = Progress([examples[i] for i in todo], concurrency(config.executor, config.train))
+    if config.train.pack:  # runs of one (task, size, trial) in stacked packs; measuring kept weights trains nothing
+        keys_of_packs = [None if i in measure else pack_key(conditions[i], settings[i], config.seed) for i in todo]
+        saves = [(paths[i], training_keys[i]) for i in todo]
+        outcomes = execute_packs(runs, packs(keys_of_packs, config.train.pack), saves, config.executor, config.train)
+    else:
+        outcomes = execute(run_condition, runs, config.executor, config.train)
     failed = []
-    for done, (job, result) in enumerate(execute(run_condition, runs, config.executor, config.train), 1):
+    for done, (job, result) in enumerate(outcomes, 1):
         i = todo[job]
         line = f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}"
         if isinstance(result, Failure):  # recorded with its cause; the other runs go on
@@ -240,11 +255,7 @@ def run_all(
             failed.append(f"{conditions[i].describe()}: {result.cause}")
             progress.finished(job, f"{line}: failed after {result.attempts} attempt(s): {result.cause}", failed=True)
             continue
-        result = replace(result, training_fingerprint=training_keys[i])
-        result.write(paths[i])  # saved as soon as it finishes: a kill loses only runs in flight
-        paths[i].with_suffix(".ckpt").unlink(missing_ok=True)
-        paths[i].with_suffix(".failed").unlink(missing_ok=True)
-        results[i] = result
+        results[i] = result = result.save_finished(paths[i], training_keys[i])  # saved as it finishes
         if i in measure:
             progress.finished(job, f"{line}: measured on its kept weights, not trained {result.scores}")
         else:
@@ -257,6 +268,61 @@ def run_all(
             "to each result):\n  " + "\n  ".join(failed)
         )
     return results
+
+
+def packs(keys: list[tuple | None], size: int) -> list[list[int]]:
+    """Positions of runs grouped into packs of at most `size` runs with one pack_key, each group
+    split into packs as even as can be (70 runs at 32: 24, 23, 23), in the order the runs come
+    (longest first: runs of similar length share a pack); a run without a key trains alone."""
+    groups: dict[tuple, list[int]] = {}
+    alone = []
+    for position, key in enumerate(keys):
+        if key is None:
+            alone.append([position])
+        else:
+            groups.setdefault(key, []).append(position)
+    result = alone
+    for members in groups.values():
+        count = math.ceil(len(members) / size)
+        cuts = [round(len(members) * part / count) for part in range(count + 1)]
+        result += [members[a:b] for a, b in zip(cuts, cuts[1:])]
+    return sorted(result, key=lambda pack: pack[0])
+
+
+def execute_packs(
+    runs: list[tuple],
+    groups: list[list[int]],
+    saves: list[tuple[Path, str]],
+    executor: ExecutorConfig,
+    train: TrainConfig,
+) -> Iterator[tuple[int, RunResult | Failure]]:
+    """Every run of `groups` (packs of positions in `runs`) trained packed on the executor;
+    (position, result or Failure) as each pack ends. A pack that fails is tried once more,
+    then each of its runs not finished yet trains as a pack of one (the same stacked step, so
+    its numbers are the ones its fingerprint promises); a run that fails then is a Failure."""
+    for attempt in (1, 2, 3):
+        jobs = groups if attempt < 3 else [[position] for group in groups for position in group]
+        failed = []
+        for job, outcome in execute(
+            run_pack, [([runs[p] for p in job], [saves[p] for p in job]) for job in jobs], executor, train
+        ):
+            if not isinstance(outcome, Failure):
+                yield from zip(jobs[job], outcome)
+                continue
+            left = []
+            for position in jobs[job]:  # members that left before the pack failed were saved then
+                saved = readable(saves[position][0])
+                if saved is not None and saved.fingerprint == runs[position][RUN_ARGUMENTS.index("key")]:
+                    yield position, saved
+                else:
+                    left.append(position)
+            if attempt == 3:
+                yield from ((p, Failure(outcome.cause, 3)) for p in left)
+            elif left:
+                failed.append(left)
+        groups = failed
+        if not groups:
+            return
 
 
 def remove_stale(out: Path, paths: list[Path], keep_weights: bool = False) -> None:

@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from src.conditions.condition import Condition
+from src.params.load import validate
 from src.train.run import measure_kept_weights, run_condition
-from src.train.schedule import run_settings
+from src.train.schedule import run_all, run_settings
+from tests.support import tiny_params
 
 pytestmark = [
     pytest.mark.gpu,
@@ -49,3 +51,24 @@ def test_a_run_trains_scores_and_measures_on_the_gpu(name, gpu_settings, tiny_mo
     assert again.layer_cka == pytest.approx(result.layer_cka, abs=1e-5)
     assert [r["score"] for r in again.criticality] == [r["score"] for r in result.criticality]
     np.testing.assert_allclose(again.head_importance["after"], result.head_importance["after"], rtol=1e-4)
+
+
+def test_a_pack_trains_on_the_gpu_and_its_runs_numbers_do_not_depend_on_their_order(
+    tiny_model_dir, tiny_tasks_root, tmp_path
+):
+    # train.pack on the GPU through the stage's own scheduling: each run's result its own, and the
+    # same bits whichever order the pack holds its runs in (the fingerprint leaves the mates out).
+    config = validate(tiny_params(workers=1, pack=3, cka=False, criticality="off", head_importance="off"))
+    ks = [0, 1, 2]
+
+    def stage(order, out):
+        conditions = [Condition("rt_sentiment", 40, 0, 1, k=k) for k in order]
+        return run_all(
+            conditions, config, tiny_model_dir, tiny_tasks_root, tmp_path / out, "studies.progressive", False
+        )
+
+    forward, backward = stage(ks, "forward"), stage(ks[::-1], "backward")
+    assert all(r.ok and r.device == "cuda" and r.settings["pack"] == 3 for r in forward)
+    for one, other in zip(forward, backward[::-1]):
+        assert one.fingerprint == other.fingerprint
+        assert one.step_losses == other.step_losses and one.predictions == other.predictions

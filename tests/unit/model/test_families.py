@@ -21,7 +21,7 @@ from src.model.base import load_encoder
 from src.model.export import export_base_model
 from src.model.families import FAMILIES, family_of, layout_problems
 from src.model.finetuner import build_finetuner, encode, reinitialised_layer_parameters
-from src.train.loop import parameter_groups
+from src.train.alone import parameter_groups
 from src.train.weights import layer_weights
 from tests.support import (
     FAMILY_HEADS,

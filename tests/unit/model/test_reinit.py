@@ -167,7 +167,7 @@ def test_head_reinit_touches_only_that_heads_slices(tiny_model_dir):
 
 
 def test_lr_groups_partition_the_parameters_and_boost_exactly_the_reinitialised(tiny_model_dir):
-    from src.train.loop import parameter_groups
+    from src.train.alone import parameter_groups
 
     model, record = build_finetuner(
         tiny_model_dir, Condition("t", 10, 0, 3, k=1, lr_multiplier=5.0, keep_layernorm=True), 2, 0
