@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parents[2]
 OWN = ("src", "stages", "bench", "tools")
 
 
-def module_file(module: str, root: Path = ROOT) -> Path | None:
-    """The file that runs for `module` under `root` (its .py, or its package's __init__)."""
-    path = root.joinpath(*module.split("."))
+def module_file(module: str, root: Path | None = None) -> Path | None:
+    """The file that runs for `module` under `root` (default: this repository; its .py, or its
+    package's __init__)."""
+    path = (ROOT if root is None else root).joinpath(*module.split("."))
     if path.with_suffix(".py").is_file():
         return path.with_suffix(".py")
     if (path / "__init__.py").is_file():
