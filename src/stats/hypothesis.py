@@ -60,9 +60,17 @@ class CrossedVariance:
     s2_A from the mean squares, and Var's unbiased estimate is
     sum_B (-1)^(|B|+1) MS_B / prod_i n_i; for trials x examples, (MS_T + MS_E - MS_TE)/(T N)
     (Searle, Casella & McCulloch 1992, ch. 4). A component that estimates negative is set to 0
-    and its mean squares left out (the variance falls back to the mean squares that remain),
-    and the degrees of freedom are Satterthwaite's (1946) for the combination of mean squares
-    actually used. Every field is an array over any leading (batch) axes."""
+    and its mean squares left out (the variance falls back to the mean squares that remain).
+
+    The variance splits into the trials' part P (what more trials shrink; for independent trials
+    max(MS_T, MS_TE)/(T N): the trial mean square floored at the interaction, the least its
+    expectation N s2_T + s2_TE can be) and the eval set's part F (s2_E/N). The degrees of freedom
+    are Satterthwaite's (1946) for P + F with P on at most the trial factors' df (T - 1; for a
+    crossed seed_design the smaller factor's levels - 1) and F's mean squares on their own. P never
+    borrows the examples' df: where the trial component estimates <= 0 the interaction mean square
+    stands in for it, and counting that stand-in on its (T-1)(N-1) df let three agreeing trials
+    claim ~500 df (one-sided size 13x nominal at alpha/53, T = 3; docs/calibration.md). Every field
+    is an array over any leading (batch) axes."""
 
     variance: np.ndarray  # Var(grand mean) at the observed design
     df: np.ndarray  # Satterthwaite df of `variance`
@@ -101,17 +109,22 @@ def crossed_variance(values: np.ndarray, factors: int = 2) -> CrossedVariance:
         total = sum(weights[b] * ms[b] for b in sets)
         spread = sum((weights[b] * ms[b]) ** 2 / df[b] for b in sets)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return total, np.where(spread > 0, total**2 / spread, np.inf)
+            return total, spread, np.where(spread > 0, total**2 / spread, np.inf)
 
+    trial_total, trial_spread, trial_df = satterthwaite({b: weight[b] - fixed_weight[b] for b in sets})
+    trial_df = np.minimum(trial_df, min(n - 1 for n in sizes[:-1]))  # never more than the trials give
+    fixed_total, fixed_spread, _ = satterthwaite(fixed_weight)
+    total = trial_total + fixed_total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spread = np.where(trial_total != 0, trial_total**2 / trial_df, 0.0) + fixed_spread
+        total_df = np.where(spread > 0, total**2 / spread, np.inf)
     cells = math.prod(sizes)
-    total, total_df = satterthwaite(weight)
-    trial_total, trial_df = satterthwaite({b: weight[b] - fixed_weight[b] for b in sets})
     return CrossedVariance(
         variance=total / cells,
         df=total_df,
         trial_variance=trial_total / sizes[-1],
         trial_df=trial_df,
-        fixed_variance=sum(fixed_weight[b] * ms[b] for b in sets) / cells,
+        fixed_variance=fixed_total / cells,
     )
 
 

@@ -115,7 +115,6 @@ def test_three_crossed_factors_give_the_random_effects_estimate_from_statsmodels
     table = anova_lm(ols("y ~ C(s) + C(r) + C(n) + C(s):C(r) + C(s):C(n) + C(r):C(n)", frame).fit())
     ms = table["mean_sq"].to_dict()
     m = [ms[k] for k in ("C(s)", "C(r)", "C(n)", "C(s):C(r)", "C(s):C(n)", "C(r):C(n)", "Residual")]
-    dfs = [2, 3, 5, 6, 10, 15, 30]
     components = [  # Moebius inversion of the expected mean squares: every one positive here
         m[0] - m[3] - m[4] + m[6],
         m[1] - m[3] - m[5] + m[6],
@@ -129,8 +128,16 @@ def test_three_crossed_factors_give_the_random_effects_estimate_from_statsmodels
     v = hypothesis.crossed_variance(d, factors=3)
     total = sum(sign * x for sign, x in zip(signs, m))
     assert v.variance == pytest.approx(total / (S * D * N))
-    assert v.df == pytest.approx(total**2 / sum((sign * x) ** 2 / f for sign, x, f in zip(signs, m, dfs)))
     assert v.fixed_variance == pytest.approx(components[2] / (S * D) / N)  # s2_E / N
+    # Satterthwaite's df of the trials' part (every mean square without the examples' own, each on its df),
+    # bounded by the smaller factor's levels - 1, then of that part plus the eval set's part s2_E / N
+    fixed = [(m[2], 5), (m[4], 10), (m[5], 15), (m[6], 30)]  # +MS_E - MS_SE - MS_DE + MS_SDE
+    fixed_total = m[2] - m[4] - m[5] + m[6]
+    trial = total - fixed_total
+    trial_terms = [(m[0], 2), (m[1], 3), (m[3], 6), (m[4], 10), (m[5], 15), (m[6], 30)]  # +S +D -SD +SE +DE -SDE
+    trial_df = min(2, trial**2 / sum(x**2 / f for x, f in trial_terms))
+    spread = trial**2 / trial_df + sum(x**2 / f for x, f in fixed)
+    assert v.df == pytest.approx(total**2 / spread)
     assert v.variance == pytest.approx(v.trial_variance / (S * D) + v.fixed_variance)
     # two factors are the trials x examples estimate, batch axes element-wise
     assert hypothesis.crossed_variance(np.stack([TABLE, TABLE])).variance == pytest.approx(
@@ -138,15 +145,51 @@ def test_three_crossed_factors_give_the_random_effects_estimate_from_statsmodels
     )
 
 
-def test_a_component_that_estimates_negative_is_truncated_and_its_mean_square_left_out():
-    # every trial the same up to a shift that is smaller than the interaction: MS_T < MS_TE
+def test_a_trial_component_that_estimates_negative_is_floored_and_keeps_the_trial_df():
+    # every trial the same up to a shift that is smaller than the interaction: MS_T < MS_TE. The variance
+    # falls back to MS_E (the interaction stands in for the floored trial mean square), and that stand-in
+    # counts on the trials' T - 1 df, not the interaction's (T-1)(N-1): Satterthwaite of MS_TE on T - 1 df
+    # plus MS_E - MS_TE (its mean squares on N - 1 and (T-1)(N-1) df)
     rng = np.random.default_rng(3)
     d = rng.normal(size=(5, 200)) + rng.normal(size=200) * 3
     d -= d.mean(axis=1, keepdims=True)  # trial means equal: MS_T = 0
     v = hypothesis.crossed_variance(d)
     n_t, n_e = d.shape
     ms_e = n_t * d.mean(axis=0).var(ddof=1)
-    assert v.variance == pytest.approx(ms_e / (n_t * n_e)) and v.df == pytest.approx(n_e - 1)
+    ms_te = ((d - d.mean(axis=0)) ** 2).sum() / ((n_t - 1) * (n_e - 1))
+    assert v.variance == pytest.approx(ms_e / (n_t * n_e))
+    spread = ms_te**2 / (n_t - 1) + ms_e**2 / (n_e - 1) + ms_te**2 / ((n_t - 1) * (n_e - 1))
+    assert v.df == pytest.approx(ms_e**2 / spread) and v.trial_df == n_t - 1
+
+
+def test_without_an_eval_set_component_the_test_is_the_paired_t_over_trial_means():
+    # no example effect (MS_E < MS_TE: s2_E floored) and a trial effect: the variance is MS_T / (T N), the
+    # trial means' s^2 / T, on T - 1 df: exactly the one-sample t of the trial means (the paired t)
+    rng = np.random.default_rng(1)  # a draw whose MS_E falls below MS_TE
+    d = (rng.random((4, 300)) < 0.7).astype(float) - (rng.random((4, 300)) < 0.68) + rng.normal(0, 0.05, (4, 1))
+    v = hypothesis.crossed_variance(d)
+    means = d.mean(axis=1)
+    assert v.fixed_variance == 0 and v.df == 3
+    assert v.variance == pytest.approx(means.var(ddof=1) / 4)
+    estimate = hypothesis.Estimate(float(means.mean()), float(np.sqrt(v.variance)), 4, float(v.df))
+    assert estimate.p_greater() == pytest.approx(stats.ttest_1samp(means, 0, alternative="greater").pvalue)
+
+
+def test_three_agreeing_trials_do_not_claim_the_examples_df():
+    # per-trial contrasts 0.074, 0.082, 0.096 on 500 examples (the case that gave p = 1e-10 on 499 df): the
+    # trial component floors at 0 and the df stays near the trials' 2, so p is of the trial t's order
+    rng = np.random.default_rng(0)
+    rows = []
+    for shift in (0.074, 0.082, 0.096):
+        a = rng.random(500) < 0.8
+        b = rng.random(500) < 0.8 - shift
+        rows.append(a.astype(float) - b)
+    d = np.array(rows)
+    v = hypothesis.crossed_variance(d)
+    assert v.df < 10
+    means = d.mean(axis=1)
+    estimate = hypothesis.Estimate(float(means.mean()), float(np.sqrt(v.variance)), 3, float(v.df))
+    assert estimate.p_greater() > 1e-4
 
 
 def test_the_pigeonhole_bootstrap_of_a_crossed_design_reduces_to_the_one_way_bootstrap_of_its_factors():
