@@ -6,7 +6,7 @@ What comes from scipy / statsmodels: t and chi-square quantiles, the exact permu
 test (scipy.stats.permutation_test), Welch's test (scipy.stats.ttest_ind), Holm
 (statsmodels multipletests) and paired / two-sample t power (statsmodels). What is
 written here, because neither has it: the variance of a mean over a crossed trials x
-eval-examples design (two-way random-effects mean squares with Satterthwaite df, applied
+eval-examples design (two-way random-effects mean squares on the trials' df, applied
 to example-jackknife pseudo-values so that F1 and MCC get it too), the tests from that
 estimate's standard error, the curve bootstrap (with the two-way pigeonhole bootstrap of a
 crossed seed_design's subsets and draws), and the planner's range of trials. Each has a test against
@@ -59,30 +59,35 @@ class CrossedVariance:
     E[MS_B] = sum_{A >= B} s2_A prod_{i not in A} n_i, Moebius inversion gives each
     s2_A from the mean squares, and Var's unbiased estimate is
     sum_B (-1)^(|B|+1) MS_B / prod_i n_i; for trials x examples, (MS_T + MS_E - MS_TE)/(T N)
-    (Searle, Casella & McCulloch 1992, ch. 4). A component that estimates negative is set to 0
-    and its mean squares left out (the variance falls back to the mean squares that remain).
+    (Searle, Casella & McCulloch 1992, ch. 4).
 
-    The variance splits into the trials' part P (what more trials shrink; for independent trials
-    max(MS_T, MS_TE)/(T N): the trial mean square floored at the interaction, the least its
-    expectation N s2_T + s2_TE can be) and the eval set's part F (s2_E/N). The degrees of freedom
-    are Satterthwaite's (1946) for P + F with P on at most the trial factors' df (T - 1; for a
-    crossed seed_design the smaller factor's levels - 1) and F's mean squares on their own. P never
-    borrows the examples' df: where the trial component estimates <= 0 the interaction mean square
-    stands in for it, and counting that stand-in on its (T-1)(N-1) df let three agreeing trials
-    claim ~500 df (one-sided size 13x nominal at alpha/53, T = 3; docs/calibration.md). Every field
-    is an array over any leading (batch) axes."""
+    The variance is the trials' part (what more trials shrink) plus the eval set's part s2_E/N
+    (what they do not). For independent trials the trials' part is MS_T/(T N), the paired t's
+    s^2(trial means)/T, kept whatever the trial component's own estimate; the eval set's part is
+    (MS_E - MS_TE)/(T N), set to 0 where negative. On a crossed seed_design a component that
+    estimates negative is set to 0 and its mean squares left out. The degrees of freedom are the
+    trials': T - 1 (the smaller factor's levels - 1 on a crossed seed_design), never more, as
+    measured (docs/calibration.md): Satterthwaite's (1946) df, which grow toward the examples' N - 1
+    as the eval set's share grows, are read off the same noisy mean squares, so a sample whose
+    trials happen to agree gets both a small variance and many df (with the trial component
+    dropped where it estimated <= 0: one-sided size 13x nominal at alpha/53, T = 3; kept with
+    Satterthwaite df: 2.9-5.7x; with the trials' df: <= 1x in every null measured, the intervals
+    at most 1.6x as wide at T = 3 where the eval set dominates). Every field is an array over any
+    leading (batch) axes."""
 
     variance: np.ndarray  # Var(grand mean) at the observed design
-    df: np.ndarray  # Satterthwaite df of `variance`
+    df: np.ndarray  # of `variance`: the trials' (T - 1)
     trial_variance: np.ndarray  # (variance - fixed_variance) x trials: a single trial's share, which shrinks as 1/T
-    trial_df: np.ndarray  # Satterthwaite df of `trial_variance` (T - 1 for independent trials with s2_T > 0)
+    trial_df: np.ndarray  # of `trial_variance`: T - 1
     fixed_variance: np.ndarray  # s2_E/N: the eval set's share, which more trials do not shrink
 
 
-def crossed_variance(values: np.ndarray, factors: int = 2) -> CrossedVariance:
+def crossed_variance(values: np.ndarray, factors: int = 2, examples: bool = True) -> CrossedVariance:
     """The CrossedVariance of `values` [..., n_1, ..., n_k], whose last k = `factors` axes are
     the crossed factors (each of size >= 2), the eval examples last: [..., T, N] for independent
-    trials, [..., S, D, N] for S subsets crossed with D draws."""
+    trials, [..., S, D, N] for S subsets crossed with D draws. Without eval examples (`examples`
+    False: [..., S, D], a crossed seed_design's trial scores) every factor is the trials', the
+    df the smaller factor's levels - 1 and `fixed_variance` the last factor's share."""
     d = np.asarray(values, dtype=float)
     sizes = d.shape[-factors:]
     axes = range(d.ndim - factors, d.ndim)
@@ -98,30 +103,22 @@ def crossed_variance(values: np.ndarray, factors: int = 2) -> CrossedVariance:
         df[b] = math.prod(sizes[i] - 1 for i in b)
         outside = math.prod(n for i, n in enumerate(sizes) if i not in b)
         ms[b] = outside * (effect**2).sum(axis=tuple(axes)) / df[b]
-    # each component's estimate (Moebius inversion of the expected mean squares); kept if > 0
+    # each component's estimate (Moebius inversion of the expected mean squares); kept if > 0, and
+    # independent trials' own component always (its mean square is the paired t's variance)
     kept = {a: sum((-1) ** (len(b) - len(a)) * ms[b] for b in sets if set(a) <= set(b)) > 0 for a in sets}
+    if factors == 2 and examples:
+        kept[(0,)] = True
     # Var = sum_b weight_b MS_b / prod n, the weights summing the kept components' signs
     weight = {b: sum((-1) ** (len(b) - len(a)) * kept[a] for a in sets if set(a) <= set(b)) for b in sets}
-    examples = (factors - 1,)
-    fixed_weight = {b: (-1) ** (len(b) - 1) * kept[examples] if examples[0] in b else 0 for b in sets}
-
-    def satterthwaite(weights):
-        total = sum(weights[b] * ms[b] for b in sets)
-        spread = sum((weights[b] * ms[b]) ** 2 / df[b] for b in sets)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return total, spread, np.where(spread > 0, total**2 / spread, np.inf)
-
-    trial_total, trial_spread, trial_df = satterthwaite({b: weight[b] - fixed_weight[b] for b in sets})
-    trial_df = np.minimum(trial_df, min(n - 1 for n in sizes[:-1]))  # never more than the trials give
-    fixed_total, fixed_spread, _ = satterthwaite(fixed_weight)
-    total = trial_total + fixed_total
-    with np.errstate(invalid="ignore", divide="ignore"):
-        spread = np.where(trial_total != 0, trial_total**2 / trial_df, 0.0) + fixed_spread
-        total_df = np.where(spread > 0, total**2 / spread, np.inf)
+    last = (factors - 1,)
+    fixed_weight = {b: (-1) ** (len(b) - 1) * kept[last] if last[0] in b else 0 for b in sets}
+    trial_df = np.full(np.shape(ms[last]), float(min(n - 1 for n in (sizes[:-1] if examples else sizes))))
+    fixed_total = sum(fixed_weight[b] * ms[b] for b in sets)
+    trial_total = sum(weight[b] * ms[b] for b in sets) - fixed_total
     cells = math.prod(sizes)
     return CrossedVariance(
-        variance=total / cells,
-        df=total_df,
+        variance=(trial_total + fixed_total) / cells,
+        df=trial_df,
         trial_variance=trial_total / sizes[-1],
         trial_df=trial_df,
         fixed_variance=fixed_total / cells,
@@ -227,7 +224,7 @@ def paired_contrast(
         if not crossed:
             sd = float(np.std(per_trial, ddof=1))
             return Estimate(estimate, sd / math.sqrt(n_trials), n_trials, n_trials - 1, sd, n_trials - 1)
-        v = crossed_variance(per_trial.reshape(design))  # subsets x draws, no eval examples to cross
+        v = crossed_variance(per_trial.reshape(design), examples=False)  # subsets x draws, no eval examples
         se = float(np.sqrt(v.variance))
         return Estimate(estimate, se, n_trials, float(v.df), se * math.sqrt(n_trials), float(v.df))
     contrast = sum(weight * metric.pseudo_values(np.asarray(p), labels) for weight, p, _ in terms)
