@@ -59,21 +59,18 @@ class CrossedVariance:
     E[MS_B] = sum_{A >= B} s2_A prod_{i not in A} n_i, Moebius inversion gives each
     s2_A from the mean squares, and Var's unbiased estimate is
     sum_B (-1)^(|B|+1) MS_B / prod_i n_i; for trials x examples, (MS_T + MS_E - MS_TE)/(T N)
-    (Searle, Casella & McCulloch 1992, ch. 4).
+    (Searle, Casella & McCulloch 1992, ch. 4). A component that estimates negative is set to 0
+    and its mean squares left out: for independent trials the trials' part (what more trials
+    shrink) is then max(MS_T, MS_TE)/(T N), never below what the interaction alone gives, and the
+    eval set's part (what they do not) max(MS_E - MS_TE, 0)/(T N).
 
-    The variance is the trials' part (what more trials shrink) plus the eval set's part s2_E/N
-    (what they do not). For independent trials the trials' part is MS_T/(T N), the paired t's
-    s^2(trial means)/T, kept whatever the trial component's own estimate; the eval set's part is
-    (MS_E - MS_TE)/(T N), set to 0 where negative. On a crossed seed_design a component that
-    estimates negative is set to 0 and its mean squares left out. The degrees of freedom are the
-    trials': T - 1 (the smaller factor's levels - 1 on a crossed seed_design), never more, as
-    measured (docs/calibration.md): Satterthwaite's (1946) df, which grow toward the examples' N - 1
-    as the eval set's share grows, are read off the same noisy mean squares, so a sample whose
-    trials happen to agree gets both a small variance and many df (with the trial component
-    dropped where it estimated <= 0: one-sided size 13x nominal at alpha/53, T = 3; kept with
-    Satterthwaite df: 2.9-5.7x; with the trials' df: <= 1x in every null measured, the intervals
-    at most 1.6x as wide at T = 3 where the eval set dominates). Every field is an array over any
-    leading (batch) axes."""
+    The degrees of freedom are the trials': T - 1 (the smaller factor's levels - 1 on a crossed
+    seed_design), never more, as measured (docs/calibration.md). Satterthwaite's (1946) df, which
+    grow toward the examples' N - 1 as the eval set's share grows, are read off the same noisy
+    mean squares as the variance, so a sample whose trials happen to agree gets both a small
+    variance and many df: with the trial component dropped from the df where it estimated <= 0,
+    one-sided size 13x nominal at alpha/53 (T = 3); even with the trials' part on T - 1 df inside
+    Satterthwaite's sum, 1.4x (T = 10). Every field is an array over any leading (batch) axes."""
 
     variance: np.ndarray  # Var(grand mean) at the observed design
     df: np.ndarray  # of `variance`: the trials' (T - 1)
@@ -103,11 +100,8 @@ def crossed_variance(values: np.ndarray, factors: int = 2, examples: bool = True
         df[b] = math.prod(sizes[i] - 1 for i in b)
         outside = math.prod(n for i, n in enumerate(sizes) if i not in b)
         ms[b] = outside * (effect**2).sum(axis=tuple(axes)) / df[b]
-    # each component's estimate (Moebius inversion of the expected mean squares); kept if > 0, and
-    # independent trials' own component always (its mean square is the paired t's variance)
+    # each component's estimate (Moebius inversion of the expected mean squares); kept if > 0
     kept = {a: sum((-1) ** (len(b) - len(a)) * ms[b] for b in sets if set(a) <= set(b)) > 0 for a in sets}
-    if factors == 2 and examples:
-        kept[(0,)] = True
     # Var = sum_b weight_b MS_b / prod n, the weights summing the kept components' signs
     weight = {b: sum((-1) ** (len(b) - len(a)) * kept[a] for a in sets if set(a) <= set(b)) for b in sets}
     last = (factors - 1,)

@@ -137,10 +137,10 @@ def test_three_crossed_factors_give_the_random_effects_estimate_from_statsmodels
     )
 
 
-def test_a_trial_component_that_estimates_negative_is_kept_and_the_df_are_the_trials():
-    # every trial the same up to a shift that is smaller than the interaction: MS_T < MS_TE. The trials' part
-    # stays MS_T / (T N) (here 0) and the eval set's (MS_E - MS_TE) / (T N) is added; the df stay T - 1, where
-    # dropping the trial component made them MS_E's N - 1
+def test_a_component_that_estimates_negative_is_truncated_and_the_df_are_the_trials():
+    # every trial the same up to a shift that is smaller than the interaction: MS_T < MS_TE. The trial
+    # component is set to 0 and the variance falls back to MS_E / (T N) (the trials' part is MS_TE / (T N),
+    # what the interaction alone gives); the df stay T - 1, where they were MS_E's N - 1
     rng = np.random.default_rng(3)
     d = rng.normal(size=(5, 200)) + rng.normal(size=200) * 3
     d -= d.mean(axis=1, keepdims=True)  # trial means equal: MS_T = 0
@@ -148,8 +148,8 @@ def test_a_trial_component_that_estimates_negative_is_kept_and_the_df_are_the_tr
     n_t, n_e = d.shape
     ms_e = n_t * d.mean(axis=0).var(ddof=1)
     ms_te = ((d - d.mean(axis=0)) ** 2).sum() / ((n_t - 1) * (n_e - 1))
-    assert v.variance == pytest.approx((ms_e - ms_te) / (n_t * n_e)) and v.df == n_t - 1
-    assert v.trial_variance == pytest.approx(0, abs=1e-12) and v.trial_df == n_t - 1
+    assert v.variance == pytest.approx(ms_e / (n_t * n_e)) and v.df == n_t - 1
+    assert v.trial_variance == pytest.approx(ms_te / n_e) and v.trial_df == n_t - 1
 
 
 def test_without_an_eval_set_component_the_test_is_the_paired_t_over_trial_means():
