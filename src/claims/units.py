@@ -17,20 +17,31 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from src.claims.evidence import (
     Evidence,
-    collapse_rate,
     common_trials,
     metric_of,
     readable_design,
+    rows_of,
     scores_of,
     studies_of,
 )
 from src.stats import hypothesis, validity
+from src.stats.collapse import CollapseComparison, CollapseRate, collapse_rate, compare_collapse
 from src.stats.hypothesis import Bootstrap, Estimate
 from src.tasks.metrics import example_metric
+
+NEAR_COLLAPSE_SHARE = 0.90
+"""A run whose most common prediction covers at least this share of the eval set has (nearly) collapsed:
+it predicts one class for (almost) everything, whatever its accuracy. Such a run's collapse is an outcome of
+its own (each condition's rate with an exact interval, compared between conditions); the accuracy contrasts
+read the trials where no condition of the contrast collapsed, so that a collapse, rare or common, in either
+condition never skews them (docs/calibration.md measures them with collapses of 0.90-1 mixed in). A task
+whose majority class is near this share cannot tell a collapse from a good run: its threshold must exceed
+that class's share."""
 
 
 @dataclass(eq=False)  # compared and hashed by identity: a unit is one test
@@ -60,16 +71,16 @@ class Unit:
     status: str = "unresolved"
     test_type: str = ""  # its validity.TEST_TYPES entry ("" for exact tests: no calibration needed)
     reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts and curve draws do)
-    collapse_rate: float = 0.0  # the largest share of collapsed runs among its conditions
+    collapse: dict = field(default_factory=dict)  # slug -> CollapseRate over its common trials (contrasts)
+    collapse_comparison: CollapseComparison | None = None  # two conditions' rates compared (two-term contrasts)
+    robustness: Robustness | None = None  # its p's under the trial-only t and with collapsed runs kept (contrasts)
 
 
-def design_refusal(
-    unit: Unit, test_type: str, n_trials: int, collapse_rate: float = 0.0, design: tuple[int, int] | None = None
-) -> Unit:
+def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int, int] | None = None) -> Unit:
     """Refuse `unit` (no interval, no p) where validity.decidable says its test does not hold its
     calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
-    unit.test_type, unit.collapse_rate = test_type, collapse_rate
-    ok, reason = validity.decidable(test_type, n_trials, collapse_rate, design=design)
+    unit.test_type = test_type
+    ok, reason = validity.decidable(test_type, n_trials, design=design)
     if not ok:
         unit.refused = unit.interval_note = reason
         unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
@@ -79,14 +90,39 @@ def design_refusal(
 # --- unit builders --------------------------------------------------------------------------------------------
 
 
+def collapsed_runs(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> np.ndarray:
+    """Per trial of `trials`, whether the run of `slug` (nearly) collapsed: its majority share reaches
+    NEAR_COLLAPSE_SHARE (a run without a stored share: its `collapsed` flag, which marks a higher share)."""
+    rows = rows_of(ev.runs, task, size, [slug]).drop_duplicates("trial").set_index("trial").loc[trials]
+    flagged = rows["collapsed"].fillna(False).astype(bool) if "collapsed" in rows else pd.Series(False, rows.index)
+    if "majority_share" in rows:
+        flagged |= rows["majority_share"].astype(float) >= NEAR_COLLAPSE_SHARE
+    return flagged.to_numpy(dtype=bool)
+
+
 def paired_estimate(
-    ev: Evidence, task: str, size: int, weights: dict[str, float]
+    ev: Evidence,
+    task: str,
+    size: int,
+    weights: dict[str, float],
+    keep_collapsed: bool = False,
+    trials_only: bool = False,
 ) -> tuple[Estimate, list[str], tuple[int, int] | None]:
     """sum_slug weight * mean score, paired by trial, with the crossed trials x eval examples
-    variance (trials only where a run's predictions are missing; subsets x draws x examples for
-    a crossed seed_design), its notes and the seed design it read."""
+    variance (trials only where a run's predictions are missing, or with `trials_only`; subsets x
+    draws x examples for a crossed seed_design), its notes and the seed design it read. A trial
+    where any condition's run (nearly) collapsed (collapsed_runs) is left out, unless `keep_collapsed`."""
     slugs = list(weights)
     trials, notes = common_trials(ev.runs, task, size, slugs)
+    if trials and not keep_collapsed:
+        collapsed = np.any([collapsed_runs(ev, task, size, slug, trials) for slug in slugs], axis=0)
+        if collapsed.any():
+            trials = [t for t, c in zip(trials, collapsed) if not c]
+            notes = [  # common_trials counts the collapsed runs as kept, as every other test keeps them
+                *(note for note in notes if not note.endswith("collapsed run(s) kept")),
+                f"{int(collapsed.sum())} trial(s) with a (nearly) collapsed run left out "
+                f"(majority share >= {NEAR_COLLAPSE_SHARE:g})",
+            ]
     design = readable_design(ev, task, size, slugs, trials)
     if isinstance(design, str):
         return Estimate(math.nan, math.nan, 0), [*notes, design], None
@@ -94,12 +130,62 @@ def paired_estimate(
         return Estimate(math.nan, math.nan, 0), notes, design
     metric, labels = metric_of(ev.runs, task), np.asarray(ev.labels.get(task, np.zeros(1)))
     terms = [(w, *scores_of(ev, task, size, slug, trials)) for slug, w in weights.items()]
-    if any(predictions is None for _, predictions, _ in terms):
+    if trials_only or any(predictions is None for _, predictions, _ in terms):
         metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), s) for w, _, s in terms]
-        notes = notes + ["trials only (no per-example predictions)"]
+        notes = notes + ["trials only" + ("" if trials_only else " (no per-example predictions)")]
     if design is not None:
         notes = [*notes, f"crossed seed_design: {design[0]} subsets x {design[1]} draws"]
     return hypothesis.paired_contrast(terms, labels, example_metric(metric), design), notes, design
+
+
+def collapse_outcome(
+    ev: Evidence, task: str, size: int, slugs: list[str]
+) -> tuple[dict[str, CollapseRate], CollapseComparison | None]:
+    """Each condition's (near-)collapse rate over the trials every one of `slugs` finished, with its exact
+    interval, and for two conditions the exact comparison of their rates paired by trial (their runs share
+    the trial's subset and seeds; src/stats/collapse.py)."""
+    trials, _ = common_trials(ev.runs, task, size, slugs)
+    flags = {slug: collapsed_runs(ev, task, size, slug, trials) for slug in slugs}
+    comparison = compare_collapse(*flags.values(), paired=True) if len(slugs) == 2 and trials else None
+    return {slug: collapse_rate(f) for slug, f in flags.items()}, comparison
+
+
+@dataclass(frozen=True)
+class Robustness:
+    """A contrast unit's (p_for, p_against) under two other readings of its runs: the paired t over the
+    trials' scores alone (no eval-examples variance), and with the trials of (nearly) collapsed runs kept."""
+
+    trial_only: tuple[float, float]
+    collapsed_kept: tuple[float, float]
+
+
+def shape_p(estimate: Estimate, shape: str, margin: float | None) -> tuple[float, float]:
+    """(p_for, p_against) of `estimate` by the claim's shape: greater (> 0) | within (|·| < margin) |
+    below (< margin: no gain) | above (> −margin: no loss)."""
+    return {
+        "greater": lambda: (estimate.p_greater(), estimate.p_less()),
+        "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
+        "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
+        "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
+    }[shape]()
+
+
+def robustness(
+    ev: Evidence,
+    task: str,
+    size: int,
+    weights: dict[str, float],
+    shape: str = "greater",
+    margin: float | None = None,
+    shift: float = 0.0,
+) -> Robustness:
+    """contrast_unit's p's under the trial-only t and with (nearly) collapsed runs kept (Robustness)."""
+
+    def ps(**reading) -> tuple[float, float]:
+        estimate = paired_estimate(ev, task, size, weights, **reading)[0]
+        return shape_p(replace(estimate, estimate=estimate.estimate - shift), shape, margin)
+
+    return Robustness(ps(trials_only=True), ps(keep_collapsed=True))
 
 
 def estimate_unit(claim: str, name: str, test: str, estimate: Estimate, p_for: float, p_against: float, **kw) -> Unit:
@@ -121,9 +207,11 @@ def contrast_unit(
     gap: bool = False,
     shift: float = 0.0,
 ) -> Unit:
-    """A paired contrast sum_slug weight * score (minus `shift`, e.g. a chance level) at (task, size).
-    shape: greater (> 0) | within (|·| < margin) | below (< margin: no gain) | above (> −margin: no loss)."""
+    """A paired contrast sum_slug weight * score (minus `shift`, e.g. a chance level) at (task, size),
+    over the trials where no condition's run (nearly) collapsed, with the conditions' collapse outcome
+    and its Robustness. shape: as shape_p."""
     estimate, notes, design = paired_estimate(ev, task, size, weights)
+    rates, comparison = collapse_outcome(ev, task, size, list(weights))
     return estimate_test_unit(
         claim,
         name or f"{task} n={size}",
@@ -131,13 +219,15 @@ def contrast_unit(
         replace(estimate, estimate=estimate.estimate - shift),
         shape,
         margin,
-        collapse_rate(ev.runs, task, size, weights),
         design,
         gaps=((task, size),) if gap else (),
         studies=studies_of(ev.runs, task, size, weights),
         notes=notes,
         key=(task, size),
         reads_seed_design=True,
+        collapse=rates,
+        collapse_comparison=comparison,
+        robustness=robustness(ev, task, size, weights, shape, margin, shift),
     )
 
 
@@ -163,21 +253,15 @@ def estimate_test_unit(
     estimate: Estimate,
     shape: str = "greater",
     margin: float | None = None,
-    collapse: float = 0.0,
     design: tuple[int, int] | None = None,
     **kw,
 ) -> Unit:
-    """The unit testing `estimate` by its shape (contrast_unit's), refused where the design
-    cannot decide at its n with the condition's `collapse` rate and its crossed seed `design`."""
-    p_for, p_against = {
-        "greater": lambda: (estimate.p_greater(), estimate.p_less()),
-        "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
-        "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
-        "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
-    }[shape]()
+    """The unit testing `estimate` by its shape (shape_p), refused where the design cannot decide at its
+    n with its crossed seed `design`."""
+    p_for, p_against = shape_p(estimate, shape, margin)
     unit = estimate_unit(claim, name, test, estimate, p_for, p_against, margin=margin, shape=shape, **kw)
     test_type = "equivalence" if shape == "within" else "one-sided"
-    return design_refusal(unit, test_type, estimate.n, collapse, design)
+    return design_refusal(unit, test_type, estimate.n, design)
 
 
 def bootstrap_unit(

@@ -11,7 +11,7 @@ import numpy as np
 from src.claims.claim import Claim, Need, Shared
 from src.claims.evidence import Evidence
 from src.claims.registry import CLAIMS
-from src.claims.units import ONE_PROBE_SEED, Unit, refuse_trials_as_independent
+from src.claims.units import NEAR_COLLAPSE_SHARE, ONE_PROBE_SEED, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
 from src.stats import hypothesis, validity
 from src.tasks.registry import TASKS
@@ -33,8 +33,11 @@ RULE = (
     "A unit gives **no verdict**, and prints no interval, where its test is not valid: a percentile bootstrap "
     "below the declared minimum trials or above the declared share of undefined draws, a probe curve from one "
     "probe seed (its noise unmeasured). A claim is **inconclusive** when neither holds, **no verdict** when a "
-    "refused unit is all that stands between it and a verdict, and **not run** without units. Runs are never "
-    "dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted."
+    "refused unit is all that stands between it and a verdict, and **not run** without units. A run that (nearly) "
+    f"collapsed (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set) is an outcome of its own: a "
+    "contrast reports its conditions' collapse rates (exact intervals, compared paired by trial) and tests accuracy "
+    "over the trials where no condition collapsed; curve statistics keep every run; only a non-finite loss removes a "
+    "run, and it is counted."
 )
 
 
@@ -68,7 +71,7 @@ def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
         1
         for units in by_claim.values()
         for u in units
-        if u.refused.startswith(DESIGN_REFUSAL) and validity.decidable_from(u.test_type, u.collapse_rate)
+        if u.refused.startswith(DESIGN_REFUSAL) and validity.decidable_from(u.test_type)
     )
     for claim in CLAIMS:
         for unit in by_claim[claim.id]:
@@ -127,7 +130,7 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
     (hypothesis.plan_difference / plan_equivalence), or None with the reason; never below the trials
     from which validity.decidable says its design decides."""
     plan = _plan_for(unit, alpha, power, family)
-    floor = validity.decidable_from(unit.test_type, unit.collapse_rate) if unit.test_type else None
+    floor = validity.decidable_from(unit.test_type) if unit.test_type else None
     if unit.test_type and floor is None:
         return hypothesis.TrialsPlan(None, None, None, unit.refused or "no number of trials calibrates its test")
     if floor is not None and plan.point is None and plan.reason.startswith("no variance estimate"):

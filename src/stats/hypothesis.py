@@ -134,44 +134,42 @@ class Estimate:
     trial_df: float = math.nan
     fixed_se: float = 0.0
 
-    def _testable(self) -> bool:
-        return self.n >= 2 and bool(np.isfinite(self.se))
+    def _p(self, p_of_z, degenerate) -> float | np.ndarray:
+        """p_of_z(shift -> z) mapped over the estimate (an array over batch axes, or one value): where
+        se is 0 the p is 0 if `degenerate` (the estimate alone decides) holds, else 1; NaN without a test
+        (fewer than 2 trials, or no finite SE)."""
+        se = np.asarray(self.se, dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = np.where(se > 0, p_of_z(lambda shift: (self.estimate - shift) / se), np.where(degenerate, 0.0, 1.0))
+        p = np.where((self.n >= 2) & np.isfinite(se), p, math.nan)
+        return float(p) if p.ndim == 0 else p
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
-        if not self._testable():
-            return math.nan, math.nan
-        half = stats.t.ppf(0.5 + level / 2, self.df) * self.se if self.se > 0 else 0.0
-        return self.estimate - half, self.estimate + half
+        se = np.asarray(self.se, dtype=float)
+        with np.errstate(invalid="ignore"):
+            half = np.where(se > 0, stats.t.ppf(0.5 + level / 2, self.df) * se, 0.0)
+        half = np.where((self.n >= 2) & np.isfinite(se), half, math.nan)
+        low, high = self.estimate - half, self.estimate + half
+        return (float(low), float(high)) if np.ndim(low) == 0 else (low, high)
 
     def p_zero(self) -> float:
         """Two-sided p of H0: contrast = 0."""
-        if not self._testable():
-            return math.nan
-        if self.se == 0:
-            return 0.0 if self.estimate != 0 else 1.0
-        return float(2 * stats.t.sf(abs(self.estimate) / self.se, self.df))
+        return self._p(lambda z: 2 * stats.t.sf(np.abs(z(0.0)), self.df), np.asarray(self.estimate) != 0)
 
     def p_greater(self, bound: float = 0.0) -> float:
         """One-sided p of H0: contrast <= bound (small p: the contrast is above `bound`)."""
-        if not self._testable():
-            return math.nan
-        if self.se == 0:
-            return 0.0 if self.estimate > bound else 1.0
-        return float(stats.t.sf((self.estimate - bound) / self.se, self.df))
+        return self._p(lambda z: stats.t.sf(z(bound), self.df), np.asarray(self.estimate) > bound)
 
     def p_less(self, bound: float = 0.0) -> float:
         """One-sided p of H0: contrast >= bound (small p: the contrast is below `bound`)."""
-        return replace(self, estimate=-self.estimate).p_greater(-bound)
+        return replace(self, estimate=-np.asarray(self.estimate)).p_greater(-bound)
 
     def p_equivalent(self, margin: float) -> float:
         """TOST p of H0: |contrast| >= margin (small p: within the margin)."""
-        if not self._testable():
-            return math.nan
-        if self.se == 0:
-            return 0.0 if abs(self.estimate) < margin else 1.0
-        lower = stats.t.sf((self.estimate + margin) / self.se, self.df)
-        upper = stats.t.cdf((self.estimate - margin) / self.se, self.df)
-        return float(max(lower, upper))
+        return self._p(
+            lambda z: np.maximum(stats.t.sf(z(-margin), self.df), stats.t.cdf(z(margin), self.df)),
+            np.abs(self.estimate) < margin,
+        )
 
     def p_beyond(self, margin: float) -> float:
         """p of H0: |contrast| <= margin against H1: |contrast| > margin (small p: an effect
@@ -179,12 +177,11 @@ class Estimate:
         contrast = +margin (by symmetry the same at -margin; the largest over H0), of an
         estimate at least as far from 0 as the observed one: both tails count, so a large
         estimate of either sign is evidence and the size stays at alpha."""
-        if not self._testable():
-            return math.nan
-        if self.se == 0:
-            return 0.0 if abs(self.estimate) > margin else 1.0
-        far = abs(self.estimate)
-        return float(stats.t.sf((far - margin) / self.se, self.df) + stats.t.cdf((-far - margin) / self.se, self.df))
+        far = replace(self, estimate=np.abs(self.estimate))
+        return far._p(
+            lambda z: stats.t.sf(z(margin), self.df) + stats.t.cdf(-z(-margin), self.df),
+            np.abs(self.estimate) > margin,
+        )
 
 
 def paired_contrast(

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from src.claims.claim import Shared
@@ -460,12 +461,14 @@ def test_a_contrast_of_probe_layers_is_paired_by_probe_seed_and_decides_from_thr
     v = verdicts(probe_evidence(b, falling_top, seeds=3))["top_two_layers_hurt_probing"]
     (unit,) = v["units"]
     assert unit.n == 3 and unit.estimate == pytest.approx(0.1) and "paired by probe seed" in unit.test
-    assert v["verdict"] == "supported" and unit.interval[0] > 0
+    assert v["verdict"] == "supported" and unit.p_for < 0.05
     # a drop of 0.01 at every seed is within the eval set's noise (200 examples): the seeds agreeing
     # exactly says nothing about the examples they share
     small = verdicts(probe_evidence(b, [0.6, 0.7, 0.8, 0.8, 0.79], seeds=3))["top_two_layers_hurt_probing"]
     assert small["verdict"] == "inconclusive" and small["units"][0].interval[0] < 0
-    v = verdicts(probe_evidence(b, [0.6, 0.7, 0.7, 0.75, 0.8], seeds=3))["top_two_layers_hurt_probing"]
+    # contradicted after Holm: on the seeds' df (T - 1), 3 seeds cannot reach the report's Holm level; 5 seeds
+    # and a rise of 0.2 do
+    v = verdicts(probe_evidence(b, [0.6, 0.7, 0.6, 0.75, 0.8], seeds=5))["top_two_layers_hurt_probing"]
     assert v["verdict"] == "contradicted"
     one = verdicts(probe_evidence(b, falling_top, seeds=1))["top_two_layers_hurt_probing"]
     assert one["verdict"] == NO_VERDICT and one["units"][0].refused == ONE_PROBE_SEED
@@ -603,11 +606,21 @@ def test_table_1_says_when_its_exact_p_cannot_reach_alpha(tmp_path):
     assert not any(t.startswith("Variance components") for t in titles)
 
 
-def test_collapsed_runs_stay_in_and_a_diverged_run_is_counted():
+def test_a_contrast_reads_the_trials_without_a_collapse_reports_the_collapses_and_counts_a_diverged_run():
     b = Builder().curve(RISING, trials=4)
     b.add("k0", 0.5, trial=4, k=0, collapsed=True).add(f"k{L}", 0.9, trial=4, k=L)
+    b.add("k0", 0.55, trial=5, k=0, majority_share=0.93).add(f"k{L}", 0.9, trial=5, k=L, majority_share=0.5)
     (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
-    assert unit.n == 5 and "1 collapsed run(s) kept" in unit.notes
+    # the collapsed (flag) and the nearly collapsed (share 0.93 >= NEAR_COLLAPSE_SHARE) runs' trials are left out
+    assert unit.n == 4 and "2 trial(s) with a (nearly) collapsed run left out (majority share >= 0.9)" in unit.notes
+    assert not any(note.endswith("collapsed run(s) kept") for note in unit.notes)
+    scratch, full = unit.collapse["k0"], unit.collapse[f"k{L}"]
+    assert (scratch.collapsed, scratch.runs, full.collapsed) == (2, 6, 0)
+    assert scratch.interval == pytest.approx(stats.binomtest(2, 6).proportion_ci(method="exact"))
+    assert unit.collapse_comparison.p == pytest.approx(0.5)  # McNemar exact: 2 of 2 discordant trials
+    # the robustness readings: every trial kept (6), and the trial-only t over the same 4 trials
+    kept, trial_only = unit.robustness.collapsed_kept, unit.robustness.trial_only
+    assert kept[0] != unit.p_for and trial_only[0] != unit.p_for and all(0 <= p <= 1 for p in kept + trial_only)
     b = Builder().curve(RISING, trials=4)
     b.rows = [r for r in b.rows if not (r["trial"] == 3 and r["slug"] == "k0")]
     b.add("k0", 0.0, trial=3, k=0, status="diverged")
