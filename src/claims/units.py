@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from src.claims.evidence import (
     Evidence,
@@ -303,7 +302,8 @@ def bootstrap_unit(
 
 
 def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, **kw) -> Unit:
-    """Welch's two-sample t test of mean(a) − mean(b) > 0 (scipy), with its 95% CI."""
+    """Welch's two-sample test of mean(a) − mean(b) > 0 on min(n_a, n_b) − 1 df (hypothesis.two_sample), with
+    its 95% CI."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     estimate = float(np.mean(a) - np.mean(b)) if len(a) and len(b) else math.nan
     sd = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2) if len(a) > 1 and len(b) > 1 else math.nan
@@ -313,10 +313,8 @@ def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, *
         return unit
     if design_refusal(unit, "welch", min(len(a), len(b))).refused:
         return unit
-    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
-    unit.interval = (float(ci.low), float(ci.high))
-    unit.p_for = float(stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue)
-    unit.p_against = float(stats.ttest_ind(a, b, equal_var=False, alternative="less").pvalue)
+    welch = hypothesis.two_sample(a, b)
+    unit.interval, unit.p_for, unit.p_against = welch.interval(0.95), welch.p_greater(), welch.p_less()
     return unit
 
 

@@ -382,3 +382,15 @@ def test_trials_for_two_samples_matches_statsmodels_and_never_returns_nan():
     assert TTestIndPower().power(effect_size=0.01, nobs1=n, alpha=0.05 / 30) >= 0.8
     assert TTestIndPower().power(effect_size=0.01, nobs1=n - 1, alpha=0.05 / 30) < 0.8
     assert hypothesis.trials_for_two_samples(0.001, 1.0, 0.05 / 30, 0.8) is None  # beyond a million trials
+
+
+def test_two_sample_is_welchs_statistic_on_the_smaller_sample_s_df():
+    # Welch's t statistic (scipy) with Hsu's conservative df min(n_a, n_b) - 1, element-wise over a batch
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(0.3, 1, (4, 5)), rng.normal(0, 3, (4, 8))
+    e = hypothesis.two_sample(a, b)
+    welch = stats.ttest_ind(a, b, axis=1, equal_var=False)
+    assert e.estimate / e.se == pytest.approx(welch.statistic) and e.df == 4
+    assert e.p_greater() == pytest.approx(stats.t.sf(welch.statistic, 4))
+    assert np.all(e.p_zero() > welch.pvalue)  # fewer df than Satterthwaite's: never smaller p
+    assert math.isnan(hypothesis.two_sample([1.0], [2.0, 3.0]).p_greater())
