@@ -59,10 +59,9 @@ def decidable(test_type: str, n_trials: int, design: tuple[int, int] | None = No
       probe 0.86-0.91 example-dominated; max(curve) - max(probe) 0.81 and k90(probe) - k90(curve)
       0.90 trial-dominated at T = 10; k90 0.83-0.87 at T = 3-5), so no T here decides it.
     - "welch": Welch's test holds from 3 trials per group.
-    - An estimate test on a crossed seed_design (`design` = (subsets, draws)) holds its size with
-      at least 3 of each (CROSSED_LEVELS): with 2 levels of the factor that dominates the
-      spread, its component has 1 df and the Satterthwaite interval under-covers (2 x 5
-      subset-dominated, 5 x 2 draws-dominated: size 0.09-0.10; crossed_table).
+    - An estimate test on a crossed seed_design (`design` = (subsets, draws)) decides with at least
+      3 of each (CROSSED_LEVELS): its df are min(subsets, draws) - 1, so with 2 levels of a factor it
+      holds its size on 1 df but its intervals are 5-6x the oracle (crossed_table).
     - A "bootstrap-difference" on a crossed seed_design, its draws resampling subsets and draws
       (hypothesis.curve_draws' `design`), holds from 4 of each (crossed_curve_table,
       docs/calibration.md): the k90 difference, the binding statistic, has size <= 0.040 and
