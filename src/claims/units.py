@@ -36,9 +36,10 @@ from src.tasks.metrics import example_metric
 NEAR_COLLAPSE_SHARE = 0.90
 """A run whose most common prediction covers at least this share of the eval set has (nearly) collapsed:
 it predicts one class for (almost) everything, whatever its accuracy. Such a run's collapse is an outcome of
-its own (each condition's rate with an exact interval, compared between conditions); the accuracy contrasts
-read the trials where no condition of the contrast collapsed, so that a collapse, rare or common, in either
-condition never skews them (docs/calibration.md measures them with collapses of 0.90-1 mixed in). A task
+its own (each condition's rate with an exact interval, compared between conditions), and the run counts in the
+accuracy contrasts like every other: a run's outcome never decides whether it counts. Only the robustness
+reading "collapsed excluded" leaves out the trials where a condition (nearly) collapsed, as a sensitivity
+reading beside the verdict (docs/calibration.md measures the contrasts with collapses of 0.90-1 mixed in). A task
 whose majority class is near this share cannot tell a collapse from a good run: its threshold must exceed
 that class's share."""
 
@@ -72,7 +73,7 @@ class Unit:
     reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts and curve draws do)
     collapse: dict = field(default_factory=dict)  # slug -> CollapseRate over its common trials (contrasts)
     collapse_comparison: CollapseComparison | None = None  # two conditions' rates compared (two-term contrasts)
-    robustness: Robustness | None = None  # its p's under the trial-only t and with collapsed runs kept (contrasts)
+    robustness: Robustness | None = None  # its p's under the trial-only t and with collapsed runs excluded (contrasts)
 
 
 def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int, int] | None = None) -> Unit:
@@ -104,24 +105,19 @@ def paired_estimate(
     task: str,
     size: int,
     weights: dict[str, float],
-    keep_collapsed: bool = False,
+    exclude_collapsed: bool = False,
     trials_only: bool = False,
 ) -> tuple[Estimate, list[str], tuple[int, int] | None]:
     """sum_slug weight * mean score, paired by trial, with the crossed trials x eval examples
     variance (trials only where a run's predictions are missing, or with `trials_only`; subsets x
-    draws x examples for a crossed seed_design), its notes and the seed design it read. A trial
-    where any condition's run (nearly) collapsed (collapsed_runs) is left out, unless `keep_collapsed`."""
+    draws x examples for a crossed seed_design), its notes and the seed design it read. Every finished
+    run counts, (nearly) collapsed ones included; `exclude_collapsed` (the robustness reading only) leaves
+    out the trials where any condition's run (nearly) collapsed (collapsed_runs)."""
     slugs = list(weights)
     trials, notes = common_trials(ev.runs, task, size, slugs)
-    if trials and not keep_collapsed:
+    if trials and exclude_collapsed:
         collapsed = np.any([collapsed_runs(ev, task, size, slug, trials) for slug in slugs], axis=0)
-        if collapsed.any():
-            trials = [t for t, c in zip(trials, collapsed) if not c]
-            notes = [  # common_trials counts the collapsed runs as kept, as every other test keeps them
-                *(note for note in notes if not note.endswith("collapsed run(s) kept")),
-                f"{int(collapsed.sum())} trial(s) with a (nearly) collapsed run left out "
-                f"(majority share >= {NEAR_COLLAPSE_SHARE:g})",
-            ]
+        trials = [t for t, c in zip(trials, collapsed) if not c]
     design = readable_design(ev, task, size, slugs, trials)
     if isinstance(design, str):
         return Estimate(math.nan, math.nan, 0), [*notes, design], None
@@ -151,11 +147,12 @@ def collapse_outcome(
 
 @dataclass(frozen=True)
 class Robustness:
-    """A contrast unit's (p_for, p_against) under two other readings of its runs: the paired t over the
-    trials' scores alone (no eval-examples variance), and with the trials of (nearly) collapsed runs kept."""
+    """A contrast unit's (p_for, p_against) under two sensitivity readings of its runs, never a verdict: the
+    paired t over the trials' scores alone (no eval-examples variance), and with the trials where a condition's
+    run (nearly) collapsed excluded (its estimand is then the trained runs' accuracy, not every run's)."""
 
     trial_only: tuple[float, float]
-    collapsed_kept: tuple[float, float]
+    collapsed_excluded: tuple[float, float]
 
 
 def shape_p(estimate: Estimate, shape: str, margin: float | None) -> tuple[float, float]:
@@ -178,13 +175,13 @@ def robustness(
     margin: float | None = None,
     shift: float = 0.0,
 ) -> Robustness:
-    """contrast_unit's p's under the trial-only t and with (nearly) collapsed runs kept (Robustness)."""
+    """contrast_unit's p's under the trial-only t and with (nearly) collapsed runs' trials excluded (Robustness)."""
 
     def ps(**reading) -> tuple[float, float]:
         estimate = paired_estimate(ev, task, size, weights, **reading)[0]
         return shape_p(replace(estimate, estimate=estimate.estimate - shift), shape, margin)
 
-    return Robustness(ps(trials_only=True), ps(keep_collapsed=True))
+    return Robustness(ps(trials_only=True), ps(exclude_collapsed=True))
 
 
 def estimate_unit(claim: str, name: str, test: str, estimate: Estimate, p_for: float, p_against: float, **kw) -> Unit:
@@ -207,7 +204,7 @@ def contrast_unit(
     shift: float = 0.0,
 ) -> Unit:
     """A paired contrast sum_slug weight * score (minus `shift`, e.g. a chance level) at (task, size),
-    over the trials where no condition's run (nearly) collapsed, with the conditions' collapse outcome
+    over every finished run, (nearly) collapsed ones included, with the conditions' collapse outcome
     and its Robustness. shape: as shape_p."""
     estimate, notes, design = paired_estimate(ev, task, size, weights)
     rates, comparison = collapse_outcome(ev, task, size, list(weights))

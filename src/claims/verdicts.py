@@ -33,11 +33,12 @@ RULE = (
     "A unit gives **no verdict**, and prints no interval, where its test is not valid: a percentile bootstrap "
     "below the declared minimum trials or above the declared share of undefined draws, a probe curve from one "
     "probe seed (its noise unmeasured). A claim is **inconclusive** when neither holds, **no verdict** when a "
-    "refused unit is all that stands between it and a verdict, and **not run** without units. A run that (nearly) "
-    f"collapsed (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set) is an outcome of its own: a "
-    "contrast reports its conditions' collapse rates (exact intervals, compared paired by trial) and tests accuracy "
-    "over the trials where no condition collapsed; curve statistics keep every run; only a non-finite loss removes a "
-    "run, and it is counted."
+    "refused unit is all that stands between it and a verdict, and **not run** without units. Runs are never "
+    "dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted. A run "
+    f"that (nearly) collapsed (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set) is also an outcome "
+    "of its own: a contrast reports its conditions' collapse rates (exact intervals, compared paired by trial). "
+    "Its robustness readings, never a verdict, give its p's under the trial-only t and with the trials of "
+    "(nearly) collapsed runs excluded."
 )
 
 

@@ -606,21 +606,28 @@ def test_table_1_says_when_its_exact_p_cannot_reach_alpha(tmp_path):
     assert not any(t.startswith("Variance components") for t in titles)
 
 
-def test_a_contrast_reads_the_trials_without_a_collapse_reports_the_collapses_and_counts_a_diverged_run():
+def test_a_collapsed_run_counts_in_the_contrast_is_reported_as_an_outcome_and_excluded_only_in_robustness():
     b = Builder().curve(RISING, trials=4)
     b.add("k0", 0.5, trial=4, k=0, collapsed=True).add(f"k{L}", 0.9, trial=4, k=L)
     b.add("k0", 0.55, trial=5, k=0, majority_share=0.93).add(f"k{L}", 0.9, trial=5, k=L, majority_share=0.5)
     (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
-    # the collapsed (flag) and the nearly collapsed (share 0.93 >= NEAR_COLLAPSE_SHARE) runs' trials are left out
-    assert unit.n == 4 and "2 trial(s) with a (nearly) collapsed run left out (majority share >= 0.9)" in unit.notes
-    assert not any(note.endswith("collapsed run(s) kept") for note in unit.notes)
+    # the test counts every run: the collapsed (flag) and the nearly collapsed (share 0.93) runs' trials are in it
+    score = pd.DataFrame(b.rows).set_index(["slug", "trial"])["value"]
+    differences = np.array([score[(f"k{L}", t)] - score[("k0", t)] for t in range(6)])
+    assert unit.n == 6 and not unit.refused and unit.estimate == pytest.approx(differences.mean())
+    assert "1 collapsed run(s) kept" in unit.notes
+    # the collapse is also an outcome of its own
     scratch, full = unit.collapse["k0"], unit.collapse[f"k{L}"]
     assert (scratch.collapsed, scratch.runs, full.collapsed) == (2, 6, 0)
     assert scratch.interval == pytest.approx(stats.binomtest(2, 6).proportion_ci(method="exact"))
     assert unit.collapse_comparison.p == pytest.approx(0.5)  # McNemar exact: 2 of 2 discordant trials
-    # the robustness readings: every trial kept (6), and the trial-only t over the same 4 trials
-    kept, trial_only = unit.robustness.collapsed_kept, unit.robustness.trial_only
-    assert kept[0] != unit.p_for and trial_only[0] != unit.p_for and all(0 <= p <= 1 for p in kept + trial_only)
+    # the robustness readings: the trial-only t over all 6 trials, and the 4 trials without a collapse alone,
+    # exactly the test of the same runs without trials 4 and 5
+    trial_only = stats.ttest_1samp(differences, 0, alternative="greater").pvalue
+    assert unit.robustness.trial_only[0] == pytest.approx(trial_only)
+    (without,) = verdicts(Builder().curve(RISING, trials=4).evidence())["full_beats_scratch"]["units"]
+    assert unit.robustness.collapsed_excluded == pytest.approx((without.p_for, without.p_against))
+    assert without.n == 4 and unit.p_for != pytest.approx(without.p_for)
     b = Builder().curve(RISING, trials=4)
     b.rows = [r for r in b.rows if not (r["trial"] == 3 and r["slug"] == "k0")]
     b.add("k0", 0.0, trial=3, k=0, status="diverged")
