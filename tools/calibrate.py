@@ -1,27 +1,35 @@
 """Calibration of every test type the claims use, measured by simulation.
 
 Data shaped like this pipeline's: a few trials (T = 3, 5, 10) of each condition, scored
-on one fixed eval set of ~500 binary-labelled examples (a new eval set is drawn in every
-replicate, since the claims are about the task, not about these 500 sentences). A run's
+on one eval set of EXAMPLES binary-labelled examples (a new eval set is drawn in every
+replicate, since the claims are about the task, not about these sentences). A run's
 correctness on an example is a probit threshold model,
 
     correct[c, t, n] = 1{ mu_c + trial_sd * z[c, t] + example_sd * v[c, n] + u[n] + eps[c, t, n] > 0 },
 
 with z (the trial's seed and subset), v (the condition's own difficulty of example n), u
 (difficulty shared by every condition) and eps (trial x example interaction) standard
-normal, so that a condition's expected accuracy is exactly Phi(mu_c / sqrt(2 + trial_sd^2 +
-example_sd^2)) and a contrast's true value is known. A collapsed trial predicts the positive
-class for every example. The nulls (NULLS) set the two SDs and the collapse rate; each
-condition's mu is solved so that the contrast is exactly 0 (size, coverage) or exactly the
-margin (equivalence and minimum-effect tests at their boundary).
+normal, so that a trained run's expected accuracy is exactly Phi(mu_c / sqrt(2 + trial_sd^2 +
+example_sd^2)) and a contrast's true value is known. A collapsed run predicts one class for every
+example; a nearly collapsed one predicts that class for a share U(0.8, 0.98) of the examples on top
+of its own predictions (majority share about 0.90-0.99). Each null (NULLS) sets the SDs and the
+shares of each condition's runs that (nearly) collapse; the trained runs' mu is solved so that the
+conditions' expected accuracy over all their runs, (nearly) collapsed ones included (the estimand of the
+claims' test, which keeps every run), differs by exactly 0 (size, coverage) or exactly the margin
+(equivalence and minimum-effect tests at their boundary): a condition's trained runs compensate for its
+collapses.
 
-Measured per (test, null, T): size (the rejection rate at the null boundary, alpha = 0.05),
-coverage of the 95% interval, and the interval's half-width against the oracle, 1.96 x the
-true sampling SD of the estimator (the SD of the estimate over replicates). The table in
-docs/calibration.md comes from `python -m tools.calibrate --reps N`; its OLD rows are a
-baseline estimator (`old_crossed_bootstrap`: trials and examples bootstrapped jointly), shown
-beside the one the claims use so that the note can compare the two. tests/test_calibration.py
-runs it at small sizes.
+Measured per (test, null, T): size, the rejection rate at the null boundary, at ALPHA and at
+HOLM_LEVEL (the smallest level a p is compared against in the report's Holm family); coverage of
+the 95% interval; its half-width against the oracle (1.96 x the SD of the estimate over
+replicates); the share of replicates refused (no p). The estimate tests are
+measured vectorised (hypothesis.crossed_variance and hypothesis.Estimate over a batch of
+replicates, the code the claims call), each beside BEFORE, the estimator the report used until
+these tables (its df Satterthwaite's over the mean squares of the components kept, its collapse
+gate opened by the collapse rate of the runs it gated), and the robustness readings of
+src/claims/units.py (the trial-only t; the (nearly) collapsed runs' trials excluded, whose estimand is
+the trained runs' contrast, not 0 under a collapse null). docs/calibration.md shows the tables and the command that made
+them; tests/unit/stats/test_calibration.py re-measures a fast subset.
 
 The head-importance-vs-reinit correlation (metrics/head_importance_vs_reinit.csv) has its own
 simulation (simulate_heads, correlation_table): a few to 72 heads, each with a latent importance
@@ -40,45 +48,74 @@ import math
 import shlex
 import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
+from src.claims.units import NEAR_COLLAPSE_SHARE
 from src.stats import hypothesis
 from src.stats.validity import decidable
+from src.tasks.kinds import COLLAPSE_SHARE
 from src.tasks.metrics import example_metric
 
 ALPHA = 0.05
+FAMILY = 53  # one-sided tests in the report's Holm family (metrics/report.md)
+HOLM_LEVEL = ALPHA / FAMILY  # the smallest level a p is compared against there
 LEVEL = 0.95
-ACCURACY = 0.8  # condition A's expected accuracy
+ACCURACY = 0.8  # a trained run's expected accuracy (condition A)
 MARGIN = 0.02  # equivalence / minimum-effect margin (accuracy points), as report.single_layer_margin
 TRIALS = (3, 5, 10)
 EXAMPLES = 500
 SHARED_EXAMPLE_SD = 1.0  # u: difficulty every condition shares (it cancels from a contrast)
 # the calibration targets every test type must meet (docs/calibration.md)
-MAX_SIZE = 1.2 * ALPHA
+MAX_SIZE = 1.2  # x the level
 MIN_COVERAGE = 0.94
-MAX_HALF_WIDTH = 1.25  # x the oracle half-width
+MAX_HALF_WIDTH = 1.25  # x the oracle half-width, from 10 trials
+CHUNK = 2000  # replicates simulated at once
 
 
 @dataclass(frozen=True)
 class Null:
-    """A data-generating design: the SDs (probit scale) of a condition's per-trial and
-    per-example effects, and the share of condition B's trials that collapse to one class. On
-    a crossed seed_design (simulate_curve's `design`) a trial's effect is its subset's (SD
-    `subset_sd`) plus its draw's (SD sqrt(trial_sd^2 - subset_sd^2)), so the expected accuracy
-    is the same as with independent trials."""
+    """A data-generating design: the SDs (probit scale) of a condition's per-trial and per-example
+    effects, and the shares of each condition's runs that collapse (`collapse_a`, `collapse`: A's, B's;
+    in the curves, `collapse` is that of the COLLAPSING_KS conditions) or nearly collapse (`near_a`,
+    `near_b`). On a crossed seed_design (simulate_curve's `design`) a trial's effect is its subset's
+    (SD `subset_sd`) plus its draw's (SD sqrt(trial_sd^2 - subset_sd^2)), so the expected accuracy is
+    the same as with independent trials."""
 
     trial_sd: float
     example_sd: float
     collapse: float = 0.0
     subset_sd: float = 0.0
+    collapse_a: float = 0.0
+    near_a: float = 0.0
+    near_b: float = 0.0
+
+    @property
+    def symmetric(self) -> bool:
+        """A and B alike, so both one-sided tests measure one size (their rates are averaged)."""
+        return (self.collapse_a, self.near_a) == (self.collapse, self.near_b)
 
 
 NULLS = {
     "trial-dominated": Null(trial_sd=0.3, example_sd=0.1),
+    "trial + example": Null(trial_sd=0.15, example_sd=0.3),
     "example-dominated": Null(trial_sd=0.02, example_sd=0.8),
     "interaction-only": Null(trial_sd=0.0, example_sd=0.0),
+    "B collapses (0.2)": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2),
+    "A, the full model, collapses (0.2)": Null(trial_sd=0.05, example_sd=0.2, collapse_a=0.2),
+    "both nearly collapse (0.15)": Null(trial_sd=0.15, example_sd=0.3, near_a=0.15, near_b=0.15),
+    "collapses and near-collapses mixed": Null(
+        trial_sd=0.15, example_sd=0.3, collapse=0.1, collapse_a=0.05, near_a=0.1, near_b=0.15
+    ),
+}
+# the curve statistics' nulls: B's low-k conditions collapse, their trained runs compensating so that the
+# expected curves stay equal (a curve statistic keeps every run)
+CURVE_NULLS = {
+    "trial-dominated": NULLS["trial-dominated"],
+    "example-dominated": NULLS["example-dominated"],
+    "interaction-only": NULLS["interaction-only"],
     "collapse-skewed": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2),
 }
 
@@ -87,69 +124,110 @@ def _latent_scale(null: Null) -> float:
     return math.sqrt(1 + SHARED_EXAMPLE_SD**2 + null.trial_sd**2 + null.example_sd**2)
 
 
-def _mean_for(accuracy: float, null: Null, collapse: float) -> float:
+def _mean_for(accuracy: float, null: Null, collapse: float = 0.0) -> float:
     """mu giving expected accuracy `accuracy` when a share `collapse` of trials scores 0.5
     (the positive-class share of a balanced eval set) and the rest follow the threshold model."""
     return _latent_scale(null) * float(stats.norm.ppf((accuracy - 0.5 * collapse) / (1 - collapse)))
 
 
+NEAR_PUSH = (0.8, 0.98)  # the share of a nearly collapsed run's examples pushed to its one class
+
+
 def simulate(
     null: Null, n_trials: int, reps: int, rng: np.random.Generator, contrast: float = 0.0, n_examples=EXAMPLES
 ):
-    """(labels [R, N], predictions of A and B [R, T, N]) for `reps` replicates whose true
-    accuracy contrast A - B is exactly `contrast`; B's trials collapse at `null.collapse`."""
-    labels = rng.integers(0, 2, (reps, n_examples))
-    shared = SHARED_EXAMPLE_SD * rng.standard_normal((reps, 1, n_examples))
-    predictions = []
-    for accuracy, collapse in ((ACCURACY, 0.0), (ACCURACY - contrast, null.collapse)):
+    """(correct [2, R, T, N], majority share [2, R, T]) of conditions A and B in `reps` replicates
+    whose expected accuracy over all their runs, (nearly) collapsed ones included, differs by exactly
+    `contrast` (A - B): each condition's runs collapse and nearly collapse at the null's shares, and its
+    trained runs' mu compensates (a pushed example scores 0.5 in expectation, so a nearly collapsed run
+    counts as mean(NEAR_PUSH) of a collapse)."""
+    labels = rng.integers(0, 2, (reps, 1, n_examples), dtype=np.int8)
+    shared = SHARED_EXAMPLE_SD * rng.standard_normal((reps, 1, n_examples), dtype=np.float32)
+    correct, majority = [], []
+    for accuracy, collapse, near in (
+        (ACCURACY, null.collapse_a, null.near_a),
+        (ACCURACY - contrast, null.collapse, null.near_b),
+    ):
         latent = (
-            _mean_for(accuracy, null, collapse)
-            + null.trial_sd * rng.standard_normal((reps, n_trials, 1))
-            + null.example_sd * rng.standard_normal((reps, 1, n_examples))
+            np.float32(_mean_for(accuracy, null, collapse + np.mean(NEAR_PUSH) * near))
+            + null.trial_sd * rng.standard_normal((reps, n_trials, 1), dtype=np.float32)
+            + null.example_sd * rng.standard_normal((reps, 1, n_examples), dtype=np.float32)
             + shared
-            + rng.standard_normal((reps, n_trials, n_examples))
+            + rng.standard_normal((reps, n_trials, n_examples), dtype=np.float32)
         )
-        correct = latent > 0
-        collapsed = rng.random((reps, n_trials, 1)) < collapse
-        predictions.append(np.where(collapsed, 1, np.where(correct, labels[:, None], 1 - labels[:, None])))
-    return labels, predictions[0], predictions[1]
+        predictions = np.where(latent > 0, labels, 1 - labels)
+        draw = rng.random((reps, n_trials, 1))
+        one_class = draw < collapse
+        if near:
+            pushed = rng.random((reps, n_trials, n_examples)) < rng.uniform(*NEAR_PUSH, (reps, n_trials, 1))
+            one_class = one_class | ((draw >= collapse) & (draw < collapse + near) & pushed)
+        predictions = np.where(one_class, 1, predictions)
+        positive = predictions.mean(axis=-1)
+        correct.append(predictions == labels)
+        majority.append(np.maximum(positive, 1 - positive))
+    return np.stack(correct), np.stack(majority)
 
 
-# --- the estimators under test ------------------------------------------------------------------------
+# --- the estimators under test --------------------------------------------------------------------------------
+
+ESTIMATORS = ("new", "before", "trial-only t", "collapsed excluded")
 
 
-def contrast_estimates(labels, a, b, metric: str) -> list[hypothesis.Estimate]:
-    """hypothesis.paired_contrast of A - B in every replicate: the code the claims call."""
-    estimates = []
-    for r in range(len(labels)):
-        scores = [_metric_per_trial(metric, p, labels[r]) for p in (a[r], b[r])]
-        terms = [(1.0, a[r], scores[0]), (-1.0, b[r], scores[1])]
-        estimates.append(hypothesis.paired_contrast(terms, labels[r], example_metric(metric)))
-    return estimates
+def _mean_squares(d: np.ndarray):
+    """MS_T, MS_E, MS_TE of tables d [R, T, N] (two-way, one value per cell)."""
+    _, n_trials, n_examples = d.shape
+    grand = d.mean(axis=(1, 2))
+    ss_t = n_examples * ((d.mean(axis=2) - grand[:, None]) ** 2).sum(axis=1)
+    ss_e = n_trials * ((d.mean(axis=1) - grand[:, None]) ** 2).sum(axis=1)
+    ss_te = (d**2).sum(axis=(1, 2)) - n_trials * n_examples * grand**2 - ss_t - ss_e
+    return ss_t / (n_trials - 1), ss_e / (n_examples - 1), ss_te / ((n_trials - 1) * (n_examples - 1))
 
 
-def _metric_per_trial(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    return example_metric(metric).weighted(predictions, labels, np.ones((1, labels.size)))[0]
+def dropped_component_df(d: np.ndarray) -> np.ndarray:
+    """BEFORE's df, for the tables only: Satterthwaite's over the mean squares of the components kept,
+    so that a trial component estimated <= 0 left the variance on MS_E's N - 1 df."""
+    n_trials, n_examples = d.shape[1:]
+    ms_t, ms_e, ms_te = _mean_squares(d)
+    keep_t, keep_e = ms_t > ms_te, ms_e > ms_te
+    terms = ((keep_t, ms_t, n_trials - 1), (keep_e, ms_e, n_examples - 1))
+    terms += ((1.0 - keep_t - keep_e, ms_te, (n_trials - 1) * (n_examples - 1)),)
+    total = sum(w * m for w, m, _ in terms)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total**2 / sum((w * m) ** 2 / df for w, m, df in terms)
 
 
-def old_crossed_bootstrap(labels, a, b, metric: str, resamples: int, rng) -> list[hypothesis.Estimate]:
-    """BASELINE, not used by the pipeline: trials and examples bootstrapped jointly, the SE
-    scaled by sqrt(T/(T-1)) and a t(T-1) quantile; here only to show its calibration next to
-    paired_contrast's (it counts the trial x example interaction more than once)."""
-    estimates = []
-    for r in range(len(labels)):
-        n_trials, n_examples = a[r].shape
-        trial_counts = rng.multinomial(n_trials, np.full(n_trials, 1 / n_trials), size=resamples)
-        example_counts = rng.multinomial(n_examples, np.full(n_examples, 1 / n_examples), size=resamples)
-        draws = np.zeros(resamples)
-        estimate = 0.0
-        for weight, predictions in ((1.0, a[r]), (-1.0, b[r])):
-            per_trial = example_metric(metric).weighted(predictions, labels[r], example_counts)
-            draws += weight * (per_trial * trial_counts).sum(axis=1) / n_trials
-            estimate += weight * _metric_per_trial(metric, predictions, labels[r]).mean()
-        se = draws.std(ddof=1) * math.sqrt(n_trials / (n_trials - 1))
-        estimates.append(hypothesis.Estimate(estimate, float(se), n_trials, n_trials - 1.0))
-    return estimates
+def estimates(correct: np.ndarray, majority: np.ndarray, estimator: str) -> tuple[hypothesis.Estimate, np.ndarray]:
+    """The accuracy contrast A - B of each replicate as `estimator` tests it, over a batch: an Estimate of
+    arrays [R] (NaN where refused) and the refused mask. "new" (the claims' test) and "trial-only t" keep
+    every run, (nearly) collapsed ones included, as src/claims/units.py does; "collapsed excluded", the
+    robustness reading, reads the trials where neither run (nearly) collapsed (majority share >=
+    NEAR_COLLAPSE_SHARE), with no p below 2 of them; "before" kept every run and refused where
+    (1 - q)^T > ALPHA for the largest share q of runs collapsed (share >= COLLAPSE_SHARE) in the replicate's
+    own conditions."""
+    d = correct[0].astype(np.float32) - correct[1]  # accuracy's pseudo-values are the correctness
+    reps, n_trials, _ = d.shape
+    estimate, se, df, n = (np.full(reps, math.nan) for _ in range(4))
+    kept = np.ones((reps, n_trials), dtype=bool)
+    refused = np.zeros(reps, dtype=bool)
+    if estimator == "before":
+        rate = (majority >= COLLAPSE_SHARE).mean(axis=2).max(axis=0)
+        refused = (rate > 0) & ((1 - rate) ** n_trials > ALPHA)
+    elif estimator == "collapsed excluded":
+        kept = (majority < NEAR_COLLAPSE_SHARE).all(axis=0)
+        refused = kept.sum(axis=1) < 2
+    for k in np.unique(kept.sum(axis=1)):
+        rows = np.flatnonzero((kept.sum(axis=1) == k) & ~refused)
+        if not len(rows):
+            continue
+        table = d[rows][kept[rows]].reshape(len(rows), k, -1)
+        estimate[rows], n[rows] = table.mean(axis=(1, 2)), k
+        if estimator == "trial-only t":
+            se[rows], df[rows] = table.mean(axis=2).std(axis=1, ddof=1) / math.sqrt(k), k - 1
+            continue
+        v = hypothesis.crossed_variance(table)
+        se[rows] = np.sqrt(v.variance)
+        df[rows] = dropped_component_df(table) if estimator == "before" else v.df
+    return hypothesis.Estimate(estimate, se, np.where(refused, 0, n), df), refused
 
 
 # --- measuring ---------------------------------------------------------------------------------------------
@@ -157,7 +235,9 @@ def old_crossed_bootstrap(labels, a, b, metric: str, resamples: int, rng) -> lis
 
 @dataclass(frozen=True)
 class Row:
-    """One cell of the calibration table. `size` and `coverage` carry their Monte Carlo SE."""
+    """One cell of a calibration table: size at ALPHA and at HOLM_LEVEL (NaN where not measured),
+    coverage, half-width / oracle, the shares of undefined and refused replicates. `tails`: 2 where both
+    one-sided tests of a symmetric null were counted (their rates averaged), which halves the variance."""
 
     test: str
     null: str
@@ -169,18 +249,26 @@ class Row:
     undefined: float = 0.0  # share of replicates (or draws) where the statistic is undefined
     estimator: str = "new"
     design: tuple[int, int] | None = None  # a crossed seed_design's (subsets, draws)
+    size_holm: float = math.nan
+    refused: float = 0.0
+    tails: int = 1
 
     def mc_se(self, rate: float) -> float:
-        return math.sqrt(max(rate * (1 - rate), 1e-4) / self.reps)
+        return math.sqrt(max(rate * (1 - rate), 1e-6) / (self.reps * self.tails))
 
     def size_ok(self, sigmas: float = 0.0) -> bool:
-        return math.isnan(self.size) or self.size <= MAX_SIZE + sigmas * self.mc_se(MAX_SIZE)
+        return all(
+            math.isnan(size) or size <= MAX_SIZE * level + sigmas * self.mc_se(MAX_SIZE * level)
+            for size, level in ((self.size, ALPHA), (self.size_holm, HOLM_LEVEL))
+        )
 
     def coverage_ok(self, sigmas: float = 0.0) -> bool:
         return math.isnan(self.coverage) or self.coverage >= MIN_COVERAGE - sigmas * self.mc_se(MIN_COVERAGE)
 
     def half_width_ok(self) -> bool:
-        return math.isnan(self.half_width) or self.half_width <= MAX_HALF_WIDTH
+        """The half-width target applies from 10 trials: below, a valid t interval on the trials' few df cannot
+        come near the normal oracle (t(2) is 4.30, not 1.96)."""
+        return math.isnan(self.half_width) or self.trials < max(TRIALS) or self.half_width <= MAX_HALF_WIDTH
 
     def ok(self, sigmas: float = 0.0) -> bool:
         return self.size_ok(sigmas) and self.coverage_ok(sigmas) and self.half_width_ok()
@@ -192,62 +280,114 @@ def difference_row(test, null_name, n_trials, at_zero, estimator, design=None) -
     values = np.array([e.estimate for e in at_zero])
     oracle = stats.norm.ppf(0.5 + LEVEL / 2) * values.std(ddof=1)
     intervals = np.array([e.interval(LEVEL) for e in at_zero])
+    p = np.array([e.p_zero() for e in at_zero])
     return Row(
         test,
         null_name,
         n_trials,
         len(at_zero),
-        float(np.mean([e.p_zero() < ALPHA for e in at_zero])),
+        float(np.mean(p < ALPHA)),
         float(np.mean((intervals[:, 0] <= 0) & (intervals[:, 1] >= 0))),
         float(np.mean(intervals[:, 1] - intervals[:, 0]) / 2 / oracle),
         estimator=estimator,
         design=design,
+        size_holm=float(np.mean(p < HOLM_LEVEL)),
     )
 
 
-def _contrast_rows(name, null, n_trials, reps, rng, metric, estimator, resamples) -> list[Row]:
-    """Rows for the tests built on an Estimate: the two-sided difference (p_zero) and its
-    interval, the one-sided p_greater, TOST (p_equivalent) and p_beyond at the margin."""
+@dataclass
+class _Tally:
+    """Running counts of one estimate test's cell over the chunks of a simulation."""
 
-    def estimates(contrast):
-        labels, a, b = simulate(null, n_trials, reps, rng, contrast)
-        if estimator == "new":
-            return contrast_estimates(labels, a, b, metric)
-        return old_crossed_bootstrap(labels, a, b, metric, resamples, rng)
-
-    at_zero = estimates(0.0)
-    # the true contrast of MCC is 0 under every symmetric null, not under collapse (its
-    # contrast is set in accuracy); size and coverage are then not defined for it
-    if metric == "accuracy" or null.collapse == 0:
-        rows = [difference_row(f"difference ({metric})", name, n_trials, at_zero, estimator)]
-    else:
-        rows = [Row(f"difference ({metric})", name, n_trials, reps, math.nan, math.nan, math.nan, estimator=estimator)]
-    if metric != "accuracy":
-        return rows
-
-    def size_only(test: str, rejected: list[bool]) -> Row:  # a test without an interval: its size alone
-        return Row(test, name, n_trials, reps, float(np.mean(rejected)), math.nan, math.nan, estimator=estimator)
-
-    at_margin = estimates(MARGIN)
-    rows += [
-        size_only("one-sided (p_greater)", [e.p_greater() < ALPHA for e in at_zero]),
-        size_only(f"equivalence (TOST, m={MARGIN})", [e.p_equivalent(MARGIN) < ALPHA for e in at_margin]),
-        size_only(f"beyond margin (p_beyond, m={MARGIN})", [e.p_beyond(MARGIN) < ALPHA for e in at_margin]),
-    ]
-    return rows
+    rejected: np.ndarray  # [2, 2]: at ALPHA, HOLM_LEVEL, by tail
+    covered: int = 0
+    half: float = 0.0
+    values: list = None
+    refused: int = 0
 
 
-def contrast_table(reps: int, seed: int = 0, trials=TRIALS, old_resamples: int = 0) -> list[Row]:
-    """Every Estimate-based test under every null at every T (and the OLD estimator's rows
-    when `old_resamples` > 0)."""
+ESTIMATE_TESTS = {  # test: (contrast simulated, rejected per level at it)
+    "one-sided (p_greater)": 0.0,
+    "difference (p_zero)": 0.0,
+    f"equivalence (TOST, m={MARGIN})": MARGIN,
+    f"beyond margin (p_beyond, m={MARGIN})": MARGIN,
+}
+
+
+def _rejections(test: str, e: hypothesis.Estimate) -> np.ndarray:
+    """Rejections [R, 2, 2] of `test` in each replicate, per level and per tail (the one-sided test's p_greater
+    and p_less; the other tests' one p twice)."""
+    levels = np.array([ALPHA, HOLM_LEVEL])
+    if test.startswith("one-sided"):
+        return np.stack([e.p_greater()[:, None] < levels, e.p_less()[:, None] < levels], axis=-1)
+    p = {"difference": e.p_zero, "equivalence": lambda: e.p_equivalent(MARGIN)}.get(
+        test.split(" ")[0], lambda: e.p_beyond(MARGIN)
+    )()
+    return np.repeat((p[:, None] < levels)[..., None], 2, axis=-1)
+
+
+def estimate_table(
+    reps: int,
+    seed: int = 0,
+    trials=TRIALS,
+    nulls=None,
+    estimators=ESTIMATORS,
+    n_examples=EXAMPLES,
+    margin_reps: int | None = None,
+):
+    """Every estimate test (ESTIMATE_TESTS) under every null at every T, by each estimator, in chunks of
+    CHUNK replicates: `reps` at a true contrast of 0, `margin_reps` (default `reps`) at the margin. The
+    one-sided size of an asymmetric null is the larger of its two tails'."""
     rng = np.random.default_rng(seed)
+    replicates = {0.0: reps, MARGIN: reps if margin_reps is None else margin_reps}
     rows = []
-    for name, null in NULLS.items():
+    for name in nulls or NULLS:
+        null = NULLS[name]
         for n_trials in trials:
-            rows += _contrast_rows(name, null, n_trials, reps, rng, "accuracy", "new", 0)
-            rows += _contrast_rows(name, null, n_trials, reps, rng, "mcc", "new", 0)
-            if old_resamples:
-                rows += _contrast_rows(name, null, n_trials, reps, rng, "accuracy", "old", old_resamples)
+            tests = [t for t, contrast in ESTIMATE_TESTS.items() if replicates[contrast]]
+            tallies = {(t, m): _Tally(np.zeros((2, 2)), values=[]) for t in tests for m in estimators}
+            for start in range(0, max(replicates.values()), CHUNK):
+                for contrast in (c for c, n in replicates.items() if start < n):
+                    size = min(CHUNK, replicates[contrast] - start)
+                    correct, majority = simulate(null, n_trials, size, rng, contrast, n_examples)
+                    for method in estimators:
+                        e, refused = estimates(correct, majority, method)
+                        for test in (t for t in tests if ESTIMATE_TESTS[t] == contrast):
+                            tally = tallies[(test, method)]
+                            tally.rejected += np.sum(_rejections(test, e) & ~refused[:, None, None], axis=0)
+                            tally.refused += int(refused.sum())
+                            if test.startswith("difference"):
+                                low, high = e.interval(LEVEL)
+                                tally.covered += int(np.sum((low <= 0) & (high >= 0)))
+                                tally.half += float(np.nansum((high - low) / 2))
+                                tally.values.append(e.estimate[~refused])
+            for (test, method), tally in tallies.items():
+                n = replicates[ESTIMATE_TESTS[test]]
+                # a symmetric null's two one-sided tests measure one size (averaged); else the larger tail's
+                tails = 2 if test.startswith("one-sided") and null.symmetric else 1
+                rejected = tally.rejected.mean(axis=1) if tails == 2 else tally.rejected.max(axis=1)
+                decided = n - tally.refused
+                coverage = half_width = math.nan
+                if tally.values:
+                    values = np.concatenate(tally.values)
+                    oracle = stats.norm.ppf(0.5 + LEVEL / 2) * values.std(ddof=1)
+                    coverage = tally.covered / decided if decided else math.nan
+                    half_width = tally.half / decided / oracle if decided and oracle > 0 else math.nan
+                rows.append(
+                    Row(
+                        test,
+                        name,
+                        n_trials,
+                        n,
+                        float(rejected[0] / n),
+                        coverage,
+                        half_width,
+                        estimator=method,
+                        size_holm=float(rejected[1] / n),
+                        refused=tally.refused / n,
+                        tails=tails,
+                    )
+                )
     return rows
 
 
@@ -464,9 +604,9 @@ def curve_table(reps: int, resamples: int, seed: int = 0, trials=TRIALS, nulls=N
     minus the curve's), and the difference of the two sizes' steepest step (the drop point)."""
     rng = np.random.default_rng(seed)
     rows = []
-    for name in nulls or NULLS:
+    for name in nulls or CURVE_NULLS:
         for n_trials in trials:
-            boots = curve_boots(NULLS[name], n_trials, reps, resamples, rng)
+            boots = curve_boots(CURVE_NULLS[name], n_trials, reps, resamples, rng)
             for test, truth in curve_truths().items():
                 rows.append(_bootstrap_row(test, name, n_trials, [b.estimate for b in boots[test]], boots[test], truth))
     return rows
@@ -513,27 +653,36 @@ WELCH_NULLS = {  # per-trial ||dW|| of two groups with equal means
 
 
 def welch_table(reps: int, seed: int = 0, trials=TRIALS) -> list[Row]:
-    """scipy's Welch t test (the weight-change claims' test) with T trials per group."""
+    """The weight-change claims' two-sample test with T trials per group, one-sided (the larger tail's size; the nulls
+    are not symmetric in A and B, so each tail is also a size): hypothesis.two_sample ("new", on min(n) - 1 df)
+    and scipy's Welch test on Satterthwaite's df ("before")."""
     rng = np.random.default_rng(seed)
     rows = []
     for name, draw in WELCH_NULLS.items():
         for n_trials in trials:
             a, b = draw(rng, (reps, n_trials))
-            test = stats.ttest_ind(a, b, axis=1, equal_var=False)
-            ci = test.confidence_interval(LEVEL)
             difference = a.mean(axis=1) - b.mean(axis=1)
             oracle = stats.norm.ppf(0.5 + LEVEL / 2) * difference.std(ddof=1)
-            rows.append(
-                Row(
-                    "Welch (weight change)",
-                    name,
-                    n_trials,
-                    reps,
-                    float(np.mean(test.pvalue < ALPHA)),
-                    float(np.mean((ci.low <= 0) & (ci.high >= 0))),
-                    float(np.mean(ci.high - ci.low) / 2 / oracle),
+            conservative = hypothesis.two_sample(a, b)
+            scipy_welch = stats.ttest_ind(a, b, axis=1, equal_var=False)
+            welch = replace(conservative, df=scipy_welch.df)
+            for estimator, e in (("new", conservative), ("before", welch)):
+                low, high = e.interval(LEVEL)
+                tails = [np.mean(p[:, None] < [ALPHA, HOLM_LEVEL], axis=0) for p in (e.p_greater(), e.p_less())]
+                size = np.maximum(*tails)
+                rows.append(
+                    Row(
+                        "Welch (weight change), one-sided",
+                        name,
+                        n_trials,
+                        reps,
+                        float(size[0]),
+                        float(np.mean((low <= 0) & (high >= 0))),
+                        float(np.mean(high - low) / 2 / oracle),
+                        estimator=estimator,
+                        size_holm=float(size[1]),
+                    )
                 )
-            )
     return rows
 
 
@@ -696,8 +845,7 @@ def test_type_of(row: Row) -> str:
 
 def decidable_row(row: Row) -> tuple[bool, str]:
     """decidable() for the design a row of the table measures."""
-    null = NULLS.get(row.null)
-    return decidable(test_type_of(row), row.trials, null.collapse if null else 0.0, design=row.design)
+    return decidable(test_type_of(row), row.trials, design=row.design)
 
 
 # --- the table ----------------------------------------------------------------------------------------------
@@ -708,8 +856,8 @@ def _cell(value: float, fmt: str = ".3f") -> str:
 
 
 HEADER = (
-    "| estimator | test | null | T | reps | size | coverage | half-width / oracle | undefined | decidable | "
-    "targets missed |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    f"| estimator | test | null | T | reps | size at {ALPHA} | size at {HOLM_LEVEL:.5f} | coverage | "
+    "half-width / oracle | undefined | refused | decidable | targets missed |\n" + "|---" * 13 + "|"
 )
 
 
@@ -722,10 +870,73 @@ def targets_missed(row: Row) -> str:
 def markdown_row(row: Row) -> str:
     """A table line; "targets missed" applies 2 Monte Carlo SEs of slack to size and coverage."""
     return (
-        f"| {'OLD' if row.estimator == 'old' else 'new'} | {row.test} | {row.null} | {row.trials} | {row.reps} | "
-        f"{_cell(row.size)} | {_cell(row.coverage)} | {_cell(row.half_width, '.2f')} | {_cell(row.undefined, '.2f')} | "
-        f"{'yes' if decidable_row(row)[0] else 'no'} | {targets_missed(row)} |"
+        f"| {row.estimator} | {row.test} | {row.null} | {row.trials} | {row.reps * row.tails:,} | {_cell(row.size)} | "
+        f"{_cell(row.size_holm, '.5f')} | {_cell(row.coverage)} | {_cell(row.half_width, '.2f')} | "
+        f"{_cell(row.undefined, '.2f')} | {_cell(row.refused, '.2f')} | {'yes' if decidable_row(row)[0] else 'no'} | "
+        f"{targets_missed(row) if row.estimator == 'new' else '(baseline)'} |"
     )
+
+
+def row_from_markdown(line: str) -> Row:
+    """A Row from a line markdown_row printed (the estimate and Welch tables), so that the summary tables can be
+    drawn from a run's printed output (`--summarise`)."""
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    estimator, test, null, trials, reps, size, size_holm, coverage, half, undefined, refused = cells[:11]
+
+    def number(text: str) -> float:
+        return math.nan if text == "–" else float(text)
+
+    tails = 2 if test.startswith("one-sided") and NULLS.get(null, Null(0, 0)).symmetric else 1
+    return Row(
+        test,
+        null,
+        int(trials),
+        int(reps.replace(",", "")) // tails,
+        number(size),
+        number(coverage),
+        number(half),
+        number(undefined),
+        estimator,
+        size_holm=number(size_holm),
+        refused=number(refused),
+        tails=tails,
+    )
+
+
+def estimate_summary(rows: list[Row]) -> str:
+    """Two markdown tables of the estimate tests: per null and T, every test's size at ALPHA and HOLM_LEVEL by the
+    estimator the claims use ("new"), with its coverage, half-width / oracle, refused share and the targets missed
+    (2 Monte Carlo SEs of slack); then the one-sided test's size by each estimator measured."""
+    cells = {(r.estimator, r.test.split(" ")[0], r.null, r.trials): r for r in rows}
+    kinds = ("one-sided", "difference", "equivalence", "beyond")
+    cases = sorted({(r.null, r.trials) for r in rows}, key=lambda c: (list(NULLS).index(c[0]), c[1]))
+    levels = f"{ALPHA} / {HOLM_LEVEL:.5f}"
+    lines = [
+        f"| null | T | reps | one-sided, size at {levels} | two-sided | TOST at the margin | p_beyond at the margin | "
+        "coverage | half-width / oracle | refused | targets missed |",
+        "|---" * 11 + "|",
+    ]
+    for null, trials in cases:
+        new = [cells.get(("new", kind, null, trials)) for kind in kinds]
+        if new[0] is None:
+            continue
+        sizes = [f"{_cell(r.size)} / {_cell(r.size_holm, '.5f')}" if r else "–" for r in new]
+        missed = sorted({m for r in new if r for m in targets_missed(r).split(", ") if m != "–"})
+        reps = "/".join(f"{r.reps * r.tails:,}" for r in (new[0], new[2]) if r)
+        lines.append(
+            f"| {null} | {trials} | {reps} | {' | '.join(sizes)} | {_cell(new[1].coverage)} | "
+            f"{_cell(new[1].half_width, '.2f')} | {_cell(new[0].refused, '.2f')} | {', '.join(missed) or '–'} |"
+        )
+    lines += [
+        "",
+        "| null | T | " + " | ".join(f"{m}: size at {levels}" for m in ESTIMATORS) + " |",
+        "|---" * (2 + len(ESTIMATORS)) + "|",
+    ]
+    for null, trials in cases:
+        by = [cells.get((m, "one-sided", null, trials)) for m in ESTIMATORS]
+        sizes = [f"{_cell(r.size)} / {_cell(r.size_holm, '.5f')}" if r else "–" for r in by]
+        lines.append(f"| {null} | {trials} | {' | '.join(sizes)} |")
+    return "\n".join(lines)
 
 
 CORRELATION_HEADER = (
@@ -748,14 +959,23 @@ def correlation_markdown_row(row: CorrelationRow) -> str:
     )
 
 
-TABLES = ("estimates", "crossed-curves", "correlation")
+TABLES = ("estimates", "welch", "curves", "crossed-curves", "correlation")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=2000, help="replicates per cell (contrasts and Welch)")
+    parser.add_argument("--reps", type=int, default=50_000, help="replicates per cell (estimate tests and Welch)")
+    parser.add_argument(
+        "--margin-reps",
+        type=int,
+        help="replicates per cell of the tests at the margin (TOST, p_beyond; default --reps)",
+    )
+    parser.add_argument("--examples", type=int, default=EXAMPLES, help="eval examples (estimate tests)")
+    parser.add_argument("--trials", type=int, nargs="+", default=list(TRIALS), help="trials (estimate tests)")
+    parser.add_argument("--nulls", nargs="+", choices=list(NULLS), help="nulls of the estimate tests (default all)")
+    parser.add_argument("--crossed-reps", type=int, default=2000, help="replicates per cell (crossed seed_design)")
     parser.add_argument("--curve-reps", type=int, default=400, help="replicates per cell (curve statistics)")
-    parser.add_argument("--resamples", type=int, default=200, help="bootstrap draws (curves and the OLD estimator)")
+    parser.add_argument("--resamples", type=int, default=200, help="bootstrap draws (curves)")
     parser.add_argument("--corr-reps", type=int, default=2000, help="replicates per cell (importance vs reinit)")
     parser.add_argument("--corr-heads", type=int, nargs="+", default=list(HEADS), help="numbers of heads measured")
     parser.add_argument(
@@ -763,19 +983,34 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), help="which tables to measure")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--summarise", nargs="+", metavar="FILE", help="print the summary of estimate tables printed before, and stop"
+    )
     args = parser.parse_args(argv)
+    if args.summarise:
+        text = "".join(Path(f).read_text() for f in args.summarise)
+        lines = [line for line in text.splitlines() if line.startswith("| ") and "| estimator |" not in line]
+        print(estimate_summary([row_from_markdown(line) for line in lines]))
+        return
     command = shlex.join(argv if argv is not None else sys.argv[1:])  # quoted, so it can be rerun as printed
     print(f"<!-- {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC: python -m tools.calibrate {command} -->")
     if "estimates" in args.tables:
         print(HEADER, flush=True)
-        for n_trials in TRIALS:  # one T at a time, each line printed as soon as it is measured
-            for rows in (
-                contrast_table(args.reps, args.seed, (n_trials,), old_resamples=args.resamples),
-                welch_table(args.reps, args.seed, (n_trials,)),
-                curve_table(args.curve_reps, args.resamples, args.seed, (n_trials,)),
-            ):
+        for name in args.nulls or NULLS:  # one cell at a time, each line printed as soon as it is measured
+            for n_trials in args.trials:
+                rows = estimate_table(
+                    args.reps, args.seed, (n_trials,), (name,), n_examples=args.examples, margin_reps=args.margin_reps
+                )
                 print("\n".join(markdown_row(row) for row in rows), flush=True)
-        print("\n".join(markdown_row(row) for row in crossed_table(args.reps, args.seed)), flush=True)
+    if "welch" in args.tables:
+        print(HEADER, flush=True)
+        print("\n".join(markdown_row(row) for row in welch_table(args.reps, args.seed, args.trials)), flush=True)
+    if "curves" in args.tables:
+        print(HEADER, flush=True)
+        for n_trials in TRIALS:
+            rows = curve_table(args.curve_reps, args.resamples, args.seed, (n_trials,))
+            print("\n".join(markdown_row(row) for row in rows), flush=True)
+        print("\n".join(markdown_row(row) for row in crossed_table(args.crossed_reps, args.seed)), flush=True)
     if "crossed-curves" in args.tables:
         print(HEADER, flush=True)
         for name in CROSSED_CURVE_NULLS:  # one cell at a time, printed as measured

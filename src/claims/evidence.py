@@ -64,16 +64,6 @@ def common_trials(runs: pd.DataFrame, task: str, size: int, slugs: list[str]) ->
     return sorted(int(t) for t in common), notes
 
 
-def collapse_rate(runs: pd.DataFrame, task: str, size: int, slugs) -> float:
-    """The largest share of collapsed runs among the conditions `slugs` at (task, size), over all
-    their finished runs: the rate validity.decidable reads for the collapse-skewed null."""
-    rows = rows_of(runs, task, size, slugs)
-    rows = rows[rows["status"] == "ok"]
-    if rows.empty or "collapsed" not in rows:
-        return 0.0
-    return float(rows["collapsed"].fillna(False).astype(bool).groupby(rows["slug"]).mean().max())
-
-
 def scores_of(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> tuple[np.ndarray | None, np.ndarray]:
     """(predictions [T, N] or None without them, scores [T]) of one condition over `trials`."""
     rows = rows_of(ev.runs, task, size, [slug]).drop_duplicates("trial").set_index("trial")

@@ -17,20 +17,31 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import stats
+import pandas as pd
 
 from src.claims.evidence import (
     Evidence,
-    collapse_rate,
     common_trials,
     metric_of,
     readable_design,
+    rows_of,
     scores_of,
     studies_of,
 )
 from src.stats import hypothesis, validity
+from src.stats.collapse import CollapseComparison, CollapseRate, collapse_rate, compare_collapse
 from src.stats.hypothesis import Bootstrap, Estimate
 from src.tasks.metrics import example_metric
+
+NEAR_COLLAPSE_SHARE = 0.90
+"""A run whose most common prediction covers at least this share of the eval set has (nearly) collapsed:
+it predicts one class for (almost) everything, whatever its accuracy. Such a run's collapse is an outcome of
+its own (each condition's rate with an exact interval, compared between conditions), and the run counts in the
+accuracy contrasts like every other: a run's outcome never decides whether it counts. Only the robustness
+reading "collapsed excluded" leaves out the trials where a condition (nearly) collapsed, as a sensitivity
+reading beside the verdict (docs/calibration.md measures the contrasts with collapses of 0.90-1 mixed in). A task
+whose majority class is near this share cannot tell a collapse from a good run: its threshold must exceed
+that class's share."""
 
 
 @dataclass(eq=False)  # compared and hashed by identity: a unit is one test
@@ -60,16 +71,16 @@ class Unit:
     status: str = "unresolved"
     test_type: str = ""  # its validity.TEST_TYPES entry ("" for exact tests: no calibration needed)
     reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts and curve draws do)
-    collapse_rate: float = 0.0  # the largest share of collapsed runs among its conditions
+    collapse: dict = field(default_factory=dict)  # slug -> CollapseRate over its common trials (contrasts)
+    collapse_comparison: CollapseComparison | None = None  # two conditions' rates compared (two-term contrasts)
+    robustness: Robustness | None = None  # its p's under the trial-only t and with collapsed runs excluded (contrasts)
 
 
-def design_refusal(
-    unit: Unit, test_type: str, n_trials: int, collapse_rate: float = 0.0, design: tuple[int, int] | None = None
-) -> Unit:
+def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int, int] | None = None) -> Unit:
     """Refuse `unit` (no interval, no p) where validity.decidable says its test does not hold its
     calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
-    unit.test_type, unit.collapse_rate = test_type, collapse_rate
-    ok, reason = validity.decidable(test_type, n_trials, collapse_rate, design=design)
+    unit.test_type = test_type
+    ok, reason = validity.decidable(test_type, n_trials, design=design)
     if not ok:
         unit.refused = unit.interval_note = reason
         unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
@@ -79,14 +90,34 @@ def design_refusal(
 # --- unit builders --------------------------------------------------------------------------------------------
 
 
+def collapsed_runs(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> np.ndarray:
+    """Per trial of `trials`, whether the run of `slug` (nearly) collapsed: its majority share reaches
+    NEAR_COLLAPSE_SHARE (a run without a stored share: its `collapsed` flag, which marks a higher share)."""
+    rows = rows_of(ev.runs, task, size, [slug]).drop_duplicates("trial").set_index("trial").loc[trials]
+    flagged = rows["collapsed"].fillna(False).astype(bool) if "collapsed" in rows else pd.Series(False, rows.index)
+    if "majority_share" in rows:
+        flagged |= rows["majority_share"].astype(float) >= NEAR_COLLAPSE_SHARE
+    return flagged.to_numpy(dtype=bool)
+
+
 def paired_estimate(
-    ev: Evidence, task: str, size: int, weights: dict[str, float]
+    ev: Evidence,
+    task: str,
+    size: int,
+    weights: dict[str, float],
+    exclude_collapsed: bool = False,
+    trials_only: bool = False,
 ) -> tuple[Estimate, list[str], tuple[int, int] | None]:
     """sum_slug weight * mean score, paired by trial, with the crossed trials x eval examples
-    variance (trials only where a run's predictions are missing; subsets x draws x examples for
-    a crossed seed_design), its notes and the seed design it read."""
+    variance (trials only where a run's predictions are missing, or with `trials_only`; subsets x
+    draws x examples for a crossed seed_design), its notes and the seed design it read. Every finished
+    run counts, (nearly) collapsed ones included; `exclude_collapsed` (the robustness reading only) leaves
+    out the trials where any condition's run (nearly) collapsed (collapsed_runs)."""
     slugs = list(weights)
     trials, notes = common_trials(ev.runs, task, size, slugs)
+    if trials and exclude_collapsed:
+        collapsed = np.any([collapsed_runs(ev, task, size, slug, trials) for slug in slugs], axis=0)
+        trials = [t for t, c in zip(trials, collapsed) if not c]
     design = readable_design(ev, task, size, slugs, trials)
     if isinstance(design, str):
         return Estimate(math.nan, math.nan, 0), [*notes, design], None
@@ -94,12 +125,63 @@ def paired_estimate(
         return Estimate(math.nan, math.nan, 0), notes, design
     metric, labels = metric_of(ev.runs, task), np.asarray(ev.labels.get(task, np.zeros(1)))
     terms = [(w, *scores_of(ev, task, size, slug, trials)) for slug, w in weights.items()]
-    if any(predictions is None for _, predictions, _ in terms):
+    if trials_only or any(predictions is None for _, predictions, _ in terms):
         metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), s) for w, _, s in terms]
-        notes = notes + ["trials only (no per-example predictions)"]
+        notes = notes + ["trials only" + ("" if trials_only else " (no per-example predictions)")]
     if design is not None:
         notes = [*notes, f"crossed seed_design: {design[0]} subsets x {design[1]} draws"]
     return hypothesis.paired_contrast(terms, labels, example_metric(metric), design), notes, design
+
+
+def collapse_outcome(
+    ev: Evidence, task: str, size: int, slugs: list[str]
+) -> tuple[dict[str, CollapseRate], CollapseComparison | None]:
+    """Each condition's (near-)collapse rate over the trials every one of `slugs` finished, with its exact
+    interval, and for two conditions the exact comparison of their rates paired by trial (their runs share
+    the trial's subset and seeds; src/stats/collapse.py)."""
+    trials, _ = common_trials(ev.runs, task, size, slugs)
+    flags = {slug: collapsed_runs(ev, task, size, slug, trials) for slug in slugs}
+    comparison = compare_collapse(*flags.values(), paired=True) if len(slugs) == 2 and trials else None
+    return {slug: collapse_rate(f) for slug, f in flags.items()}, comparison
+
+
+@dataclass(frozen=True)
+class Robustness:
+    """A contrast unit's (p_for, p_against) under two sensitivity readings of its runs, never a verdict: the
+    paired t over the trials' scores alone (no eval-examples variance), and with the trials where a condition's
+    run (nearly) collapsed excluded (its estimand is then the trained runs' accuracy, not every run's)."""
+
+    trial_only: tuple[float, float]
+    collapsed_excluded: tuple[float, float]
+
+
+def shape_p(estimate: Estimate, shape: str, margin: float | None) -> tuple[float, float]:
+    """(p_for, p_against) of `estimate` by the claim's shape: greater (> 0) | within (|·| < margin) |
+    below (< margin: no gain) | above (> −margin: no loss)."""
+    return {
+        "greater": lambda: (estimate.p_greater(), estimate.p_less()),
+        "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
+        "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
+        "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
+    }[shape]()
+
+
+def robustness(
+    ev: Evidence,
+    task: str,
+    size: int,
+    weights: dict[str, float],
+    shape: str = "greater",
+    margin: float | None = None,
+    shift: float = 0.0,
+) -> Robustness:
+    """contrast_unit's p's under the trial-only t and with (nearly) collapsed runs' trials excluded (Robustness)."""
+
+    def ps(**reading) -> tuple[float, float]:
+        estimate = paired_estimate(ev, task, size, weights, **reading)[0]
+        return shape_p(replace(estimate, estimate=estimate.estimate - shift), shape, margin)
+
+    return Robustness(ps(trials_only=True), ps(exclude_collapsed=True))
 
 
 def estimate_unit(claim: str, name: str, test: str, estimate: Estimate, p_for: float, p_against: float, **kw) -> Unit:
@@ -121,9 +203,11 @@ def contrast_unit(
     gap: bool = False,
     shift: float = 0.0,
 ) -> Unit:
-    """A paired contrast sum_slug weight * score (minus `shift`, e.g. a chance level) at (task, size).
-    shape: greater (> 0) | within (|·| < margin) | below (< margin: no gain) | above (> −margin: no loss)."""
+    """A paired contrast sum_slug weight * score (minus `shift`, e.g. a chance level) at (task, size),
+    over every finished run, (nearly) collapsed ones included, with the conditions' collapse outcome
+    and its Robustness. shape: as shape_p."""
     estimate, notes, design = paired_estimate(ev, task, size, weights)
+    rates, comparison = collapse_outcome(ev, task, size, list(weights))
     return estimate_test_unit(
         claim,
         name or f"{task} n={size}",
@@ -131,13 +215,15 @@ def contrast_unit(
         replace(estimate, estimate=estimate.estimate - shift),
         shape,
         margin,
-        collapse_rate(ev.runs, task, size, weights),
         design,
         gaps=((task, size),) if gap else (),
         studies=studies_of(ev.runs, task, size, weights),
         notes=notes,
         key=(task, size),
         reads_seed_design=True,
+        collapse=rates,
+        collapse_comparison=comparison,
+        robustness=robustness(ev, task, size, weights, shape, margin, shift),
     )
 
 
@@ -163,21 +249,15 @@ def estimate_test_unit(
     estimate: Estimate,
     shape: str = "greater",
     margin: float | None = None,
-    collapse: float = 0.0,
     design: tuple[int, int] | None = None,
     **kw,
 ) -> Unit:
-    """The unit testing `estimate` by its shape (contrast_unit's), refused where the design
-    cannot decide at its n with the condition's `collapse` rate and its crossed seed `design`."""
-    p_for, p_against = {
-        "greater": lambda: (estimate.p_greater(), estimate.p_less()),
-        "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
-        "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
-        "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
-    }[shape]()
+    """The unit testing `estimate` by its shape (shape_p), refused where the design cannot decide at its
+    n with its crossed seed `design`."""
+    p_for, p_against = shape_p(estimate, shape, margin)
     unit = estimate_unit(claim, name, test, estimate, p_for, p_against, margin=margin, shape=shape, **kw)
     test_type = "equivalence" if shape == "within" else "one-sided"
-    return design_refusal(unit, test_type, estimate.n, collapse, design)
+    return design_refusal(unit, test_type, estimate.n, design)
 
 
 def bootstrap_unit(
@@ -219,7 +299,8 @@ def bootstrap_unit(
 
 
 def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, **kw) -> Unit:
-    """Welch's two-sample t test of mean(a) − mean(b) > 0 (scipy), with its 95% CI."""
+    """Welch's two-sample test of mean(a) − mean(b) > 0 on min(n_a, n_b) − 1 df (hypothesis.two_sample), with
+    its 95% CI."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     estimate = float(np.mean(a) - np.mean(b)) if len(a) and len(b) else math.nan
     sd = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2) if len(a) > 1 and len(b) > 1 else math.nan
@@ -229,10 +310,8 @@ def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, *
         return unit
     if design_refusal(unit, "welch", min(len(a), len(b))).refused:
         return unit
-    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
-    unit.interval = (float(ci.low), float(ci.high))
-    unit.p_for = float(stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue)
-    unit.p_against = float(stats.ttest_ind(a, b, equal_var=False, alternative="less").pvalue)
+    welch = hypothesis.two_sample(a, b)
+    unit.interval, unit.p_for, unit.p_against = welch.interval(0.95), welch.p_greater(), welch.p_less()
     return unit
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from src.claims.claim import Claim, Need, Shared
 from src.claims.evidence import Evidence
 from src.claims.registry import CLAIMS
-from src.claims.units import ONE_PROBE_SEED, Unit, refuse_trials_as_independent
+from src.claims.units import NEAR_COLLAPSE_SHARE, ONE_PROBE_SEED, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
 from src.stats import hypothesis, validity
 from src.tasks.registry import TASKS
@@ -24,7 +24,7 @@ REFUSALS = (
     (
         DESIGN_REFUSAL,
         "its test does not hold its measured calibration (size and coverage by simulation, docs/calibration.md) at "
-        "its number of trials, its conditions' collapse rate or its crossed seed_design (src/stats/validity.py)",
+        "its number of trials or its crossed seed_design (src/stats/validity.py)",
     ),
     ("bootstrap draws undefined", "more of its bootstrap draws are undefined than report.max_undefined_share"),
     ("one probe seed", "its probe curve comes from one probe seed, so the probe's own noise is unmeasured"),
@@ -65,7 +65,11 @@ RULE = (
     + "; or where ".join(text for _, text in REFUSALS)
     + ". A claim is **inconclusive** when neither verdict holds, **no verdict** when refused units (its own or "
     "the gaps it needs) are all that stands between it and a verdict, and **not run** without units. Runs are "
-    "never dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted."
+    "never dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted. "
+    f"A run that (nearly) collapsed (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set) is also an "
+    "outcome of its own: a contrast reports its conditions' collapse rates (exact intervals, compared paired by "
+    "trial). Its robustness readings, never a verdict, give its p's under the trial-only t and with the trials of "
+    "(nearly) collapsed runs excluded."
 )
 
 
@@ -117,7 +121,7 @@ def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
         1
         for units in by_claim.values()
         for u in units
-        if u.refused.startswith(DESIGN_REFUSAL) and validity.decidable_from(u.test_type, u.collapse_rate)
+        if u.refused.startswith(DESIGN_REFUSAL) and validity.decidable_from(u.test_type)
     )
     for claim in CLAIMS:
         for unit in by_claim[claim.id]:
@@ -205,7 +209,7 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
     (hypothesis.plan_difference / plan_equivalence), or None with the reason; never below the trials
     from which validity.decidable says its design decides."""
     plan = _plan_for(unit, alpha, power, family)
-    floor = validity.decidable_from(unit.test_type, unit.collapse_rate) if unit.test_type else None
+    floor = validity.decidable_from(unit.test_type) if unit.test_type else None
     if unit.test_type and floor is None:
         return hypothesis.TrialsPlan(None, None, None, unit.refused or "no number of trials calibrates its test")
     no_power = plan.reason.startswith("no variance estimate") or (unit.result is None and unit.refused != "")

@@ -3,10 +3,10 @@ examples, equivalence and minimum-effect tests, bootstrap intervals, exact permu
 Holm and the intersection-union test, and the number of trials a test would need.
 
 What comes from scipy / statsmodels: t and chi-square quantiles, the exact permutation
-test (scipy.stats.permutation_test), Welch's test (scipy.stats.ttest_ind), Holm
+test (scipy.stats.permutation_test), Welch's statistic (scipy.stats.ttest_ind), Holm
 (statsmodels multipletests) and paired / two-sample t power (statsmodels). What is
 written here, because neither has it: the variance of a mean over a crossed trials x
-eval-examples design (two-way random-effects mean squares with Satterthwaite df, applied
+eval-examples design (two-way random-effects mean squares on the trials' df, applied
 to example-jackknife pseudo-values so that F1 and MCC get it too), the tests from that
 estimate's standard error, the curve bootstrap (with the two-way pigeonhole bootstrap of a
 crossed seed_design's subsets and draws), and the planner's range of trials. Each has a test against
@@ -60,21 +60,31 @@ class CrossedVariance:
     s2_A from the mean squares, and Var's unbiased estimate is
     sum_B (-1)^(|B|+1) MS_B / prod_i n_i; for trials x examples, (MS_T + MS_E - MS_TE)/(T N)
     (Searle, Casella & McCulloch 1992, ch. 4). A component that estimates negative is set to 0
-    and its mean squares left out (the variance falls back to the mean squares that remain),
-    and the degrees of freedom are Satterthwaite's (1946) for the combination of mean squares
-    actually used. Every field is an array over any leading (batch) axes."""
+    and its mean squares left out: for independent trials the trials' part (what more trials
+    shrink) is then max(MS_T, MS_TE)/(T N), never below what the interaction alone gives, and the
+    eval set's part (what they do not) max(MS_E - MS_TE, 0)/(T N).
+
+    The degrees of freedom are the trials': T - 1 (the smaller factor's levels - 1 on a crossed
+    seed_design), never more, as measured (docs/calibration.md). Satterthwaite's (1946) df, which
+    grow toward the examples' N - 1 as the eval set's share grows, are read off the same noisy
+    mean squares as the variance, so a sample whose trials happen to agree gets both a small
+    variance and many df: with the trial component dropped from the df where it estimated <= 0,
+    one-sided size 13x nominal at alpha/53 (T = 3); even with the trials' part on T - 1 df inside
+    Satterthwaite's sum, 1.4x (T = 10). Every field is an array over any leading (batch) axes."""
 
     variance: np.ndarray  # Var(grand mean) at the observed design
-    df: np.ndarray  # Satterthwaite df of `variance`
+    df: np.ndarray  # of `variance`: the trials' (T - 1)
     trial_variance: np.ndarray  # (variance - fixed_variance) x trials: a single trial's share, which shrinks as 1/T
-    trial_df: np.ndarray  # Satterthwaite df of `trial_variance` (T - 1 for independent trials with s2_T > 0)
+    trial_df: np.ndarray  # of `trial_variance`: T - 1
     fixed_variance: np.ndarray  # s2_E/N: the eval set's share, which more trials do not shrink
 
 
-def crossed_variance(values: np.ndarray, factors: int = 2) -> CrossedVariance:
+def crossed_variance(values: np.ndarray, factors: int = 2, examples: bool = True) -> CrossedVariance:
     """The CrossedVariance of `values` [..., n_1, ..., n_k], whose last k = `factors` axes are
     the crossed factors (each of size >= 2), the eval examples last: [..., T, N] for independent
-    trials, [..., S, D, N] for S subsets crossed with D draws."""
+    trials, [..., S, D, N] for S subsets crossed with D draws. Without eval examples (`examples`
+    False: [..., S, D], a crossed seed_design's trial scores) every factor is the trials', the
+    df the smaller factor's levels - 1 and `fixed_variance` the last factor's share."""
     d = np.asarray(values, dtype=float)
     sizes = d.shape[-factors:]
     axes = range(d.ndim - factors, d.ndim)
@@ -94,24 +104,18 @@ def crossed_variance(values: np.ndarray, factors: int = 2) -> CrossedVariance:
     kept = {a: sum((-1) ** (len(b) - len(a)) * ms[b] for b in sets if set(a) <= set(b)) > 0 for a in sets}
     # Var = sum_b weight_b MS_b / prod n, the weights summing the kept components' signs
     weight = {b: sum((-1) ** (len(b) - len(a)) * kept[a] for a in sets if set(a) <= set(b)) for b in sets}
-    examples = (factors - 1,)
-    fixed_weight = {b: (-1) ** (len(b) - 1) * kept[examples] if examples[0] in b else 0 for b in sets}
-
-    def satterthwaite(weights):
-        total = sum(weights[b] * ms[b] for b in sets)
-        spread = sum((weights[b] * ms[b]) ** 2 / df[b] for b in sets)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return total, np.where(spread > 0, total**2 / spread, np.inf)
-
+    last = (factors - 1,)
+    fixed_weight = {b: (-1) ** (len(b) - 1) * kept[last] if last[0] in b else 0 for b in sets}
+    trial_df = np.full(np.shape(ms[last]), float(min(n - 1 for n in (sizes[:-1] if examples else sizes))))
+    fixed_total = sum(fixed_weight[b] * ms[b] for b in sets)
+    trial_total = sum(weight[b] * ms[b] for b in sets) - fixed_total
     cells = math.prod(sizes)
-    total, total_df = satterthwaite(weight)
-    trial_total, trial_df = satterthwaite({b: weight[b] - fixed_weight[b] for b in sets})
     return CrossedVariance(
-        variance=total / cells,
-        df=total_df,
+        variance=(trial_total + fixed_total) / cells,
+        df=trial_df,
         trial_variance=trial_total / sizes[-1],
         trial_df=trial_df,
-        fixed_variance=sum(fixed_weight[b] * ms[b] for b in sets) / cells,
+        fixed_variance=fixed_total / cells,
     )
 
 
@@ -130,44 +134,42 @@ class Estimate:
     trial_df: float = math.nan
     fixed_se: float = 0.0
 
-    def _testable(self) -> bool:
-        return self.n >= 2 and bool(np.isfinite(self.se))
+    def _p(self, p_of_z, degenerate) -> float | np.ndarray:
+        """p_of_z(shift -> z) mapped over the estimate (an array over batch axes, or one value): where
+        se is 0 the p is 0 if `degenerate` (the estimate alone decides) holds, else 1; NaN without a test
+        (fewer than 2 trials, or no finite SE)."""
+        se = np.asarray(self.se, dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = np.where(se > 0, p_of_z(lambda shift: (self.estimate - shift) / se), np.where(degenerate, 0.0, 1.0))
+        p = np.where((self.n >= 2) & np.isfinite(se), p, math.nan)
+        return float(p) if p.ndim == 0 else p
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
-        if not self._testable():
-            return math.nan, math.nan
-        half = stats.t.ppf(0.5 + level / 2, self.df) * self.se if self.se > 0 else 0.0
-        return self.estimate - half, self.estimate + half
+        se = np.asarray(self.se, dtype=float)
+        with np.errstate(invalid="ignore"):
+            half = np.where(se > 0, stats.t.ppf(0.5 + level / 2, self.df) * se, 0.0)
+        half = np.where((self.n >= 2) & np.isfinite(se), half, math.nan)
+        low, high = self.estimate - half, self.estimate + half
+        return (float(low), float(high)) if np.ndim(low) == 0 else (low, high)
 
     def p_zero(self) -> float:
         """Two-sided p of H0: contrast = 0."""
-        if not self._testable():
-            return math.nan
-        if self.se == 0:
-            return 0.0 if self.estimate != 0 else 1.0
-        return float(2 * stats.t.sf(abs(self.estimate) / self.se, self.df))
+        return self._p(lambda z: 2 * stats.t.sf(np.abs(z(0.0)), self.df), np.asarray(self.estimate) != 0)
 
     def p_greater(self, bound: float = 0.0) -> float:
         """One-sided p of H0: contrast <= bound (small p: the contrast is above `bound`)."""
-        if not self._testable():
-            return math.nan
-        if self.se == 0:
-            return 0.0 if self.estimate > bound else 1.0
-        return float(stats.t.sf((self.estimate - bound) / self.se, self.df))
+        return self._p(lambda z: stats.t.sf(z(bound), self.df), np.asarray(self.estimate) > bound)
 
     def p_less(self, bound: float = 0.0) -> float:
         """One-sided p of H0: contrast >= bound (small p: the contrast is below `bound`)."""
-        return replace(self, estimate=-self.estimate).p_greater(-bound)
+        return replace(self, estimate=-np.asarray(self.estimate)).p_greater(-bound)
 
     def p_equivalent(self, margin: float) -> float:
         """TOST p of H0: |contrast| >= margin (small p: within the margin)."""
-        if not self._testable():
-            return math.nan
-        if self.se == 0:
-            return 0.0 if abs(self.estimate) < margin else 1.0
-        lower = stats.t.sf((self.estimate + margin) / self.se, self.df)
-        upper = stats.t.cdf((self.estimate - margin) / self.se, self.df)
-        return float(max(lower, upper))
+        return self._p(
+            lambda z: np.maximum(stats.t.sf(z(-margin), self.df), stats.t.cdf(z(margin), self.df)),
+            np.abs(self.estimate) < margin,
+        )
 
     def p_beyond(self, margin: float) -> float:
         """p of H0: |contrast| <= margin against H1: |contrast| > margin (small p: an effect
@@ -175,12 +177,11 @@ class Estimate:
         contrast = +margin (by symmetry the same at -margin; the largest over H0), of an
         estimate at least as far from 0 as the observed one: both tails count, so a large
         estimate of either sign is evidence and the size stays at alpha."""
-        if not self._testable():
-            return math.nan
-        if self.se == 0:
-            return 0.0 if abs(self.estimate) > margin else 1.0
-        far = abs(self.estimate)
-        return float(stats.t.sf((far - margin) / self.se, self.df) + stats.t.cdf((-far - margin) / self.se, self.df))
+        far = replace(self, estimate=np.abs(self.estimate))
+        return far._p(
+            lambda z: stats.t.sf(z(margin), self.df) + stats.t.cdf(-z(-margin), self.df),
+            np.abs(self.estimate) > margin,
+        )
 
 
 def paired_contrast(
@@ -214,7 +215,7 @@ def paired_contrast(
         if not crossed:
             sd = float(np.std(per_trial, ddof=1))
             return Estimate(estimate, sd / math.sqrt(n_trials), n_trials, n_trials - 1, sd, n_trials - 1)
-        v = crossed_variance(per_trial.reshape(design))  # subsets x draws, no eval examples to cross
+        v = crossed_variance(per_trial.reshape(design), examples=False)  # subsets x draws, no eval examples
         se = float(np.sqrt(v.variance))
         return Estimate(estimate, se, n_trials, float(v.df), se * math.sqrt(n_trials), float(v.df))
     contrast = sum(weight * metric.pseudo_values(np.asarray(p), labels) for weight, p, _ in terms)
@@ -228,6 +229,20 @@ def paired_contrast(
         float(v.trial_df),
         float(np.sqrt(v.fixed_variance)),
     )
+
+
+def two_sample(a: np.ndarray, b: np.ndarray) -> Estimate:
+    """mean(a) - mean(b) of two independent samples (the last axis; leading axes are a batch) with Welch's
+    standard error sqrt(s_a^2/n_a + s_b^2/n_b) on min(n_a, n_b) - 1 df, the conservative bound of Welch's
+    Satterthwaite df (Hsu 1938; Scheffe 1970): that df, read off the two sample variances, is anti-conservative
+    at small levels (size 1.5x nominal at alpha/53 with 5 or 10 runs a side and unequal SDs; docs/calibration.md).
+    Its statistic is scipy.stats.ttest_ind(equal_var=False)'s."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = min(a.shape[-1], b.shape[-1])
+    if n < 2:
+        return Estimate(a.mean(axis=-1) - b.mean(axis=-1), math.nan, n)
+    se = np.sqrt(a.var(axis=-1, ddof=1) / a.shape[-1] + b.var(axis=-1, ddof=1) / b.shape[-1])
+    return Estimate(a.mean(axis=-1) - b.mean(axis=-1), se, n, n - 1)
 
 
 # --- percentile bootstrap of a statistic of whole curves -----------------------------------------

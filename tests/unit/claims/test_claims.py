@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from src.claims.claim import Shared
@@ -466,12 +467,14 @@ def test_a_contrast_of_probe_layers_is_paired_by_probe_seed_and_decides_from_thr
     v = verdicts(probe_evidence(b, falling_top, seeds=3))["top_two_layers_hurt_probing"]
     (unit,) = v["units"]
     assert unit.n == 3 and unit.estimate == pytest.approx(0.1) and "paired by probe seed" in unit.test
-    assert v["verdict"] == "supported" and unit.interval[0] > 0
+    assert v["verdict"] == "supported" and unit.p_for < 0.05
     # a drop of 0.01 at every seed is within the eval set's noise (200 examples): the seeds agreeing
     # exactly says nothing about the examples they share
     small = verdicts(probe_evidence(b, [0.6, 0.7, 0.8, 0.8, 0.79], seeds=3))["top_two_layers_hurt_probing"]
     assert small["verdict"] == "inconclusive" and small["units"][0].interval[0] < 0
-    v = verdicts(probe_evidence(b, [0.6, 0.7, 0.7, 0.75, 0.8], seeds=3))["top_two_layers_hurt_probing"]
+    # contradicted after Holm: on the seeds' df (T - 1), 3 seeds cannot reach the report's Holm level; 5 seeds
+    # and a rise of 0.2 do
+    v = verdicts(probe_evidence(b, [0.6, 0.7, 0.6, 0.75, 0.8], seeds=5))["top_two_layers_hurt_probing"]
     assert v["verdict"] == "contradicted"
     one = verdicts(probe_evidence(b, falling_top, seeds=1))["top_two_layers_hurt_probing"]
     assert one["verdict"] == NO_VERDICT and one["units"][0].refused == ONE_PROBE_SEED
@@ -627,11 +630,28 @@ def test_table_1_says_when_its_exact_p_cannot_reach_alpha(tmp_path):
     assert not any(t.startswith("Variance components") for t in titles)
 
 
-def test_collapsed_runs_stay_in_and_a_diverged_run_is_counted():
+def test_a_collapsed_run_counts_in_the_contrast_is_reported_as_an_outcome_and_excluded_only_in_robustness():
     b = Builder().curve(RISING, trials=4)
     b.add("k0", 0.5, trial=4, k=0, collapsed=True).add(f"k{L}", 0.9, trial=4, k=L)
+    b.add("k0", 0.55, trial=5, k=0, majority_share=0.93).add(f"k{L}", 0.9, trial=5, k=L, majority_share=0.5)
     (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
-    assert unit.n == 5 and "1 collapsed run(s) kept" in unit.notes
+    # the test counts every run: the collapsed (flag) and the nearly collapsed (share 0.93) runs' trials are in it
+    score = pd.DataFrame(b.rows).set_index(["slug", "trial"])["value"]
+    differences = np.array([score[(f"k{L}", t)] - score[("k0", t)] for t in range(6)])
+    assert unit.n == 6 and not unit.refused and unit.estimate == pytest.approx(differences.mean())
+    assert "1 collapsed run(s) kept" in unit.notes
+    # the collapse is also an outcome of its own
+    scratch, full = unit.collapse["k0"], unit.collapse[f"k{L}"]
+    assert (scratch.collapsed, scratch.runs, full.collapsed) == (2, 6, 0)
+    assert scratch.interval == pytest.approx(stats.binomtest(2, 6).proportion_ci(method="exact"))
+    assert unit.collapse_comparison.p == pytest.approx(0.5)  # McNemar exact: 2 of 2 discordant trials
+    # the robustness readings: the trial-only t over all 6 trials, and the 4 trials without a collapse alone,
+    # exactly the test of the same runs without trials 4 and 5
+    trial_only = stats.ttest_1samp(differences, 0, alternative="greater").pvalue
+    assert unit.robustness.trial_only[0] == pytest.approx(trial_only)
+    (without,) = verdicts(Builder().curve(RISING, trials=4).evidence())["full_beats_scratch"]["units"]
+    assert unit.robustness.collapsed_excluded == pytest.approx((without.p_for, without.p_against))
+    assert without.n == 4 and unit.p_for != pytest.approx(without.p_for)
     b = Builder().curve(RISING, trials=4)
     b.rows = [r for r in b.rows if not (r["trial"] == 3 and r["slug"] == "k0")]
     b.add("k0", 0.0, trial=3, k=0, status="diverged")

@@ -41,7 +41,7 @@ def test_tost_of_a_trials_only_contrast_is_statsmodels_paired_tost():
         assert estimate.p_equivalent(margin) == pytest.approx(reference)
 
 
-def test_with_identical_trials_the_test_is_the_one_sample_t_of_paired_correctness():
+def test_with_identical_trials_the_se_is_the_one_sample_t_of_paired_correctness_on_the_trials_df():
     rng = np.random.default_rng(1)
     labels = rng.integers(0, 2, 400)
     a = np.where(rng.random(400) < 0.8, labels, 1 - labels)
@@ -53,11 +53,12 @@ def test_with_identical_trials_the_test_is_the_one_sample_t_of_paired_correctnes
     ]
     estimate = hypothesis.paired_contrast(terms, labels, example_metric("accuracy"))
     paired = (a == labels).astype(float) - (b == labels)
-    textbook = stats.ttest_1samp(paired, 0)  # no sqrt(T/(T-1)) inflation, and N-1 df, not T-1
+    # the one-sample t's SE (no sqrt(T/(T-1)) inflation), but on the trials' T - 1 df: 4 agreeing trials do not
+    # show that the trials never vary
+    se = paired.std(ddof=1) / math.sqrt(len(paired))
     assert estimate.estimate == pytest.approx(paired.mean())
-    assert estimate.se == pytest.approx(paired.std(ddof=1) / math.sqrt(len(paired)))
-    assert estimate.df == len(paired) - 1 and estimate.p_zero() == pytest.approx(textbook.pvalue)
-    assert estimate.interval() == pytest.approx(tuple(textbook.confidence_interval(0.95)))
+    assert estimate.se == pytest.approx(se) and estimate.df == T - 1
+    assert estimate.p_zero() == pytest.approx(2 * stats.t.sf(abs(paired.mean()) / se, T - 1))
     assert (estimate.trial_sd, estimate.fixed_se) == (pytest.approx(0.0, abs=1e-12), pytest.approx(estimate.se))
 
 
@@ -76,8 +77,7 @@ def test_crossed_variance_is_the_two_way_random_effects_estimate_from_statsmodel
     assert ms_t > ms_te and ms_e > ms_te  # no component truncated in this table
     v = hypothesis.crossed_variance(TABLE)
     assert v.variance == pytest.approx((ms_t + ms_e - ms_te) / 12)
-    # Satterthwaite (1946): (sum of the mean squares)^2 / sum of (mean square^2 / its df)
-    assert v.df == pytest.approx((ms_t + ms_e - ms_te) ** 2 / (ms_t**2 / 2 + ms_e**2 / 3 + ms_te**2 / 6))
+    assert v.df == 2  # the trials' df
     assert v.trial_variance == pytest.approx(ms_t / 4) and v.trial_df == 2
     assert v.variance == pytest.approx(v.trial_variance / 3 + v.fixed_variance)
 
@@ -115,7 +115,6 @@ def test_three_crossed_factors_give_the_random_effects_estimate_from_statsmodels
     table = anova_lm(ols("y ~ C(s) + C(r) + C(n) + C(s):C(r) + C(s):C(n) + C(r):C(n)", frame).fit())
     ms = table["mean_sq"].to_dict()
     m = [ms[k] for k in ("C(s)", "C(r)", "C(n)", "C(s):C(r)", "C(s):C(n)", "C(r):C(n)", "Residual")]
-    dfs = [2, 3, 5, 6, 10, 15, 30]
     components = [  # Moebius inversion of the expected mean squares: every one positive here
         m[0] - m[3] - m[4] + m[6],
         m[1] - m[3] - m[5] + m[6],
@@ -129,8 +128,8 @@ def test_three_crossed_factors_give_the_random_effects_estimate_from_statsmodels
     v = hypothesis.crossed_variance(d, factors=3)
     total = sum(sign * x for sign, x in zip(signs, m))
     assert v.variance == pytest.approx(total / (S * D * N))
-    assert v.df == pytest.approx(total**2 / sum((sign * x) ** 2 / f for sign, x, f in zip(signs, m, dfs)))
     assert v.fixed_variance == pytest.approx(components[2] / (S * D) / N)  # s2_E / N
+    assert v.df == 2  # the smaller factor's levels - 1
     assert v.variance == pytest.approx(v.trial_variance / (S * D) + v.fixed_variance)
     # two factors are the trials x examples estimate, batch axes element-wise
     assert hypothesis.crossed_variance(np.stack([TABLE, TABLE])).variance == pytest.approx(
@@ -138,15 +137,49 @@ def test_three_crossed_factors_give_the_random_effects_estimate_from_statsmodels
     )
 
 
-def test_a_component_that_estimates_negative_is_truncated_and_its_mean_square_left_out():
-    # every trial the same up to a shift that is smaller than the interaction: MS_T < MS_TE
+def test_a_component_that_estimates_negative_is_truncated_and_the_df_are_the_trials():
+    # every trial the same up to a shift that is smaller than the interaction: MS_T < MS_TE. The trial
+    # component is set to 0 and the variance falls back to MS_E / (T N) (the trials' part is MS_TE / (T N),
+    # what the interaction alone gives); the df stay T - 1, where they were MS_E's N - 1
     rng = np.random.default_rng(3)
     d = rng.normal(size=(5, 200)) + rng.normal(size=200) * 3
     d -= d.mean(axis=1, keepdims=True)  # trial means equal: MS_T = 0
     v = hypothesis.crossed_variance(d)
     n_t, n_e = d.shape
     ms_e = n_t * d.mean(axis=0).var(ddof=1)
-    assert v.variance == pytest.approx(ms_e / (n_t * n_e)) and v.df == pytest.approx(n_e - 1)
+    ms_te = ((d - d.mean(axis=0)) ** 2).sum() / ((n_t - 1) * (n_e - 1))
+    assert v.variance == pytest.approx(ms_e / (n_t * n_e)) and v.df == n_t - 1
+    assert v.trial_variance == pytest.approx(ms_te / n_e) and v.trial_df == n_t - 1
+
+
+def test_without_an_eval_set_component_the_test_is_the_paired_t_over_trial_means():
+    # no example effect (MS_E < MS_TE: s2_E floored) and a trial effect: the variance is MS_T / (T N), the
+    # trial means' s^2 / T, on T - 1 df: exactly the one-sample t of the trial means (the paired t)
+    rng = np.random.default_rng(1)  # a draw whose MS_E falls below MS_TE
+    d = (rng.random((4, 300)) < 0.7).astype(float) - (rng.random((4, 300)) < 0.68) + rng.normal(0, 0.05, (4, 1))
+    v = hypothesis.crossed_variance(d)
+    means = d.mean(axis=1)
+    assert v.fixed_variance == 0 and v.df == 3
+    assert v.variance == pytest.approx(means.var(ddof=1) / 4)
+    estimate = hypothesis.Estimate(float(means.mean()), float(np.sqrt(v.variance)), 4, float(v.df))
+    assert estimate.p_greater() == pytest.approx(stats.ttest_1samp(means, 0, alternative="greater").pvalue)
+
+
+def test_three_agreeing_trials_do_not_claim_the_examples_df():
+    # per-trial contrasts 0.074, 0.082, 0.096 on 500 examples (the case that gave p = 1e-10 on 499 df): the
+    # trial component floors at 0 and the df stays near the trials' 2, so p is of the trial t's order
+    rng = np.random.default_rng(0)
+    rows = []
+    for shift in (0.074, 0.082, 0.096):
+        a = rng.random(500) < 0.8
+        b = rng.random(500) < 0.8 - shift
+        rows.append(a.astype(float) - b)
+    d = np.array(rows)
+    v = hypothesis.crossed_variance(d)
+    assert v.df < 10
+    means = d.mean(axis=1)
+    estimate = hypothesis.Estimate(float(means.mean()), float(np.sqrt(v.variance)), 3, float(v.df))
+    assert estimate.p_greater() > 1e-4
 
 
 def test_the_pigeonhole_bootstrap_of_a_crossed_design_reduces_to_the_one_way_bootstrap_of_its_factors():
@@ -349,3 +382,15 @@ def test_trials_for_two_samples_matches_statsmodels_and_never_returns_nan():
     assert TTestIndPower().power(effect_size=0.01, nobs1=n, alpha=0.05 / 30) >= 0.8
     assert TTestIndPower().power(effect_size=0.01, nobs1=n - 1, alpha=0.05 / 30) < 0.8
     assert hypothesis.trials_for_two_samples(0.001, 1.0, 0.05 / 30, 0.8) is None  # beyond a million trials
+
+
+def test_two_sample_is_welchs_statistic_on_the_smaller_sample_s_df():
+    # Welch's t statistic (scipy) with Hsu's conservative df min(n_a, n_b) - 1, element-wise over a batch
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(0.3, 1, (4, 5)), rng.normal(0, 3, (4, 8))
+    e = hypothesis.two_sample(a, b)
+    welch = stats.ttest_ind(a, b, axis=1, equal_var=False)
+    assert e.estimate / e.se == pytest.approx(welch.statistic) and e.df == 4
+    assert e.p_greater() == pytest.approx(stats.t.sf(welch.statistic, 4))
+    assert np.all(e.p_zero() > welch.pvalue)  # fewer df than Satterthwaite's: never smaller p
+    assert math.isnan(hypothesis.two_sample([1.0], [2.0, 3.0]).p_greater())
