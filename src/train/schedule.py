@@ -28,7 +28,7 @@ from src.schemes.registry import scheme_of
 from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
-from src.train.progress import Progress
+from src.train.progress import Progress, optimizer_steps
 from src.train.reuse import missing_measurements, with_measurements_of
 from src.train.run import fingerprint, run_condition
 
@@ -214,33 +214,40 @@ def run_all(
         )
         for i in todo
     ]
-    progress = Progress([examples[i] for i in todo], concurrency(config.executor, config.train))
-    failed = []
-    for done, (job, result) in enumerate(execute(run_condition, runs, config.executor, config.train), 1):
-        i = todo[job]
-        line = f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}"
-        if isinstance(result, Failure):  # recorded with its cause; the other runs go on
-            write_json_atomically(
-                paths[i].with_suffix(".failed"),
-                {
-                    "condition": conditions[i].as_dict(),
-                    "fingerprint": keys[i],
-                    "attempts": result.attempts,
-                    "cause": result.cause,
-                },
-            )
-            failed.append(f"{conditions[i].describe()}: {result.cause}")
-            progress.finished(job, f"{line}: failed after {result.attempts} attempt(s): {result.cause}", failed=True)
-            continue
-        result = replace(result, training_fingerprint=training_keys[i])
-        result.write(paths[i])  # saved as soon as it finishes: a kill loses only runs in flight
-        paths[i].with_suffix(".ckpt").unlink(missing_ok=True)
-        paths[i].with_suffix(".failed").unlink(missing_ok=True)
-        results[i] = result
-        if i in measure:
-            progress.finished(job, f"{line}: measured on its kept weights, not trained {result.scores}")
-        else:
-            progress.finished(job, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
+    steps = [0 if i in measure else optimizer_steps(conditions[i], pool, config.train.batch_size) for i in todo]
+    with Progress(
+        [examples[i] for i in todo], concurrency(config.executor, config.train), steps, f"finetune {where}"
+    ) as progress:
+        failed = []
+        for done, (job, result) in enumerate(
+            execute(run_condition, runs, config.executor, config.train, steps=progress.steps), 1
+        ):
+            i = todo[job]
+            line = f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}"
+            if isinstance(result, Failure):  # recorded with its cause; the other runs go on
+                write_json_atomically(
+                    paths[i].with_suffix(".failed"),
+                    {
+                        "condition": conditions[i].as_dict(),
+                        "fingerprint": keys[i],
+                        "attempts": result.attempts,
+                        "cause": result.cause,
+                    },
+                )
+                failed.append(f"{conditions[i].describe()}: {result.cause}")
+                progress.finished(
+                    job, f"{line}: failed after {result.attempts} attempt(s): {result.cause}", failed=True
+                )
+                continue
+            result = replace(result, training_fingerprint=training_keys[i])
+            result.write(paths[i])  # saved as soon as it finishes: a kill loses only runs in flight
+            paths[i].with_suffix(".ckpt").unlink(missing_ok=True)
+            paths[i].with_suffix(".failed").unlink(missing_ok=True)
+            results[i] = result
+            if i in measure:
+                progress.finished(job, f"{line}: measured on its kept weights, not trained {result.scores}")
+            else:
+                progress.finished(job, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
 
     remove_stale(out, paths, keep)
     if failed:  # every finished result is saved above; a rerun trains only these
