@@ -70,7 +70,7 @@ class Progress:
         self.start = time.monotonic()
         self.steps = multiprocessing.get_context("spawn").Value("q", 0)  # the workers' optimizer steps
         self.bar = None
-        if live(self.stream):
+        if examples and live(self.stream):  # nothing to run: no line
             self.bar = tqdm(
                 total=self.total_steps, unit="step", desc=label, file=self.stream, dynamic_ncols=True, smoothing=0.1
             )
