@@ -203,7 +203,7 @@ def _label(ax, task: str, size: int, xlabel: str, ylabel: str) -> None:
 
 
 def _line_with_band(ax, rows: pd.DataFrame, x: str, label: str, colour, quantity: str | None = None) -> None:
-    """Means over `x`, joined between measured neighbours, with their 95% CI as a band
+    """Means over `x`, one line through the measured points, with their 95% t CI as a band
     (clipped to the quantity's range; none where n is too small, and the legend says so)."""
     rows = rows.sort_values(x)
     quantity = quantity or (rows["metric"].iloc[0] if "metric" in rows and len(rows) else "")
