@@ -525,7 +525,8 @@ def plot_heads(
         half, label = _baseline_noise(references, task, size)
         limit = half or _symmetric_limit(colour)
         image = _heatmap(ax, colour, texts, limit, list(grid.index), list(grid.columns))
-        fig.colorbar(image, ax=ax, label=label, extend="both" if half else "neither")
+        bar = fig.colorbar(image, ax=ax, extend="both" if half else "neither")
+        bar.set_label(label, fontsize=7)
         ax.set_title(f"{task}, {size} training examples (≥{int(rows['n'].min())} runs per cell)", fontsize=9)
         ax.set_xlabel("reinitialised attention head")
         ax.set_ylabel("layer")
@@ -542,8 +543,8 @@ def _baseline_noise(references: pd.DataFrame, task: str, size: int) -> tuple[flo
     full = references[(references["task"] == task) & (references["size"] == size) & (references["reference"] == "full")]
     half = float((full["ci_high"] - full["ci_low"]).iloc[0] / 2) if len(full) else np.nan
     if np.isfinite(half) and half > 0:
-        return half, f"change in mean score\n(scale ends at ± {half:.3f}: the baseline's 95% t CI half-width)"
-    return None, "change in mean score\n(baseline has no 95% t CI: scale = largest |change|, not its noise)"
+        return half, f"change in mean score; scale ends at ± {half:.3f},\nthe baseline's 95% t CI half-width"
+    return None, "change in mean score; the baseline has no 95% t CI:\nscale = largest |change|, not its noise"
 
 
 def plot_modifier(points: pd.DataFrame, path: Path, title: str) -> list[str]:
