@@ -72,7 +72,12 @@ class Progress:
         self.bar = None
         if examples and live(self.stream):  # nothing to run: no line
             self.bar = tqdm(
-                total=self.total_steps, unit="step", desc=label, file=self.stream, dynamic_ncols=True, smoothing=0.1
+                total=self.total_steps or None,  # None: no steps counted here, runs only
+                unit="step",
+                desc=label,
+                file=self.stream,
+                dynamic_ncols=True,
+                smoothing=0.1,
             )
             self.bar.set_postfix_str(self.runs())
             self._stop = threading.Event()

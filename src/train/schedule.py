@@ -214,7 +214,9 @@ def run_all(
         )
         for i in todo
     ]
+    # steps are counted by local workers only (SLURM and Ray runs report when they finish)
     steps = [0 if i in measure else optimizer_steps(conditions[i], pool, config.train.batch_size) for i in todo]
+    steps = steps if config.executor.kind == "local" else None
     with Progress(
         [examples[i] for i in todo], concurrency(config.executor, config.train), steps, f"finetune {where}"
     ) as progress:

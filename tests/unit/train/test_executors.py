@@ -117,6 +117,15 @@ def test_on_a_terminal_one_live_line_shows_runs_and_steps_moving_while_runs_trai
     assert "[1/2] a: ok\n" in text and "13/20" in text and "runs 1/2" in text and "\r" in text
 
 
+def test_on_a_terminal_runs_that_count_no_steps_show_runs_only(monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    stream = Terminal()
+    with Progress([100], concurrency=None, steps=None, stream=stream) as p:  # SLURM, Ray
+        p.finished(0, "[1/1] a: ok")
+    assert "[1/1] a: ok\n" in stream.getvalue() and "runs 1/1" in stream.getvalue() and "/0" not in stream.getvalue()
+
+
 @pytest.mark.parametrize("quiet", [{"TQDM_DISABLE": "1"}, {"CI": "true"}])
 def test_in_ci_a_terminal_gets_plain_lines(monkeypatch, quiet):
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
