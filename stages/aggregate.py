@@ -1,8 +1,8 @@
 """Stage aggregate: every study's runs and the probes -> tables, DVC metrics and figures.
 
-Tables and studies.json: src/results/aggregate.py; the per-run measurements' tables (CKA,
-criticality, head importance) and measures.json, their per-layer means for `dvc metrics`:
-src/results/measures.py. Figures (plots/figures/<study>.png): src/figures/studies.py, chosen
+Tables and headline.json (the DVC metric): src/results/aggregate.py; the per-run
+measurements' tables (CKA, criticality, head importance) and measures.json, their per-layer
+means: src/results/measures.py. Figures (plots/figures/<study>.png): src/figures/studies.py, chosen
 by each study's scheme and modifiers; a figure with nothing to draw is skipped and listed
 with the reason in figures.csv, never a crash. Per-example eval predictions and labels:
 src/artefacts/predictions.py.

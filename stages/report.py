@@ -1,7 +1,8 @@
 """Stage report: each claim of the seed studies, tested against this run's tables.
 
-Writes metrics/report.md, a standalone metrics/report.html (figures inlined) and the
-probe-versus-finetune agreement table (metrics/agreement.csv). Every verdict comes from
+Writes metrics/report.md, a standalone metrics/report.html (figures inlined), the
+probe-versus-finetune agreement table (metrics/agreement.csv) and the tally of verdicts
+(metrics/verdicts.json, for `dvc metrics` and `dvc exp show`). Every verdict comes from
 the claims registry (src/claims/registry.py) by the rule in src/claims/verdicts.py, with
 its test, estimate, CI, p (raw or Holm), n, and, when undecided, the trials that would
 decide it; a claim without its runs names the `dvc exp run -S …` command that adds them.
@@ -9,6 +10,7 @@ The evidence it reads: src/artefacts/evidence.py.
 """
 
 import argparse
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,9 +18,20 @@ from src.artefacts.evidence import read_evidence
 from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
 from src.claims.render import figure_list, report_tables, write_report
-from src.claims.verdicts import judge_claims
+from src.claims.verdicts import NO_VERDICT, NOT_RUN, judge_claims
+from src.core.files import write_json_atomically
 from src.params.load import load_config, model_limits
 from src.params.stage import run_stage
+
+VERDICTS = ("supported", "contradicted", "inconclusive", NO_VERDICT, NOT_RUN)
+
+
+def verdict_tally(verdicts: list[dict]) -> dict[str, int]:
+    """How many claims got each verdict, every verdict named (0 too) so `dvc metrics diff` lines up;
+    a verdict outside VERDICTS is counted under its own name, never dropped."""
+    counts = Counter(v["verdict"] for v in verdicts)
+    names = [*VERDICTS, *(name for name in counts if name not in VERDICTS)]
+    return {name.replace(" ", "_"): counts[name] for name in names}
 
 
 def main() -> None:
@@ -26,6 +39,7 @@ def main() -> None:
     for name in ("tables", "predictions", "figures", "model", "markdown", "html"):
         parser.add_argument(f"--{name}", type=Path, required=True)
     parser.add_argument("--agreement", type=Path, required=True, help="probe vs finetune agreement table (CSV)")
+    parser.add_argument("--verdicts", type=Path, required=True, help="how many claims got each verdict (JSON)")
     args = parser.parse_args()
 
     config, limits = load_config(), model_limits(args.model)
@@ -37,6 +51,7 @@ def main() -> None:
     agreement.to_csv(args.agreement, index=False)
     extra, figures = report_tables(agreement, args.tables, config.report), figure_list(args.tables, args.figures)
     write_report(verdicts, config.report, extra, figures, args.markdown, args.html)
+    write_json_atomically(args.verdicts, verdict_tally(verdicts))
     for verdict in verdicts:
         plan = verdict["plan"] or {}
         decided = f"  (decided by {plan['trials']} trials: {plan['command']})" if plan.get("trials") else ""

@@ -29,3 +29,15 @@ def fail_odd(run: int) -> dict:
     if run % 2:
         raise ValueError(f"run {run} is odd")
     return {"run": run}
+
+
+def take_steps(run: int, steps: int) -> dict:
+    """`steps` optimizer steps on one parameter: what the stage's step counter sees of a run."""
+    import torch  # here, not at the top: the other fake runs stay light
+
+    weight = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([weight], lr=0.1)
+    for _ in range(steps):
+        weight.sum().backward()
+        optimizer.step()
+    return {"run": run}

@@ -1,9 +1,11 @@
 """Figures, drawn with matplotlib from the aggregated tables (never from raw runs).
 
-Only measured points are drawn, and a line joins only neighbours that were both measured
-(k = 0 and k = 6 alone are two points, not a line across k = 1..5). Interval bands stay
-inside the metric's range, and a mean of fewer than MIN_TRIALS_FOR_BAND trials gets no
-band but a note: at n = 2 the t interval is ±12.7 standard errors, wider than any score.
+A marker is drawn at every measured point and a line joins the measured points in order,
+whatever the grid (ks [0, 3, 6, 9, 12] get one line and one band). Every interval is the
+mean's 95% t interval over trials (src/stats/intervals.py), and each title says so. Bands
+stay inside the metric's range; a point with no measured neighbour with enough trials gets
+an error bar instead of a band; a mean of fewer than MIN_TRIALS_FOR_BAND trials gets
+neither but a note: at n = 2 the t interval is ±12.7 standard errors, wider than any score.
 Collapsed runs (one class predicted) are in the means and counted in the legends;
 diverged runs (non-finite loss) are left out and counted.
 """
@@ -24,6 +26,7 @@ from scipy.stats import gaussian_kde
 from src.stats.intervals import mean_ci
 
 MIN_TRIALS_FOR_BAND = 3
+MIN_RUNS_FOR_DENSITY = 10  # the permutation figure's density of finished runs
 # Where a quantity can lie: bands are clipped to it.
 VALUE_RANGE = {
     "accuracy": (0.0, 1.0),
@@ -39,38 +42,39 @@ class NothingToDraw(ValueError):
     """A figure has no rows: aggregate skips it and lists it as not run, with this reason."""
 
 
-def segments(x) -> list[np.ndarray]:
-    """Positions (into sorted `x`) of runs of consecutive integers: the points a line may join."""
-    x = np.asarray(x, dtype=float)
-    breaks = np.flatnonzero(np.diff(x) != 1) + 1
-    return np.split(np.arange(len(x)), breaks)
+def runs_of(flags) -> list[np.ndarray]:
+    """Positions of the maximal runs of True in `flags`: the points one band may span."""
+    flags = np.asarray(flags, dtype=bool)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], flags.astype(int), [0]])))
+    return [np.arange(start, stop) for start, stop in zip(edges[::2], edges[1::2])]
 
 
 def _band(ax, x, low, high, n, colour, value_range=(-np.inf, np.inf)) -> bool:
-    """Draw the CI band over consecutive measured points with n >= MIN_TRIALS_FOR_BAND, clipped
-    to the value range; return whether any point had too few trials for one."""
+    """Draw the 95% CI over the measured points (sorted by x) with n >= MIN_TRIALS_FOR_BAND,
+    clipped to the value range: a band over each run of such neighbours, an error bar at a
+    point alone; return whether any point had too few trials for either."""
     x, low, high, n = (np.asarray(v, dtype=float) for v in (x, low, high, n))
-    enough = n >= MIN_TRIALS_FOR_BAND
-    for part in segments(x):
-        part = part[enough[part]]
-        for run in segments(x[part]):
-            idx = part[run]
-            ax.fill_between(
-                x[idx],
-                np.clip(low[idx], *value_range),
-                np.clip(high[idx], *value_range),
-                color=colour,
-                alpha=0.2,
-                linewidth=0,
-            )
-    return bool((~enough).any())
+    enough = (n >= MIN_TRIALS_FOR_BAND) & np.isfinite(low) & np.isfinite(high)
+    low, high = np.clip(low, *value_range), np.clip(high, *value_range)
+    for idx in runs_of(enough):
+        if len(idx) > 1:
+            ax.fill_between(x[idx], low[idx], high[idx], color=colour, alpha=0.2, linewidth=0)
+        else:
+            ax.vlines(x[idx], low[idx], high[idx], color=colour, alpha=0.5, linewidth=3)
+    return bool((n < MIN_TRIALS_FOR_BAND).any())
 
 
 def _measured_line(ax, x, y, colour, label, style="o-", **kwargs) -> None:
-    """Markers at every measured point, lines only between measured neighbours."""
+    """Markers at every measured point, one line through them in order of x."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    for i, part in enumerate(segments(x)):
-        ax.plot(x[part], y[part], style, color=colour, label=label if i == 0 else None, **kwargs)
+    order = np.argsort(x, kind="stable")
+    ax.plot(x[order], y[order], style, color=colour, label=label, **kwargs)
+
+
+def size_colours(sizes) -> dict:
+    """One colour per training size, the same in every panel of a figure (darker = more data)."""
+    sizes = sorted(set(sizes))
+    return {size: plt.cm.Blues(0.45 + 0.55 * (i + 1) / len(sizes)) for i, size in enumerate(sizes)}
 
 
 def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
@@ -81,14 +85,14 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
     ci_high, metric, diverged.
     """
     tasks = list(dict.fromkeys(curves["task"]))  # in the order the rows come (grid order)
+    colours = size_colours(curves.loc[curves["curve"] == "finetune", "size"])
     fig, axes = plt.subplots(1, len(tasks), figsize=(max(6.4, 4.8 * len(tasks)), 4.2), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         rows = curves[curves["task"] == task]
         finetune = rows[rows["curve"] == "finetune"]
-        sizes = sorted(finetune["size"].unique())
-        for i, size in enumerate(sizes):
+        for size in sorted(finetune["size"].unique()):
             line = finetune[finetune["size"] == size].sort_values("k")
-            shade = plt.cm.Blues(0.45 + 0.55 * (i + 1) / len(sizes))
+            shade = colours[size]
             thin = _band(
                 ax,
                 line["k"],
@@ -103,7 +107,7 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
                 line["k"],
                 line["mean"],
                 shade,
-                f"finetune, n={size}" + _excluded(line) + (_THIN if thin else ""),
+                f"finetune on {size} examples" + _excluded(line) + (_THIN if thin else ""),
                 markersize=4,
             )
         probe = rows[rows["curve"] == "probe"].sort_values("k")
@@ -118,8 +122,14 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
                 VALUE_RANGE.get(probe["metric"].iloc[0], (-np.inf, np.inf)),
             )
             seeds = int(probe["n"].min())
+            examples = ", ".join(str(int(size)) for size in sorted(probe["size"].unique()))
             _measured_line(
-                ax, probe["k"], probe["mean"], "0.3", f"probe of layer k (frozen, {seeds} seeds)", style="--"
+                ax,
+                probe["k"],
+                probe["mean"],
+                "0.3",
+                f"probe of layer k (frozen; trained on {examples} examples, {seeds} seeds)",
+                style="--",
             )
         ax.set_title(task)
         ax.set_xlabel("k: pretrained encoder layers kept (0 = all reinitialised)")
@@ -128,7 +138,8 @@ def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(
-        "Progressive reinitialisation: layers k+1..L reinitialised, then finetuned\n(mean and 95% t CI over trials)",
+        "Progressive reinitialisation: layers k+1..L reinitialised, then finetuned\n(mean and 95% t CI over trials; "
+        "probe: over seeds)",
         fontsize=9,
     )
     fig.tight_layout()
@@ -192,7 +203,7 @@ def _label(ax, task: str, size: int, xlabel: str, ylabel: str) -> None:
 
 
 def _line_with_band(ax, rows: pd.DataFrame, x: str, label: str, colour, quantity: str | None = None) -> None:
-    """Means over `x`, joined between measured neighbours, with their 95% CI as a band
+    """Means over `x`, one line through the measured points, with their 95% t CI as a band
     (clipped to the quantity's range; none where n is too small, and the legend says so)."""
     rows = rows.sort_values(x)
     quantity = quantity or (rows["metric"].iloc[0] if "metric" in rows and len(rows) else "")
@@ -214,13 +225,13 @@ def _errorbar(ax, x, mean, low, high, n=None, value_range=(-np.inf, np.inf), **s
     ax.errorbar(x, mean, yerr=yerr, fmt="o", capsize=3, markersize=5, **style)
 
 
-def _references(ax, references: pd.DataFrame, task: str, size: int, two_sigma: bool = False) -> None:
+def _references(ax, references: pd.DataFrame, task: str, size: int) -> None:
     """Dashed lines at the all-pretrained and from-scratch means with a light band: their
-    95% CI, or mean ± 2σ over their runs (`two_sigma`); a NaN band is left out."""
+    95% t CI over trials (a NaN band is left out)."""
     rows = references[(references["task"] == task) & (references["size"] == size)]
     for ref in rows.itertuples():
         name, colour = REFERENCES[ref.reference]
-        low, high = (ref.mean - 2 * ref.std, ref.mean + 2 * ref.std) if two_sigma else (ref.ci_low, ref.ci_high)
+        low, high = ref.ci_low, ref.ci_high
         ax.axhline(ref.mean, linestyle="--", linewidth=1, color=colour, label=f"{name}, n={int(ref.n)}")
         if np.isfinite(low) and np.isfinite(high):
             ax.axhspan(low, high, color=colour, alpha=0.12, linewidth=0)
@@ -286,7 +297,7 @@ def plot_blocks(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> l
         fig,
         path,
         "Block reinitialisation: a window of layers reinitialised, or only it kept pretrained, then finetuned\n(mean "
-        "and 95% t CI over trials; dashed: references, band = their 95% CI)",
+        "and 95% t CI over trials; dashed: references, band = their 95% t CI)",
     )
 
 
@@ -316,14 +327,15 @@ def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Path
         fig,
         path,
         "Single-layer reinitialisation, then finetuning\n(mean and 95% t CI over trials; dashed: references, band = "
-        "their 95% CI)",
+        "their 95% t CI)",
     )
 
 
 def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
     """Paper Fig. 3: score of each run whose pretrained layers were shuffled before
-    finetuning (jittered points), their density (left), mean and 95% t CI (right), and the
-    original-order and from-scratch references with ± 2σ bands. One panel per (task, size)."""
+    finetuning (jittered points), their density (left, from MIN_RUNS_FOR_DENSITY finished runs:
+    a density of a few points is their jitter), mean and 95% t CI (right), and the
+    original-order and from-scratch references with their 95% t CI. One panel per (task, size)."""
     _require(runs, "layer permutation (Fig. 3)")
     rng = np.random.default_rng(0)  # same jitter on every redraw
     fig, panels = _panels(runs)
@@ -352,7 +364,7 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
                 edgecolors="tab:blue",
                 label=f"of which collapsed to one class: {int(collapsed.sum())} (hollow; in the mean)",
             )
-        if len(np.unique(ok)) >= 2:  # a KDE needs spread
+        if len(ok) >= MIN_RUNS_FOR_DENSITY and len(np.unique(ok)) >= 2:  # a KDE needs runs and spread
             ys = np.linspace(ok.min() - np.ptp(ok) * 0.3, ok.max() + np.ptp(ok) * 0.3, 200)
             density = gaussian_kde(ok)(ys)
             ax.fill_betweenx(
@@ -377,7 +389,7 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
                 color="black",
                 label="mean, 95% t CI" + (_THIN.replace("band", "bar") if n < MIN_TRIALS_FOR_BAND else ""),
             )
-        _references(ax, references, task, size, two_sigma=True)
+        _references(ax, references, task, size)
         ax.set_xlim(-0.7, 0.5)
         ax.set_xticks([])
         _label(ax, task, size, "", rows["metric"].iloc[0])
@@ -385,7 +397,7 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
         fig,
         path,
         "Layer permutation: pretrained encoder layers shuffled, then finetuned\n(points: runs; bar: mean and 95% t "
-        "CI; dashed: references, band = mean ± 2σ over their runs)",
+        "CI over trials; dashed: references, band = their 95% t CI)",
     )
 
 
@@ -488,26 +500,51 @@ def plot_remove(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> l
         fig,
         path,
         "Layer removal: encoder layers deleted, the shallower model finetuned\n(mean and 95% t CI over trials; "
-        "dashed: references, band = their 95% CI)",
+        "dashed: references, band = their 95% t CI)",
     )
 
 
-def plot_heads(changes: pd.DataFrame, path: Path) -> list[str]:
+def plot_heads(
+    changes: pd.DataFrame, references: pd.DataFrame, path: Path, layers: list[int] = (), heads: list[int] = ()
+) -> list[str]:
     """Attention-head reinitialisation (Huang et al.): change in mean score against the
-    un-reinitialised baseline, layers × heads. One panel per (task, size), one shared scale."""
+    un-reinitialised baseline, layers × heads, a cell for every (layer, head) the study ran
+    (`layers`, `heads`; blank and hatched where no run finished). One panel per (task, size).
+
+    The colour scale ends at ± the half-width of the baseline's 95% t CI over trials, so a
+    change within the baseline's own noise stays pale; beyond it the colour saturates (the
+    cell's number says how far). Without that interval (fewer than 2 baseline trials) the
+    scale is the largest |change| and the colourbar says it is not tied to the noise."""
     _require(changes, "attention-head reinitialisation")
-    limit = _symmetric_limit(changes["change"])
     fig, panels = _panels(changes)
     for ax, task, size, rows in panels:
         grid = rows.pivot(index="layer", columns="head_index", values="change")
+        grid = grid.reindex(index=sorted(set(grid.index) | set(layers)), columns=sorted(set(grid.columns) | set(heads)))
         colour = grid.to_numpy(dtype=float)
         texts = np.vectorize(lambda v: f"{v:+.3f}" if np.isfinite(v) else "", otypes=[object])(colour)
+        half, label = _baseline_noise(references, task, size)
+        limit = half or _symmetric_limit(colour)
         image = _heatmap(ax, colour, texts, limit, list(grid.index), list(grid.columns))
-        fig.colorbar(image, ax=ax, label="change in mean score")
+        bar = fig.colorbar(image, ax=ax, extend="both" if half else "neither")
+        bar.set_label(label, fontsize=7)
         ax.set_title(f"{task}, {size} training examples (≥{int(rows['n'].min())} runs per cell)", fontsize=9)
         ax.set_xlabel("reinitialised attention head")
         ax.set_ylabel("layer")
-    return _finish(fig, path, "Attention-head reinitialisation: mean score minus the un-reinitialised baseline's")
+    return _finish(
+        fig,
+        path,
+        "Attention-head reinitialisation: mean score minus the un-reinitialised baseline's\n(colour scale: ± the "
+        "half-width of the baseline's 95% t CI over trials)",
+    )
+
+
+def _baseline_noise(references: pd.DataFrame, task: str, size: int) -> tuple[float | None, str]:
+    """(half-width of the all-pretrained baseline's 95% t CI, the colourbar's label saying what the scale is)."""
+    full = references[(references["task"] == task) & (references["size"] == size) & (references["reference"] == "full")]
+    half = float((full["ci_high"] - full["ci_low"]).iloc[0] / 2) if len(full) else np.nan
+    if np.isfinite(half) and half > 0:
+        return half, f"change in mean score; scale ends at ± {half:.3f},\nthe baseline's 95% t CI half-width"
+    return None, "change in mean score; the baseline has no 95% t CI:\nscale = largest |change|, not its noise"
 
 
 def plot_modifier(points: pd.DataFrame, path: Path, title: str) -> list[str]:
@@ -551,28 +588,29 @@ def plot_epochs(curves: pd.DataFrame, path: Path) -> list[str]:
 
 
 def plot_weight_change(table: pd.DataFrame, path: Path) -> list[str]:
-    """Seed study 003 Fig. 3: spectral norm of the finetuning change of each layer's
-    'output' weight against layer, one line per training size (darker = more data); top raw,
-    bottom min-max normalised per line. One column per task."""
+    """Seed study 003 Fig. 3: Frobenius norm (the paper's L2 distance, the norm the claim
+    later_layers_move_more tests) of the finetuning change of each layer's 'output' weight
+    against layer, one line per training size, one colour per size in every panel (darker =
+    more data); top raw, bottom min-max normalised per line. One column per task."""
     output = table[table["sublayer"] == "output"]
     _require(output, "weight change (output sublayer)")
     tasks = list(dict.fromkeys(output["task"]))
+    colours = size_colours(output["size"])
     fig, axes = plt.subplots(2, len(tasks), figsize=(4.8 * len(tasks), 6.6), squeeze=False, sharex="col")
     for (raw_ax, normalised_ax), task in zip(axes.T, tasks):
         rows = output[output["task"] == task]
-        sizes = sorted(rows["size"].unique())
-        for i, size in enumerate(sizes):
+        for size in sorted(rows["size"].unique()):
             line = rows[rows["size"] == size].sort_values("layer")
-            spectral = line["spectral"].to_numpy(dtype=float)
-            spread = np.ptp(spectral)
+            frobenius = line["frobenius"].to_numpy(dtype=float)
+            spread = np.ptp(frobenius)
             normalised = (
-                (spectral - spectral.min()) / spread if spread > 0 else np.zeros_like(spectral)
+                (frobenius - frobenius.min()) / spread if spread > 0 else np.zeros_like(frobenius)
             )  # flat line -> 0
-            shade = plt.cm.Blues(0.45 + 0.55 * (i + 1) / len(sizes))
-            raw_ax.plot(line["layer"], spectral, "o-", color=shade, markersize=4, label=f"{size} training examples")
+            shade = colours[size]
+            raw_ax.plot(line["layer"], frobenius, "o-", color=shade, markersize=4, label=f"{size} training examples")
             normalised_ax.plot(line["layer"], normalised, "o-", color=shade, markersize=4)
         raw_ax.set_title(task, fontsize=9)
-        raw_ax.set_ylabel("‖ΔW_output‖₂ (raw)")
+        raw_ax.set_ylabel("‖ΔW_output‖_F (raw)")
         raw_ax.legend(fontsize=7)
         normalised_ax.set_ylabel("min-max normalised per line")
         normalised_ax.set_xlabel("layer")
@@ -582,8 +620,8 @@ def plot_weight_change(table: pd.DataFrame, path: Path) -> list[str]:
     return _finish(
         fig,
         path,
-        "Weight change in finetuning: spectral norm of the output sublayer's ΔW per layer (mean over runs)\n(raw "
-        "numbers, every sublayer, Frobenius and spectral: see the table)",
+        "Weight change in finetuning: Frobenius norm of the output sublayer's ΔW per layer (mean over runs; "
+        "the norm later_layers_move_more tests)\n(raw numbers, every sublayer, Frobenius and spectral: see the table)",
     )
 
 

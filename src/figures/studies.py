@@ -66,7 +66,9 @@ def _modifier(study, t, path):
     variant = _variant(study)
     both = pd.concat([baseline.assign(variant="baseline"), modified.assign(variant=variant)])
     plots.plot_modifier(
-        both, path, f"{study.name}: progressive reinitialisation with {variant} vs without (mean and 95% t CI)"
+        both,
+        path,
+        f"{study.name}: progressive reinitialisation with {variant} vs without (mean and 95% t CI over trials)",
     )
 
 
@@ -83,7 +85,9 @@ FIGURES = {
     "blocks": lambda study, t, path: plots.plot_blocks(_variants(study, t.own), t.references, path),
     "single_layer": lambda study, t, path: plots.plot_single_layer(_variants(study, t.own), t.references, path),
     "permutation": lambda study, t, path: plots.plot_permutation(_variants(study, t.runs), t.references, path),
-    "heads": lambda study, t, path: plots.plot_heads(head_changes(_variants(study, t.runs), t.plain_runs), path),
+    "heads": lambda study, t, path: plots.plot_heads(
+        head_changes(_variants(study, t.runs), t.plain_runs), t.references, path, study.layers, study.heads
+    ),
     "remove": lambda study, t, path: plots.plot_remove(_variants(study, t.own), t.references, path),
     "epochs": lambda study, t, path: plots.plot_epochs(
         epoch_curves(t.results, t.own["metric"].iloc[0] if len(t.own) else ""), path
@@ -97,7 +101,7 @@ def draw_study(study: StudyConfig, tables: StudyTables, path: Path) -> None:
     FIGURES[figure_of(study)](study, tables, path)
 
 
-WEIGHT_COLUMNS = ["task", "size", "layer", "sublayer", "spectral"]
+WEIGHT_COLUMNS = ["task", "size", "layer", "sublayer", "frobenius", "spectral"]
 
 
 def draw_figures(config: Config, tables: Tables, folder: Path, listing: Path) -> None:

@@ -4,13 +4,13 @@ Tables (metrics/): runs.csv (every run and metric, with status, collapse and the
 of its references), points.csv (mean and 95% t CI of every metric per condition, with
 diverged and collapsed counts), weight_change.csv, layer_change.csv (the full model's
 per-layer change by step), probe.csv, permutation_correlations.csv (Table 1 and its
-control), heads_summary.csv; studies.json (the mean of every condition).
+control), heads_summary.csv; headline.json (the full model's and scratch's scores at the
+focus task and size, for `dvc metrics` and `dvc exp show`).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from src.artefacts.run_result import RunResult, read_results
 from src.conditions.condition import Condition
 from src.conditions.studies import trained_conditions
 from src.config.schema import Config, TrainConfig
-from src.core.files import json_safe
+from src.core.files import write_json_atomically
 from src.results.tables import full_model, results_table, summarise
 from src.schemes.registry import SCHEMES
 from src.stats import hypothesis
@@ -388,15 +388,20 @@ def summarise_weights(weights: pd.DataFrame, train: TrainConfig) -> pd.DataFrame
     return rows.groupby(["task", "size", "layer", "sublayer"])[["frobenius", "spectral"]].mean().reset_index()
 
 
-def studies_metrics(points: pd.DataFrame, path: Path) -> None:
-    """studies.json: the mean of every condition, for `dvc metrics show/diff` (null: no finished run)."""
-    metrics = {}
-    for row in points.itertuples():
-        key = row.slug if row.headline else f"{row.slug}.{row.metric}"
-        metrics.setdefault(row.study, {}).setdefault(row.task, {}).setdefault(f"n{row.size}", {})[key] = round(
-            row.mean, 5
-        )
-    path.write_text(json.dumps(json_safe(metrics), indent=2, allow_nan=False) + "\n")
+def headline_metrics(references: pd.DataFrame, task: str, size: int) -> dict:
+    """metrics/headline.json, a handful of numbers for `dvc metrics show/diff` and `dvc exp show`
+    at default width: at the focus task and size (focus.json names them), the full model's mean
+    score, the from-scratch model's and their difference (the papers' premise: pretraining
+    helps); null where no study ran that reference there. Trials and every condition's mean
+    and CI are in points.csv: each key here is a column of `dvc exp show`."""
+    at = references[(references["task"] == task) & (references["size"] == size)].set_index("reference")
+
+    def mean(role):
+        return round(float(at.at[role, "mean"]), 5) if role in at.index else None
+
+    full, scratch = mean("full"), mean("scratch")
+    gap = round(full - scratch, 5) if full is not None and scratch is not None else None
+    return {"full": full, "scratch": scratch, "full_minus_scratch": gap}
 
 
 def extra_tables(config_studies: dict, headline: pd.DataFrame, plain_runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -467,7 +472,7 @@ def build_tables(
 
 
 def write_tables(tables: Tables, config: Config, folder: Path, plot_data: Path, num_layers: int) -> None:
-    """The CSV tables, studies.json and Fig. 1's DVC plot data."""
+    """The CSV tables, headline.json and Fig. 1's DVC plot data."""
     t = tables
     for place in (folder, plot_data.parent):
         place.mkdir(parents=True, exist_ok=True)
@@ -478,4 +483,4 @@ def write_tables(tables: Tables, config: Config, folder: Path, plot_data: Path, 
     EvidenceTables(t.runs, t.probe, t.weights, layer_change_table(t.results, config.train, num_layers)).write(folder)
     for name, table in extra_tables(config.studies, t.headline, t.plain_runs).items():
         table.round(5).to_csv(folder / f"{name}.csv", index=False)
-    studies_metrics(t.points, folder / "studies.json")
+    write_json_atomically(folder / "headline.json", headline_metrics(t.references, config.task, config.size))

@@ -127,7 +127,7 @@ def measure_tables(
 
 
 def measures_metrics(tables: dict[str, pd.DataFrame], probe: pd.DataFrame, num_layers: int) -> dict:
-    """metrics/measures.json, for `dvc metrics show/diff` and `dvc exp show`: per task and size,
+    """metrics/measures.json, a plain output beside the tables (not a DVC metric): per task and size,
     each layer's mean CKA with the pretrained model and mean criticality drop (rewound to
     pretrained) over the progressive study's full-model runs (k = L); per probed task, each
     layer's mean probe score, selectivity and MDL compression over the probe seeds; per head

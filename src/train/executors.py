@@ -35,6 +35,7 @@ import torch
 from src.config.schema import ExecutorConfig, TrainConfig
 from src.core.process import die_with_parent
 from src.train.loop import reuse_freed_memory
+from src.train.progress import count_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,10 +54,12 @@ def execute(
     executor: ExecutorConfig,
     train: TrainConfig,
     gpus: list[str] | None = None,
+    steps=None,
 ) -> Iterator[tuple[int, dict | Failure]]:
     """Call `run(*runs[i])` for every i on the configured backend; yield (i, result or Failure)
     in the order runs finish. `gpus` (local backend): the GPU ids to place runs on; None =
-    this machine's visible GPUs (a test passes fake ones)."""
+    this machine's visible GPUs (a test passes fake ones). `steps` (local backend): a shared
+    integer its workers add each optimizer step to (progress.count_steps)."""
     if executor.kind == "slurm":
         yield from _slurm(run, runs, executor, train.threads)
     elif executor.kind == "ray":
@@ -64,7 +67,7 @@ def execute(
     else:
         gpus = visible_gpus() if gpus is None else gpus
         slots = [gpu for gpu in gpus for _ in range(executor.runs_per_gpu)]
-        yield from _local(run, runs, len(slots) if slots else train.workers, train.threads, slots or None)
+        yield from _local(run, runs, len(slots) if slots else train.workers, train.threads, slots or None, steps)
 
 
 def run_in_worker(threads: int, run: Callable[..., dict], *args) -> dict:
@@ -85,15 +88,20 @@ def visible_gpus() -> list[str]:
 
 
 def _local(
-    run, runs: list[tuple], workers: int, threads: int, slots: list[str] | None
+    run, runs: list[tuple], workers: int, threads: int, slots: list[str] | None, steps=None
 ) -> Iterator[tuple[int, dict | Failure]]:
     if slots is None and (workers == 1 or len(runs) <= 1):  # in this process: no spawn cost for one run
         _set_up_for_training(threads)
-        for i, args in enumerate(runs):
-            try:
-                yield i, run(*args)
-            except Exception:  # noqa: BLE001 - any error of one run is that run's failure, the others go on
-                yield i, Failure(_cause(), 1)
+        counting = count_steps(steps) if steps is not None else None
+        try:
+            for i, args in enumerate(runs):
+                try:
+                    yield i, run(*args)
+                except Exception:  # noqa: BLE001 - any error of one run is that run's failure, the others go on
+                    yield i, Failure(_cause(), 1)
+        finally:
+            if counting is not None:
+                counting.remove()  # this process goes on: its later optimizers count for no one
         return
     # spawn, not fork: a forked child inherits torch's thread pools in an unusable state, and
     # CUDA cannot be initialised again in a fork of a process that used it.
@@ -107,7 +115,7 @@ def _local(
         min(workers, len(runs)),
         mp_context=context,
         initializer=_start_worker,
-        initargs=(threads, free_slots, os.getpid()),
+        initargs=(threads, free_slots, os.getpid(), steps),
     )
     try:
         futures = {pool.submit(run, *args): i for i, args in enumerate(runs)}
@@ -130,11 +138,13 @@ def _set_up_for_training(threads: int) -> None:
     reuse_freed_memory()
 
 
-def _start_worker(threads: int, free_slots, stage: int) -> None:
+def _start_worker(threads: int, free_slots, stage: int, steps=None) -> None:
     die_with_parent(stage)  # a killed stage must leave no run training on, even one killed while this worker started
     if free_slots is not None:  # before anything touches CUDA: torch reads it when CUDA initialises
         os.environ["CUDA_VISIBLE_DEVICES"] = free_slots.get()
     _set_up_for_training(threads)
+    if steps is not None:
+        count_steps(steps)
 
 
 def _cause() -> str:

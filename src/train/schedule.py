@@ -31,7 +31,7 @@ from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
 from src.train.packed import RUN_ARGUMENTS, pack_key, run_pack
-from src.train.progress import Progress
+from src.train.progress import Progress, optimizer_steps
 from src.train.reuse import missing_measurements, with_measurements_of
 from src.train.run import fingerprint, run_condition
 
@@ -231,35 +231,45 @@ def run_all(
         )
         for i in todo
     ]
-    progress = Progress([examples[i] for i in todo], concurrency(config.executor, config.train))
-    if config.train.pack:  # runs of one (task, size, trial) in stacked packs; measuring kept weights trains nothing
-        keys_of_packs = [None if i in measure else pack_key(conditions[i], settings[i], config.seed) for i in todo]
-        saves = [(paths[i], training_keys[i]) for i in todo]
-        outcomes = execute_packs(runs, packs(keys_of_packs, config.train.pack), saves, config.executor, config.train)
-    else:
-        outcomes = execute(run_condition, runs, config.executor, config.train)
-    failed = []
-    for done, (job, result) in enumerate(outcomes, 1):
-        i = todo[job]
-        line = f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}"
-        if isinstance(result, Failure):  # recorded with its cause; the other runs go on
-            write_json_atomically(
-                paths[i].with_suffix(".failed"),
-                {
-                    "condition": conditions[i].as_dict(),
-                    "fingerprint": keys[i],
-                    "attempts": result.attempts,
-                    "cause": result.cause,
-                },
+    # Steps are counted by local unpacked workers only (torch's optimizer-step hook: SLURM and Ray
+    # runs, and packs, whose AdamW is written out, report when they finish).
+    steps = [0 if i in measure else optimizer_steps(conditions[i], pool, config.train.batch_size) for i in todo]
+    steps = steps if config.executor.kind == "local" and not config.train.pack else None
+    with Progress(
+        [examples[i] for i in todo], concurrency(config.executor, config.train), steps, f"finetune {where}"
+    ) as progress:
+        if config.train.pack:  # runs of one (task, size, trial) in stacked packs; measuring kept weights trains nothing
+            keys_of_packs = [None if i in measure else pack_key(conditions[i], settings[i], config.seed) for i in todo]
+            saves = [(paths[i], training_keys[i]) for i in todo]
+            outcomes = execute_packs(
+                runs, packs(keys_of_packs, config.train.pack), saves, config.executor, config.train
             )
-            failed.append(f"{conditions[i].describe()}: {result.cause}")
-            progress.finished(job, f"{line}: failed after {result.attempts} attempt(s): {result.cause}", failed=True)
-            continue
-        results[i] = result = result.save_finished(paths[i], training_keys[i])  # saved as it finishes
-        if i in measure:
-            progress.finished(job, f"{line}: measured on its kept weights, not trained {result.scores}")
         else:
-            progress.finished(job, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
+            outcomes = execute(run_condition, runs, config.executor, config.train, steps=progress.steps)
+        failed = []
+        for done, (job, result) in enumerate(outcomes, 1):
+            i = todo[job]
+            line = f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}"
+            if isinstance(result, Failure):  # recorded with its cause; the other runs go on
+                write_json_atomically(
+                    paths[i].with_suffix(".failed"),
+                    {
+                        "condition": conditions[i].as_dict(),
+                        "fingerprint": keys[i],
+                        "attempts": result.attempts,
+                        "cause": result.cause,
+                    },
+                )
+                failed.append(f"{conditions[i].describe()}: {result.cause}")
+                progress.finished(
+                    job, f"{line}: failed after {result.attempts} attempt(s): {result.cause}", failed=True
+                )
+                continue
+            results[i] = result = result.save_finished(paths[i], training_keys[i])  # saved as it finishes
+            if i in measure:
+                progress.finished(job, f"{line}: measured on its kept weights, not trained {result.scores}")
+            else:
+                progress.finished(job, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
 
     remove_stale(out, paths, keep)
     if failed:  # every finished result is saved above; a rerun trains only these

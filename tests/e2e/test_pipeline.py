@@ -121,8 +121,11 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         ["unpermuted full model (control)", "rt_sentiment", "sst2", 3],
     ]
     metrics = json.dumps(json.loads(dvc_out(repo, "metrics", "show", "--json")))
-    assert "metrics/studies.json" in metrics and "metrics/focus.json" in metrics and "metrics/measures.json" in metrics
-    # issue 26's per-layer measurements in `dvc metrics`: the full model's means, the probes', head importance's rho
+    assert all(f"metrics/{name}.json" in metrics for name in ("focus", "headline", "verdicts"))
+    assert "metrics/measures.json" not in metrics  # a per-layer table: an output, not a metric
+    headline = json.loads((repo / "metrics/headline.json").read_text())
+    assert headline["full_minus_scratch"] == pytest.approx(headline["full"] - headline["scratch"], abs=1e-5)
+    # per-layer measurements beside the metrics: the full model's means, the probes', head importance's rho
     measures = json.loads((repo / "metrics/measures.json").read_text())
     cka = pd.read_csv(repo / "metrics/cka.csv").query("study == 'progressive' and task == 'sst2' and size == 8")
     assert measures["full_model"]["sst2"]["n8"]["layer6"]["cka"] == pytest.approx(

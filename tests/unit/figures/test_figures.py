@@ -125,7 +125,7 @@ def test_permutation_counts_but_does_not_plot_diverged_runs(tmp_path):
     assert_png(tmp_path / "permutation.png")
     assert "permuted-layer runs (4 finished; 1 diverged, not plotted)" in texts
     assert "permuted-layer runs (3 finished)" in texts
-    assert texts.count("density of ok runs (KDE)") == 1
+    assert texts.count("density of ok runs (KDE)") == 0  # 4 and 3 runs: too few for a density
     assert texts.count("mean, 95% t CI") == 2
 
 
@@ -146,7 +146,7 @@ def test_heads_annotates_each_present_cell(tmp_path):
         ]
     )
     changes = changes.drop(index=1)  # a missing cell stays blank
-    texts = plots.plot_heads(changes, tmp_path / "heads.png")
+    texts = plots.plot_heads(changes, references(("rt_sentiment",), (50, 500)), tmp_path / "heads.png")
     assert_png(tmp_path / "heads.png")
     assert {"+0.010", "+0.020", "-0.010", "-0.050"} <= set(texts)
     assert texts.count("-0.060") == 2 and texts.count("-0.020") == 1  # (layer 1, head 3) is missing at size 50
@@ -343,7 +343,7 @@ def test_sequential_annotates_mean_and_ci(tmp_path):
         (lambda table, path: plots.plot_blocks(table, references(), path), "block reinitialisation"),
         (lambda table, path: plots.plot_single_layer(table, references(), path), "single-layer reinitialisation"),
         (lambda table, path: plots.plot_permutation(table, references(), path), "layer permutation"),
-        (plots.plot_heads, "attention-head reinitialisation"),
+        (lambda table, path: plots.plot_heads(table, references(), path), "attention-head reinitialisation"),
         (lambda table, path: plots.plot_modifier(table, path, "Larger learning rate"), "Larger learning rate"),
         (plots.plot_epochs, "training curves"),
         (plots.plot_weight_change, "weight change"),
@@ -360,9 +360,9 @@ def test_empty_table_is_refused(tmp_path, draw, name):
     assert not (tmp_path / "empty.png").exists()
 
 
-def test_lines_join_only_measured_neighbours():
-    assert [list(p) for p in plots.segments([0, 6])] == [[0], [1]]
-    assert [list(p) for p in plots.segments([0, 1, 2, 5, 6])] == [[0, 1, 2], [3, 4]]
+def test_runs_of_finds_each_stretch_of_true():
+    assert [list(p) for p in plots.runs_of([True, True, False, True])] == [[0, 1], [3]]
+    assert plots.runs_of([False, False]) == []
 
 
 def test_bands_stay_in_the_metric_range_and_too_few_trials_get_a_note_not_a_band(tmp_path):
@@ -394,3 +394,229 @@ def test_bands_stay_in_the_metric_range_and_too_few_trials_get_a_note_not_a_band
     )
     texts = plots.plot_epochs(pd.concat([curves, curves.assign(quantity="eval_loss")]), tmp_path / "epochs.png")
     assert any("no band where n < 3 trials" in t for t in texts) and any("1 collapsed run included" in t for t in texts)
+
+
+# What a figure shows, read from its matplotlib objects (the figure is kept open instead of closed).
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """Call it after drawing: the figure the plot function would have closed."""
+    import matplotlib.pyplot as plt
+
+    close, figures = plt.close, []
+    monkeypatch.setattr(plots.plt, "close", figures.append)  # plots.plt is pyplot itself: keep the real close
+    yield lambda: figures[-1]
+    for figure in figures:
+        close(figure)
+
+
+def _lines(ax, label=None):
+    return [line for line in ax.get_lines() if label is None or line.get_label() == label]
+
+
+def _band_x(ax):
+    """x extent of every band (fill_between) and interval bar (vlines) on the axis."""
+    from matplotlib.collections import FillBetweenPolyCollection, LineCollection
+
+    spans = []
+    for artist in ax.collections:
+        if isinstance(artist, FillBetweenPolyCollection):
+            xs = np.concatenate([path.vertices[:, 0] for path in artist.get_paths()])
+            spans.append((xs.min(), xs.max()))
+        elif isinstance(artist, LineCollection):
+            spans += [(seg[0][0], seg[0][0]) for seg in artist.get_segments()]
+    return spans
+
+
+def modifier_points(ks, n=3):
+    return pd.DataFrame(
+        [
+            {
+                "task": "rt_sentiment",
+                "size": 128,
+                "k": k,
+                "variant": variant,
+                "metric": "accuracy",
+                "mean": 0.6 + 0.01 * k,
+                "ci_low": 0.55 + 0.01 * k,
+                "ci_high": 0.65 + 0.01 * k,
+                "n": n,
+                "diverged": 0,
+            }
+            for variant in ("baseline", "5x lr")
+            for k in ks
+        ]
+    )
+
+
+@pytest.mark.parametrize("ks", [[0, 3], [0, 3, 6, 9, 12], [0, 1, 2, 6]])
+def test_any_grid_of_ks_gets_one_line_and_one_band_per_series(tmp_path, kept, ks):
+    plots.plot_modifier(modifier_points(ks), tmp_path / "modifier.png", "Larger learning rate")
+    (ax, *_) = kept().axes
+    for variant in ("baseline", "5x lr"):
+        (line,) = _lines(ax, variant)
+        assert list(line.get_xdata()) == ks
+    assert _band_x(ax) == [(0, ks[-1])] * 2
+
+
+def test_a_lone_point_with_enough_trials_gets_an_interval_bar(tmp_path, kept):
+    points = modifier_points([0, 3, 6]).query("variant == 'baseline'")
+    points.loc[points["k"] == 3, "n"] = 2  # k = 0 and k = 6 are cut off from each other
+    texts = plots.plot_modifier(points, tmp_path / "modifier.png", "Larger learning rate")
+    (ax, *_) = kept().axes
+    assert sorted(_band_x(ax)) == [(0, 0), (6, 6)]
+    assert any("no band where n < 3 trials" in text for text in texts)
+
+
+def progressive_curves(ks=(0, 3, 6, 9, 12)):
+    rows = [
+        {
+            "task": task,
+            "curve": "finetune",
+            "series": f"n={size}",
+            "size": size,
+            "k": k,
+            "metric": "accuracy",
+            "mean": 0.6 + 0.01 * k,
+            "ci_low": 0.55 + 0.01 * k,
+            "ci_high": 0.65 + 0.01 * k,
+            "n": 3,
+            "diverged": 0,
+        }
+        for task, sizes in (("rt_sentiment", (128, 256)), ("mrpc", (256,)))
+        for size in sizes
+        for k in ks
+    ]
+    rows += [
+        {
+            "task": task,
+            "curve": "probe",
+            "series": "probe",
+            "size": 9110,
+            "k": k,
+            "metric": "accuracy",
+            "mean": 0.7,
+            "ci_low": 0.69,
+            "ci_high": 0.71,
+            "n": 3,
+            "diverged": 0,
+        }
+        for task in ("rt_sentiment", "mrpc")
+        for k in ks
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_progressive_names_the_probes_training_size_and_keeps_a_colour_per_size(tmp_path, kept):
+    plots.plot_progressive(progressive_curves(), tmp_path / "progressive.png")
+    first, second = kept().axes
+    labels = [line.get_label() for line in first.get_lines()]
+    assert "probe of layer k (frozen; trained on 9110 examples, 3 seeds)" in labels
+    assert "finetune on 128 examples" in labels
+    (in_first,) = _lines(first, "finetune on 256 examples")
+    (in_second,) = _lines(second, "finetune on 256 examples")
+    assert in_first.get_color() == in_second.get_color()  # the only size in the second panel: still its colour
+    assert list(in_first.get_xdata()) == [0, 3, 6, 9, 12] and len(_band_x(first)) == 3
+
+
+def weight_rows(sizes_per_task):
+    return pd.DataFrame(
+        [
+            {
+                "task": task,
+                "size": size,
+                "layer": layer,
+                "sublayer": "output",
+                "frobenius": 3.0 * layer + size / 1000,
+                "spectral": 1.0 / layer,
+            }
+            for task, sizes in sizes_per_task.items()
+            for size in sizes
+            for layer in range(1, 5)
+        ]
+    )
+
+
+def test_weight_change_plots_the_claims_frobenius_norm_in_one_colour_per_size(tmp_path, kept):
+    table = weight_rows({"rt_sentiment": (128, 256, 512), "mrpc": (128,)})
+    plots.plot_weight_change(table, tmp_path / "weights.png")
+    raw_first, raw_second, normalised_first, normalised_second = kept().axes  # row by row
+    (first,) = _lines(raw_first, "128 training examples")
+    (second,) = _lines(raw_second, "128 training examples")
+    assert first.get_color() == second.get_color()
+    assert _lines(normalised_first)[0].get_color() == _lines(normalised_second)[0].get_color() == first.get_color()
+    rows = table[(table["task"] == "rt_sentiment") & (table["size"] == 128)]
+    assert list(first.get_ydata()) == list(rows["frobenius"])
+    assert "Frobenius" in kept()._suptitle.get_text()
+
+
+def head_changes(heads=(0, 1)):
+    return pd.DataFrame(
+        [
+            {"task": "rt_sentiment", "size": 50, "layer": layer, "head_index": head, "change": 0.006, "n": 1}
+            for layer in (1, 2)
+            for head in heads
+        ]
+    )
+
+
+def test_heads_scale_is_the_baselines_noise_and_every_head_run_has_a_cell(tmp_path, kept):
+    plots.plot_heads(
+        head_changes(), references(("rt_sentiment",)), tmp_path / "heads.png", layers=(1, 2), heads=(0, 1, 2, 3)
+    )
+    ax, colourbar = kept().axes
+    (image,) = ax.get_images()
+    assert image.get_array().shape == (2, 4)  # heads 2 and 3 ran and have no finished run: blank cells
+    assert image.get_clim() == pytest.approx((-0.03, 0.03))  # the full reference's CI: 0.82..0.88
+    assert "baseline's 95% t CI half-width" in colourbar.get_ylabel()
+
+
+def test_heads_without_a_baseline_interval_say_their_scale_is_not_its_noise(tmp_path, kept):
+    refs = references(("rt_sentiment",)).assign(ci_low=NAN, ci_high=NAN)
+    plots.plot_heads(head_changes(), refs, tmp_path / "heads.png")
+    ax, colourbar = kept().axes
+    assert ax.get_images()[0].get_clim() == pytest.approx((-0.006, 0.006))
+    assert "not its noise" in colourbar.get_ylabel()
+
+
+def permutation_runs(count):
+    return pd.DataFrame(
+        {
+            "task": "rt_sentiment",
+            "size": 50,
+            "trial": range(count),
+            "value": np.linspace(0.6, 0.8, count),
+            "status": "ok",
+            "metric": "accuracy",
+        }
+    )
+
+
+def test_permutation_density_needs_enough_runs_and_references_show_their_t_interval(tmp_path, kept):
+    texts = plots.plot_permutation(permutation_runs(plots.MIN_RUNS_FOR_DENSITY), references(), tmp_path / "p.png")
+    assert "density of ok runs (KDE)" in texts
+    (ax,) = [ax for ax in kept().axes if ax.get_visible()]
+    full_band = [patch for patch in ax.patches if patch.get_facecolor()[:3] == matplotlib.colors.to_rgb("tab:green")]
+    ys = full_band[0].get_path().vertices[:, 1]
+    ys = full_band[0].get_transform().transform(full_band[0].get_path().vertices)[:, 1]
+    assert ax.transData.inverted().transform([[0, ys.min()], [0, ys.max()]])[:, 1] == pytest.approx([0.82, 0.88])
+    texts = plots.plot_permutation(permutation_runs(plots.MIN_RUNS_FOR_DENSITY - 1), references(), tmp_path / "p.png")
+    assert "density of ok runs (KDE)" not in texts
+
+
+INTERVAL = "95% t CI over trials"
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda path: plots.plot_progressive(progressive_curves(), path),
+        lambda path: plots.plot_modifier(modifier_points([0, 3]), path, "Larger lr (mean and 95% t CI over trials)"),
+        lambda path: plots.plot_permutation(permutation_runs(4), references(), path),
+        lambda path: plots.plot_heads(head_changes(), references(("rt_sentiment",)), path),
+    ],
+)
+def test_every_figure_with_intervals_names_their_type_in_its_title(tmp_path, kept, draw):
+    draw(tmp_path / "figure.png")
+    assert INTERVAL in kept()._suptitle.get_text().replace("\n", " ")

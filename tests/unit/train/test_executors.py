@@ -6,10 +6,12 @@ No SLURM or Ray here (tests/e2e/test_cluster.py starts them, marked slow); the s
 naming every failed condition is in tests/e2e/test_faults.py."""
 
 import io
+import time
 
+import numpy as np
 import pytest
 import torch
-from fake_runs import fail_odd, note_slot
+from fake_runs import fail_odd, note_slot, take_steps
 
 from src.conditions.condition import Condition
 from src.core.errors import ParamsError
@@ -19,6 +21,7 @@ from src.params.load import validate
 from src.tasks import splits
 from src.tasks.registry import get_task
 from src.train import executors, loop
+from src.train import progress as progress_module
 from src.train.executors import Failure
 from src.train.progress import Progress
 from tests.support import grid_params, most_at_once
@@ -89,6 +92,72 @@ def test_progress_in_a_log_is_one_plain_line_per_finished_run():
         lines[0].startswith("[1/4] a: ok | 1 done, 2 running, 0 failed, 1 queued; ") and "examples/s, ETA " in lines[0]
     )
     assert lines[1].startswith("[2/4] c: failed after 3 attempt(s): boom | 1 done, 2 running, 1 failed, 0 queued; ")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_one_live_line_shows_runs_and_steps_moving_while_runs_train(monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setattr(progress_module, "POLL_SECONDS", 0.01)
+    stream = Terminal()
+    with Progress([100, 100], concurrency=2, steps=[13, 7], label="finetune studies.progressive", stream=stream) as p:
+        p.steps.value = 5  # a worker's steps, before any run finished
+        deadline = time.monotonic() + 10
+        while "5/20" not in stream.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "finetune studies.progressive" in stream.getvalue() and "runs 0/2" in stream.getvalue()
+        assert "5/20" in stream.getvalue()  # moved with no run finished
+        p.steps.value = 13
+        p.finished(0, "[1/2] a: ok")
+    text = stream.getvalue()
+    assert "[1/2] a: ok\n" in text and "13/20" in text and "runs 1/2" in text and "\r" in text
+
+
+def test_on_a_terminal_runs_that_count_no_steps_show_runs_only(monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    stream = Terminal()
+    with Progress([100], concurrency=None, steps=None, stream=stream) as p:  # SLURM, Ray
+        p.finished(0, "[1/1] a: ok")
+    assert "[1/1] a: ok\n" in stream.getvalue() and "runs 1/1" in stream.getvalue() and "/0" not in stream.getvalue()
+
+
+@pytest.mark.parametrize("quiet", [{"TQDM_DISABLE": "1"}, {"CI": "true"}])
+def test_in_ci_a_terminal_gets_plain_lines(monkeypatch, quiet):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    for name, value in quiet.items():
+        monkeypatch.setenv(name, value)
+    stream = Terminal()
+    with Progress([100, 100], concurrency=2, steps=[13, 7], stream=stream) as p:
+        p.steps.value = 13
+        p.finished(0, "[1/2] a: ok")
+    assert "\r" not in stream.getvalue()
+    assert stream.getvalue().startswith("[1/2] a: ok | 1 done, 1 running, 0 failed, 0 queued; steps 13/20; ")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_workers_report_every_optimizer_step_to_the_stage(workers):
+    config = validate(local_params(workers=workers))
+    progress = Progress([1, 1, 1], concurrency=workers, steps=[3, 5, 7], stream=io.StringIO())
+    runs = [(i, steps) for i, steps in enumerate((3, 5, 7))]
+    outcomes = dict(executors.execute(take_steps, runs, config.executor, config.train, steps=progress.steps))
+    assert outcomes == {i: {"run": i} for i in range(3)} and progress.steps.value == 15
+    take_steps(0, 2)  # in this process, after the stage's runs: counted for no one
+    assert progress.steps.value == 15
+
+
+def test_a_runs_steps_are_its_batches_in_every_epoch_of_every_finetuning_step():
+    plan = tokens.batches(np.arange(20), 8, np.random.default_rng(0), group_by_length=True)
+    assert progress_module.optimizer_steps(Condition("rt_sentiment", 20, 0, 3, k=2), lambda task: 500, 8) == 3 * len(
+        plan
+    )
+    sequential = Condition("rt_sentiment", 20, 0, 3, k=6, intermediate_task="subjectivity", intermediate_size=100)
+    assert progress_module.optimizer_steps(sequential, lambda task: 500, 8) == 3 * 13 + 3 * 3
 
 
 def test_executor_params_slurm_takes_whole_gpus_ray_a_fraction():
