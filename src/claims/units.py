@@ -65,7 +65,6 @@ class Unit:
     refused: str = ""  # why no verdict comes from this unit
     interval_note: str = ""
     raw: bool = False  # its p comes from an exact test or a table the bootstrap does not cover
-    min_p: float = 0.0  # the smallest p its test can reach at its n
     key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
     adjusted: float = math.nan  # Holm-adjusted p of the one test that enters the report's family
     status: str = "unresolved"
@@ -312,21 +311,6 @@ def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, *
         return unit
     welch = hypothesis.two_sample(a, b)
     unit.interval, unit.p_for, unit.p_against = welch.interval(0.95), welch.p_greater(), welch.p_less()
-    return unit
-
-
-def exact_unit(claim: str, name: str, test: str, x, y, **kw) -> Unit:
-    """Spearman ρ(x, y) > 0 by the exact permutation test of the pairings (scipy), one-sided: raw p,
-    with the smallest p it can reach at this many points (1 / n!)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    rho = hypothesis.spearman(x, y)
-    unit = Unit(claim, name, test, rho, (math.nan, math.nan), len(x), raw=True, **kw)
-    unit.interval_note = "exact test: no interval"
-    if len(x) < 3 or not np.isfinite(rho):
-        unit.refused = "fewer than 3 points or a constant side"
-        return unit
-    unit.min_p = 1 / math.factorial(len(x)) if len(x) <= 8 else 0.0
-    unit.p_for, unit.p_against = (hypothesis.exact_spearman_p(x, y, side) for side in ("greater", "less"))
     return unit
 
 
