@@ -54,7 +54,7 @@ import numpy as np
 from scipy import stats
 
 from src.claims.units import NEAR_COLLAPSE_SHARE
-from src.stats import hypothesis
+from src.stats import correlation, hypothesis, validity
 from src.stats.validity import decidable
 from src.tasks.kinds import COLLAPSE_SHARE
 from src.tasks.metrics import example_metric
@@ -686,6 +686,42 @@ def welch_table(reps: int, seed: int = 0, trials=TRIALS) -> list[Row]:
     return rows
 
 
+# --- Spearman rho above a margin (permutation_affects_tasks_alike) ---------------------------------------------
+
+SPEARMAN_MARGIN = 0.5  # the claim's margin (permutation.RELATIVELY_HIGH)
+# 4, 10: below the rule (it refuses them); the rule's SPEARMAN_MARGIN_MIN_PAIRS and above
+SPEARMAN_PAIRS = (4, 10, validity.MIN_TRIALS["spearman-margin"][0], 20, 30)
+
+
+def spearman_margin_table(reps: int, seed: int = 0, pairs=SPEARMAN_PAIRS) -> list[Row]:
+    """correlation.spearman_above's one-sided size at the null boundary: pairs from a Gaussian copula whose
+    population Spearman rho is exactly the margin (Pearson 2 sin(pi rho / 6), Kruskal 1958). Ranks do not
+    see the marginals, so any continuous scores with that dependence give the same rates. `trials` holds the
+    number of pairs (the claim's trials); no interval is printed, so coverage is NaN."""
+    rng = np.random.default_rng(seed)
+    pearson = 2 * math.sin(math.pi * SPEARMAN_MARGIN / 6)
+    rows = []
+    for n in pairs:
+        x = rng.standard_normal((reps, n))
+        y = pearson * x + math.sqrt(1 - pearson**2) * rng.standard_normal((reps, n))
+        rho = hypothesis.spearman_rows(x, y)
+        p_for, _ = correlation.spearman_above(rho, n, SPEARMAN_MARGIN)
+        test = f"Spearman rho > {SPEARMAN_MARGIN} (Fisher z, Bonett-Wright)"
+        rows.append(
+            Row(
+                test,
+                "Gaussian copula at the margin",
+                n,
+                reps,
+                float(np.mean(p_for < ALPHA)),
+                math.nan,
+                math.nan,
+                size_holm=float(np.mean(p_for < HOLM_LEVEL)),
+            )
+        )
+    return rows
+
+
 # --- the head-importance-vs-reinit correlation -------------------------------------------------------------
 
 
@@ -834,6 +870,8 @@ def test_type_of(row: Row) -> str:
     """The decidable() test type a row of the table measures."""
     if row.test.startswith("Welch"):
         return "welch"
+    if row.test.startswith("Spearman rho >"):
+        return "spearman-margin"
     if row.test.split(", crossed")[0] in CURVE_DIFFERENCES:
         return "bootstrap-difference"
     if row.test in ("k90", "Spearman rho vs probe", "max(curve) − max(probe)", "k90(probe) − k90(curve)"):
@@ -959,7 +997,7 @@ def correlation_markdown_row(row: CorrelationRow) -> str:
     )
 
 
-TABLES = ("estimates", "welch", "curves", "crossed-curves", "correlation")
+TABLES = ("estimates", "welch", "spearman-margin", "curves", "crossed-curves", "correlation")
 
 
 def main(argv=None) -> None:
@@ -1005,6 +1043,9 @@ def main(argv=None) -> None:
     if "welch" in args.tables:
         print(HEADER, flush=True)
         print("\n".join(markdown_row(row) for row in welch_table(args.reps, args.seed, args.trials)), flush=True)
+    if "spearman-margin" in args.tables:
+        print(HEADER, flush=True)
+        print("\n".join(markdown_row(row) for row in spearman_margin_table(args.reps, args.seed)), flush=True)
     if "curves" in args.tables:
         print(HEADER, flush=True)
         for n_trials in TRIALS:

@@ -34,10 +34,6 @@ REFUSALS = (
     ),
     ("fewer than", "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"),
     ("one run per cell", "an analysis of variance with one run per cell has no residual variance"),
-    (
-        "pairs: the Fisher-z test",
-        "a correlation tested against a margin has fewer pairs than its Fisher-z test holds its size from",
-    ),
     ("chance level unknown", "the chance level needs the eval labels, which are missing"),
 )
 PER_CLAIM = "error rate α for this claim alone"  # intersection-union verdicts

@@ -1,5 +1,6 @@
 """Spearman rho over attention heads (head importance against the head-reinit effect) with
-the interval whose calibration tools/calibrate.py measured at that number of heads."""
+the interval whose calibration tools/calibrate.py measured at that number of heads, and the test
+of a Spearman rho against a margin (tools/calibrate.py spearman_margin_table)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,13 @@ def spearman_with_uncertainty(importance: np.ndarray, drop: np.ndarray) -> dict:
         "interval": method or why_not,
         "p_permutation": hypothesis.exact_spearman_p(importance, drop),
     }
+
+
+def spearman_above(rho, n: int, margin: float):
+    """One-sided p's (for: ρ > margin, against: ρ < margin) of a Spearman ρ (a number or an array of them)
+    from n pairs, by Fisher's z with Bonett & Wright's (2000) variance (1 + ρ²/2) / (n − 3). Its size at the
+    boundary (population ρ = margin) is measured by tools/calibrate.py (spearman_margin_table); validity
+    says from how many pairs it decides ("spearman-margin")."""
+    rho = np.clip(rho, -0.999999, 0.999999)
+    z = (np.arctanh(rho) - math.atanh(margin)) / np.sqrt((1 + rho**2 / 2) / (n - 3))
+    return scipy_stats.norm.sf(z), scipy_stats.norm.cdf(z)

@@ -11,7 +11,17 @@ MEASURED_TRIALS = (3, 5, 10)  # the trial counts the simulation measured each te
 ESTIMATE_TESTS = ("difference", "one-sided", "equivalence", "beyond")
 
 
-TEST_TYPES = (*ESTIMATE_TESTS, "bootstrap-difference", "bootstrap", "welch")
+TEST_TYPES = (*ESTIMATE_TESTS, "bootstrap-difference", "bootstrap", "welch", "spearman-margin")
+
+# Test types that need more trials than the fewest measured (for "spearman-margin", trials are the pairs of
+# the correlation), and what fewer do to them, as measured (spearman_margin_table, docs/calibration.md)
+MIN_TRIALS = {
+    "spearman-margin": (
+        15,
+        "the Fisher-z test of a Spearman rho against a margin exceeds its size below 15 pairs "
+        "(10 pairs: 1.2x nominal at the Holm level; 4 pairs: 0.133 at any level)",
+    ),
+}
 
 
 # The levels of each factor (subsets, draws) a test that reads a crossed seed_design needs, and what
@@ -63,6 +73,9 @@ def decidable(test_type: str, n_trials: int, design: tuple[int, int] | None = No
       probe 0.86-0.91 example-dominated; max(curve) - max(probe) 0.81 and k90(probe) - k90(curve)
       0.90 trial-dominated at T = 10; k90 0.83-0.87 at T = 3-5), so no T here decides it.
     - "welch": Welch's test holds from 3 trials per group.
+    - "spearman-margin": Fisher's z of a Spearman rho with Bonett & Wright's variance, tested against a
+      margin at the boundary (population rho = the margin, Gaussian copula): size <= 0.039 at 0.05 and
+      <= 0.78x nominal at the Holm level from 15 pairs (MIN_TRIALS; 200,000 replicates).
     - An estimate test on a crossed seed_design (`design` = (subsets, draws)) decides with at least
       3 of each (CROSSED_LEVELS): its df are min(subsets, draws) - 1, so with 2 levels of a factor it
       holds its size on 1 df but its intervals are 5-6x the oracle (crossed_table).
@@ -83,6 +96,9 @@ def decidable(test_type: str, n_trials: int, design: tuple[int, int] | None = No
             False,
             f"the design cannot decide at T = {n_trials}: calibration is measured from {min(MEASURED_TRIALS)} trials",
         )
+    floor, fewer = MIN_TRIALS.get(test_type, (0, ""))
+    if n_trials < floor:
+        return False, f"the design cannot decide at T = {n_trials}: {fewer} (needs >= {floor}; docs/calibration.md)"
     if test_type == "bootstrap":
         return False, (
             f"the design cannot decide at T = {n_trials}: a percentile-bootstrap interval of a curve statistic "
@@ -100,4 +116,5 @@ def decidable(test_type: str, n_trials: int, design: tuple[int, int] | None = No
 def decidable_from(test_type: str) -> int | None:
     """The fewest trials at which decidable() says yes, None when no number of trials makes the
     design decide (a "bootstrap" curve statistic)."""
-    return min(MEASURED_TRIALS) if decidable(test_type, max(MEASURED_TRIALS))[0] else None
+    floor = max(min(MEASURED_TRIALS), MIN_TRIALS.get(test_type, (0,))[0])
+    return floor if decidable(test_type, max(floor, max(MEASURED_TRIALS)))[0] else None

@@ -10,12 +10,11 @@ import math
 from dataclasses import replace
 
 import numpy as np
-from scipy import stats
 
 from src.claims.claim import SEED_001, Claim, Need, Shared, p_text, plain_by, refs
 from src.claims.evidence import Evidence
-from src.claims.units import Unit, contrast_unit
-from src.stats import hypothesis
+from src.claims.units import Unit, contrast_unit, design_refusal
+from src.stats import correlation, hypothesis, validity
 
 PERMUTATION = Need("permutation", "permutation")
 
@@ -56,16 +55,6 @@ def permuted_closer_to_scratch(ev: Evidence, shared: Shared) -> list[Unit]:
 
 
 RELATIVELY_HIGH = 0.5  # Table 1's "relatively high" correlations (0.72-0.83 there): Spearman rho above this
-MIN_PAIRS = 15  # the pairs from which the Fisher-z test of rho > RELATIVELY_HIGH holds its size (docs/claims.md)
-
-
-def spearman_above(rho: float, n: int, margin: float) -> tuple[float, float]:
-    """One-sided p's (for: ρ > margin, against: ρ < margin) of a Spearman ρ from n pairs, by Fisher's z
-    with Bonett & Wright's (2000) variance (1 + ρ²/2) / (n − 3). Its size at the boundary ρ = 0.5 (bivariate
-    normal, 10^6 replicates per n, α from 0.05 to 0.0005; docs/claims.md): 1.28x nominal at α = 0.001 with
-    10 pairs, 0.65-0.75x at 15, 0.55-0.75x at 20, 0.49-0.78x at 30."""
-    z = (math.atanh(min(max(rho, -0.999999), 0.999999)) - math.atanh(margin)) / math.sqrt((1 + rho**2 / 2) / (n - 3))
-    return float(stats.norm.sf(z)), float(stats.norm.cdf(z))
 
 
 def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
@@ -94,13 +83,10 @@ def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
                     "exact permutation p of ρ > 0 (raw, one-sided) = "
                     + p_text(hypothesis.exact_spearman_p(pair[a], pair[b], "greater") if n >= 3 else math.nan)
                 )
-                if n < MIN_PAIRS or not np.isfinite(rho):
-                    unit.refused = unit.interval_note = (
-                        f"{n} pairs: the Fisher-z test of ρ against a margin holds its size from {MIN_PAIRS} pairs "
-                        "(simulated; at 4 pairs it rejects 13% at any level)"
-                    )
-                else:
-                    unit.p_for, unit.p_against = spearman_above(rho, n, RELATIVELY_HIGH)
+                if not np.isfinite(rho):
+                    unit.refused = unit.interval_note = "ρ undefined: fewer than 2 distinct scores on a side"
+                elif not design_refusal(unit, "spearman-margin", n).refused:
+                    unit.p_for, unit.p_against = correlation.spearman_above(rho, n, RELATIVELY_HIGH)
                 units.append(unit)
     return units
 
@@ -133,8 +119,9 @@ CLAIMS_001 = (
         "A given permutation has similar effects across tasks: the paired correlations are relatively high.",
         f"'Relatively high': Spearman ρ between two tasks' scores over the same permutations (trial n uses "
         f"permutation n on every task) above {RELATIVELY_HIGH}, a minimum effect stated here (Table 1: 0.72-0.83). "
-        "Until 2026-11-26 this tested ρ > 0 (the exact permutation p is still in the unit's notes).",
-        f"Fisher-z test of ρ > {RELATIVELY_HIGH} (Bonett-Wright variance), from {MIN_PAIRS} pairs",
+        "The exact permutation p of ρ > 0 is in the unit's notes.",
+        f"Fisher-z test of ρ > {RELATIVELY_HIGH} (Bonett-Wright variance), "
+        f"from {validity.MIN_TRIALS['spearman-margin'][0]} pairs",
         (replace(PERMUTATION, min_tasks=2),),
         permutation_affects_tasks_alike,
     ),
