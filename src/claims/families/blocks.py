@@ -187,8 +187,8 @@ CLAIMS_001 = (
         "Layers with high probing accuracy on downstream GLUE tasks are not sufficient for high accuracy on those "
         "tasks.",
         "'Not sufficient for high accuracy': the block (of the blocks study's window) with the highest mean probe "
-        "score, alone preserved, falls short of the full model by more than report.block_margin. Until 2026-11-26 "
-        "this compared it with scratch (§4's definition, now its own entry).",
+        "score, alone preserved, falls short of the full model by more than report.block_margin "
+        "(§4's comparison with scratch is its own entry).",
         "paired contrast preserve(block) − full < −margin; needs the gap",
         (BLOCKS, PROBED),
         high_probing_not_sufficient,

@@ -186,7 +186,7 @@ CLAIMS_004 = (
         "Reinitialising attention heads 4 or 9, no matter for which layer or which task, will decrease the "
         "performance.",
         "The paper's heads 4 and 9 (head_index 3 and 8, counted from 0) at every layer and task the heads study ran, "
-        "each against the full model. Until 2026-11-26 this was 'some head', existential, and only head 0 ran.",
+        "each against the full model.",
         "paired contrast full − head reinit > 0 per head",
         (SPECIFIC_HEADS,),
         specific_heads_matter,

