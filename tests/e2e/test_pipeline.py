@@ -91,7 +91,10 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     assert set(curves["curve"]) == {"finetune", "probe"}
     probe_curve = curves[curves["curve"] == "probe"]
     assert sorted(probe_curve["k"]) == list(range(7))  # embeddings + 6 layers
-    assert (probe_curve["n"] == 2).all() and (probe_curve["ci_high"] > probe_curve["ci_low"]).all()  # probe seeds
+    # probe seeds give an interval (zero-width where both seeds' probes predict one class, as on the small model's
+    # top layers)
+    assert (probe_curve["n"] == 2).all() and (probe_curve["ci_high"] >= probe_curve["ci_low"]).all()
+    assert (probe_curve["ci_high"] > probe_curve["ci_low"]).any()
     probes = pd.read_csv(repo / "metrics/probe.csv")
     assert len(probes) == 7 * 2 and sorted(probes["seed"].unique()) == [0, 1]
     assert np.allclose(probes["selectivity"], probes["value"] - probes["control"], atol=1e-4)
