@@ -254,7 +254,16 @@ def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_fr
     runs = repo / "data/runs/studies"
 
     def expected_settings(epochs: int, full_model: bool) -> dict:
-        kept = ("lr", "batch_size", "weight_decay", "eval_batch_size", "group_by_length", "checkpoint_every", "threads")
+        kept = (
+            "lr",
+            "batch_size",
+            "weight_decay",
+            "eval_batch_size",
+            "group_by_length",
+            "checkpoint_every",
+            "threads",
+            "pack",
+        )
         return {
             **{key: train[key] for key in kept},
             "epochs": epochs,
