@@ -43,7 +43,8 @@ def checkout_commit() -> str | None:
 
 def model_text(model_dir: Path) -> str:
     base = BaseModelRecord.read(model_dir)
-    return f"{base.name} ({base.source}; {base.model_type}, {base.num_layers} layers, {base.num_heads} heads)"
+    source = base.source if base.name in base.source else f"{base.name}, {base.source}"  # a local folder names it
+    return f"{source}; {base.model_type}, {base.num_layers} layers, {base.num_heads} heads"
 
 
 def main() -> None:

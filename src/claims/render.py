@@ -18,6 +18,7 @@ from src.claims.summary import (
     WhatRan,
     anchor,
     claim_rows,
+    needs_text,
     study_summaries,
     tally_text,
     verdict_tally,
@@ -112,7 +113,7 @@ def summary_rows(verdicts: list[dict]) -> list[list]:
             decide += " [per unit, low–high (point): " + by_text(plan["ranges"]) + "]"
         if plan.get("reasons"):
             decide += (" " if decide else "") + "(" + by_text(plan["reasons"]) + ")"
-        verdict = f"{NOT_RUN}: needs `{v['needs']}`" if v["verdict"] == NOT_RUN else v["verdict"]
+        verdict = f"{NOT_RUN}: {needs_text(v['needs'])}" if v["verdict"] == NOT_RUN else v["verdict"]
         p = "" if v["verdict"] == NOT_RUN else f"{p_text(v['p'])} ({v['p_label']})"
         rows.append(
             [

@@ -103,6 +103,11 @@ def undecided_reason(v: dict) -> str:
     return "inconclusive: " + (reasons[0] if reasons else "neither test is significant")
 
 
+def needs_text(needs: str) -> str:
+    """What a claim that did not run needs: the command that adds its runs (as code), or why none would."""
+    return f"needs `{needs}`" if needs.startswith("dvc ") else needs
+
+
 def grouped(entries: list[tuple[str, str]]) -> list[str]:
     """(claim id, reason) pairs as one line per distinct reason, naming its claims (linked to their rows)."""
     by_reason: dict[str, list[str]] = {}
@@ -124,7 +129,7 @@ def study_summary(seed: str, verdicts: list[dict]) -> StudySummary:
     mine = [v for v in verdicts if v["claim"].source.split()[0] == seed]
     ids = {name: [v["id"] for v in mine if v["verdict"] == name] for name in ("supported", "contradicted")}
     undecided = [(v["id"], undecided_reason(v)) for v in mine if v["verdict"] in ("inconclusive", NO_VERDICT)]
-    not_run = [(v["id"], f"needs `{v['needs']}`") for v in mine if v["verdict"] == NOT_RUN]
+    not_run = [(v["id"], needs_text(v["needs"])) for v in mine if v["verdict"] == NOT_RUN]
     counts = {"replicated": ids["supported"], "contradicted": ids["contradicted"], "undecided": undecided}
     heading = f"**{STUDIES[seed]}**, {len(mine)} claims: " + ", ".join(
         f"{len(found)} {name}" for name, found in {**counts, "not run": not_run}.items()
