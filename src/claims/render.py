@@ -244,13 +244,14 @@ def write_report(
 
 CLAIM_HEADER = ["claim (the paper's words, source, id)", "verdict", "effect: estimate, interval, unit, test", "figure"]
 FIGURE_ANCHOR = "figure-"
-# A page that fits its window: fixed table layouts whose cells wrap anywhere (long commands and unit names
-# included), images no wider than the page, figures as thumbnails that a click (:target) opens full width.
+# A page that fits its window: tables as wide as the page (the claims' with fixed column widths), snake_case names
+# breaking after an underscore (_html_table) and numbers never, images no wider than the page,
+# figures as thumbnails that a click (:target) opens full width.
 STYLE = (
     "body{font-family:system-ui,sans-serif;line-height:1.4;margin:0 auto;padding:1em 1.5em;max-width:1320px}"
-    "table{border-collapse:collapse;width:100%;table-layout:fixed;margin-bottom:1.5em}"
-    "td,th{border:1px solid #aaa;padding:4px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}"
-    "th{background:#f0f0f0}code{white-space:pre-wrap;overflow-wrap:anywhere;background:#f3f3f3;font-size:90%}"
+    "table{border-collapse:collapse;width:100%;margin-bottom:1.5em}table.claims{table-layout:fixed}"
+    "td,th{border:1px solid #aaa;padding:4px 6px;vertical-align:top;text-align:left;overflow-wrap:break-word}"
+    "th{background:#f0f0f0}code{background:#f3f3f3;font-size:90%}"
     "img{max-width:100%}tr:target{outline:3px solid #1a5fb4}li{margin:0.2em 0}"
     ".chip{display:inline-block;padding:0.3em 0.8em;margin-right:0.5em;border-radius:1em;border:1px solid #aaa}"
     ".claims col.claim{width:46%}.claims col.verdict{width:10%}.claims col.effect{width:34%}"
@@ -333,7 +334,10 @@ def _html_table(header: list[str], rows: list[list]) -> str:
         + "</tr>"
         for row in rows
     ]
-    return "<table>" + head + "".join(body) + "</table>"
+    return "<table>" + TEXT.sub(lambda m: m[0].replace("_", "_<wbr>"), head + "".join(body)) + "</table>"
+
+
+TEXT = re.compile(r">[^<]+")  # the text between tags: snake_case names may break after each underscore there
 
 
 def collapse_rates(points: pd.DataFrame) -> pd.DataFrame:

@@ -38,7 +38,7 @@ document.title = JSON.stringify({
 </script>"""
 
 
-# The widest table the report prints (metrics/variance_components.csv): 18 columns of long names
+# The widest table the report prints (metrics/variance_components.csv: 18 columns of snake_case names)
 COLUMNS = "study task size slug runs subsets seeds ms_subset ms_draws ms_residual p_subset p_draws var_subset".split()
 COLUMNS += "var_draws var_residual share_subset share_draws share_residual".split()
 WIDE = (
@@ -71,7 +71,12 @@ def test_the_html_report_fits_1400_px_and_shows_no_raw_markdown(tmp_path):
     plt.close(figure)
     # three trials: every kind of row (supported, undecided with its command, not run with its command)
     evidence = Builder().curve([0.50, 0.70, 0.80, 0.85, 0.90], trials=3).evidence()
-    render(evidence, tmp_path, [("progressive", tmp_path / "progressive.png"), ("heads", "not run: no rows")], [WIDE])
+    render(
+        evidence,
+        tmp_path,
+        [("progressive", tmp_path / "progressive.png"), ("heads", "not run: no rows")],
+        [WIDE],
+    )
     page = tmp_path / "r.html"
     for fragment in ("", "#figure-progressive"):  # the figure opened full width too
         seen = measure(page, fragment)
