@@ -10,28 +10,41 @@ The evidence it reads: src/artefacts/evidence.py.
 """
 
 import argparse
-from collections import Counter
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.evidence import read_evidence
 from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
 from src.claims.render import figure_list, report_tables, write_report
-from src.claims.verdicts import NO_VERDICT, NOT_RUN, judge_claims
+from src.claims.summary import WhatRan
+from src.claims.summary import verdict_tally as tally_by_verdict
+from src.claims.verdicts import judge_claims
 from src.core.files import write_json_atomically
 from src.params.load import load_config, model_limits
 from src.params.stage import run_stage
 
-VERDICTS = ("supported", "contradicted", "inconclusive", NO_VERDICT, NOT_RUN)
-
 
 def verdict_tally(verdicts: list[dict]) -> dict[str, int]:
-    """How many claims got each verdict, every verdict named (0 too) so `dvc metrics diff` lines up;
-    a verdict outside VERDICTS is counted under its own name, never dropped."""
-    counts = Counter(v["verdict"] for v in verdicts)
-    names = [*VERDICTS, *(name for name in counts if name not in VERDICTS)]
-    return {name.replace(" ", "_"): counts[name] for name in names}
+    """The tally of verdicts keyed as metric names (no spaces) for metrics/verdicts.json."""
+    return {name.replace(" ", "_"): count for name, count in tally_by_verdict(verdicts).items()}
+
+
+def checkout_commit() -> str | None:
+    """The checkout's HEAD (short hash) that the report names; None without git or outside a checkout."""
+    try:
+        found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found.stdout.strip() or None if found.returncode == 0 else None
+
+
+def model_text(model_dir: Path) -> str:
+    base = BaseModelRecord.read(model_dir)
+    source = base.source if base.name in base.source else f"{base.name}, {base.source}"  # a local folder names it
+    return f"{source}; {base.model_type}, {base.num_layers} layers, {base.num_heads} heads"
 
 
 def main() -> None:
@@ -50,7 +63,15 @@ def main() -> None:
     agreement = agreement_table(evidence)
     agreement.to_csv(args.agreement, index=False)
     extra, figures = report_tables(agreement, args.tables, config.report), figure_list(args.tables, args.figures)
-    write_report(verdicts, config.report, extra, figures, args.markdown, args.html)
+    runs = evidence.runs
+    ran = WhatRan(
+        model_text(args.model),
+        dict(config.studies),
+        int((runs["status"] == "ok").sum()),
+        int((runs["status"] != "ok").sum()),
+        checkout_commit(),
+    )
+    write_report(verdicts, config.report, ran, extra, figures, args.markdown, args.html)
     write_json_atomically(args.verdicts, verdict_tally(verdicts))
     for verdict in verdicts:
         plan = verdict["plan"] or {}

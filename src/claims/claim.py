@@ -206,3 +206,17 @@ def k_text(value: float) -> str:
 
 def p_text(value) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:.3g}"
+
+
+def number(value) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:+.3f}"
+
+
+def interval_text(unit: Unit) -> str:
+    """[low, high], or a one-sided bound as [low, +∞) or (−∞, high]; "—" (and why) without one."""
+    low, high = unit.interval
+    if np.isnan(low) or np.isnan(high):
+        return f"— ({unit.interval_note})" if unit.interval_note else "—"
+    opening = "(−∞" if low == -math.inf else f"[{number(low)}"
+    closing = "+∞)" if high == math.inf else f"{number(high)}]"
+    return f"{opening}, {closing}"

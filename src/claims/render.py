@@ -6,14 +6,24 @@ import base64
 import html
 import math
 import os
+import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from src.claims.claim import p_text
+from src.claims.claim import interval_text, number, p_text
 from src.claims.registry import CLAIMS
-from src.claims.units import Unit
+from src.claims.summary import (
+    STUDIES,
+    WhatRan,
+    anchor,
+    claim_rows,
+    needs_text,
+    study_summaries,
+    tally_text,
+    verdict_tally,
+    what_ran_lines,
+)
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE
 from src.config.schema import ReportConfig, help_text
 
@@ -27,24 +37,10 @@ VERDICT_COLOURS = {
 TITLE = "Claims: Tamkin et al. 2020 and follow-ups"
 
 
-def number(value) -> str:
-    return "n/a" if value is None or not np.isfinite(value) else f"{value:+.3f}"
-
-
 def cell(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     return f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
-def interval_text(unit: Unit) -> str:
-    """[low, high], or a one-sided bound as [low, +∞) or (−∞, high]; "—" (and why) without one."""
-    low, high = unit.interval
-    if np.isnan(low) or np.isnan(high):
-        return f"— ({unit.interval_note})" if unit.interval_note else "—"
-    opening = "(−∞" if low == -math.inf else f"[{number(low)}"
-    closing = "+∞)" if high == math.inf else f"{number(high)}]"
-    return f"{opening}, {closing}"
 
 
 def unit_rows(verdicts: list[dict]) -> list[list]:
@@ -117,7 +113,7 @@ def summary_rows(verdicts: list[dict]) -> list[list]:
             decide += " [per unit, low–high (point): " + by_text(plan["ranges"]) + "]"
         if plan.get("reasons"):
             decide += (" " if decide else "") + "(" + by_text(plan["reasons"]) + ")"
-        verdict = f"{NOT_RUN}: needs `{v['needs']}`" if v["verdict"] == NOT_RUN else v["verdict"]
+        verdict = f"{NOT_RUN}: {needs_text(v['needs'])}" if v["verdict"] == NOT_RUN else v["verdict"]
         p = "" if v["verdict"] == NOT_RUN else f"{p_text(v['p'])} ({v['p_label']})"
         rows.append(
             [
@@ -142,14 +138,16 @@ def declared_inputs(settings: ReportConfig) -> list[list]:
 def write_report(
     verdicts: list[dict],
     settings: ReportConfig,
+    ran: WhatRan,
     extra_tables: list[tuple[str, pd.DataFrame]],
     figures: list[tuple[str, Path | str]],
     md_path: Path,
     html_path: Path,
 ) -> None:
-    """The claims (verdict, test, trials that would decide it), every unit's statistics, the
-    extra tables, and the figures (or why each was not drawn), as Markdown (figures linked
-    relative to md_path) and a standalone HTML page (figures inlined)."""
+    """First the screen a reader reads in a minute (what ran, the tally, a paragraph per study, one row per claim:
+    src/claims/summary.py), then the rule, the claims' tests and planner, every unit's statistics, the extra tables
+    and the figures (or why each was not drawn). As Markdown (figures linked relative to md_path) and as a
+    standalone HTML page built from the same rows (figures inlined as thumbnails that open full width)."""
     md_path, html_path = Path(md_path), Path(html_path)
     family = sum(1 for v in verdicts for u in v["units"] if not u.refused and math.isfinite(u.adjusted))
     rule = (
@@ -157,9 +155,14 @@ def write_report(
         f"(of {len(CLAIMS)} in the registry). Every margin and threshold is a params.yaml `report:` input, printed "
         "below."
     )
+    drawn = {name: png for name, png in figures if isinstance(png, Path)}
+    rows = claim_rows(verdicts, set(drawn))
+    by_study = [(STUDIES[seed], [r for r in rows if r.seed == seed]) for seed in STUDIES]
+    by_study = [(study, rows) for study, rows in by_study if rows]
+    ran_lines, tally, studies = what_ran_lines(ran), tally_text(verdict_tally(verdicts)), study_summaries(verdicts)
     tables = [
         (
-            "Claims",
+            "Claims in detail: source, operationalisation, test, p and the trials that would decide each",
             ["claim", "source", "operationalisation", "test", "verdict", "claim p", "trials that would decide it"],
             summary_rows(verdicts),
         ),
@@ -170,43 +173,145 @@ def write_report(
             for title, table in extra_tables
         ],
     ]
-    md = [f"# {TITLE}", "", rule]
-    for heading, header, rows in tables:
-        md += ["", f"## {heading}", "", _pipe_table(header, rows) if rows else "(none)"]
-    md += ["", "## Figures", ""]
-    for title, png in figures:
-        png = Path(png) if not isinstance(png, str) else png
+
+    def figure_path(name: str) -> str:
+        return Path(os.path.relpath(drawn[name], md_path.parent)).as_posix()
+
+    md = [f"# {TITLE}"]
+    md += ["", "## What ran", "", "\n".join(f"- {line}" for line in ran_lines), "", "## Verdicts", "", tally]
+    for study in studies:
+        md += ["", study.heading, "", *(f"- {line}" for line in study.lines)]
+    md += ["", "## Claims"]
+    for study, study_rows in by_study:
+        md += ["", f"### {study}", ""]
         md.append(
-            f"![{title}]({Path(os.path.relpath(png, md_path.parent)).as_posix()})"
-            if isinstance(png, Path)
-            else f"{title}: {png}"
+            _pipe_table(
+                CLAIM_HEADER,
+                [
+                    [
+                        f'<a id="{anchor(r.id)}"></a>{r.claim} ({r.id})',
+                        r.verdict,
+                        r.effect,
+                        f"[{r.figure}]({figure_path(r.figure)})" if r.figure else "",
+                    ]
+                    for r in study_rows
+                ],
+            )
         )
-        md.append("")
+    md += ["", "## How a verdict is decided", "", rule]
+    for heading, header, table_rows in tables:
+        md += ["", f"## {heading}", "", _pipe_table(header, table_rows) if table_rows else "(none)"]
+    md += ["", "## Figures", ""]
+    for name, png in figures:
+        md += [f"![{name.replace('_', ' ')}]({figure_path(name)})" if name in drawn else f"{name}: {png}", ""]
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text("\n".join(md))
 
     page = [
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
-        "td,th{border:1px solid #999;padding:4px 8px;vertical-align:top}img{max-width:100%}</style></head><body>",
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>",
+        f"<meta name='viewport' content='width=device-width'><style>{STYLE}</style></head><body>",
         f"<h1>{html.escape(TITLE)}</h1>",
-        f"<p>{html.escape(rule)}</p>",
     ]
-    for heading, header, rows in tables:
-        page += [f"<h2>{html.escape(heading)}</h2>", _html_table(header, rows)]
-    page.append("<h2>Figures</h2>")
-    for title, png in figures:
-        if isinstance(png, Path) and png.is_file():
-            data = base64.b64encode(png.read_bytes()).decode("ascii")
+    page += [
+        "<h2>What ran</h2>",
+        _html_list(ran_lines),
+        "<h2>Verdicts</h2>",
+        _tally_chips(verdict_tally(verdicts)),
+    ]
+    for study in studies:
+        page += [f"<p>{inline_html(study.heading)}</p>", _html_list(study.lines)]
+    page.append("<h2>Claims</h2>")
+    for study, study_rows in by_study:
+        page += [f"<h3>{html.escape(study)}</h3>", _claims_table(study_rows)]
+    page += ["<h2>How a verdict is decided</h2>", f"<p>{inline_html(rule)}</p>"]
+    for heading, header, table_rows in tables:
+        page += [f"<h2>{html.escape(heading)}</h2>", _html_table(header, table_rows) if table_rows else "<p>(none)</p>"]
+    page += ["<h2>Figures</h2>", "<p>Click a figure to open it full width.</p>", "<div class='figures'>"]
+    for name, png in figures:
+        title = html.escape(name.replace("_", " "))
+        if name in drawn and drawn[name].is_file():
+            data = base64.b64encode(drawn[name].read_bytes()).decode("ascii")
             page.append(
-                f"<figure><img alt='{html.escape(title)}' "
-                f"src='data:image/png;base64,{data}'><figcaption>{html.escape(title)}</figcaption></figure>"
+                f"<figure id='{FIGURE_ANCHOR}{name}'><a href='#{FIGURE_ANCHOR}{name}'><img alt='{title}' "
+                f"src='data:image/png;base64,{data}'></a><figcaption>{title}</figcaption></figure>"
             )
         else:
-            page.append(f"<p>{html.escape(title)}: {html.escape(str(png))}</p>")
-    page.append("</body></html>")
+            page.append(f"<p>{title}: {html.escape(str(png))}</p>")
+    page.append("</div></body></html>")
     html_path.parent.mkdir(parents=True, exist_ok=True)
     html_path.write_text("\n".join(page))
+
+
+CLAIM_HEADER = ["claim (the paper's words, source, id)", "verdict", "effect: estimate, interval, unit, test", "figure"]
+FIGURE_ANCHOR = "figure-"
+# A page that fits its window: tables as wide as the page (the claims' with fixed column widths), snake_case names
+# breaking after an underscore (_html_table) and numbers never, images no wider than the page,
+# figures as thumbnails that a click (:target) opens full width.
+STYLE = (
+    "body{font-family:system-ui,sans-serif;line-height:1.4;margin:0 auto;padding:1em 1.5em;max-width:1320px}"
+    "table{border-collapse:collapse;width:100%;margin-bottom:1.5em}table.claims{table-layout:fixed}"
+    "td,th{border:1px solid #aaa;padding:4px 6px;vertical-align:top;text-align:left;overflow-wrap:break-word}"
+    "th{background:#f0f0f0}code{background:#f3f3f3;font-size:90%}"
+    "img{max-width:100%}tr:target{outline:3px solid #1a5fb4}li{margin:0.2em 0}"
+    ".chip{display:inline-block;padding:0.3em 0.8em;margin-right:0.5em;border-radius:1em;border:1px solid #aaa}"
+    ".claims col.claim{width:46%}.claims col.verdict{width:10%}.claims col.effect{width:34%}"
+    ".claims col.figure{width:10%}"
+    ".figures{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}"
+    "figure{margin:0;width:300px}figure img{width:100%}figure:target{width:100%}"
+)
+
+
+def _claims_table(rows) -> str:
+    cols = "".join(f"<col class='{name}'>" for name in ("claim", "verdict", "effect", "figure"))
+    head = "<tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in CLAIM_HEADER) + "</tr>"
+    body = [
+        f"<tr id='{anchor(r.id)}'><td>{inline_html(r.claim)} <small>({html.escape(r.id)})</small></td>"
+        f"{_verdict_cell(r.verdict)}{html.escape(r.verdict)}</td><td>{inline_html(r.effect)}</td>"
+        f"<td>{_figure_link(r.figure)}</td></tr>"
+        for r in rows
+    ]
+    return f"<table class='claims'><colgroup>{cols}</colgroup>{head}{''.join(body)}</table>"
+
+
+def _tally_chips(tally: dict[str, int]) -> str:
+    chips = "".join(
+        f"<span class='chip' style='background:{VERDICT_COLOURS.get(name, '#fff')}'><strong>{count}</strong> "
+        f"{html.escape(name)}</span>"
+        for name, count in tally.items()
+    )
+    return f"<p>{chips}</p>"
+
+
+def _html_list(lines: list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{inline_html(line)}</li>" for line in lines) + "</ul>"
+
+
+def _figure_link(figure: str | None) -> str:
+    return f"<a href='#{FIGURE_ANCHOR}{figure}'>{html.escape(figure)}</a>" if figure else ""
+
+
+def _verdict_cell(value) -> str:
+    colour = next((c for v, c in VERDICT_COLOURS.items() if str(value).startswith(v)), None)
+    return f"<td style='background:{colour}'>" if colour else "<td>"
+
+
+CODE = re.compile(r"`([^`]+)`")
+LINK = re.compile(r"\[([^\]]+)\]\((#[^)\s]+)\)")  # links within the page only
+BOLD = re.compile(r"\*\*(.+?)\*\*")
+EMPHASIS = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])")
+
+
+def inline_html(text: str) -> str:
+    """The Markdown inline subset the report's text uses (`code`, **bold**, *emphasis*, [text](#anchor)) as HTML,
+    everything else escaped; code spans are taken verbatim."""
+    parts = CODE.split(str(text))
+    for i, part in enumerate(parts):
+        if i % 2:
+            parts[i] = f"<code>{html.escape(part)}</code>"
+        else:
+            part = LINK.sub(lambda m: f"<a href='{m[2]}'>{m[1]}</a>", html.escape(part, quote=False))
+            parts[i] = EMPHASIS.sub(r"<em>\1</em>", BOLD.sub(r"<strong>\1</strong>", part))
+    return "".join(parts)
 
 
 def _pipe_table(header: list[str], rows: list[list]) -> str:
@@ -219,22 +324,20 @@ def _pipe_table(header: list[str], rows: list[list]) -> str:
 
 
 def _html_table(header: list[str], rows: list[list]) -> str:
-    def opening(name, value):
-        colour = (
-            next((c for v, c in VERDICT_COLOURS.items() if str(value).startswith(v)), None)
-            if name == "verdict"
-            else None
-        )
-        return f"<td style='background:{colour}'>" if colour else "<td>"
-
     head = "<tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in header) + "</tr>"
     body = [
         "<tr>"
-        + "".join(f"{opening(name, value)}{html.escape(str(value))}</td>" for name, value in zip(header, row))
+        + "".join(
+            f"{_verdict_cell(value) if name in ('verdict', 'status') else '<td>'}{inline_html(value)}</td>"
+            for name, value in zip(header, row)
+        )
         + "</tr>"
         for row in rows
     ]
-    return "<table>" + head + "".join(body) + "</table>"
+    return "<table>" + TEXT.sub(lambda m: m[0].replace("_", "_<wbr>"), head + "".join(body)) + "</table>"
+
+
+TEXT = re.compile(r">[^<]+")  # the text between tags: snake_case names may break after each underscore there
 
 
 def collapse_rates(points: pd.DataFrame) -> pd.DataFrame:
@@ -289,8 +392,8 @@ MEASURE_TABLES = {  # beyond the studies (docs/measures.md, docs/probes.md): sho
 
 
 def figure_list(tables: Path, figures: Path) -> list[tuple[str, Path | str]]:
-    """(title, png) of each drawn figure, (title, why not) of the others (figures.csv)."""
+    """(name, png) of each drawn figure, (name, why not) of the others (figures.csv)."""
     return [
-        (row.figure.replace("_", " "), figures / f"{row.figure}.png" if row.status == "drawn" else row.status)
+        (row.figure, figures / f"{row.figure}.png" if row.status == "drawn" else row.status)
         for row in pd.read_csv(tables / "figures.csv").itertuples()
     ]

@@ -332,6 +332,17 @@ def _sizes(value, key: str, tasks: tuple[str, ...]) -> tuple[int, ...] | dict[st
     return {task: sizes(value[task], f"{key}.{task}") for task in tasks}
 
 
+def trials_below(studies: dict[str, StudyConfig], fewest: int) -> list[str]:
+    """One line per study that runs fewer than `fewest` trials at some size: valid params, but the report's tests
+    of that study's runs cannot decide there (the validate stage prints them as warnings)."""
+    return [
+        f"studies.{name}.trials = {study.trials} is below {fewest}, the fewest trials the report's tests are "
+        f"calibrated at (docs/calibration.md): claims read from this study's runs give no verdict there"
+        for name, study in studies.items()
+        if min(study.trials.values() if isinstance(study.trials, dict) else [study.trials]) < fewest
+    ]
+
+
 def _trials(value, key: str, sizes: list[int]) -> int | dict[int, int]:
     """One count for every size, or a mapping size -> its own count (Tamkin et al. App. B: 50 at 500, 3 elsewhere)."""
     if not isinstance(value, dict):

@@ -9,8 +9,9 @@ import pandas as pd
 import yaml
 
 from src.artefacts.focus import FocusSummary
+from src.claims.summary import VERDICTS
 from src.results.aggregate import headline_metrics
-from stages.report import VERDICTS, verdict_tally
+from stages.report import verdict_tally
 from tests.support import REPO
 
 MAX_KEYS = 9  # per metrics file (focus.json has 8, 9 with its note): each key is a column of `dvc exp show`

@@ -58,6 +58,18 @@ def test_a_bad_value_stops_the_validate_stage_in_one_line(tmp_path, params):
     assert not (tmp_path / "valid.txt").exists()
 
 
+def test_the_validate_stage_warns_in_one_line_of_a_study_below_the_calibrated_trials(tmp_path):
+    params = stage_params({"trials": 1})  # valid, but no test of its claims is calibrated at one trial
+    params["studies"] = {"progressive": params["studies"]["progressive"]}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    run = run_module(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
+    assert run.returncode == 0 and (tmp_path / "valid.txt").exists(), run.stderr[-3000:]
+    assert [line for line in run.stderr.splitlines() if line.startswith("warning: ")] == [
+        "warning: studies.progressive.trials = 1 is below 3, the fewest trials the report's tests are calibrated at "
+        "(docs/calibration.md): claims read from this study's runs give no verdict there"
+    ]
+
+
 def test_a_non_utf8_glue_file_names_file_line_and_byte_offset_in_one_line(tmp_path, tiny_model_dir):
     folder = tmp_path / "glue" / "SST-2"
     folder.mkdir(parents=True)

@@ -9,7 +9,6 @@ training; every claim in the registry gets a row in the rendered report."""
 
 import math
 import re
-import zlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,98 +19,19 @@ import yaml
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from src.claims.claim import Shared
+from src.claims.claim import Shared, interval_text, number
 from src.claims.evidence import Evidence
 from src.claims.registry import BY_ID, CLAIMS
-from src.claims.render import report_tables, write_report
+from src.claims.render import inline_html, report_tables
+from src.claims.summary import VERDICTS
 from src.claims.units import ONE_PROBE_SEED
-from src.claims.verdicts import NO_VERDICT, NOT_RUN, judge_claims
-from src.config.schema import ReportConfig, StudyConfig
+from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, judge_claims
+from src.config.schema import StudyConfig
 from src.params.load import validate
 from src.stats.curves import first_reaching
 from src.stats.hypothesis import Bootstrap, Estimate
+from tests.fake_evidence import CONFIG, SETTINGS, Builder, H, L, predictions_with_accuracy, render, stable_seed
 from tests.support import grid_params
-
-L = 4
-H = 12  # attention heads per layer
-N = 200  # eval examples
-LABELS = np.random.default_rng(0).integers(0, 2, N)
-SETTINGS = ReportConfig(**{**grid_params()["report"], "bootstrap_resamples": 200})
-CONFIG = validate(grid_params())
-
-
-def predictions_with_accuracy(accuracy: float, seed: int) -> np.ndarray:
-    """Predictions whose accuracy on LABELS is `accuracy` (errors at random examples)."""
-    wrong = np.random.default_rng(seed).permutation(N)[: round((1 - accuracy) * N)]
-    predictions = LABELS.copy()
-    predictions[wrong] = 1 - predictions[wrong]
-    return predictions
-
-
-def stable_seed(*parts) -> int:
-    """The same seed in every process (Python's hash() of a str is salted per process)."""
-    return zlib.crc32("|".join(map(str, parts)).encode())
-
-
-class Builder:
-    """Runs with their predictions, as the report stage reads them."""
-
-    def __init__(self):
-        self.rows, self.predictions = [], {}
-
-    def add(self, slug, accuracy, task="sst2", size=500, trial=0, scheme="progressive", status="ok", **columns):
-        row = {
-            "study": "progressive",
-            "task": task,
-            "size": size,
-            "slug": slug,
-            "trial": trial,
-            "scheme": scheme,
-            "k": math.nan,
-            "layer": math.nan,
-            "window": math.nan,
-            "head_index": math.nan,
-            "lr_multiplier": 1.0,
-            "keep_layernorm": False,
-            "intermediate_task": None,
-            "epochs": 3,
-            "metric": "accuracy",
-            "value": math.nan if status != "ok" else accuracy,
-            "status": status,
-            "collapsed": False,
-            "ref_full": f"k{L}",
-            "ref_scratch": "k0",
-            "ref_baseline": None,
-            "plain": True,
-        }
-        self.rows.append({**row, **columns})
-        if status == "ok":
-            self.predictions[(task, size, slug, trial)] = predictions_with_accuracy(
-                accuracy, stable_seed(task, size, slug, trial)
-            )
-        return self
-
-    def curve(self, values, trials, spread=0.01, task="sst2", size=500):
-        for t in range(trials):
-            for k, v in enumerate(values):
-                self.add(f"k{k}", v + spread * ((t + k) % 3 - 1), task, size, t, k=k)
-        return self
-
-    def evidence(self, probe=None, weight_change=None, layer_change=None, studies=None, **settings):
-        return Evidence(
-            pd.DataFrame(self.rows),
-            self.predictions,
-            {"sst2": LABELS, "cola": LABELS, "qnli": LABELS},
-            probe if probe is not None else pd.DataFrame(columns=["task", "layer", "value"]),
-            weight_change if weight_change is not None else pd.DataFrame(),
-            layer_change if layer_change is not None else pd.DataFrame(),
-            L,
-            replace(SETTINGS, **settings),
-            studies if studies is not None else {"progressive": CONFIG.studies["progressive"]},
-            CONFIG.data,
-            CONFIG.train,
-            num_heads=H,
-        )
 
 
 def verdicts(evidence) -> dict:
@@ -590,29 +510,78 @@ def test_an_existing_study_is_extended_not_added():
 # --- the report ---------------------------------------------------------------------------------------------
 
 
-def render(evidence, tmp_path) -> str:
-    verdict_list, _ = judge_claims(evidence)
-    png = tmp_path / "progressive.png"
-    png.write_bytes(b"\x89PNG fake")
-    write_report(
-        verdict_list,
-        evidence.settings,
-        [("extra", pd.DataFrame({"a": [1.5]}))],
-        [("progressive", png), ("heads", "not run: no rows to plot")],
-        tmp_path / "r.md",
-        tmp_path / "r.html",
-    )
-    return (tmp_path / "r.md").read_text()
-
-
 def test_the_report_lists_every_claim_its_test_p_family_and_declared_inputs(tmp_path):
     md = render(Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08).evidence(), tmp_path)
-    claims_section = md.split("## Claims")[1].split("## Tests")[0]
+    claims_section = md.split("## Claims in detail")[1].split("## Tests")[0]
     for claim in CLAIMS:
         assert f"({claim.id})" in claims_section
     assert "dvc exp run -S studies.progressive.trials=" in md and "Holm family has" in md
     assert "| report.modifier_margin | 0.02 |" in md and "before the runs" not in md
     assert "heads: not run: no rows to plot" in md and "base64," in (tmp_path / "r.html").read_text()
+
+
+def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_row_per_claim(tmp_path):
+    """The first screen: what ran, the tally, per study what replicated, what did not and why, what did not run
+    and its command; then one row per claim with the deciding unit's effect and its figure; the rule below."""
+    evidence = block_preserve_study(0.8, 0.6, trials=1).evidence()  # blocks at 1 trial: no verdict
+    v = verdicts(evidence)
+    md = render(evidence, tmp_path)
+    first, rest = md.split("## How a verdict is decided")
+    assert RULE[:80] not in first and RULE[:80] in rest and "## Tests, per unit" in rest
+    assert "tiny-bert" in first and "`abc1234`" in first and "**progressive**: progressive (ks [0, 6])" in first
+    tally = {name: sum(x["verdict"] == name for x in v.values()) for name in VERDICTS}
+    assert ", ".join(f"**{n}** {name}" for name, n in tally.items()) in first
+    assert tally["supported"] and tally["contradicted"] and tally["not run"] and tally[NO_VERDICT]
+    tamkin = first.split("**Tamkin et al. 2020**")[1].split("**Singh & Giovanardi**")[0]
+    assert "- **Replicated**: [full_beats_scratch](#claim-full_beats_scratch)\n" in tamkin
+    (refused,) = v["early_layers_help_most"]["units"]
+    assert v["early_layers_help_most"]["verdict"] == NO_VERDICT and refused.refused
+    assert (
+        f"- **Undecided**: [early_layers_help_most](#claim-early_layers_help_most): no verdict: {refused.refused}"
+        in tamkin
+    )
+    lr = v["lr_multiplier_does_not_help"]
+    assert "[lr_multiplier_does_not_help](#claim-lr_multiplier_does_not_help), " in tamkin
+    assert f": needs `{lr['needs']}`" in tamkin
+    huang = first.split("**Huang, Lin & Zhou**")[1].split("## Claims")[0]
+    assert "- **Contradicted**: [reinit_curve_not_monotone](#claim-reinit_curve_not_monotone)\n" in huang
+    plan = v["reinit_curve_change_not_constant"]["plan"]
+    assert f"inconclusive; {plan['trials']} trials would decide it: `{plan['command']}`" in huang
+    claims = first.split("## Claims")[1]
+    for claim in CLAIMS:
+        assert f'<a id="claim-{claim.id}"></a>{claim.hypothesis}' in claims
+    rows = {
+        re.match(r'\| <a id="claim-(\w+)"', line)[1]: line for line in claims.splitlines() if line.startswith("| <a")
+    }
+    (gap,) = v["full_beats_scratch"]["units"]
+    assert (
+        f"| supported | {number(gap.estimate)} {interval_text(gap)} at sst2 n=500; {gap.test} |"
+        in rows["full_beats_scratch"]
+    )
+    # an existential claim contradicted by intersection-union: the unit with the largest p against decides
+    units = v["reinit_curve_not_monotone"]["units"]
+    deciding = max(units, key=lambda u: u.p_against)
+    assert (
+        f"{number(deciding.estimate)} {interval_text(deciding)} at {deciding.name} (the deciding unit of 4)"
+        in rows["reinit_curve_not_monotone"]
+    )
+    assert rows["full_beats_scratch"].endswith("| [progressive](progressive.png) |")
+    assert rows["early_layers_help_most"].endswith(
+        "| no verdict | — (no unit gives a verdict) |  |"
+    )  # no blocks figure
+
+
+def test_the_html_report_renders_the_markdown_it_shares_and_anchors_every_claim(tmp_path):
+    render(Builder().curve(RISING, trials=3).evidence(), tmp_path)
+    page = (tmp_path / "r.html").read_text()
+    for claim in CLAIMS:
+        assert f"<tr id='claim-{claim.id}'>" in page
+    text = re.sub(r"<code>.*?</code>", "", page, flags=re.S)  # a command's own quotes and stars stay verbatim
+    assert "**" not in text and "`" not in text and "<strong>supported</strong>" in page
+    assert "<a href='#figure-progressive'>progressive</a>" in page and "<figure id='figure-progressive'>" in page
+    assert inline_html("a `x*y*` **b** *c* [d](#e) <f>") == (
+        "a <code>x*y*</code> <strong>b</strong> <em>c</em> <a href='#e'>d</a> &lt;f&gt;"
+    )
 
 
 def test_table_1_says_when_its_exact_p_cannot_reach_alpha(tmp_path):
@@ -713,7 +682,8 @@ def test_a_contradicted_claim_prints_the_holm_p_that_decided_it_and_each_verdict
     assert contradicted["p"] == unit.adjusted < SETTINGS.alpha and unit.status == "against"
     assert contradicted["p_label"].startswith("Holm, smallest, against") and "familywise" in contradicted["p_label"]
     md = render(evidence, tmp_path)
-    row = next(line for line in md.splitlines() if "(full_beats_scratch)" in line)
+    details = md.split("## Claims in detail")[1]
+    row = next(line for line in details.splitlines() if "(full_beats_scratch)" in line)
     assert f"{unit.adjusted:.3g} (Holm, smallest, against; familywise error rate" in row
     assert supported["verdict"] == NOT_RUN
     v = verdicts(Builder().curve(RISING, trials=6).evidence())["full_beats_scratch"]

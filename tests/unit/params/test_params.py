@@ -8,7 +8,7 @@ reads the shipped params.yaml is the first: it must validate.
 import pytest
 
 from src.core.errors import ParamsError
-from src.params.load import read_params, validate
+from src.params.load import read_params, trials_below, validate
 from src.tasks.registry import TASKS
 from tests.support import DEFAULT_MODEL, DELETE, REPO, with_change
 
@@ -135,6 +135,25 @@ def test_bad_value_is_named_with_what_is_allowed(key, value, message):
     with pytest.raises(ParamsError) as error:
         validate(with_change(key, value), DEFAULT_MODEL)
     assert str(error.value) == f"params.yaml: {message}"
+
+
+def test_a_study_below_the_calibrated_trials_is_valid_and_named_in_a_warning(params):
+    for study in params["studies"].values():
+        study["trials"] = 3
+    params["studies"]["blocks"]["trials"] = 2
+    params["studies"]["heads"]["trials"] = 1
+    params["studies"]["single_layer"].update(sizes=[8, 16], trials={8: 3, 16: 1})  # one size below
+    warnings = trials_below(validate(params).studies, 3)
+    assert [w.split(" = ")[0] for w in warnings] == [
+        f"studies.{name}.trials" for name in ("blocks", "single_layer", "heads")
+    ]
+    assert warnings[1] == (
+        "studies.single_layer.trials = {8: 3, 16: 1} is below 3, the fewest trials the report's tests are calibrated "
+        "at (docs/calibration.md): claims read from this study's runs give no verdict there"
+    )
+    params["studies"]["blocks"]["trials"] = params["studies"]["heads"]["trials"] = 3
+    params["studies"]["single_layer"]["trials"] = 3
+    assert trials_below(validate(params).studies, 3) == []
 
 
 def test_limits_of_the_model_are_checked_only_once_it_is_known():

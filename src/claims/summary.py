@@ -1,0 +1,220 @@
+"""The report's first screen, as data both renderings share (src/claims/render.py): what ran, the
+tally of verdicts, one generated paragraph per study (what replicated, what was contradicted, what
+is undecided and why, what did not run and the command that adds it), and one row per claim (the
+claim in the paper's words, its verdict, the effect of the unit that decides it with its interval,
+and the figure that shows it). Text is Markdown's inline subset (`code`, **bold**, [link](#anchor)):
+render.py writes it as is into report.md and converts it for report.html."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from src.claims.claim import SEED_001, SEED_003, SEED_004, interval_text, number
+from src.claims.units import Unit
+from src.claims.verdicts import NO_VERDICT, NOT_RUN, decided_by, flow
+from src.config.schema import StudyConfig
+
+VERDICTS = ("supported", "contradicted", "inconclusive", NO_VERDICT, NOT_RUN)
+# the studies by seed number (a claim's source begins with it), in the report's order
+STUDIES = {seed.split()[0]: seed.split(" ", 1)[1] for seed in (SEED_001, SEED_003, SEED_004)}
+# The figure that shows a claim: each study draws one figure named after it (src/figures), so a claim's
+# figure is that of the first study it needs; probes are drawn on the progressive figure, weight change
+# (read from the progressive runs) has its own, and a study added under another name draws the figure of
+# the study it extends.
+FIGURE_OF_FAMILY = {"weight_change": "weight_change"}
+FIGURE_OF_STUDY = {"epochs_small": "epochs", "sequential_wnli": "sequential"}
+
+
+@dataclass(frozen=True)
+class WhatRan:
+    """What produced the report: the base model (as prepare_model recorded it), the studies as params.yaml
+    declared them, the runs the report read, and the code's commit where the stage could tell."""
+
+    model: str
+    studies: dict[str, StudyConfig]
+    finished_runs: int
+    failed_runs: int
+    commit: str | None = None
+
+
+def verdict_tally(verdicts: list[dict]) -> dict[str, int]:
+    """How many claims got each verdict, every verdict named (0 too) so `dvc metrics diff` lines up;
+    a verdict outside VERDICTS is counted under its own name, never dropped."""
+    counts = Counter(v["verdict"] for v in verdicts)
+    return {name: counts[name] for name in [*VERDICTS, *(name for name in counts if name not in VERDICTS)]}
+
+
+def anchor(claim_id: str) -> str:
+    return f"claim-{claim_id}"
+
+
+def claim_link(claim_id: str) -> str:
+    return f"[{claim_id}](#{anchor(claim_id)})"
+
+
+def study_design(study: StudyConfig) -> str:
+    """One study's design in a line: its scheme and arguments, tasks, sizes and trials (a mapping as YAML flow)."""
+    arguments = [
+        f"{f.name} {flow(getattr(study, f.name))}"
+        for f in fields(study)
+        if f.name not in ("name", "scheme", "tasks", "sizes", "trials")
+        and getattr(study, f.name) not in (None, (), [], False)
+    ]
+    sizes = flow(study.sizes if isinstance(study.sizes, dict) else list(study.sizes))
+    trials = flow(study.trials)
+    return (
+        f"**{study.name}**: {study.scheme}"
+        + (f" ({', '.join(arguments)})" if arguments else "")
+        + f"; tasks {', '.join(study.tasks)}; sizes {sizes}; trials {trials}"
+    )
+
+
+def what_ran_lines(ran: WhatRan) -> list[str]:
+    commit = f"; code at commit `{ran.commit}`" if ran.commit else ""
+    failed = f", {ran.failed_runs} failed (non-finite loss, left out)" if ran.failed_runs else ""
+    return [
+        f"**Model**: {ran.model}{commit}.",
+        f"**Runs read**: {ran.finished_runs} finished{failed}.",
+        *(study_design(study) for study in ran.studies.values()),
+    ]
+
+
+def tally_text(tally: dict[str, int]) -> str:
+    return ", ".join(f"**{count}** {name}" for name, count in tally.items())
+
+
+# --- why a claim is undecided, per study ------------------------------------------------------------------------
+
+
+def undecided_reason(v: dict) -> str:
+    """Why an undecided claim has no verdict: its units' refusals (no verdict), or the trials that would decide it
+    and the command that runs them, else the planner's reason (inconclusive)."""
+    if v["verdict"] == NO_VERDICT:
+        refusals = list(dict.fromkeys(u.refused for u in v["units"] if u.refused))
+        return "no verdict: " + ("; ".join(refusals) or "the full-vs-scratch gap it needs gives no verdict")
+    plan = v["plan"] or {}
+    if plan.get("trials"):
+        return f"inconclusive; {plan['trials']} trials would decide it: `{plan['command']}`"
+    reasons = list(dict.fromkeys(reason.partition(": ")[2] or reason for reason in plan.get("reasons", [])))
+    return "inconclusive: " + (reasons[0] if reasons else "neither test is significant")
+
+
+def needs_text(needs: str) -> str:
+    """What a claim that did not run needs: the command that adds its runs (as code), or why none would."""
+    return f"needs `{needs}`" if needs.startswith("dvc ") else needs
+
+
+def grouped(entries: list[tuple[str, str]]) -> list[str]:
+    """(claim id, reason) pairs as one line per distinct reason, naming its claims (linked to their rows)."""
+    by_reason: dict[str, list[str]] = {}
+    for claim_id, reason in entries:
+        by_reason.setdefault(reason, []).append(claim_link(claim_id))
+    return [f"{', '.join(ids)}: {reason}" for reason, ids in by_reason.items()]
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    """One study's verdicts in a line, then a line per group: what replicated, what was contradicted, the undecided
+    claims by their reason, and the claims that did not run by the command that adds their runs."""
+
+    heading: str
+    lines: list[str]
+
+
+def study_summary(seed: str, verdicts: list[dict]) -> StudySummary:
+    mine = [v for v in verdicts if v["claim"].source.split()[0] == seed]
+    ids = {name: [v["id"] for v in mine if v["verdict"] == name] for name in ("supported", "contradicted")}
+    undecided = [(v["id"], undecided_reason(v)) for v in mine if v["verdict"] in ("inconclusive", NO_VERDICT)]
+    not_run = [(v["id"], needs_text(v["needs"])) for v in mine if v["verdict"] == NOT_RUN]
+    counts = {"replicated": ids["supported"], "contradicted": ids["contradicted"], "undecided": undecided}
+    heading = f"**{STUDIES[seed]}**, {len(mine)} claims: " + ", ".join(
+        f"{len(found)} {name}" for name, found in {**counts, "not run": not_run}.items()
+    )
+    lines = [
+        *(
+            f"**{name.capitalize()}**: " + ", ".join(map(claim_link, found))
+            for name, found in list(counts.items())[:2]
+            if found
+        ),
+        *(f"**Undecided**: {line}" for line in grouped(undecided)),
+        *(f"**Not run**: {line}" for line in grouped(not_run)),
+    ]
+    return StudySummary(heading, lines)
+
+
+def study_summaries(verdicts: list[dict]) -> list[StudySummary]:
+    return [
+        study_summary(seed, verdicts) for seed in STUDIES if any(v["claim"].source.startswith(seed) for v in verdicts)
+    ]
+
+
+# --- one row per claim -------------------------------------------------------------------------------------------
+
+
+def deciding_unit(v: dict) -> Unit | None:
+    """The unit whose p is (or would be) the claim's: the smallest Holm p of the side that decided it where Holm
+    decides, else the largest p of the intersection-union (the unit that stands between the claim and that verdict);
+    None where no unit has a p (not run, or every unit refused)."""
+    units = [u for u in v["units"] if not u.refused]
+    if not units:
+        return None
+
+    def p(value: float) -> float:
+        return value if np.isfinite(value) else math.inf
+
+    claim, text = v["claim"], v["verdict"]
+    if decided_by(text, claim.every) == "holm":
+        side = "against" if text == "contradicted" else "for"
+        return min([u for u in units if u.status == side] or units, key=lambda u: p(u.adjusted))
+    return max(units, key=lambda u: p(u.p_for if claim.every else u.p_against))
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    id: str
+    seed: str  # 001, 003, 004
+    claim: str  # the hypothesis as the paper states it, with its source
+    verdict: str
+    effect: str
+    figure: str | None  # the figure that shows it, where it was drawn
+
+
+def figure_of(claim) -> str:
+    family = claim.build.__module__.rsplit(".", 1)[-1]
+    study = claim.needs[0].study if claim.needs else family
+    return FIGURE_OF_FAMILY.get(family, FIGURE_OF_STUDY.get(study, study))
+
+
+def effect_text(v: dict) -> str:
+    """The deciding unit's estimate and interval, where it is and what it estimates; or why there is none."""
+    if v["verdict"] == NOT_RUN:
+        return "—"
+    unit = deciding_unit(v)
+    if unit is None:
+        return "— (no unit gives a verdict)"
+    refused = sum(1 for u in v["units"] if u.refused)
+    of = f" (the deciding unit of {len(v['units'])}" if len(v["units"]) > 1 else ""
+    of += f"; {refused} give no verdict)" if refused else ")" if of else ""
+    return f"{number(unit.estimate)} {interval_text(unit)} at {unit.name}{of}; {unit.test}"
+
+
+def claim_rows(verdicts: list[dict], drawn: set[str]) -> list[ClaimRow]:
+    rows = []
+    for v in verdicts:
+        claim, figure = v["claim"], figure_of(v["claim"])
+        rows.append(
+            ClaimRow(
+                v["id"],
+                claim.source.split()[0],
+                f"{claim.hypothesis} ({claim.source.split(' ', 1)[1]})"
+                + (" [secondary analysis]" if claim.secondary and "secondary" not in claim.source else ""),
+                v["verdict"],
+                effect_text(v),
+                figure if figure in drawn else None,
+            )
+        )
+    return rows
