@@ -29,7 +29,9 @@ these tables (its df Satterthwaite's over the mean squares of the components kep
 gate opened by the collapse rate of the runs it gated), and the robustness readings of
 src/claims/units.py (the trial-only t; the (nearly) collapsed runs' trials excluded, whose estimand is
 the trained runs' contrast, not 0 under a collapse null). docs/calibration.md shows the tables and the command that made
-them; tests/unit/stats/test_calibration.py re-measures a fast subset.
+them; tests/unit/stats/test_calibration.py re-measures a fast subset. The hurdle that tests "A beats B"
+(src/stats/collapse.py: collapse rates and the trained runs' contrast) has its own nulls, the trained runs alike
+and the collapse rates equal (hurdle_table, HURDLE_NULLS), and alternatives where they are not.
 
 The head-importance-vs-reinit correlation (metrics/head_importance_vs_reinit.csv) has its own
 simulation (simulate_heads, correlation_table): a few to 72 heads, each with a latent importance
@@ -55,6 +57,7 @@ from scipy import stats
 
 from src.claims.units import NEAR_COLLAPSE_SHARE
 from src.stats import correlation, hypothesis, validity
+from src.stats.collapse import HURDLE_PARTS, hurdle
 from src.stats.validity import decidable
 from src.tasks.kinds import COLLAPSE_SHARE
 from src.tasks.metrics import example_metric
@@ -134,13 +137,20 @@ NEAR_PUSH = (0.8, 0.98)  # the share of a nearly collapsed run's examples pushed
 
 
 def simulate(
-    null: Null, n_trials: int, reps: int, rng: np.random.Generator, contrast: float = 0.0, n_examples=EXAMPLES
+    null: Null,
+    n_trials: int,
+    reps: int,
+    rng: np.random.Generator,
+    contrast: float = 0.0,
+    n_examples=EXAMPLES,
+    compensate: bool = True,
 ):
     """(correct [2, R, T, N], majority share [2, R, T]) of conditions A and B in `reps` replicates
     whose expected accuracy over all their runs, (nearly) collapsed ones included, differs by exactly
     `contrast` (A - B): each condition's runs collapse and nearly collapse at the null's shares, and its
     trained runs' mu compensates (a pushed example scores 0.5 in expectation, so a nearly collapsed run
-    counts as mean(NEAR_PUSH) of a collapse)."""
+    counts as mean(NEAR_PUSH) of a collapse). Without `compensate` (the hurdle's nulls) it is the trained
+    runs' expected accuracy that differs by `contrast`, whatever the collapses."""
     labels = rng.integers(0, 2, (reps, 1, n_examples), dtype=np.int8)
     shared = SHARED_EXAMPLE_SD * rng.standard_normal((reps, 1, n_examples), dtype=np.float32)
     correct, majority = [], []
@@ -149,7 +159,7 @@ def simulate(
         (ACCURACY - contrast, null.collapse, null.near_b),
     ):
         latent = (
-            np.float32(_mean_for(accuracy, null, collapse + np.mean(NEAR_PUSH) * near))
+            np.float32(_mean_for(accuracy, null, (collapse + np.mean(NEAR_PUSH) * near) if compensate else 0.0))
             + null.trial_sd * rng.standard_normal((reps, n_trials, 1), dtype=np.float32)
             + null.example_sd * rng.standard_normal((reps, 1, n_examples), dtype=np.float32)
             + shared
@@ -389,6 +399,128 @@ def estimate_table(
                     )
                 )
     return rows
+
+
+# --- the hurdle: collapse rates and the trained runs' contrast, combined by Bonferroni -------------------------
+
+# The hurdle's null is "the same collapse rate AND the same trained runs' accuracy" (simulate without
+# compensation): the collapse nulls above, whose conditions collapse at different rates with equal means over all
+# runs, are alternatives here, and measured as such (HURDLE_ALTERNATIVES).
+HURDLE_NULLS = {
+    "no collapse (trial + example)": NULLS["trial + example"],
+    "no collapse (example-dominated)": NULLS["example-dominated"],
+    "both collapse (0.2)": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2, collapse_a=0.2),
+    "both nearly collapse (0.15)": NULLS["both nearly collapse (0.15)"],
+    "collapses and near-collapses mixed, equal rates": Null(
+        trial_sd=0.15, example_sd=0.3, collapse=0.15, collapse_a=0.05, near_a=0.15, near_b=0.05
+    ),
+}
+# (null, compensate): B collapses more often than A
+HURDLE_ALTERNATIVES = {
+    "B collapses (0.2), trained runs alike": (NULLS["B collapses (0.2)"], False),
+    "B collapses (2/3), trained runs alike": (Null(trial_sd=0.05, example_sd=0.2, collapse=2 / 3), False),
+    "B collapses (0.2), means over all runs equal (the old null)": (NULLS["B collapses (0.2)"], True),
+}
+
+
+@dataclass(frozen=True)
+class HurdleRow:
+    """One cell of hurdle_table: the rejection rates of the hurdle's p_greater (A better) and p_less (A worse) at
+    ALPHA and HOLM_LEVEL; `by_rate`: the share of rejections at ALPHA the rate part made (rather than the
+    trained runs' part); `no_trained`: the share of replicates with fewer than 2 trials where neither run
+    (nearly) collapsed (the trained part cannot reject there)."""
+
+    null: str
+    trials: int
+    reps: int
+    greater: tuple[float, float]
+    less: tuple[float, float]
+    by_rate: float
+    no_trained: float
+    symmetric: bool
+
+    @property
+    def size(self) -> tuple[float, float]:
+        """A symmetric null's two one-sided tests measure one size (averaged); else the larger tail's."""
+        pick = (lambda g, x: (g + x) / 2) if self.symmetric else max
+        return tuple(pick(g, x) for g, x in zip(self.greater, self.less))
+
+    def size_ok(self, sigmas: float = 0.0) -> bool:
+        """Size <= the level (no 1.2 slack: the hurdle is meant to hold the level itself) + `sigmas` MC SEs."""
+        tails = 2 if self.symmetric else 1
+        return all(
+            size <= level + sigmas * math.sqrt(level * (1 - level) / (self.reps * tails))
+            for size, level in zip(self.size, (ALPHA, HOLM_LEVEL))
+        )
+
+
+def hurdle_rejections(correct: np.ndarray, majority: np.ndarray):
+    """(p_greater < level, p_less < level, rate part rejected at ALPHA, fewer than 2 trained trials) of each
+    replicate, the levels (ALPHA, HOLM_LEVEL) on the last axis of the first two: the hurdle as src/claims/units.py
+    computes it. Collapse is read from the sample by the pipeline's rule (majority share >= NEAR_COLLAPSE_SHARE);
+    the trained part is the crossed test of the trials where neither run (nearly) collapsed ("collapsed excluded")."""
+    flags = majority >= NEAR_COLLAPSE_SHARE
+    trained, refused = estimates(correct, majority, "collapsed excluded")
+    result = hurdle(flags[0], flags[1], (trained.p_greater(), trained.p_less()), ALPHA)
+    levels = np.array([ALPHA, HOLM_LEVEL])
+    greater, less = (np.asarray(p)[:, None] < levels for p in (result.p_greater, result.p_less))
+    by_rate = result.rate_counts & ((HURDLE_PARTS * np.fmin(*result.rate)) < ALPHA)
+    return greater, less, by_rate & (greater[:, 0] | less[:, 0]), refused
+
+
+def hurdle_table(reps: int, seed: int = 0, trials=TRIALS, nulls=None, alternatives=None) -> list[HurdleRow]:
+    """The hurdle's one-sided rejection rates at ALPHA and HOLM_LEVEL under each of HURDLE_NULLS (sizes) and
+    HURDLE_ALTERNATIVES (B collapses more: power of p_greater, and p_less's rate of the wrong direction), at each
+    T, in chunks of CHUNK replicates."""
+    rng = np.random.default_rng(seed)
+    cells = {name: (HURDLE_NULLS[name], False) for name in (HURDLE_NULLS if nulls is None else nulls)}
+    cells |= {
+        name: HURDLE_ALTERNATIVES[name] for name in (HURDLE_ALTERNATIVES if alternatives is None else alternatives)
+    }
+    rows = []
+    for name, (null, compensate) in cells.items():
+        for n_trials in trials:
+            counts = np.zeros(6)
+            for start in range(0, reps, CHUNK):
+                size = min(CHUNK, reps - start)
+                correct, majority = simulate(null, n_trials, size, rng, compensate=compensate)
+                greater, less, by_rate, refused = hurdle_rejections(correct, majority)
+                counts += [*greater.sum(axis=0), *less.sum(axis=0), by_rate.sum(), refused.sum()]
+            rejected_at_alpha = counts[0] + counts[2]
+            rows.append(
+                HurdleRow(
+                    name,
+                    n_trials,
+                    reps,
+                    (counts[0] / reps, counts[1] / reps),
+                    (counts[2] / reps, counts[3] / reps),
+                    counts[4] / rejected_at_alpha if rejected_at_alpha else math.nan,
+                    counts[5] / reps,
+                    null.symmetric and name in HURDLE_NULLS,
+                )
+            )
+    return rows
+
+
+HURDLE_HEADER = (
+    f"| null or alternative | T | reps | size at {ALPHA} / {HOLM_LEVEL:.5f} | A better (p_greater) at {ALPHA} / "
+    f"{HOLM_LEVEL:.5f} | A worse (p_less) | rejections by the rate part | < 2 trained trials | targets missed |\n"
+    + "|---" * 9
+    + "|"
+)
+
+
+def hurdle_markdown_row(row: HurdleRow) -> str:
+    """A line of the hurdle table; size and "targets missed" (size <= the level, 2 Monte Carlo SEs of slack) only
+    under the nulls."""
+    is_null = row.null in HURDLE_NULLS
+    size = f"{row.size[0]:.4f} / {row.size[1]:.5f}" if is_null else "(not a null)"
+    missed = ("–" if row.size_ok(2) else "size") if is_null else "–"
+    return (
+        f"| {row.null} | {row.trials} | {row.reps * (2 if row.symmetric else 1):,} | {size} | "
+        f"{row.greater[0]:.4f} / {row.greater[1]:.5f} | {row.less[0]:.4f} / {row.less[1]:.5f} | "
+        f"{_cell(row.by_rate, '.2f')} | {row.no_trained:.3f} | {missed} |"
+    )
 
 
 # --- a crossed seed_design: subsets x draws -----------------------------------------------------------------
@@ -997,7 +1129,7 @@ def correlation_markdown_row(row: CorrelationRow) -> str:
     )
 
 
-TABLES = ("estimates", "welch", "spearman-margin", "curves", "crossed-curves", "correlation")
+TABLES = ("estimates", "hurdle", "welch", "spearman-margin", "curves", "crossed-curves", "correlation")
 
 
 def main(argv=None) -> None:
@@ -1040,6 +1172,13 @@ def main(argv=None) -> None:
                     args.reps, args.seed, (n_trials,), (name,), n_examples=args.examples, margin_reps=args.margin_reps
                 )
                 print("\n".join(markdown_row(row) for row in rows), flush=True)
+    if "hurdle" in args.tables:
+        print(HURDLE_HEADER, flush=True)
+        for name in (*HURDLE_NULLS, *HURDLE_ALTERNATIVES):  # one cell at a time, printed as measured
+            for n_trials in args.trials:
+                null, alternative = ([name], []) if name in HURDLE_NULLS else ([], [name])
+                rows = hurdle_table(args.reps, args.seed, (n_trials,), null, alternative)
+                print("\n".join(hurdle_markdown_row(row) for row in rows), flush=True)
     if "welch" in args.tables:
         print(HEADER, flush=True)
         print("\n".join(markdown_row(row) for row in welch_table(args.reps, args.seed, args.trials)), flush=True)

@@ -14,6 +14,7 @@ from src.claims.registry import CLAIMS
 from src.claims.units import NEAR_COLLAPSE_SHARE, ONE_PROBE_SEED, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
 from src.stats import hypothesis, validity
+from src.stats.collapse import HURDLE_PARTS
 from src.tasks.registry import TASKS
 
 NOT_RUN = "not run"
@@ -35,6 +36,11 @@ REFUSALS = (
     ("fewer than", "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"),
     ("one run per cell", "an analysis of variance with one run per cell has no residual variance"),
     ("chance level unknown", "the chance level needs the eval labels, which are missing"),
+    (
+        "hurdle's parts disagree",
+        "its two parts point opposite ways, each significant at α / 2 (one condition collapses less often, the "
+        "other's trained runs score higher)",
+    ),
 )
 PER_CLAIM = "error rate α for this claim alone"  # intersection-union verdicts
 FAMILYWISE = "familywise error rate α across the report's Holm family"  # Holm verdicts
@@ -64,7 +70,18 @@ RULE = (
     "never dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted. "
     f"A run that (nearly) collapsed (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set) is also an "
     "outcome of its own: a contrast reports its conditions' collapse rates (exact intervals, compared paired by "
-    "trial). Its robustness readings, never a verdict, give its p's under the trial-only t and with the trials of "
+    "trial). **Reformulation**: a claim that condition A beats B (A − B > 0, two conditions on independent trials) "
+    "is tested as a two-part (hurdle) outcome, every run counting in exactly one part: the conditions' collapse "
+    "rates (McNemar's exact test paired by trial) and, on the trials where neither run collapsed, the trained runs' "
+    "contrast (the crossed trials × examples test). Its null is 'the same collapse rate and the same trained "
+    "score', not 'the same mean over all runs'; A is better where either part says so: its p is twice the "
+    "smaller part's (Bonferroni, each part at α / 2) where the rates' exact test can reach α with its discordant "
+    "trials (at least 5 at α = 0.05), the trained part's alone where it cannot (Tarone's rule: a test that cannot "
+    "reach the level costs none of it). Its estimate and interval are the trained runs' contrast, at the level its "
+    "part is tested at. At 3 trials the rates cannot reach α (their smallest one-sided p is 1/8), so a difference "
+    "in collapse rates alone decides nothing there; parts that disagree give no verdict. Other "
+    "contrasts (margins, chance levels, more than two conditions, a crossed seed_design) test the mean over all "
+    "runs. Its robustness readings, never a verdict, give its p's under the trial-only t and with the trials of "
     "(nearly) collapsed runs excluded."
 )
 
@@ -84,6 +101,12 @@ def unit_status(unit: Unit, every: bool, alpha: float) -> str:
     return "for" if p_for < alpha else "unresolved"
 
 
+def hurdle_parts(unit: Unit) -> int:
+    """What a unit's test of its estimate shares α with: a hurdle's trained part is tested at α / 2 where its
+    collapse rates can reach α too, at α where they cannot; every other test at α."""
+    return HURDLE_PARTS if unit.hurdle is not None and bool(unit.hurdle.rate_counts) else 1
+
+
 def decision_interval(unit: Unit, alpha: float) -> tuple[float, float]:
     """The interval the unit's test *for* reads at `alpha`: a one-sided (1 − alpha) bound in the
     claim's direction ([low, +∞) for "> 0" and "> −margin", (−∞, high] for "< margin"), the
@@ -92,6 +115,7 @@ def decision_interval(unit: Unit, alpha: float) -> tuple[float, float]:
     result = unit.result
     if unit.refused or not isinstance(result, (hypothesis.Estimate, hypothesis.Bootstrap)):
         return unit.interval
+    alpha = alpha / hurdle_parts(unit)
     low, high = result.interval(1 - 2 * alpha)
     shape = unit.shape if isinstance(result, hypothesis.Estimate) else "greater" if unit.margin is None else "within"
     return {"greater": (low, math.inf), "above": (low, math.inf), "below": (-math.inf, high)}.get(shape, (low, high))
@@ -221,6 +245,7 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
 
 def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.TrialsPlan:
     result = unit.result
+    alpha = alpha / hurdle_parts(unit)
     if isinstance(result, hypothesis.Estimate):
         if unit.shape == "within":
             return hypothesis.plan_equivalence(result, unit.margin, alpha, family, power)

@@ -56,8 +56,9 @@ def decidable(test_type: str, n_trials: int, design: tuple[int, int] | None = No
       not hold at any T measured (one-sided size 0.49 / 0.33 / 0.11 at 0.05 at T = 3 / 5 / 10 with
       a collapse rate of 0.2, up to 0.14 at the Holm level; docs/calibration.md): the sample may miss
       every collapse. No rule here refuses them for it, since the design alone cannot tell and no rule
-      may read the sample's own collapses; each contrast reports its conditions' collapse rates and
-      its p with the collapsed runs' trials excluded beside the verdict (src/claims/units.py).
+      may read the sample's own collapses; "A beats B" of two conditions is tested as a hurdle instead
+      (collapse rates | trained runs' contrast, src/stats/collapse.py), which holds its size at both levels
+      from 3 trials (docs/calibration.md), and each contrast reports its conditions' collapse rates.
     - "bootstrap-difference": the percentile bootstrap of a difference of two like curve
       statistics (k90, rho against the probe, the steepest step, at two sizes) tested at 0,
       where the null makes the two exchangeable, with both curves (and the probe) scored on one

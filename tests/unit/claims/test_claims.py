@@ -602,33 +602,57 @@ def test_table_1_says_when_its_exact_p_cannot_reach_alpha(tmp_path):
     assert not any(t.startswith("Variance components") for t in titles)
 
 
-def test_a_collapsed_run_counts_in_the_contrast_is_reported_as_an_outcome_and_excluded_only_in_robustness():
+def test_a_collapsed_run_counts_in_the_hurdles_rate_part_is_reported_as_an_outcome_and_in_robustness():
     b = Builder().curve(RISING, trials=4)
     b.add("k0", 0.5, trial=4, k=0, collapsed=True).add(f"k{L}", 0.9, trial=4, k=L)
     b.add("k0", 0.55, trial=5, k=0, majority_share=0.93).add(f"k{L}", 0.9, trial=5, k=L, majority_share=0.5)
     (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
-    # the test counts every run: the collapsed (flag) and the nearly collapsed (share 0.93) runs' trials are in it
+    # full − scratch > 0 is a hurdle: every run counts in one part. The collapsed (flag) and nearly collapsed (share
+    # 0.93) runs count in the collapse rates (2 of 6 scratch runs, none of the full model's: McNemar one-sided 1/4,
+    # which 2 discordant trials cannot bring below α), the 4 trials where neither collapsed in the trained runs'
+    # contrast, which is the unit's estimate and, the rates unable to reach α, its test
     score = pd.DataFrame(b.rows).set_index(["slug", "trial"])["value"]
     differences = np.array([score[(f"k{L}", t)] - score[("k0", t)] for t in range(6)])
-    assert unit.n == 6 and not unit.refused and unit.estimate == pytest.approx(differences.mean())
-    assert "1 collapsed run(s) kept" in unit.notes
+    assert unit.n == 6 and not unit.refused and unit.estimate == pytest.approx(differences[:4].mean())
+    assert "1 collapsed run(s) kept" in unit.notes and "4 of 6 trials trained in both (the estimate's)" in unit.notes
+    (without,) = verdicts(Builder().curve(RISING, trials=4).evidence())["full_beats_scratch"]["units"]
+    assert unit.hurdle.rate == pytest.approx((0.25, 1.0)) and unit.hurdle.trained == pytest.approx(
+        without.hurdle.trained
+    )
+    assert not unit.hurdle.rate_counts and unit.p_for == pytest.approx(without.hurdle.trained[0])
     # the collapse is also an outcome of its own
     scratch, full = unit.collapse["k0"], unit.collapse[f"k{L}"]
     assert (scratch.collapsed, scratch.runs, full.collapsed) == (2, 6, 0)
     assert scratch.interval == pytest.approx(stats.binomtest(2, 6).proportion_ci(method="exact"))
     assert unit.collapse_comparison.p == pytest.approx(0.5)  # McNemar exact: 2 of 2 discordant trials
     # the robustness readings: the trial-only t over all 6 trials, and the 4 trials without a collapse alone,
-    # exactly the test of the same runs without trials 4 and 5
+    # exactly the trained part of the same runs without trials 4 and 5
     trial_only = stats.ttest_1samp(differences, 0, alternative="greater").pvalue
     assert unit.robustness.trial_only[0] == pytest.approx(trial_only)
-    (without,) = verdicts(Builder().curve(RISING, trials=4).evidence())["full_beats_scratch"]["units"]
-    assert unit.robustness.collapsed_excluded == pytest.approx((without.p_for, without.p_against))
-    assert without.n == 4 and unit.p_for != pytest.approx(without.p_for)
+    assert unit.robustness.collapsed_excluded == pytest.approx(without.hurdle.trained)
+    assert without.n == 4 and without.hurdle.rate == (1.0, 1.0)
     b = Builder().curve(RISING, trials=4)
     b.rows = [r for r in b.rows if not (r["trial"] == 3 and r["slug"] == "k0")]
     b.add("k0", 0.0, trial=3, k=0, status="diverged")
     (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
     assert unit.n == 3 and "1 diverged run(s) left out" in unit.notes
+
+
+def test_a_condition_collapsing_in_2_of_3_trials_is_decided_by_the_collapse_rates_not_a_t_on_the_mixture():
+    b = Builder().curve(RISING, trials=1)
+    for trial in (1, 2):  # scratch collapses in trials 1 and 2 (one class: it scores the positive share, 0.5)
+        for k, value in enumerate(RISING):
+            b.add(f"k{k}", 0.5 if k == 0 else value, trial=trial, k=k, collapsed=k == 0)
+    verdict = verdicts(b.evidence())["full_beats_scratch"]
+    (unit,) = verdict["units"]
+    # a t on the mixture (every run's score, collapsed or not) finds the full model ahead (raw one-sided p < 0.05)
+    assert unit.robustness.trial_only[0] < 0.05
+    # the hurdle: one trial trained in both cannot test the trained runs, and 2 of 2 discordant trials give the rate
+    # part one-sided p 1/4, which 3 trials can never bring below α (1/8 at best): nothing decides at 3 trials
+    assert unit.p_for == 1.0 and unit.p_against == 1.0 and not unit.refused
+    assert unit.hurdle.rate[0] == pytest.approx(0.25) and np.isnan(unit.hurdle.trained[0])
+    assert unit.status != "supported" and verdict["verdict"] == "inconclusive"
+    assert "the trained runs' contrast has no test" in unit.interval_note
 
 
 # --- the verdict and its labels (issue 35, point 7) ------------------------------------------------------------------

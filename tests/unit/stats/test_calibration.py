@@ -51,6 +51,31 @@ def test_with_collapses_the_test_keeps_every_run_and_misses_its_size_at_alpha():
     assert excluded.refused == pytest.approx(3 * 0.2**2 * 0.8 + 0.2**3, abs=0.02)
 
 
+HURDLE_NULLS = ["both collapse (0.2)", "collapses and near-collapses mixed, equal rates"]
+TWO_OF_THREE = "B collapses (2/3), trained runs alike"
+
+
+def test_the_hurdle_holds_its_size_and_a_collapse_in_2_of_3_trials_is_not_decided_by_a_t_on_the_mixture():
+    rows = calibration.hurdle_table(reps=3000, trials=(3, 10), nulls=HURDLE_NULLS, alternatives=[TWO_OF_THREE], seed=1)
+    nulls = [r for r in rows if r.null in HURDLE_NULLS]
+    assert len(nulls) == 4 and all(r.size_ok(SIGMAS) for r in nulls), nulls
+    two_of_three = {r.trials: r for r in rows if r.null == TWO_OF_THREE}
+    slack = SIGMAS * np.sqrt(calibration.ALPHA / 3000)
+    # B collapses in 2 of 3 trials on average, A never, their trained runs alike. At 3 trials the rate part cannot
+    # reject (its smallest one-sided p is 1/8) and the trained part's null holds: "A better" is rejected no more
+    # often than α
+    assert two_of_three[3].greater[0] <= calibration.ALPHA + slack
+    # a t on the mixture of every run (the test before the hurdle) finds A better in a third of the samples
+    correct, majority = calibration.simulate(
+        calibration.HURDLE_ALTERNATIVES[TWO_OF_THREE][0], 3, 3000, np.random.default_rng(1), compensate=False
+    )
+    mixture = calibration.estimates(correct, majority, "new")[0]
+    assert np.mean(mixture.p_greater() < calibration.ALPHA) > 0.2
+    # at 10 trials the exact rate test sees it, and never the other way
+    assert two_of_three[10].greater[0] > 0.5 and two_of_three[10].less[0] <= calibration.ALPHA / 2 + slack
+    assert two_of_three[10].less[1] <= calibration.HOLM_LEVEL + SIGMAS * np.sqrt(calibration.HOLM_LEVEL / 3000)
+
+
 def test_the_fast_subset_fails_the_estimator_it_replaced():
     # the dropped-component df: 10-25x nominal at the Holm level here, which the subset above must catch
     rows = fast_estimate_rows("before")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from src.stats.collapse import collapse_rate, compare_collapse
+from src.stats.collapse import Hurdle, collapse_rate, collapse_sides, compare_collapse, hurdle
 
 
 def test_no_collapse_in_three_runs_has_the_rule_of_three_like_exact_upper_bound():
@@ -32,3 +32,27 @@ def test_unpaired_comparison_is_boschloos_exact_test_and_none_collapsed_gives_on
     comparison = compare_collapse(a, b, paired=False)
     assert comparison.p == pytest.approx(stats.boschloo_exact([[4, 0], [6, 12]]).pvalue)
     assert compare_collapse([False] * 3, [False] * 3, paired=True).p == 1.0
+
+
+def test_one_sided_paired_comparison_is_the_one_sided_binomial_test_of_the_discordant_trials():
+    a = np.array([[1, 1, 1, 0, 1, 0, 0, 1], [0] * 8], dtype=bool)  # a batch of two comparisons
+    b = np.array([[0, 0, 1, 0, 0, 0, 1, 0], [0] * 8], dtype=bool)  # first: 4 trials only A collapsed, 1 only B
+    less, more = collapse_sides(a, b)
+    assert less[0] == pytest.approx(stats.binomtest(4, 5, alternative="less").pvalue)
+    assert more[0] == pytest.approx(stats.binomtest(4, 5, alternative="greater").pvalue)
+    assert (less[1], more[1]) == (1.0, 1.0)  # no discordant trial
+
+
+def test_the_hurdle_is_the_bonferroni_of_its_parts_where_both_can_reject_else_the_trained_part_alone():
+    h = Hurdle(
+        rate=(np.array([0.03, 0.2, 0.3]), np.array([1.0, 0.9, 0.8])),
+        trained=(np.array([0.5, math.nan, 0.8]), np.array([0.01, math.nan, 0.2])),
+        rate_counts=np.array([True, True, False]),
+    )
+    assert h.p_greater == pytest.approx([0.06, 0.4, 0.8]) and h.p_less == pytest.approx([0.02, 1.0, 0.2])
+    # parts that point opposite ways, each below alpha / 2
+    assert h.disagree(0.1).tolist() == [True, False, False] and not h.disagree(0.05).any()
+    # the rate part counts where its exact test can reach alpha: 2^-d <= alpha with d discordant trials (5 at 0.05)
+    a = np.array([[1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 0, 0]], dtype=bool)
+    assert hurdle(a, np.zeros_like(a), (np.ones(2), np.ones(2)), 0.05).rate_counts.tolist() == [True, False]
+    assert hurdle(a, np.zeros_like(a), (np.ones(2), np.ones(2)), 0.1).rate_counts.tolist() == [True, True]
