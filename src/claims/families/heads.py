@@ -98,7 +98,9 @@ def percentile_units(ev: Evidence, claim: str, layers: Callable[[int], set]) -> 
             studies=tuple(sorted({s for h in heads for s in h.studies})),
             key=(task, size),
             test_type=heads[0].test_type,
-            collapse_rate=max(h.collapse_rate for h in heads),
+            collapse={
+                slug: rate for h in heads for slug, rate in h.collapse.items()
+            },  # the full model's and each head's
             interval_note="a count of heads: no interval",
         )
         unit.refused = next((h.refused for h in heads if h.refused), "")
