@@ -35,6 +35,9 @@ def main() -> None:
     config = load_config()
     load_config(limits=prepared_model_limits(args.model, config.model.name))
     check_backend_installed(config.executor)
+    for study in config.studies.values():
+        for notice in study.chain_notices():
+            print(notice)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(VALID)
     print(VALID.strip())
