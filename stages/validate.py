@@ -40,6 +40,9 @@ def main() -> None:
     check_backend_installed(config.executor)
     for warning in trials_below(config.studies, min(MEASURED_TRIALS)):
         print(f"warning: {warning}", file=sys.stderr)
+    for study in config.studies.values():
+        for notice in study.chain_notices():
+            print(notice)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(VALID)
     print(VALID.strip())

@@ -475,6 +475,49 @@ def finish_with_placeholders(root: Path) -> list[str]:
     return outs
 
 
+def placeholder_pipeline(root: Path, model: Path) -> list[str]:
+    """The real dvc.yaml in a scratch repository at `root`, on an SST-2-layout task written from
+    the tiny vocabulary (so the tiny tokenizer spells all of it), model.name = `model`, every
+    output a committed placeholder (finish_with_placeholders). Returns the outputs' paths."""
+    from dvc.utils.serialize import dumps_yaml
+
+    params = on_tasks(grid_params(), ["sst2"])
+    params["model"].update(name=str(model), max_length=32)
+    params["data"]["glue_dir"] = "glue"
+
+    def write_glue(root: Path) -> None:
+        (root / "glue" / "SST-2").mkdir(parents=True)
+        for name, n, seed in (("train.tsv", 40, 1), ("dev.tsv", 20, 2)):
+            toy_sentiment(n, seed).to_csv(root / "glue" / "SST-2" / name, sep="\t", index=False)
+
+    build_scratch_repo(
+        root,
+        dumps_yaml(json.loads(json.dumps(params))),  # as DVC writes it
+        stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"],
+        write_inputs=write_glue,
+        message=None,
+    )
+    return finish_with_placeholders(root)
+
+
+def exp_run(template: tuple[Path, list[str]], workspace: Path, *args: str, prepare=None):
+    """`dvc exp run <args>` in a copy (under `workspace`) of a placeholder_pipeline `template`
+    (its root and outputs), after `prepare(copy)` if given (a bad input file written into it);
+    returns the run, the outputs before it and the copy."""
+    source, outs = template
+    root = Path(shutil.copytree(source, workspace / "repo", symlinks=True))
+    if prepare is not None:
+        prepare(root)
+    before = every_output(root, outs)
+    return dvc(root, "exp", "run", *args), before, root
+
+
+def assert_kept(root: Path, before: dict[str, str], ran: tuple[str, ...]) -> None:
+    """Every output but those of the stages that ran (and validate's, rewritten the same) is as it was."""
+    kept = [out for out in before if out not in ("data/params_valid.txt", *ran)]
+    assert every_output(root, kept) == {out: before[out] for out in kept}
+
+
 def every_output(root: Path, outs: list[str]) -> dict[str, str]:
     return {
         out: "".join(p.read_text() for p in sorted((root / out).rglob("*")) if p.is_file())

@@ -49,12 +49,9 @@ def study_conditions(
                         lr_multiplier=float(study.reinit_lr_multiplier or 1.0),
                         keep_layernorm=bool(study.keep_layernorm),
                     )
-                    # A chain that ends in the final task would train it twice on its subset: skipped
-                    # for that task, as the plain entry equal to it is (the diagonal: direct finetuning).
                     variants = [
                         replace(modified, **intermediate(chain, study.intermediate_size, size, epochs, train))
-                        for chain in (study.intermediate_tasks or ())
-                        if chain[-1] != task
+                        for chain in study.chains_before(task)
                     ] or [modified]
                     for variant in variants:
                         conditions += [variant, *variant.reported_references(num_layers)]

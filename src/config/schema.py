@@ -220,6 +220,23 @@ class _Study(Section):
         """Trials at `size` (Tamkin et al. App. B: 50 at 500 examples, 3 at 5k and 50k)."""
         return self.trials[size] if isinstance(self.trials, dict) else self.trials
 
+    def chains_before(self, task: str) -> tuple[tuple[str, ...], ...]:
+        """The intermediate chains finetuned before `task`: one that ends in `task` would train it twice
+        on its subset, so it is left out for that task, as a plain entry equal to it is (the diagonal:
+        direct finetuning, which the study runs anyway)."""
+        return tuple(chain for chain in self.intermediate_tasks or () if chain[-1] != task)
+
+    def chain_notices(self) -> list[str]:
+        """One line per chain of two or more tasks that ends in one of the study's tasks and so is not
+        run before it (chains_before): said when params.yaml is validated, not left for a user to find."""
+        return [
+            f"note: studies.{self.name}.intermediate_tasks[{i}] = [{', '.join(chain)}] ends in the final task "
+            f"{chain[-1]!r}: not run before {chain[-1]} (it would train {chain[-1]} twice on one subset), as an "
+            "entry equal to the final task is not"
+            for i, chain in enumerate(self.intermediate_tasks or ())
+            if len(chain) > 1 and chain[-1] in self.tasks
+        ]
+
 
 def _study_config() -> type[_Study]:
     """StudyConfig: the keys of every study, then each optional key of the registry

@@ -89,9 +89,7 @@ FIGURES = {
         head_changes(_variants(study, t.runs), t.plain_runs), t.references, path, study.layers, study.heads
     ),
     "remove": lambda study, t, path: plots.plot_remove(_variants(study, t.own), t.references, path),
-    "epochs": lambda study, t, path: plots.plot_epochs(
-        epoch_curves(t.results, t.own["metric"].iloc[0] if len(t.own) else ""), path
-    ),
+    "epochs": lambda study, t, path: plots.plot_epochs(epoch_curves(t.results), path),
     "sequential": _sequential,
     "modifier": _modifier,
 }

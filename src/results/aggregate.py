@@ -243,7 +243,9 @@ def variance_components(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=EXTRA_TABLE_COLUMNS["variance_components"][1:])
 
 
-def epoch_curves(results: list[RunResult], metric: str) -> pd.DataFrame:
+def epoch_curves(results: list[RunResult]) -> pd.DataFrame:
+    """Eval loss and each run's headline metric after every epoch: a study on tasks of different
+    metrics (Tamkin et al. App. D: SST-2 and QNLI accuracy, CoLA MCC) gives each task its own."""
     rows = [
         {
             "task": r.cond.task,
@@ -257,9 +259,10 @@ def epoch_curves(results: list[RunResult], metric: str) -> pd.DataFrame:
         }
         for r in results
         for e in r.epoch_eval
-        for quantity, value in (("eval_loss", e["loss"]), (metric, e["scores"][metric]))
+        for quantity, value in (("eval_loss", e["loss"]), (r.metric, e["scores"][r.metric]))
     ]
-    return summarise(pd.DataFrame(rows), ["task", "size", "k", "epoch", "quantity"])
+    columns = ["task", "size", "k", "trial", "epoch", "quantity", "value", "status"]  # none: nothing to draw
+    return summarise(pd.DataFrame(rows, columns=columns), ["task", "size", "k", "epoch", "quantity"])
 
 
 def step_loss_curves(results: list[RunResult], series) -> pd.DataFrame:

@@ -13,24 +13,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-import yaml
 
 from src.artefacts import base_model as record
 from src.artefacts.base_model import BaseModelRecord
 from src.core.errors import ModelError
 from src.model.export import TOKENIZER_VOCABULARIES, export_base_model
 from tests.support import (
-    REPO,
     WORDS,
-    build_scratch_repo,
-    dvc,
-    every_output,
-    finish_with_placeholders,
-    grid_params,
+    assert_kept,
+    exp_run,
     ok,
-    on_tasks,
+    placeholder_pipeline,
     ran_stages,
-    toy_sentiment,
 )
 
 # --- model folders, through `dvc exp run -S model.name=<folder>` ----------------------------------
@@ -41,50 +35,11 @@ from tests.support import (
 TINY_WORDS = ("the", "a")  # the vocabulary of the tokenizer that cannot spell the task's text
 
 
-def scratch_pipeline(root: Path, model: Path) -> list[str]:
-    """The real dvc.yaml on an SST-2-layout task written from the tiny vocabulary (so the tiny
-    tokenizer spells all of it), model.name = `model`, every output a committed placeholder."""
-    from dvc.utils.serialize import dumps_yaml
-
-    params = on_tasks(grid_params(), ["sst2"])
-    params["model"].update(name=str(model), max_length=32)
-    params["data"]["glue_dir"] = "glue"
-
-    def write_glue(root: Path) -> None:
-        (root / "glue" / "SST-2").mkdir(parents=True)
-        for name, n, seed in (("train.tsv", 40, 1), ("dev.tsv", 20, 2)):
-            toy_sentiment(n, seed).to_csv(root / "glue" / "SST-2" / name, sep="\t", index=False)
-
-    build_scratch_repo(
-        root,
-        dumps_yaml(json.loads(json.dumps(params))),  # as DVC writes it
-        stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"],
-        write_inputs=write_glue,
-        message=None,
-    )
-    return finish_with_placeholders(root)
-
-
 @pytest.fixture(scope="module")
 def pipeline_template(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("model_folders") / "repo"
     root.mkdir()
-    return root, scratch_pipeline(root, tiny_model_dir)
-
-
-def exp_run(template: tuple[Path, list[str]], workspace: Path, model: Path, target: str):
-    """`dvc exp run -S model.name=<model> <target>` in a copy of the template; returns the
-    run, the outputs before it and the copy."""
-    source, outs = template
-    root = Path(shutil.copytree(source, workspace / "repo", symlinks=True))
-    before = every_output(root, outs)
-    return dvc(root, "exp", "run", "-S", f"model.name={model}", target), before, root
-
-
-def assert_kept(root: Path, before: dict[str, str], ran: tuple[str, ...]) -> None:
-    """Every output but those of the stages that ran (and validate's, rewritten the same) is as it was."""
-    kept = [out for out in before if out not in ("data/params_valid.txt", *ran)]
-    assert every_output(root, kept) == {out: before[out] for out in kept}
+    return root, placeholder_pipeline(root, tiny_model_dir)
 
 
 def copy_of_tiny_model(folder: Path, tiny_model_dir: Path) -> Path:
@@ -196,7 +151,7 @@ def test_a_bad_model_folder_stops_prepare_model_in_one_line_and_every_output_sta
 ):
     folder = copy_of_tiny_model(tmp_path / "model", tiny_model_dir)
     message = f"params.yaml: model.name = {str(folder)!r}: {make_bad(folder)}"
-    run, before, root = exp_run(pipeline_template, tmp_path, folder, "prepare_model")
+    run, before, root = exp_run(pipeline_template, tmp_path, "-S", f"model.name={folder}", "prepare_model")
     output = run.stdout + run.stderr
     assert run.returncode != 0 and "Traceback" not in output, output[-3000:]
     assert [line for line in output.splitlines() if line.startswith("error: ")] == [f"error: {message}"], output[-3000:]
@@ -229,7 +184,7 @@ def test_a_checkpoint_with_only_pytorch_model_bin_is_stored_as_safetensors(pipel
     (folder / "model.safetensors").unlink()
     torch.save(pretraining.state_dict(), folder / "pytorch_model.bin")
 
-    run, _, root = exp_run(pipeline_template, tmp_path, folder, "prepare_model")
+    run, _, root = exp_run(pipeline_template, tmp_path, "-S", f"model.name={folder}", "prepare_model")
     assert ran_stages(ok(run)) == ["Running stage 'validate':", "Running stage 'prepare_model':"]
     stored = root / "data" / "model"
     assert (stored / "model.safetensors").exists() and not (stored / "pytorch_model.bin").exists()
@@ -254,7 +209,7 @@ def test_a_tokenizer_that_cannot_spell_the_task_stops_the_data_stage_with_its_un
         for w in s.split()
     ]
     unknown = [w for w in words if w not in TINY_WORDS]
-    run, before, root = exp_run(pipeline_template, tmp_path, folder, "data")
+    run, before, root = exp_run(pipeline_template, tmp_path, "-S", f"model.name={folder}", "data")
     output = run.stdout + run.stderr
     assert run.returncode != 0 and "Traceback" not in output, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error: ")]

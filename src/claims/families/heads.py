@@ -98,7 +98,7 @@ def percentile_units(ev: Evidence, claim: str, layers: Callable[[int], set]) -> 
             studies=tuple(sorted({s for h in heads for s in h.studies})),
             key=(task, size),
             test_type=heads[0].test_type,
-            collapse={slug: rate for h in heads for slug, rate in h.collapse.items()},
+            collapse={slug: rate for h in heads for slug, rate in h.collapse.items()},  # full's and each head's
             interval_note="a count of heads: no interval",
         )
         unit.refused = next((h.refused for h in heads if h.refused), "")

@@ -1,5 +1,5 @@
 """src/results/tables.py: diverged runs are counted, not averaged; collapsed runs are a result:
-averaged and counted; every run names its references."""
+averaged and counted; every run names its references; each task's epoch curves read its own metric."""
 
 import pytest
 
@@ -66,3 +66,21 @@ def test_every_metric_a_task_declares_is_summarised_with_one_headline():
     )
     assert points["headline"].to_dict() == {"pearson": True, "spearman": False}
     assert not table["collapsed"].any()  # regression runs have no majority class
+
+
+def test_epoch_curves_give_each_task_its_own_headline_metric():
+    # Tamkin et al. App. D runs SST-2 and CoLA in one epochs study: one metric for both crashed the
+    # aggregate (a KeyError 'mcc' on SST-2's scores) after every run had trained
+    from src.results.aggregate import epoch_curves
+
+    def logged(task, metric, scores):
+        condition = Condition(task, 50, 0, 2, k=6).as_dict()
+        epochs = [{"epoch": e, "loss": 1.0 / e, "scores": scores} for e in (1, 2)]
+        return stub_result(condition, metric=metric, scores=scores, epoch_eval=epochs)
+
+    curves = epoch_curves(
+        [logged("sst2", "accuracy", {"accuracy": 0.8}), logged("cola", "mcc", {"mcc": 0.3, "accuracy": 0.7})]
+    )
+    quantities = curves.groupby("task")["quantity"].agg(lambda q: sorted(set(q))).to_dict()
+    assert quantities == {"cola": ["eval_loss", "mcc"], "sst2": ["accuracy", "eval_loss"]}
+    assert epoch_curves([]).empty  # nothing logged: no rows (the figure says so), not a crash
