@@ -2,7 +2,7 @@
 packs of K = 8, 16, 32 runs in one stacked step (train.pack); the paper grid projected from it.
 
     python -m bench.gpu --out bench/gpu.json      # on one CUDA GPU: ~3-5 min on an H100, at most 8
-    python -m bench.gpu --smoke                   # CPU, a tiny model, seconds (tests/unit/bench/test_gpu.py)
+    python -m bench.gpu --smoke                   # CPU, a tiny model, seconds (tests/unit/bench/test_gpu_smoke.py)
 
 It needs torch, transformers and numpy only (no hub, no params file, no data): bert-base-shaped
 random weights (transformers' default BertConfig is bert-base-uncased's shape; random weights
