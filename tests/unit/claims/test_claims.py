@@ -655,7 +655,7 @@ def test_a_condition_collapsing_in_2_of_3_trials_is_decided_by_the_collapse_rate
     assert "the trained runs' contrast has no test" in unit.interval_note
 
 
-# --- the verdict and its labels (issue 35, point 7) ------------------------------------------------------------------
+# --- the verdict and its labels --------------------------------------------------------------------------------------
 
 
 def block_preserve_study(first: float, last: float, trials: int, curve=RISING, curve_trials: int = 6) -> Builder:
@@ -784,7 +784,7 @@ def test_weight_change_welch_units_print_a_one_sided_bound():
 
 
 def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
-    """Issue 38, point 11: `sizes: {task: [...]}` crashed the report at reference.sizes[:1]. A new study
+    """`sizes: {task: [...]}` in a not-run command: a new study
     starts from the mapping's first size; an existing study gets its whole mapping back, extended."""
     params = grid_params()
     params["studies"] = {"progressive": {**params["studies"]["progressive"], "sizes": {"rt_sentiment": [32]}}}
@@ -798,7 +798,7 @@ def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
             validate(apply_overrides(command, yaml.safe_load(yaml.safe_dump(params))))
 
 
-# --- each claim as the paper states it (issue 35, point 5) -----------------------------------------------------------
+# --- each claim as the paper states it --------------------------------------------------------------------------------
 
 
 def test_the_first_few_layers_give_more_than_half_the_gain_at_the_largest_size():
@@ -882,7 +882,7 @@ def test_heads_4_and_9_are_the_papers_and_certain_top_heads_suffice():
     assert "-S 'studies.heads.heads=[0, 3, 8, 11]'" in v["specific_heads_matter"]["needs"]  # the study had [0, 11]
 
 
-# --- the twelve claims added (issue 35, point 6) ---------------------------------------------------------------------
+# --- twelve claims beyond the first reading of the papers -------------------------------------------------------------
 
 
 def two_sizes(small_curve, large_curve, small_spread=0.05, large_spread=0.005, trials=8, small=50, large=500):
@@ -996,7 +996,7 @@ PRESETS = sorted((Path(__file__).parents[3] / "presets").glob("*.yaml"))
 
 @pytest.mark.parametrize("preset", PRESETS, ids=[p.stem for p in PRESETS])
 def test_every_presets_not_run_commands_build_and_the_schema_accepts_them(preset, tmp_path):
-    """Issue 38, point 11: the presets give sizes per task; no claim's command may crash or be refused."""
+    """The presets give sizes per task; no claim's command may crash or be refused."""
     params = yaml.safe_load(preset.read_text())
     config = validate(params)
     evidence = replace(

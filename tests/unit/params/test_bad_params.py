@@ -189,7 +189,7 @@ def test_a_study_name_that_cannot_name_a_stage_is_refused():
             "params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false",
             id="group-by-length-not-a-bool",
         ),
-        pytest.param(  # a value of the boolean this key was until issue 26 closed
+        pytest.param(  # a boolean: this key takes a mode, not on/off
             "train.head_importance",
             True,
             "params.yaml: train.head_importance = True is invalid; allowed: off | head_studies | full_model",
