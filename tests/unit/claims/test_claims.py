@@ -199,7 +199,7 @@ def permutation_study(permuted: float, curve=RISING, trials=6):
 
 def test_a_contradicting_unit_counts_even_where_the_gap_is_unresolved():
     # a task at chance (full = scratch): no gap. A permuted model far above both contradicts
-    # "closer to scratch"; the old gate dropped such units and printed "inconclusive".
+    # "closer to scratch"; a gate that dropped such units would print "inconclusive".
     v = verdicts(permutation_study(0.9, curve=[0.5] * (L + 1)).evidence())
     assert v["full_beats_scratch"]["verdict"] != "supported"
     assert v["permuted_closer_to_scratch"]["verdict"] == "contradicted"
@@ -730,7 +730,7 @@ def test_the_rule_names_every_refusal_the_units_make_and_the_error_rate_of_each_
     assert len(refused) >= 4
     assert all(refusal_kind(text) for text in refused), [t for t in refused if not refusal_kind(t)]
     assert all(text in RULE for _, text in REFUSALS)
-    assert "declared minimum trials" not in RULE  # a refusal the code no longer makes
+    assert "declared minimum trials" not in RULE  # not a refusal the code makes
     assert "familywise" in RULE and "for this claim alone" in RULE
 
 
@@ -863,7 +863,7 @@ def test_the_first_two_layers_heads_hurt_up_to_the_75th_percentile_with_every_he
     assert v["verdict"] == "supported" and v["units"][0].estimate == pytest.approx(-0.075, abs=0.005)
     eight = {(layer, head): 0.1 for layer in (1, 2) for head in range(8)}
     v = verdicts(head_study(eight, trials=8).evidence(studies=HEADS_STUDIES))["head_reinit_in_first_two_layers_hurts"]
-    assert v["verdict"] != "supported"  # every head run lowering it is no longer required, 9 of 12 is
+    assert v["verdict"] != "supported"  # every head run lowering it is not required, 9 of 12 is
     one_head = head_study({(1, 0): 0.1, (2, 0): 0.1}, heads=[0]).evidence(studies=HEADS_STUDIES)
     v = verdicts(one_head)["head_reinit_in_first_two_layers_hurts"]
     assert v["verdict"] == NOT_RUN and f"studies.heads.heads={list(range(H))}".replace("'", "") in v["needs"]

@@ -274,7 +274,7 @@ def test_an_unknown_key_is_refused_with_the_nearest_known_name(key, value, messa
 
 def test_a_knob_declared_in_its_section_becomes_a_known_key(monkeypatch):
     # The schema is the sections' fields: declaring a knob is all it takes for the key to be
-    # read, checked with its own message, and no longer refused as unknown.
+    # read, checked with its own message, and not refused as unknown.
     from src.config.schema import TrainConfig, knob
     from src.core import checks
     from src.params import load
