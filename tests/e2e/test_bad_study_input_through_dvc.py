@@ -1,10 +1,10 @@
-"""Issue 38's bad input on the surfaces of SQuAD files and chains, through `dvc exp run` as a
+"""Bad input on the surfaces of SQuAD files and chains, through `dvc exp run` as a
 user runs it: a SQuAD file with a negative answer_start, an empty context or a question id
 seen twice stops the data stage in one line naming the file and what is allowed, with no
-traceback and every other output kept (points 6-8); `probe.pooling: cls` on a checkpoint without
-pooler tensors reads the raw [CLS] state, not a pooler drawn at random (point 9); a chain that
-ends in the final task is said in one line by the validate stage, before any compute (point 10).
-Point 11, the per-task sizes form through the report, is tests/e2e/test_preset_reports.py.
+traceback and every other output kept; `probe.pooling: cls` on a checkpoint without
+pooler tensors reads the raw [CLS] state, not a pooler drawn at random; a chain that
+ends in the final task is said in one line by the validate stage, before any compute.
+The per-task sizes form through the report is tests/e2e/test_preset_reports.py.
 
 Each case runs in a copy of one scratch repository of the real pipeline whose outputs are
 committed placeholders (tests/support.py placeholder_pipeline), so a refusal is seen with
@@ -40,7 +40,7 @@ def first_paragraph(squad: dict) -> dict:
 def a_negative_answer_start(squad: dict) -> str:
     paragraph = next(p for p in squad["data"][0]["paragraphs"] if p["qas"][0]["answers"])
     answer, qid = paragraph["qas"][0]["answers"][0], paragraph["qas"][0]["id"]
-    # Python slices from the end: this start still finds the answer's text (issue 38 point 6)
+    # Python slices from the end: this start still finds the answer's text
     answer["answer_start"] -= len(paragraph["context"])
     at = squad["data"][0]["paragraphs"].index(paragraph)
     return (
@@ -52,12 +52,12 @@ def a_negative_answer_start(squad: dict) -> str:
 def an_empty_context(squad: dict) -> str:
     paragraph = first_paragraph(squad)
     paragraph["context"] = ""
-    paragraph["qas"][0].update(answers=[], is_impossible=True)  # a free "no answer" (point 7)
+    paragraph["qas"][0].update(answers=[], is_impossible=True)  # a free "no answer"
     return f"{SQUAD_TRAIN}: data[0].paragraphs[0]: context = '' is invalid; allowed: a non-empty text"
 
 
 def a_duplicate_id(squad: dict) -> str:
-    squad["data"].append(json.loads(json.dumps(squad["data"][0])))  # an article present twice (point 8)
+    squad["data"].append(json.loads(json.dumps(squad["data"][0])))  # an article present twice
     qid = first_paragraph(squad)["qas"][0]["id"]
     return f"{SQUAD_TRAIN}: data[1].paragraphs[0], question {qid!r}: id {qid!r} again (first at data[0].paragraphs[0])"
 
@@ -90,7 +90,7 @@ def test_a_bad_squad_file_stops_the_data_stage_in_one_line_and_every_output_stay
 
 
 def test_a_chain_ending_in_the_final_task_is_said_by_the_validate_stage_before_any_compute(pipeline_template, tmp_path):
-    # issue 38 point 10: [rt_sentiment, sst2] before sst2 would train sst2 twice on its subset
+    # [rt_sentiment, sst2] before sst2 would train sst2 twice on its subset
     run, before, root = exp_run(
         pipeline_template,
         tmp_path,
@@ -119,7 +119,7 @@ def test_a_cls_probe_of_a_checkpoint_without_a_pooler_reads_the_raw_first_token(
     from src.model.base import load_encoder
     from src.tasks import splits
 
-    folder = tmp_path / "no_pooler"  # transformers would draw a pooler for it, bias 0 (point 9)
+    folder = tmp_path / "no_pooler"  # transformers would draw a pooler for it, bias 0
     shutil.copytree(tiny_model_dir, folder)
     weights = load_file(str(folder / "model.safetensors"))
     save_file(

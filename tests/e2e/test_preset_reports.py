@@ -1,4 +1,4 @@
-"""Every preset reports (issue 38 point 11): its studies' runs, faked as finished results of a
+"""Every preset reports: its studies' runs, faked as finished results of a
 bert-base-shaped model (a score per run that rises with the pretrained layers kept, per-example
 predictions against the eval labels), go through the aggregate and report stages as
 `dvc repro` runs them (python -m stages.<name>, the preset as params.yaml), and the report is

@@ -199,7 +199,7 @@ def permutation_study(permuted: float, curve=RISING, trials=6):
 
 def test_a_contradicting_unit_counts_even_where_the_gap_is_unresolved():
     # a task at chance (full = scratch): no gap. A permuted model far above both contradicts
-    # "closer to scratch"; the old gate dropped such units and printed "inconclusive".
+    # "closer to scratch"; a gate that dropped such units would print "inconclusive".
     v = verdicts(permutation_study(0.9, curve=[0.5] * (L + 1)).evidence())
     assert v["full_beats_scratch"]["verdict"] != "supported"
     assert v["permuted_closer_to_scratch"]["verdict"] == "contradicted"
@@ -655,7 +655,7 @@ def test_a_condition_collapsing_in_2_of_3_trials_is_decided_by_the_collapse_rate
     assert "the trained runs' contrast has no test" in unit.interval_note
 
 
-# --- the verdict and its labels (issue 35, point 7) ------------------------------------------------------------------
+# --- the verdict and its labels --------------------------------------------------------------------------------------
 
 
 def block_preserve_study(first: float, last: float, trials: int, curve=RISING, curve_trials: int = 6) -> Builder:
@@ -730,7 +730,7 @@ def test_the_rule_names_every_refusal_the_units_make_and_the_error_rate_of_each_
     assert len(refused) >= 4
     assert all(refusal_kind(text) for text in refused), [t for t in refused if not refusal_kind(t)]
     assert all(text in RULE for _, text in REFUSALS)
-    assert "declared minimum trials" not in RULE  # a refusal the code no longer makes
+    assert "declared minimum trials" not in RULE  # not a refusal the code makes
     assert "familywise" in RULE and "for this claim alone" in RULE
 
 
@@ -784,7 +784,7 @@ def test_weight_change_welch_units_print_a_one_sided_bound():
 
 
 def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
-    """Issue 38, point 11: `sizes: {task: [...]}` crashed the report at reference.sizes[:1]. A new study
+    """`sizes: {task: [...]}` in a not-run command: a new study
     starts from the mapping's first size; an existing study gets its whole mapping back, extended."""
     params = grid_params()
     params["studies"] = {"progressive": {**params["studies"]["progressive"], "sizes": {"rt_sentiment": [32]}}}
@@ -798,7 +798,7 @@ def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
             validate(apply_overrides(command, yaml.safe_load(yaml.safe_dump(params))))
 
 
-# --- each claim as the paper states it (issue 35, point 5) -----------------------------------------------------------
+# --- each claim as the paper states it --------------------------------------------------------------------------------
 
 
 def test_the_first_few_layers_give_more_than_half_the_gain_at_the_largest_size():
@@ -863,7 +863,7 @@ def test_the_first_two_layers_heads_hurt_up_to_the_75th_percentile_with_every_he
     assert v["verdict"] == "supported" and v["units"][0].estimate == pytest.approx(-0.075, abs=0.005)
     eight = {(layer, head): 0.1 for layer in (1, 2) for head in range(8)}
     v = verdicts(head_study(eight, trials=8).evidence(studies=HEADS_STUDIES))["head_reinit_in_first_two_layers_hurts"]
-    assert v["verdict"] != "supported"  # every head run lowering it is no longer required, 9 of 12 is
+    assert v["verdict"] != "supported"  # every head run lowering it is not required, 9 of 12 is
     one_head = head_study({(1, 0): 0.1, (2, 0): 0.1}, heads=[0]).evidence(studies=HEADS_STUDIES)
     v = verdicts(one_head)["head_reinit_in_first_two_layers_hurts"]
     assert v["verdict"] == NOT_RUN and f"studies.heads.heads={list(range(H))}".replace("'", "") in v["needs"]
@@ -882,7 +882,7 @@ def test_heads_4_and_9_are_the_papers_and_certain_top_heads_suffice():
     assert "-S 'studies.heads.heads=[0, 3, 8, 11]'" in v["specific_heads_matter"]["needs"]  # the study had [0, 11]
 
 
-# --- the twelve claims added (issue 35, point 6) ---------------------------------------------------------------------
+# --- twelve claims beyond the first reading of the papers -------------------------------------------------------------
 
 
 def two_sizes(small_curve, large_curve, small_spread=0.05, large_spread=0.005, trials=8, small=50, large=500):
@@ -996,7 +996,7 @@ PRESETS = sorted((Path(__file__).parents[3] / "presets").glob("*.yaml"))
 
 @pytest.mark.parametrize("preset", PRESETS, ids=[p.stem for p in PRESETS])
 def test_every_presets_not_run_commands_build_and_the_schema_accepts_them(preset, tmp_path):
-    """Issue 38, point 11: the presets give sizes per task; no claim's command may crash or be refused."""
+    """The presets give sizes per task; no claim's command may crash or be refused."""
     params = yaml.safe_load(preset.read_text())
     config = validate(params)
     evidence = replace(

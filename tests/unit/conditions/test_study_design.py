@@ -1,5 +1,5 @@
 """A study's exact design: sizes per task, trials per size, and sequential finetuning with an
-intermediate size of its own and chains of intermediate tasks (issue 25).
+intermediate size of its own and chains of intermediate tasks.
 
 Config shapes are checked through `validate` (one line naming key, value and what is allowed),
 the conditions through `study_conditions`, and a chain through a tiny real run of `run_condition`.

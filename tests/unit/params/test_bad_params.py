@@ -189,7 +189,7 @@ def test_a_study_name_that_cannot_name_a_stage_is_refused():
             "params.yaml: train.group_by_length = 'yes' is invalid; allowed: true | false",
             id="group-by-length-not-a-bool",
         ),
-        pytest.param(  # a value of the boolean this key was until issue 26 closed
+        pytest.param(  # a boolean: this key takes a mode, not on/off
             "train.head_importance",
             True,
             "params.yaml: train.head_importance = True is invalid; allowed: off | head_studies | full_model",
@@ -274,7 +274,7 @@ def test_an_unknown_key_is_refused_with_the_nearest_known_name(key, value, messa
 
 def test_a_knob_declared_in_its_section_becomes_a_known_key(monkeypatch):
     # The schema is the sections' fields: declaring a knob is all it takes for the key to be
-    # read, checked with its own message, and no longer refused as unknown.
+    # read, checked with its own message, and not refused as unknown.
     from src.config.schema import TrainConfig, knob
     from src.core import checks
     from src.params import load
