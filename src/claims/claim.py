@@ -163,7 +163,9 @@ def one_sided_welch(ev: Evidence, claim: str, name: str, test: str, a, b, **kw) 
     return unit
 
 
-def variance_ratio_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, studies: tuple) -> Unit:
+def variance_ratio_unit(
+    claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, studies: tuple, reads: tuple = ()
+) -> Unit:
     """var(a) / var(b) > 1 by the one-sided F test (hypothesis.variance_ratio_p; normal scores)."""
     ratio = (
         float(np.var(a, ddof=1) / np.var(b, ddof=1))
@@ -180,6 +182,7 @@ def variance_ratio_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.n
         p_for=hypothesis.variance_ratio_p(a, b),
         p_against=hypothesis.variance_ratio_p(b, a),
         studies=studies,
+        reads=reads,
         interval_note="a variance ratio: no interval printed",
     )
     unit.notes.append("estimate is the variance ratio; the F test assumes normal scores")

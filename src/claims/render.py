@@ -21,6 +21,7 @@ from src.claims.summary import (
     needs_text,
     study_summaries,
     tally_text,
+    training_lines,
     verdict_tally,
     what_ran_lines,
 )
@@ -160,6 +161,7 @@ def write_report(
     by_study = [(STUDIES[seed], [r for r in rows if r.seed == seed]) for seed in STUDIES]
     by_study = [(study, rows) for study, rows in by_study if rows]
     ran_lines, tally, studies = what_ran_lines(ran), tally_text(verdict_tally(verdicts)), study_summaries(verdicts)
+    training = training_lines(verdicts)
     tables = [
         (
             "Claims in detail: source, operationalisation, test, p and the trials that would decide each",
@@ -178,7 +180,9 @@ def write_report(
         return Path(os.path.relpath(drawn[name], md_path.parent)).as_posix()
 
     md = [f"# {TITLE}"]
-    md += ["", "## What ran", "", "\n".join(f"- {line}" for line in ran_lines), "", "## Verdicts", "", tally]
+    md += ["", "## What ran", "", "\n".join(f"- {line}" for line in ran_lines)]
+    md += ["", "## Training length", "", TRAINING_NOTE, "", "\n".join(f"- {line}" for line in training)]
+    md += ["", "## Verdicts", "", tally]
     for study in studies:
         md += ["", study.heading, "", *(f"- {line}" for line in study.lines)]
     md += ["", "## Claims"]
@@ -215,6 +219,9 @@ def write_report(
     page += [
         "<h2>What ran</h2>",
         _html_list(ran_lines),
+        "<h2>Training length</h2>",
+        f"<p>{inline_html(TRAINING_NOTE)}</p>",
+        _html_list(training),
         "<h2>Verdicts</h2>",
         _tally_chips(verdict_tally(verdicts)),
     ]
@@ -242,6 +249,12 @@ def write_report(
     html_path.write_text("\n".join(page))
 
 
+TRAINING_NOTE = (
+    "Per (task, size) the claims read: the gain of the longer-training runs over the default epochs, paired by "
+    "trial (mean, 95% t interval). Where some k gains `report.modifier_margin` or more the runs had not reached a "
+    "plateau, and every claim that reads them is marked *confounded by training length*: its verdict may say more "
+    "about training length than about transfer. A check, not a test (the point estimate decides)."
+)
 CLAIM_HEADER = ["claim (the paper's words, source, id)", "verdict", "effect: estimate, interval, unit, test", "figure"]
 FIGURE_ANCHOR = "figure-"
 # A page that fits its window: tables as wide as the page (the claims' with fixed column widths), snake_case names

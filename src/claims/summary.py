@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from src.claims.claim import SEED_001, SEED_003, SEED_004, interval_text, number
+from src.claims.training import CONFOUNDED, UNDERTRAINED
 from src.claims.units import Unit
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, decided_by, flow
 from src.config.schema import StudyConfig
@@ -83,6 +84,21 @@ def what_ran_lines(ran: WhatRan) -> list[str]:
     ]
 
 
+def confounded(v: dict) -> bool:
+    """Whether a claim reads a (task, size) that the training-length check found undertrained (training.py)."""
+    return any(check.status == UNDERTRAINED for check in v.get("training", ()))
+
+
+def training_lines(verdicts: list[dict]) -> list[str]:
+    """The training-length check of every (task, size) a claim reads, one line each, then the claims it confounds."""
+    checks = {(c.task, c.size): c for v in verdicts for c in v.get("training", ())}
+    lines = [checks[key].evidence() for key in sorted(checks)]
+    hit = [v["id"] for v in verdicts if v["verdict"] != NOT_RUN and confounded(v)]
+    if hit:
+        lines.append(f"**{CONFOUNDED.capitalize()}** ({len(hit)} claims): " + ", ".join(map(claim_link, hit)))
+    return lines
+
+
 def tally_text(tally: dict[str, int]) -> str:
     return ", ".join(f"**{count}** {name}" for name, count in tally.items())
 
@@ -141,6 +157,11 @@ def study_summary(seed: str, verdicts: list[dict]) -> StudySummary:
             if found
         ),
         *(f"**Undecided**: {line}" for line in grouped(undecided)),
+        *(
+            [f"**{CONFOUNDED.capitalize()}**: " + ", ".join(claim_link(v["id"]) for v in hit)]
+            if (hit := [v for v in mine if v["verdict"] != NOT_RUN and confounded(v)])
+            else []
+        ),
         *(f"**Not run**: {line}" for line in grouped(not_run)),
     ]
     return StudySummary(heading, lines)
@@ -212,7 +233,7 @@ def claim_rows(verdicts: list[dict], drawn: set[str]) -> list[ClaimRow]:
                 claim.source.split()[0],
                 f"{claim.hypothesis} ({claim.source.split(' ', 1)[1]})"
                 + (" [secondary analysis]" if claim.secondary and "secondary" not in claim.source else ""),
-                v["verdict"],
+                v["verdict"] + (f" ({CONFOUNDED})" if v["verdict"] != NOT_RUN and confounded(v) else ""),
                 effect_text(v),
                 figure if figure in drawn else None,
             )

@@ -74,6 +74,7 @@ class Unit:
     interval_note: str = ""
     raw: bool = False  # its p comes from an exact test or a table the bootstrap does not cover
     key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
+    reads: tuple = ()  # every (task, size) whose runs it reads (the training-length check: src/claims/training.py)
     adjusted: float = math.nan  # Holm-adjusted p of the one test that enters the report's family
     status: str = "unresolved"
     test_type: str = ""  # its validity.TEST_TYPES entry ("" for exact tests: no calibration needed)
@@ -229,6 +230,7 @@ def contrast_unit(
         studies=studies_of(ev.runs, task, size, weights),
         notes=notes,
         key=(task, size),
+        reads=((task, size),),
         reads_seed_design=True,
         collapse=rates,
         collapse_comparison=comparison,

@@ -11,6 +11,7 @@ import numpy as np
 from src.claims.claim import Claim, Need, Shared
 from src.claims.evidence import Evidence
 from src.claims.registry import CLAIMS
+from src.claims.training import training_checks, training_of
 from src.claims.units import NEAR_COLLAPSE_SHARE, ONE_PROBE_SEED, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
 from src.stats import hypothesis, validity
@@ -149,6 +150,9 @@ def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
             unit.interval = decision_interval(unit, alpha)
     gaps = {u.key: u for u in by_claim["full_beats_scratch"]}
     verdicts = [verdict(claim, by_claim[claim.id], gaps, ev, planned_family) for claim in CLAIMS]
+    checks = training_checks(ev)
+    for v in verdicts:
+        v["training"] = training_of(v["units"], checks)  # the training-length check of every (task, size) it reads
     return verdicts, [u for units in by_claim.values() for u in units]
 
 

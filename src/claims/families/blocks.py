@@ -124,6 +124,7 @@ def useful_layers_differ_by_task(ev: Evidence, shared: Shared) -> list[Unit]:
             int(rows.groupby(["task", "layer"]).size().min()),
             p_for=p,
             studies=tuple(sorted(set(rows["study"]))),
+            reads=tuple((task, int(size)) for task in sorted(rows["task"].unique())),
         )
         unit.interval_note = "an F statistic: no interval"
         unit.notes.append("estimate is the F statistic; the test cannot show that the profiles are alike")

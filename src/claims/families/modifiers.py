@@ -118,6 +118,7 @@ def lr_adds_variance(ev: Evidence, shared: Shared) -> list[Unit]:
                 a,
                 b,
                 tuple(sorted(set(rows["study"]) | set(base["study"]))),
+                reads=((task, int(size)),),
             )
         )
     return units

@@ -77,6 +77,7 @@ def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
                     n,
                     margin=RELATIVELY_HIGH,
                     studies=tuple(sorted(set(rows["study"]))),
+                    reads=((a, int(size)), (b, int(size))),
                     interval_note="no interval printed",
                 )
                 unit.notes.append(

@@ -195,6 +195,7 @@ def probe_peaks_lower(ev: Evidence, shared: Shared) -> list[Unit]:
             len(curve.trials),
             kind="bootstrap",
             studies=curve.studies,
+            reads=((task, size),),
         )
         units.append(probe_units_refused(unit, probe))
     return units

@@ -75,7 +75,16 @@ def size_pair_units(
                 | set(studies_of(ev.runs, task, large, at_large.values()))
             )
         )
-        unit = one_sided_welch(ev, claim, f"{task} n={small} vs n={large}", test, a, b, studies=studies)
+        unit = one_sided_welch(
+            ev,
+            claim,
+            f"{task} n={small} vs n={large}",
+            test,
+            a,
+            b,
+            studies=studies,
+            reads=((task, small), (task, large)),
+        )
         unit.notes.append("trials only: the eval set's noise, common to both sizes, is not in the variance")
         units.append(unit)
     return units
@@ -152,6 +161,7 @@ def cola_near_linear(ev: Evidence, shared: Shared) -> list[Unit]:
                 len(curve.trials),
                 kind="bootstrap",
                 studies=curve.studies,
+                reads=(("cola", size),),
                 notes=[f"R² = {linear_r2(curve.mean):.3f}"],
             )
         )
@@ -167,6 +177,7 @@ def later_reinit_costs_less(ev: Evidence, shared: Shared) -> list[Unit]:
             range(ev.num_layers + 1),
             curve.per_trial,
             studies=curve.studies,
+            reads=((task, size),),
             notes=list(curve.notes),
         )
         for (task, size), curve in shared.curves.items()
@@ -270,6 +281,7 @@ def subsampling_variance(ev: Evidence, shared: Shared) -> list[Unit]:
                     a,
                     b,
                     studies,
+                    reads=((task, small), (task, large)),
                 )
             )
     return units

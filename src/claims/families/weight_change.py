@@ -41,6 +41,7 @@ def later_layers_move_more(ev: Evidence, shared: Shared) -> list[Unit]:
             layers,
             by_trial.to_numpy(),
             studies=studies_of(ev.runs, task, size, set(rows["slug"])),
+            reads=((task, int(size)),),
         )
         unit.notes.append(
             "exact permutation p of ρ(layer, mean ‖ΔW‖) (raw) = "
@@ -81,6 +82,7 @@ def more_data_moves_weights_more(ev: Evidence, shared: Shared) -> list[Unit]:
             per_trial_output_total(big),
             per_trial_output_total(little),
             studies=change_studies(ev, task, (small, large), big),
+            reads=((task, small), (task, large)),
         )
         for task, small, large, little, big in size_pairs(full_model_output_change(ev))
     ]
@@ -102,6 +104,7 @@ def more_data_equal_steps(ev: Evidence, shared: Shared) -> list[Unit]:
             per_trial_output_total(big[big["step"] == step]),
             per_trial_output_total(little[little["step"] == step]),
             studies=studies_of(ev.runs, task, large, set(ev.plain()["ref_full"])),
+            reads=((task, small), (task, large)),
         )
         unit.notes.append("equal steps: controls the number of Adam steps, not how often each example was seen")
         units.append(unit)
@@ -128,6 +131,7 @@ def weight_change_interaction(ev: Evidence, shared: Shared) -> list[Unit]:
                 "Welch t: per-trial slope of ‖ΔW_output‖ over layers at the largest size − at the smallest > 0",
                 *slopes,
                 studies=change_studies(ev, task, (small, large), big),
+                reads=((task, small), (task, large)),
             )
         )
     return units
