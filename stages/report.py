@@ -19,8 +19,9 @@ from src.artefacts.evidence import read_evidence
 from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
 from src.claims.render import figure_list, report_tables, write_report
-from src.claims.summary import WhatRan
+from src.claims.summary import WhatRan, confounded
 from src.claims.summary import verdict_tally as tally_by_verdict
+from src.claims.training import CONFOUNDED
 from src.claims.verdicts import judge_claims
 from src.core.files import write_json_atomically
 from src.params.load import load_config, model_limits
@@ -76,7 +77,10 @@ def main() -> None:
     for verdict in verdicts:
         plan = verdict["plan"] or {}
         decided = f"  (decided by {plan['trials']} trials: {plan['command']})" if plan.get("trials") else ""
-        print(f"{verdict['verdict']:>13}  {verdict['id']}{decided}")
+        text = verdict["verdict"] + (
+            f", {CONFOUNDED}" if verdict["verdict"] != "not run" and confounded(verdict) else ""
+        )
+        print(f"{text:>13}  {verdict['id']}{decided}")
 
 
 if __name__ == "__main__":
