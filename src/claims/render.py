@@ -27,6 +27,7 @@ from src.claims.summary import (
 )
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE
 from src.config.schema import ReportConfig, help_text
+from src.stats import validity
 
 VERDICT_COLOURS = {
     "supported": "#d4edda",
@@ -51,7 +52,11 @@ def unit_rows(verdicts: list[dict]) -> list[list]:
     for verdict in verdicts:
         every = verdict["claim"].every
         for u in verdict["units"]:
-            in_family = "" if u.refused else f"{p_text(u.adjusted)} ({'against' if every else 'for'})"
+            in_family = (
+                ""
+                if u.refused or u.test_type in validity.ALPHA_ONLY
+                else f"{p_text(u.adjusted)} ({'against' if every else 'for'})"
+            )
             rows.append(
                 [
                     verdict["id"],

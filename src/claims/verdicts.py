@@ -83,7 +83,9 @@ RULE = (
     "in collapse rates alone decides nothing there; parts that disagree give no verdict. Other "
     "contrasts (margins, chance levels, more than two conditions, a crossed seed_design) test the mean over all "
     "runs. Its robustness readings, never a verdict, give its p's under the trial-only t and with the trials of "
-    "(nearly) collapsed runs excluded."
+    "(nearly) collapsed runs excluded. A bootstrap difference of two curve statistics is calibrated at α = 0.05 "
+    "only (a percentile-bootstrap p cannot be measured at the Holm levels), so it enters no Holm family: it can "
+    "support a universal claim (at α) but not contradict one, and its p against is printed raw."
 )
 
 
@@ -133,7 +135,7 @@ def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
         (unit, unit.p_against if claim.every else unit.p_for)
         for claim in CLAIMS
         for unit in by_claim[claim.id]
-        if not unit.refused
+        if not unit.refused and unit.test_type not in validity.ALPHA_ONLY
     ]
     for (unit, _), adjusted in zip(family, hypothesis.holm([p for _, p in family])):
         unit.adjusted = adjusted

@@ -36,6 +36,12 @@ CROSSED_LEVELS = {
 }
 
 
+# Test types whose size is measured at alpha = 0.05 only: a percentile-bootstrap p is at least 1 / (B + 1), and the
+# replicates measured cannot resolve a rate near the report's Holm levels (docs/calibration.md). A test of such a
+# type decides nothing at a Holm level: it enters no Holm family.
+ALPHA_ONLY = ("bootstrap-difference",)
+
+
 def crossed_levels(test_types) -> int:
     """The levels of each factor a crossed seed_design needs for tests of every type in
     `test_types` to decide (the planner grows a design to it)."""

@@ -1014,3 +1014,17 @@ def test_a_refused_head_percentile_asks_for_the_trials_its_design_decides_from()
     claim = v["head_reinit_in_first_two_layers_hurts"]
     (unit,) = claim["units"]
     assert unit.refused.startswith("the design cannot decide at T = 1") and claim["plan"]["trials"] == 3
+
+
+def test_a_bootstrap_difference_is_calibrated_at_alpha_only_so_it_supports_but_never_contradicts():
+    # k90 at n=100 is 1 and at n=500 is 4: the reverse of "k90 grows as data shrink", far beyond any Holm level
+    early = Builder().curve([0.5, 0.9, 0.9, 0.9, 0.9], trials=6, size=100)
+    v = verdicts(early.curve([0.5, 0.55, 0.6, 0.65, 0.9], trials=6).evidence())["k90_grows_as_data_shrinks"]
+    (unit,) = v["units"]
+    assert unit.test_type == "bootstrap-difference" and unit.p_against < SETTINGS.alpha / 10
+    assert math.isnan(unit.adjusted) and unit.status == "unresolved" and v["verdict"] == "inconclusive"
+    late = Builder().curve([0.5, 0.55, 0.6, 0.65, 0.9], trials=6, size=100)
+    assert (
+        verdicts(late.curve([0.5, 0.9, 0.9, 0.9, 0.9], trials=6).evidence())["k90_grows_as_data_shrinks"]["verdict"]
+        == "supported"
+    )
