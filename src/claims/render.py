@@ -162,7 +162,7 @@ def write_report(
         "below."
     )
     drawn = {name: png for name, png in figures if isinstance(png, Path)}
-    rows = claim_rows(verdicts, set(drawn))
+    rows = claim_rows(verdicts, set(drawn), ran.studies)
     by_study = [(STUDIES[seed], [r for r in rows if r.seed == seed]) for seed in STUDIES]
     by_study = [(study, rows) for study, rows in by_study if rows]
     ran_lines, tally, studies = what_ran_lines(ran), tally_text(verdict_tally(verdicts)), study_summaries(verdicts)

@@ -16,18 +16,15 @@ import numpy as np
 from src.claims.claim import SEED_001, SEED_003, SEED_004, interval_text, number
 from src.claims.training import CONFOUNDED, UNDERTRAINED
 from src.claims.units import Unit
-from src.claims.verdicts import NO_VERDICT, NOT_RUN, decided_by, flow
+from src.claims.verdicts import MODIFIERS, NO_VERDICT, NOT_RUN, decided_by, flow
 from src.config.schema import StudyConfig
 
 VERDICTS = ("supported", "contradicted", "inconclusive", NO_VERDICT, NOT_RUN)
 # the studies by seed number (a claim's source begins with it), in the report's order
 STUDIES = {seed.split()[0]: seed.split(" ", 1)[1] for seed in (SEED_001, SEED_003, SEED_004)}
-# The figure that shows a claim: each study draws one figure named after it (src/figures), so a claim's
-# figure is that of the first study it needs; probes are drawn on the progressive figure, weight change
-# (read from the progressive runs) has its own, and a study added under another name draws the figure of
-# the study it extends.
+# The figures drawn for claims beyond each study's own (src/figures/studies.py draws every study's under its
+# name): weight change, read from the progressive runs, has its own.
 FIGURE_OF_FAMILY = {"weight_change": "weight_change"}
-FIGURE_OF_STUDY = {"epochs_small": "epochs", "sequential_wnli": "sequential"}
 
 
 @dataclass(frozen=True)
@@ -204,10 +201,30 @@ class ClaimRow:
     figure: str | None  # the figure that shows it, where it was drawn
 
 
-def figure_of(claim) -> str:
+def supplying_study(v: dict, studies: dict[str, StudyConfig]) -> str | None:
+    """The study that supplied the claim's runs: of the studies reporting its units' runs (the deciding unit's
+    first), the first of its first need's scheme with the same modifiers set; a plain baseline's study, which
+    reports the same units, does not have them. None where no unit's runs came from such a study."""
+    need = v["claim"].needs[0]
+    deciding = deciding_unit(v)
+    units = ([deciding] if deciding else []) + v["units"]
+    for name in dict.fromkeys(study for unit in units for study in unit.studies):
+        study = studies.get(name)
+        if study is not None and study.scheme == need.scheme:
+            present = {m for m in MODIFIERS if getattr(study, m) not in (None, False, (), [])}
+            if present == set(need.modifiers):
+                return name
+    return None
+
+
+def figure_of(v: dict, studies: dict[str, StudyConfig]) -> str:
+    """The figure that shows a claim: its family's own, else that of the study that supplied its runs (each
+    study's figure is drawn under the study's name), else that of the study the planner's command adds."""
+    claim = v["claim"]
     family = claim.build.__module__.rsplit(".", 1)[-1]
-    study = claim.needs[0].study if claim.needs else family
-    return FIGURE_OF_FAMILY.get(family, FIGURE_OF_STUDY.get(study, study))
+    if family in FIGURE_OF_FAMILY or not claim.needs:
+        return FIGURE_OF_FAMILY.get(family, family)
+    return supplying_study(v, studies) or claim.needs[0].study
 
 
 def effect_text(v: dict) -> str:
@@ -223,10 +240,10 @@ def effect_text(v: dict) -> str:
     return f"{number(unit.estimate)} {interval_text(unit)} at {unit.name}{of}; {unit.test}"
 
 
-def claim_rows(verdicts: list[dict], drawn: set[str]) -> list[ClaimRow]:
+def claim_rows(verdicts: list[dict], drawn: set[str], studies: dict[str, StudyConfig]) -> list[ClaimRow]:
     rows = []
     for v in verdicts:
-        claim, figure = v["claim"], figure_of(v["claim"])
+        claim, figure = v["claim"], figure_of(v, studies)
         rows.append(
             ClaimRow(
                 v["id"],

@@ -1,4 +1,4 @@
-"""Every family's tiny checkpoint (tests/support.py write_checkpoint) through the pipeline from a
+"""Every family's tiny checkpoint (tests/support.py write_family_checkpoint) through the pipeline from a
 local folder: prepare_model, data, finetune of three studies, features, probe and aggregate,
 each by its dvc.yaml command run in process, and (marked slow) the same as a real `dvc repro`
 per family. The family table itself is tested in unit/model/test_families.py."""
@@ -15,7 +15,7 @@ from tests.support import (
     dvc_out,
     grid_params,
     tiny_config,
-    write_checkpoint,
+    write_family_checkpoint,
     write_tiny_glue,
 )
 
@@ -83,7 +83,7 @@ def check_outputs(repo, kind, source) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_family_goes_through_the_stages_from_a_local_folder(tmp_path, tiny_model_dir, kind, monkeypatch):
-    write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
+    write_family_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
     repo = tmp_path / "repo"
     repo.mkdir()
     tiny_family_repo(repo, tmp_path / "checkpoint")
@@ -94,7 +94,7 @@ def test_every_family_goes_through_the_stages_from_a_local_folder(tmp_path, tiny
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_dvc_repro_of_a_tiny_study_from_a_local_folder(tmp_path, tiny_model_dir, kind):
-    write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
+    write_family_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
     repo = tmp_path / "repo"
     repo.mkdir()
     tiny_family_repo(repo, tmp_path / "checkpoint")

@@ -94,3 +94,31 @@ def test_dvc_repro_of_each_preset_without_the_hub_is_refused_in_one_line(tmp_pat
         assert errors[0].startswith(f"error: params.yaml: model.name = '{name}': could not load it"), errors
         assert "Traceback" not in run.stderr + run.stdout
         assert not (tmp_path / "data" / "tasks").exists() and not (tmp_path / "data" / "runs").exists()
+
+
+def test_readmes_first_gpu_run_is_one_progressive_study_on_sst2_at_500(tmp_path):
+    """README's command as DVC reads it (its CLI parser, its -S overrides) on a copy of the preset it starts from."""
+    import shlex
+    import shutil
+
+    from dvc.cli import parse_args
+    from dvc.utils.cli_parse import to_path_overrides
+    from dvc.utils.hydra import apply_overrides
+
+    text = (REPO / "README.md").read_text().split("**A first GPU run**")[1]
+    assert "after `cp presets/tamkin2020.yaml params.yaml`" in text.split("```")[0]
+    command = text.split("```bash\n")[1].split("```")[0].replace("\\\n", " ")
+    args = parse_args(shlex.split(command)[1:])
+    shutil.copy(PRESETS / "tamkin2020.yaml", tmp_path / "params.yaml")
+    apply_overrides(tmp_path / "params.yaml", to_path_overrides(args.set_param)["params.yaml"])
+    config = load_preset(tmp_path / "params.yaml")
+    (study,) = config.studies.values()
+    assert (study.name, study.tasks, study.sizes, study.trials, list(study.ks)) == (
+        "progressive",
+        ("sst2",),
+        (500,),
+        3,
+        list(range(13)),
+    )
+    assert config.data.tasks == ("sst2",) and config.train.pack == 16 and config.train.epochs_for(500) == 5
+    assert len(all_study_conditions(config, 12)["progressive"]) == 39  # the runs whose time README projects

@@ -571,6 +571,48 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     )  # no blocks figure
 
 
+@pytest.mark.parametrize(
+    "claim, name, modifiers",
+    [
+        ("some_intermediate_task_beats_direct", "sequential", {"intermediate_task": "qnli"}),
+        ("some_intermediate_task_beats_direct", "after_qnli", {"intermediate_task": "qnli"}),
+        ("epochs_beyond_3_do_not_help_with_plenty_of_data", "epochs_small", {"epochs": 6}),
+        ("epochs_beyond_3_do_not_help_with_plenty_of_data", "longer", {"epochs": 6}),
+    ],
+)
+def test_a_claims_figure_is_the_one_drawn_for_the_study_that_supplied_its_runs(tmp_path, claim, name, modifiers):
+    """Each study's figure is drawn under the study's name (src/figures/studies.py), whatever the name; the plain
+    progressive study reports the same units (their baselines) and sorts first, yet is not the one that shows them."""
+    builder = Builder().curve(RISING, trials=3)
+    for t in range(3):
+        builder.add(
+            f"k{L}_{name}",
+            RISING[-1] + 0.002 * t,
+            trial=t,
+            k=L,
+            ref_baseline=f"k{L}",
+            plain=False,
+            study=name,
+            **modifiers,
+        )
+    study = StudyConfig(
+        name=name,
+        scheme="progressive",
+        ks=(L,),
+        tasks=("sst2",),
+        sizes=(500,),
+        trials=3,
+        **({"intermediate_tasks": ("qnli",)} if "intermediate_task" in modifiers else modifiers),
+    )
+    evidence = builder.evidence(studies={"progressive": CONFIG.studies["progressive"], name: study})
+    assert verdicts(evidence)[claim]["units"]
+    png = tmp_path / f"{name}.png"
+    png.write_bytes(b"\x89PNG fake")
+    md = render(evidence, tmp_path, figures=[("progressive", tmp_path / "progressive.png"), (name, png)])
+    (row,) = [line for line in md.splitlines() if line.startswith(f'| <a id="claim-{claim}"')]
+    assert row.endswith(f"| [{name}]({name}.png) |")
+
+
 def test_the_html_report_renders_the_markdown_it_shares_and_anchors_every_claim(tmp_path):
     render(Builder().curve(RISING, trials=3).evidence(), tmp_path)
     page = (tmp_path / "r.html").read_text()

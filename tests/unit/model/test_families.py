@@ -30,7 +30,7 @@ from tests.support import (
     FAMILY_LAYERS,
     FAMILY_SHAPE,
     tiny_config,
-    write_checkpoint,
+    write_family_checkpoint,
 )
 
 LAYERS, HEADS, HIDDEN = FAMILY_LAYERS, FAMILY_HEADS, FAMILY_HIDDEN  # every family's tiny checkpoint
@@ -44,7 +44,7 @@ MATCHED = ["camembert", "ernie"]  # model types outside the table, matched by la
 def family_model(request, tmp_path_factory, tiny_model_dir):
     """(kind, the exported base model folder, its weights) as prepare_model leaves them."""
     root = tmp_path_factory.mktemp(request.param)
-    write_checkpoint(request.param, root / "checkpoint", tiny_model_dir)
+    write_family_checkpoint(request.param, root / "checkpoint", tiny_model_dir)
     export_base_model(str(root / "checkpoint"), root / "model").write(root / "model")
     return request.param, root / "model", load_file(str(root / "model" / "model.safetensors"))
 
@@ -269,7 +269,7 @@ def test_both_poolings_run_and_cls_is_the_pooler_or_the_first_token(family_model
 
 
 def test_albert_is_refused_with_the_reason_before_anything_is_written(tmp_path, tiny_model_dir):
-    write_checkpoint("albert", tmp_path / "albert", tiny_model_dir)
+    write_family_checkpoint("albert", tmp_path / "albert", tiny_model_dir)
     with pytest.raises(
         ValueError, match="model_type 'albert' is refused: ALBERT shares one set of layer weights across every depth"
     ):
@@ -278,7 +278,7 @@ def test_albert_is_refused_with_the_reason_before_anything_is_written(tmp_path, 
 
 
 def test_a_local_folder_without_safetensors_is_refused_with_what_it_needs(tmp_path, tiny_model_dir):
-    write_checkpoint("bert", tmp_path / "ckpt", tiny_model_dir)
+    write_family_checkpoint("bert", tmp_path / "ckpt", tiny_model_dir)
     (tmp_path / "ckpt" / "model.safetensors").unlink()
     with pytest.raises(
         ModelError,
@@ -305,7 +305,7 @@ def test_the_table_covers_the_listed_families():
 
 @pytest.mark.parametrize("kind, layout, segment_ids", [("camembert", "roberta", False), ("ernie", "bert", True)])
 def test_a_model_type_outside_the_table_is_matched_by_its_layout(tmp_path, tiny_model_dir, kind, layout, segment_ids):
-    write_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
+    write_family_checkpoint(kind, tmp_path / "checkpoint", tiny_model_dir)
     record = export_base_model(str(tmp_path / "checkpoint"), tmp_path / "model")
     assert record.model_type == kind and record.num_layers == LAYERS
     encoder = load_encoder(tmp_path / "model", with_pooler=True)
@@ -318,7 +318,7 @@ def test_a_model_type_outside_the_table_is_matched_by_its_layout(tmp_path, tiny_
 
 
 def test_a_model_type_whose_layout_fits_no_family_is_refused_in_one_line(tmp_path, tiny_model_dir):
-    write_checkpoint("megatron-bert", tmp_path / "checkpoint", tiny_model_dir)
+    write_family_checkpoint("megatron-bert", tmp_path / "checkpoint", tiny_model_dir)
     name = str(tmp_path / "checkpoint")
     with pytest.raises(ModelError) as error:
         export_base_model(name, tmp_path / "model")
@@ -338,7 +338,7 @@ def test_a_model_type_whose_layout_fits_no_family_is_refused_in_one_line(tmp_pat
 
 
 def test_mpnets_relative_attention_bias_is_shared_and_no_scheme_touches_it(tmp_path, tiny_model_dir):
-    write_checkpoint("mpnet", tmp_path / "checkpoint", tiny_model_dir)
+    write_family_checkpoint("mpnet", tmp_path / "checkpoint", tiny_model_dir)
     export_base_model(str(tmp_path / "checkpoint"), tmp_path / "model").write(tmp_path / "model")
     model_dir, reference = tmp_path / "model", load_file(str(tmp_path / "model" / "model.safetensors"))
     bias = "encoder.relative_attention_bias.weight"
