@@ -370,7 +370,7 @@ def test_a_result_that_measured_more_than_asked_is_kept_without_the_rest_and_one
     out = root / "out"
     assert all(r["layer_cka"] for r in reference.values())  # the grid measures CKA on every run
 
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(cka=False), sort_keys=False))
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(cka=False, workers=1), sort_keys=False))
     stdout = run_stage(root, tiny_model_dir)
     dropped = [line for line in stdout.splitlines() if "kept (the measurements no longer asked for dropped)" in line]
     assert len(dropped) == 8 and not trained_lines(stdout), stdout
@@ -386,7 +386,9 @@ def test_a_result_that_measured_more_than_asked_is_kept_without_the_rest_and_one
     assert len(kept_lines(run_stage(root, tiny_model_dir))) == 8  # rewritten with the new fingerprint: exact now
 
     # criticality of the full model's runs (k = 3 = L) on 20 examples, where they measured it on all: they train
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(cka=False, criticality_examples=20), sort_keys=False))
+    (root / "params.yaml").write_text(
+        yaml.safe_dump(tiny_params(cka=False, criticality_examples=20, workers=1), sort_keys=False)
+    )
     stdout = run_stage(root, tiny_model_dir)
     trained = trained_lines(stdout)
     assert len(kept_lines(stdout)) == 6 and len(trained) == 2 and all(" k3_e1 " in line for line in trained), stdout
