@@ -33,6 +33,7 @@ from tests.support import (
     grid_params,
     ok,
     ran_stages,
+    with_change,
 )
 
 # Comments as a person writes them; `dvc exp run -S` must keep every one.
@@ -147,6 +148,33 @@ def finished_repo(tmp_path_factory):
     return root, finish_with_placeholders(root)
 
 
+BACKENDS = (("slurm", "submitit"), ("ray", "ray"))  # executor.kind and the package its backend imports
+
+
+def missing_backend(kind: str, module: str) -> str:
+    return (
+        f"params.yaml: executor.kind = {kind!r} needs the Python package {module}, which is not installed: "
+        "pip install -r requirements-cluster.txt"
+    )
+
+
+@pytest.mark.parametrize(
+    "kind, module",
+    [
+        pytest.param(kind, module, marks=pytest.mark.skipif(find_spec(module) is not None, reason=f"{module} here"))
+        for kind, module in BACKENDS
+    ],
+)
+def test_an_executor_whose_package_is_missing_is_refused_in_one_line(kind, module):
+    from src.core.errors import UserError
+    from src.params.load import check_backend_installed, validate
+
+    config = validate(with_change("executor.kind", kind))
+    with pytest.raises(UserError) as error:
+        check_backend_installed(config.executor)
+    assert str(error.value) == missing_backend(kind, module)
+
+
 @pytest.mark.parametrize(
     "command, override, message",
     [
@@ -162,16 +190,20 @@ def finished_repo(tmp_path_factory):
             "params.yaml: k = 7 is invalid; allowed: 0..6 (the model has 6 encoder layers)",
             id="exp-run-focus-k-beyond-the-prepared-model",
         ),
+        # One backend through DVC in the default run, the other (the same check) with `-m slow`; both messages in
+        # process below.
         *(
             pytest.param(
                 "exp run",
                 f"executor.kind={kind}",
-                f"params.yaml: executor.kind = {kind!r} needs the Python package {module}, which is not installed: "
-                "pip install -r requirements-cluster.txt",
+                missing_backend(kind, module),
                 id=f"exp-run-{kind}-without-{module}",
-                marks=pytest.mark.skipif(find_spec(module) is not None, reason=f"{module} is installed here"),
+                marks=[
+                    pytest.mark.skipif(find_spec(module) is not None, reason=f"{module} is installed here"),
+                    *([pytest.mark.slow] if kind == "ray" else []),
+                ],
             )
-            for kind, module in (("slurm", "submitit"), ("ray", "ray"))
+            for kind, module in BACKENDS
         ),
         # `dvc repro`: `dvc exp run` first checks out the workspace, which unlinks the outputs
         # of stages gone from dvc.yaml (an empty matrix has none) before any stage runs.

@@ -141,10 +141,14 @@ def a_pickle_of_other_objects(folder: Path) -> str:
     return f"{folder}/pytorch_model.bin holds more than tensors: a state dict maps names to tensors only"
 
 
-# One case of each kind runs through DVC (about 30 s each on a loaded 2-core machine); its
-# variants go through the same export in process (test below).
+# Every bad folder's message is checked through the export in process (the test below); through DVC
+# (about 12 s each on a loaded 2-core machine), where the stage must print that message in one line and
+# keep every output, the pickle that runs code in the default run and the other kinds with `-m slow`.
+THROUGH_DVC_SLOW = [without_tokenizer, with_a_larger_vocabulary, truncated, no_model_at_all]
+
+
 @pytest.mark.parametrize(
-    "make_bad", [without_tokenizer, with_a_larger_vocabulary, truncated, no_model_at_all, a_pickle_that_runs_code]
+    "make_bad", [*(pytest.param(make, marks=pytest.mark.slow) for make in THROUGH_DVC_SLOW), a_pickle_that_runs_code]
 )
 def test_a_bad_model_folder_stops_prepare_model_in_one_line_and_every_output_stays(
     pipeline_template, tiny_model_dir, tmp_path, make_bad
@@ -162,7 +166,13 @@ def test_a_bad_model_folder_stops_prepare_model_in_one_line_and_every_output_sta
 
 @pytest.mark.parametrize(
     "make_bad",
-    [with_special_tokens_only, with_a_config_that_does_not_fit, a_config_without_model_type, a_pickle_of_other_objects],
+    [
+        *THROUGH_DVC_SLOW,
+        with_special_tokens_only,
+        with_a_config_that_does_not_fit,
+        a_config_without_model_type,
+        a_pickle_of_other_objects,
+    ],
 )
 def test_a_bad_model_folder_is_refused_by_the_export_before_anything_is_written(tiny_model_dir, tmp_path, make_bad):
     folder = copy_of_tiny_model(tmp_path / "model", tiny_model_dir)

@@ -62,7 +62,17 @@ def a_duplicate_id(squad: dict) -> str:
     return f"{SQUAD_TRAIN}: data[1].paragraphs[0], question {qid!r}: id {qid!r} again (first at data[0].paragraphs[0])"
 
 
-@pytest.mark.parametrize("make_bad", [a_negative_answer_start, an_empty_context, a_duplicate_id])
+# Each message is checked in process by unit/tasks/test_span_qa.py; through DVC (17 s each), where the
+# data stage must print it in one line and keep every output, one case in the default run, the others
+# with `-m slow`.
+@pytest.mark.parametrize(
+    "make_bad",
+    [
+        pytest.param(a_negative_answer_start, marks=pytest.mark.slow),
+        pytest.param(an_empty_context, marks=pytest.mark.slow),
+        a_duplicate_id,
+    ],
+)
 def test_a_bad_squad_file_stops_the_data_stage_in_one_line_and_every_output_stays(
     pipeline_template, tmp_path, make_bad
 ):

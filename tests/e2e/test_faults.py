@@ -370,7 +370,7 @@ def test_a_result_that_measured_more_than_asked_is_kept_without_the_rest_and_one
     out = root / "out"
     assert all(r["layer_cka"] for r in reference.values())  # the grid measures CKA on every run
 
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(cka=False), sort_keys=False))
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(cka=False, workers=1), sort_keys=False))
     stdout = run_stage(root, tiny_model_dir)
     dropped = [line for line in stdout.splitlines() if "kept (the measurements no longer asked for dropped)" in line]
     assert len(dropped) == 8 and not trained_lines(stdout), stdout
@@ -386,7 +386,9 @@ def test_a_result_that_measured_more_than_asked_is_kept_without_the_rest_and_one
     assert len(kept_lines(run_stage(root, tiny_model_dir))) == 8  # rewritten with the new fingerprint: exact now
 
     # criticality of the full model's runs (k = 3 = L) on 20 examples, where they measured it on all: they train
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(cka=False, criticality_examples=20), sort_keys=False))
+    (root / "params.yaml").write_text(
+        yaml.safe_dump(tiny_params(cka=False, criticality_examples=20, workers=1), sort_keys=False)
+    )
     stdout = run_stage(root, tiny_model_dir)
     trained = trained_lines(stdout)
     assert len(kept_lines(stdout)) == 6 and len(trained) == 2 and all(" k3_e1 " in line for line in trained), stdout
@@ -395,23 +397,29 @@ def test_a_result_that_measured_more_than_asked_is_kept_without_the_rest_and_one
 def test_measurements_added_later_are_made_on_kept_weights_and_equal_those_made_while_training(
     tmp_path, tiny_model_dir, tiny_task_dir
 ):
+    # Every k of the tiny study once (the trial is only a seed): 4 runs per full stage instead of 8; in the stage's
+    # own process (no worker spawns) except where the kept weights are measured, which the pool does as well.
+    study = {**TINY_STUDY, "trials": 1}
+    runs = len(study["ks"])
+
+    def params(workers=1, **train) -> dict:
+        return tiny_params(study, workers=workers, **train)
+
     measured = {"cka": True, "criticality": "full_model", "head_importance": "full_model"}
-    reference_root = finetune_workspace(tmp_path / "reference", tiny_task_dir, tiny_params(**measured))
+    reference_root = finetune_workspace(tmp_path / "reference", tiny_task_dir, params(**measured))
     run_stage(reference_root, tiny_model_dir)
     reference = {name: json.loads(p.read_text()) for name, p in result_files(reference_root / "out").items()}
 
     # Trained with no measurement, keeping the weights; then every measurement asked for: none trains.
-    root = finetune_workspace(
-        tmp_path / "kept", tiny_task_dir, tiny_params(keep_weights=True, cka=False, criticality="off")
-    )
-    assert len(trained_lines(run_stage(root, tiny_model_dir))) == 8
+    root = finetune_workspace(tmp_path / "kept", tiny_task_dir, params(keep_weights=True, cka=False, criticality="off"))
+    assert len(trained_lines(run_stage(root, tiny_model_dir))) == runs
     out = root / "out"
     for path in result_files(out).values():
         kept = path.with_suffix(".weights.safetensors")
         assert json.loads(path.read_text())["weights_sha256"] == sha256_of(kept)
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=True, **measured), sort_keys=False))
+    (root / "params.yaml").write_text(yaml.safe_dump(params(2, keep_weights=True, **measured), sort_keys=False))
     stdout = run_stage(root, tiny_model_dir)
-    assert not trained_lines(stdout) and stdout.count("measured on its kept weights, not trained") == 8, stdout
+    assert not trained_lines(stdout) and stdout.count("measured on its kept weights, not trained") == runs, stdout
     for name, path in result_files(out).items():
         now, then = json.loads(path.read_text()), reference[name]
         for field in ("layer_cka", "criticality", "head_importance", "scores", "predictions", "fingerprint"):
@@ -419,28 +427,30 @@ def test_measurements_added_later_are_made_on_kept_weights_and_equal_those_made_
     assert json.loads((out / "rt_sentiment/n80/k3_e1/trial0.json").read_text())["head_importance"]["before"]
 
     # Weights that are not the file the run recorded are never measured: that run trains again.
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=True, cka=False), sort_keys=False))
+    (root / "params.yaml").write_text(yaml.safe_dump(params(keep_weights=True, cka=False), sort_keys=False))
     run_stage(root, tiny_model_dir)  # back to fewer measurements: kept, nothing trains
     kept = out / "rt_sentiment/n80/k1_e1/trial0.weights.safetensors"
     kept.write_bytes(kept.read_bytes()[:-8] + bytes(8))
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=True), sort_keys=False))
+    (root / "params.yaml").write_text(yaml.safe_dump(params(keep_weights=True), sort_keys=False))
     stdout = run_stage(root, tiny_model_dir)
     assert [line.split("] ")[1].split(": ")[0] for line in trained_lines(stdout)] == ["rt_sentiment n=80 k1_e1 trial 0"]
     assert json.loads(kept.with_name("trial0.json").read_text())["weights_sha256"] == sha256_of(kept)
 
     # Without keep_weights the stage keeps no weights; with it, a result without its weights trains again.
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=False), sort_keys=False))
+    (root / "params.yaml").write_text(yaml.safe_dump(params(keep_weights=False), sort_keys=False))
     run_stage(root, tiny_model_dir)
     assert not list(out.rglob("*.safetensors"))
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(keep_weights=True), sort_keys=False))
+    (root / "params.yaml").write_text(yaml.safe_dump(params(keep_weights=True), sort_keys=False))
     stdout = run_stage(root, tiny_model_dir)
-    assert len(trained_lines(stdout)) == 8 and stdout.count("without its weights; trains again to keep them") == 8
+    assert len(trained_lines(stdout)) == runs and stdout.count("without its weights; trains again to keep them") == runs
 
 
 def test_the_focus_stage_copies_a_study_run_with_its_kept_weights_and_trains_one_that_kept_none(
     tmp_path, tiny_model_dir, tiny_task_dir
 ):
-    params = {**tiny_params(keep_weights=True), "size": 80, "k": 3, "trials": 2}  # the study's k = 3 runs
+    # the study's k = 3 runs (the only ones the focus reuses), in the stage's own process
+    study = {**TINY_STUDY, "ks": [3]}
+    params = {**tiny_params(study, keep_weights=True, workers=1), "size": 80, "k": 3, "trials": 2}
     root = finetune_workspace(tmp_path / "focus", tiny_task_dir, params)
     (root / "runs").mkdir()
     focus = [*stage_command(tiny_model_dir)[:3], "--focus", *stage_command(tiny_model_dir)[5:-2]]

@@ -1,11 +1,20 @@
 """Extractive QA (SQuAD 2.0) through the real pipeline: a tiny QA task and the progressive study
-on it through `dvc exp run` in a scratch repo (the unit tests are unit/tasks/test_span_qa.py)."""
+on it through `dvc exp run` in a scratch repo (the unit tests are unit/tasks/test_span_qa.py), on the
+local model folder of all-MiniLM-L6-v2's shape and tokenizer that the pipeline test trains
+(tests/support.py write_small_minilm), not the 30x costlier real one."""
 
 import json
 
 import pandas as pd
 
-from tests.support import build_scratch_repo, dvc_out, grid_params, write_tiny_squad
+from tests.support import build_scratch_repo, dvc_out, grid_params, write_small_minilm, write_tiny_squad
+
+SMALL_MODEL = "small_minilm"  # the scratch repo's model folder
+
+
+def write_inputs(repo) -> None:
+    write_tiny_squad(repo / "squad")
+    write_small_minilm(repo / SMALL_MODEL)
 
 
 def test_the_progressive_study_on_squad_runs_through_dvc_exp_run(tmp_path):
@@ -13,13 +22,13 @@ def test_the_progressive_study_on_squad_runs_through_dvc_exp_run(tmp_path):
     from src.artefacts.run_result import RunResult
 
     params = grid_params()
-    params["model"]["max_length"] = 64
+    params["model"].update(name=SMALL_MODEL, max_length=64)
     params["data"].update(tasks=["rt_sentiment", "squad_v2"], squad_dir="squad", qa_stride=16)
     params["probe"]["tasks"] = ["rt_sentiment"]
     params["train"].update(workers=1, threads=2)
     params.update(size=8, trials=1)  # the focus condition (on rt_sentiment): one short run
     params["studies"] = {"progressive": {**params["studies"]["progressive"], "sizes": [16]}}
-    build_scratch_repo(tmp_path, params, write_inputs=lambda repo: write_tiny_squad(repo / "squad"))
+    build_scratch_repo(tmp_path, params, write_inputs=write_inputs)
     dvc_out(tmp_path, "exp", "run", "-S", "studies.progressive.tasks=[squad_v2]")
 
     info = json.loads((tmp_path / "data/tasks/squad_v2/info.json").read_text())
