@@ -461,7 +461,9 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
     for need in claim.needs:
         # a probe predicts one label per sequence: a claim with probes runs on tasks that are not span QA
         fits = [t for t in data_tasks if not (need.probe and t in TASKS and TASKS[t].kind.token_level)]
-        base_tasks = list(need.tasks) or fits[:1] or data_tasks[:1]
+        # a study it adds runs where the progressive study does, whose runs are its references
+        referenced = [t for t in (reference.tasks if reference else ()) if t in fits]
+        base_tasks = list(need.tasks) or referenced[:1] or fits[:1] or data_tasks[:1]
         study = matching_study(ev.studies, need, ev, base_tasks)
         tasks = list(need.tasks) or [t for t in (study.tasks if study else base_tasks) if t in fits] or base_tasks
         tasks += [t for t in fits if t not in tasks][: max(0, need.min_tasks - len(tasks))]

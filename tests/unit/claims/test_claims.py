@@ -498,6 +498,16 @@ def test_every_claim_is_not_run_without_rows_and_the_registry_is_large_and_uniqu
     assert {c.source.split()[0] for c in CLAIMS} == {"001", "003", "004"}
 
 
+def test_a_study_the_command_adds_runs_on_the_progressive_studys_task_not_the_first_data_task():
+    progressive = StudyConfig(name="progressive", scheme="progressive", tasks=("subjectivity",), sizes=(8,), trials=3)
+    v = verdicts(Builder().curve(RISING, trials=3).evidence(studies={"progressive": progressive}))
+    assert CONFIG.data.tasks[0] != "subjectivity"
+    assert (
+        "-S '+studies.permutation={scheme: permutation, tasks: [subjectivity], sizes: [8]"
+        in (v["permutation_lowers_accuracy"]["needs"])
+    )
+
+
 def test_an_existing_study_is_extended_not_added():
     blocks = StudyConfig(name="blocks", scheme="block", window=3, tasks=("rt_sentiment",), sizes=(8,), trials=2)
     v = verdicts(Builder().curve(RISING, trials=3).evidence(studies={**dict(CONFIG.studies), "blocks": blocks}))
