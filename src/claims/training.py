@@ -78,6 +78,8 @@ class TrainingCheck:
 def training_checks(ev: Evidence) -> dict[tuple[str, int], TrainingCheck]:
     """The check at every (task, size) with plain runs: each unmodified condition that trained more epochs than
     the plain run of its k (only its epochs differ), against that plain run."""
+    if ev.runs.empty:
+        return {}
     runs, plain = ev.runs, ev.plain()
     modified = runs[~runs["plain"]] if "plain" in runs else runs.iloc[0:0]
     longer = modified[
