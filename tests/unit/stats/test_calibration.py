@@ -320,3 +320,14 @@ def test_the_permutation_p_of_the_correlation_holds_its_size(heads):
         trials=((1, 1), (3, 3)),
     )
     assert len(rows) == 2 and all(row.size_ok(SIGMAS) for row in rows), rows
+
+
+def test_the_training_length_check_rarely_marks_a_plateau_and_always_marks_the_measured_undertraining():
+    # docs/calibration.md "The training-length check": the default's per-trial SD (about 0.01) at 3 trials
+    rows = {
+        (row.gain, row.sd): row.undertrained
+        for row in calibration.training_check_table(reps=4000, gains=(0.0, 0.094), sds=(0.01, 0.03), trials=(3,))
+    }
+    assert rows[(0.0, 0.01)] < 0.005 and rows[(0.094, 0.01)] == 1.0
+    assert 0.18 < rows[(0.0, 0.03)] < 0.28  # where eval accuracy swings from epoch to epoch it is a coin often
+    assert rows[(0.094, 0.03)] > 0.99
