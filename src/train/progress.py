@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from torch.optim.optimizer import register_optimizer_step_post_hook
 from tqdm import tqdm
@@ -21,6 +22,17 @@ from tqdm import tqdm
 from src.conditions.condition import Condition
 
 POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class LaterWork:
+    """What the finetune stages after this one will train (runs without a result on disk yet): an estimate for
+    the pipeline's ETA, at this stage's examples/s (their scoring after every epoch, and the stages that train
+    nothing, are not in it)."""
+
+    stages: int
+    runs: int
+    examples: int
 
 
 def optimizer_steps(condition: Condition, pool_size: Callable[[str], int], batch_size: int) -> int:
@@ -61,8 +73,9 @@ class Progress:
         steps: list[int] | None = None,
         label: str = "finetune",
         stream=None,
+        later: LaterWork | None = None,
     ):
-        self.examples, self.concurrency = examples, concurrency
+        self.examples, self.concurrency, self.later = examples, concurrency, later
         self.total_steps = sum(steps or [])
         self.stream = stream or sys.stdout
         self.done = self.failed = self.trained = 0
@@ -115,7 +128,15 @@ class Progress:
             self.stream.flush()
 
     def runs(self) -> str:
-        return f"runs {self.done}/{len(self.examples)}" + (f", {self.failed} failed" if self.failed else "")
+        runs = f"runs {self.done}/{len(self.examples)}" + (f", {self.failed} failed" if self.failed else "")
+        return runs + (f"; {self.after()}" if self.later and self.later.runs else "")
+
+    def after(self) -> str:
+        """The finetune stages after this one, and the ETA to the end of them at this stage's examples/s."""
+        elapsed = time.monotonic() - self.start
+        rate = self.trained / elapsed if elapsed > 0 else 0.0
+        eta = _duration((self.left_examples + self.later.examples) / rate) if rate > 0 else "-"
+        return f"then {self.later.runs} runs in {self.later.stages} finetune stage(s), ETA to their end {eta}"
 
     def status(self) -> str:
         left = len(self.examples) - self.done
@@ -125,7 +146,8 @@ class Progress:
         eta = f"ETA {_duration(self.left_examples / rate)}" if rate > 0 and left else "ETA -"
         counts = f"{self.done - self.failed} done, {running} running, {self.failed} failed, {left - running} queued"
         steps = f"steps {min(self.steps.value, self.total_steps)}/{self.total_steps}; " if self.total_steps else ""
-        return f"{counts}; {steps}{rate:.1f} examples/s, {eta}"
+        after = f"; {self.after()}" if self.later and self.later.runs else ""
+        return f"{counts}; {steps}{rate:.1f} examples/s, {eta}{after}"
 
 
 def _duration(seconds: float) -> str:

@@ -31,7 +31,7 @@ from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
 from src.train.packed import RUN_ARGUMENTS, pack_key, run_pack
-from src.train.progress import Progress, optimizer_steps
+from src.train.progress import LaterWork, Progress, optimizer_steps
 from src.train.reuse import missing_measurements, with_measurements_of
 from src.train.run import fingerprint, run_condition
 
@@ -129,7 +129,23 @@ def run_stage_conditions(
     for condition in conditions:
         condition.check(limits.num_layers, limits.num_heads)
     check_sizes(conditions, tasks_dir, where)
-    return run_all(conditions, config, model_dir, tasks_dir, out, where, log_epochs, reuse)
+    later = later_work(config, limits.num_layers, study, out.parent, tasks_dir) if study is not None else None
+    return run_all(conditions, config, model_dir, tasks_dir, out, where, log_epochs, reuse, later)
+
+
+def later_work(config: Config, num_layers: int, study: str, studies_dir: Path, tasks_dir: Path) -> LaterWork:
+    """The runs the finetune stages after `study` (in params.yaml's order, which dvc.yaml's foreach keeps) have
+    no result file for yet, and the examples they train: what the pipeline's ETA adds to this stage's."""
+    names = list(config.studies)
+    later_studies = names[names.index(study) + 1 :]
+    reported, pool = all_study_conditions(config, num_layers), pool_sizes(tasks_dir)
+    missing = [
+        condition
+        for name in later_studies
+        for condition in trained_conditions(reported, name, num_layers)
+        if not result_path(studies_dir / name, condition).exists()
+    ]
+    return LaterWork(len(later_studies), len(missing), sum(c.examples_trained(pool) for c in missing))
 
 
 def finished_in_studies(
@@ -168,6 +184,7 @@ def run_all(
     where: str,
     log_epochs: bool,
     reuse: Path | None = None,
+    later: LaterWork | None = None,
 ) -> list[RunResult]:
     """Every condition's result: kept, copied from another study (`reuse`), measured on its kept
     weights, or trained now. With train.keep_weights every finished run has its weights beside it."""
@@ -236,7 +253,7 @@ def run_all(
     steps = [0 if i in measure else optimizer_steps(conditions[i], pool, config.train.batch_size) for i in todo]
     steps = steps if config.executor.kind == "local" and not config.train.pack else None
     with Progress(
-        [examples[i] for i in todo], concurrency(config.executor, config.train), steps, f"finetune {where}"
+        [examples[i] for i in todo], concurrency(config.executor, config.train), steps, f"finetune {where}", later=later
     ) as progress:
         if config.train.pack:  # runs of one (task, size, trial) in stacked packs; measuring kept weights trains nothing
             keys_of_packs = [None if i in measure else pack_key(conditions[i], settings[i], config.seed) for i in todo]

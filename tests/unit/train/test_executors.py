@@ -13,7 +13,9 @@ import pytest
 import torch
 from fake_runs import fail_odd, note_slot, take_steps
 
+from src.artefacts.run_result import result_path
 from src.conditions.condition import Condition
+from src.conditions.studies import all_study_conditions, trained_conditions
 from src.core.errors import ParamsError
 from src.data import tokens
 from src.model.finetuner import build_finetuner, new_task_head
@@ -23,8 +25,9 @@ from src.tasks.registry import get_task
 from src.train import executors, loop
 from src.train import progress as progress_module
 from src.train.executors import Failure
-from src.train.progress import Progress
-from tests.support import grid_params, most_at_once
+from src.train.progress import LaterWork, Progress
+from src.train.schedule import later_work
+from tests.support import L, grid_params, most_at_once
 
 
 def local_params(workers: int = 2, **executor) -> dict:
@@ -233,3 +236,33 @@ def test_fp16_trains_with_a_grad_scaler(tiny_model_dir, tiny_task_dir):
     outcome = loop.finetune(model, task, train, run_settings(epochs=2, precision="fp16"), 1)
     assert outcome["status"] == "ok" and outcome["epoch_losses"][1] < outcome["epoch_losses"][0]
     assert all(p.dtype == torch.float32 for p in model.parameters())  # autocast only: weights stay fp32
+
+
+def test_a_stage_names_the_finetune_stages_after_it_and_the_eta_to_their_end():
+    stream = io.StringIO()
+    progress = Progress([100, 100], concurrency=2, stream=stream, later=LaterWork(stages=2, runs=6, examples=600))
+    progress.start -= 10  # 10 s in: 100 examples trained, 100 + 600 left at 10 examples/s
+    progress.finished(0, "[1/2] a: ok")
+    assert stream.getvalue().rstrip().endswith("ETA 0m10s; then 6 runs in 2 finetune stage(s), ETA to their end 1m10s")
+    nothing_after = io.StringIO()
+    Progress([100], concurrency=1, stream=nothing_after, later=LaterWork(0, 0, 0)).finished(0, "[1/1] a: ok")
+    assert "then" not in nothing_after.getvalue()
+
+
+def test_the_work_after_a_stage_is_the_later_studies_runs_without_a_result_yet(tmp_path):
+    config = validate(grid_params())
+    names = list(config.studies)
+    tasks = tmp_path / "tasks"
+    for task in config.data.tasks:
+        (tasks / task).mkdir(parents=True)
+        (tasks / task / "info.json").write_text('{"train_examples": 1000}')
+    reported = all_study_conditions(config, L)
+    after_first = [(n, c) for n in names[1:] for c in trained_conditions(reported, n, L)]
+    everything = later_work(config, L, names[0], tmp_path / "studies", tasks)
+    assert (everything.stages, everything.runs) == (len(names) - 1, len(after_first))
+    assert everything.examples == sum(c.examples_trained(lambda task: 1000) for _, c in after_first)
+    name, done = after_first[0]
+    result_path(tmp_path / "studies" / name, done).parent.mkdir(parents=True)
+    result_path(tmp_path / "studies" / name, done).write_text("{}")
+    assert later_work(config, L, names[0], tmp_path / "studies", tasks).runs == len(after_first) - 1
+    assert later_work(config, L, names[-1], tmp_path / "studies", tasks) == LaterWork(0, 0, 0)
