@@ -77,9 +77,7 @@ def main() -> None:
     for verdict in verdicts:
         plan = verdict["plan"] or {}
         decided = f"  (decided by {plan['trials']} trials: {plan['command']})" if plan.get("trials") else ""
-        text = verdict["verdict"] + (
-            f", {CONFOUNDED}" if verdict["verdict"] != "not run" and confounded(verdict) else ""
-        )
+        text = verdict["verdict"] + (f", {CONFOUNDED}" if confounded(verdict) else "")
         print(f"{text:>13}  {verdict['id']}{decided}")
 
 

@@ -82,15 +82,15 @@ def what_ran_lines(ran: WhatRan) -> list[str]:
 
 
 def confounded(v: dict) -> bool:
-    """Whether a claim reads a (task, size) that the training-length check found undertrained (training.py)."""
-    return any(check.status == UNDERTRAINED for check in v.get("training", ()))
+    """Whether a claim that ran reads a (task, size) the training-length check found undertrained (training.py)."""
+    return v["verdict"] != NOT_RUN and any(check.status == UNDERTRAINED for check in v.get("training", ()))
 
 
 def training_lines(verdicts: list[dict]) -> list[str]:
     """The training-length check of every (task, size) a claim reads, one line each, then the claims it confounds."""
     checks = {(c.task, c.size): c for v in verdicts for c in v.get("training", ())}
     lines = [checks[key].evidence() for key in sorted(checks)]
-    hit = [v["id"] for v in verdicts if v["verdict"] != NOT_RUN and confounded(v)]
+    hit = [v["id"] for v in verdicts if confounded(v)]
     if hit:
         lines.append(f"**{CONFOUNDED.capitalize()}** ({len(hit)} claims): " + ", ".join(map(claim_link, hit)))
     return lines
@@ -156,7 +156,7 @@ def study_summary(seed: str, verdicts: list[dict]) -> StudySummary:
         *(f"**Undecided**: {line}" for line in grouped(undecided)),
         *(
             [f"**{CONFOUNDED.capitalize()}**: " + ", ".join(claim_link(v["id"]) for v in hit)]
-            if (hit := [v for v in mine if v["verdict"] != NOT_RUN and confounded(v)])
+            if (hit := [v for v in mine if confounded(v)])
             else []
         ),
         *(f"**Not run**: {line}" for line in grouped(not_run)),
@@ -250,7 +250,7 @@ def claim_rows(verdicts: list[dict], drawn: set[str], studies: dict[str, StudyCo
                 claim.source.split()[0],
                 f"{claim.hypothesis} ({claim.source.split(' ', 1)[1]})"
                 + (" [secondary analysis]" if claim.secondary and "secondary" not in claim.source else ""),
-                v["verdict"] + (f" ({CONFOUNDED})" if v["verdict"] != NOT_RUN and confounded(v) else ""),
+                v["verdict"] + (f" ({CONFOUNDED})" if confounded(v) else ""),
                 effect_text(v),
                 figure if figure in drawn else None,
             )
