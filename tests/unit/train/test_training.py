@@ -143,10 +143,13 @@ def test_auto_precision_is_native_bf16_or_fp32_on_a_cpu_and_the_fingerprint_hold
     from src.train.device import resolve_precision
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a CPU machine, also where a GPU is lent
-    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
-    assert resolve_precision("auto", "cpu") == "fp32"  # emulated bf16 trained ~10x slower on an AVX2 CPU
+    # an AVX-512 CPU without BF16: oneDNN calls bf16 supported there, and emulates it 2.75x slower
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    assert resolve_precision("auto", "cpu") == "fp32"
     assert resolve_precision("bf16", "cpu") == "bf16"  # an explicit choice stands
     assert run_settings(validate(training_params(precision="auto")), 1).precision == "fp32"
-    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
     assert resolve_precision("auto", "cpu") == "bf16"
     assert run_settings(validate(training_params(precision="auto")), 1).precision == "bf16"
