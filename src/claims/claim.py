@@ -61,6 +61,7 @@ class Claim:
     every: bool = True  # universal ("at every unit": intersection-union) or existential ("somewhere": Holm)
     needs_gap: bool = False  # supported only where full beats scratch at each of its units
     secondary: bool = False  # a labelled secondary analysis, not the paper's statement
+    paper_value: str = ""  # the paper's own number for it, where its text or tables give one, and where
 
 
 class Shared:

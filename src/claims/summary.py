@@ -228,16 +228,18 @@ def figure_of(v: dict, studies: dict[str, StudyConfig]) -> str:
 
 
 def effect_text(v: dict) -> str:
-    """The deciding unit's estimate and interval, where it is and what it estimates; or why there is none."""
+    """The deciding unit's estimate and interval, where it is and what it estimates, or why there is none; then
+    the paper's own number where the seeds give one."""
+    paper = f"; paper: {v['claim'].paper_value}" if v["claim"].paper_value else ""
     if v["verdict"] == NOT_RUN:
-        return "—"
+        return "—" + paper
     unit = deciding_unit(v)
     if unit is None:
-        return "— (no unit gives a verdict)"
+        return "— (no unit gives a verdict)" + paper
     refused = sum(1 for u in v["units"] if u.refused)
     of = f" (the deciding unit of {len(v['units'])}" if len(v["units"]) > 1 else ""
     of += f"; {refused} give no verdict)" if refused else ")" if of else ""
-    return f"{number(unit.estimate)} {interval_text(unit)} at {unit.name}{of}; {unit.test}"
+    return f"{number(unit.estimate)} {interval_text(unit)} at {unit.name}{of}; {unit.test}{paper}"
 
 
 def claim_rows(verdicts: list[dict], drawn: set[str], studies: dict[str, StudyConfig]) -> list[ClaimRow]:

@@ -50,6 +50,15 @@ def grid_params_yaml() -> str:
     return text
 
 
+def finished_grid_repo(root: Path) -> list[str]:
+    """A scratch repository at `root` of the real dvc.yaml on the tiny grid's params, every output a
+    committed placeholder (finish_with_placeholders). Returns the outputs' paths."""
+    build_scratch_repo(
+        root, grid_params_yaml(), stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"], message=None
+    )
+    return finish_with_placeholders(root)
+
+
 def restore(root: Path) -> None:
     """Back to the last commit (an experiment run in the workspace leaves its changes there)."""
     subprocess.run(["git", "reset", "-q", "--hard"], cwd=root, check=True)  # DVC stages params.yaml in git's index
@@ -139,13 +148,8 @@ def test_exp_run_with_a_key_or_value_the_schema_refuses_fails_in_validate(valida
 
 @pytest.fixture(scope="module")
 def finished_repo(tmp_path_factory):
-    root = build_scratch_repo(
-        tmp_path_factory.mktemp("placeholders"),
-        grid_params_yaml(),
-        stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"],
-        message=None,
-    )
-    return root, finish_with_placeholders(root)
+    root = tmp_path_factory.mktemp("placeholders")
+    return root, finished_grid_repo(root)
 
 
 BACKENDS = (("slurm", "submitit"), ("ray", "ray"))  # executor.kind and the package its backend imports

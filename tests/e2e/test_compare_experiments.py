@@ -7,11 +7,10 @@ import json
 import shlex
 
 import pytest
-import yaml
 from dvc.utils.hydra import apply_overrides
 
-from tests.contract.test_dvc_params import grid_params_yaml
-from tests.support import REPO, build_scratch_repo, commit, dvc, finish_with_placeholders, ok
+from tests.contract.test_dvc_params import finished_grid_repo
+from tests.support import REPO, commit, dvc, ok
 
 NAMES = {"<a>": "k3", "<b>": "k5", "main": "HEAD"}  # README's placeholders and branch, as in this repository
 
@@ -36,13 +35,8 @@ def write_metrics(root, k: int, mean: float, supported: int) -> None:
 
 @pytest.fixture(scope="module")
 def two_experiments(tmp_path_factory):
-    root = build_scratch_repo(
-        tmp_path_factory.mktemp("compare"),
-        grid_params_yaml(),
-        stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"],
-        message=None,
-    )
-    finish_with_placeholders(root)
+    root = tmp_path_factory.mktemp("compare")
+    finished_grid_repo(root)
     write_metrics(root, 6, 0.69, 5)
     commit(root, "the baseline's metrics")
     for name, k, mean, supported in (("k3", 3, 0.71, 6), ("k5", 5, 0.74, 7)):

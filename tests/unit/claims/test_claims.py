@@ -563,6 +563,8 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     rows = {
         re.match(r'\| <a id="claim-(\w+)"', line)[1]: line for line in claims.splitlines() if line.startswith("| <a")
     }
+    papers = [claim for claim in CLAIMS if claim.paper_value]  # the paper's own number beside the effect
+    assert len(papers) >= 9 and all(f"; paper: {claim.paper_value} |" in rows[claim.id] for claim in papers)
     (gap,) = v["full_beats_scratch"]["units"]
     assert (
         f"| supported | {number(gap.estimate)} {interval_text(gap)} at sst2 n=500; {gap.test} |"
