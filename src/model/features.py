@@ -31,12 +31,15 @@ def pool_layers(hidden_states, attention_mask: torch.Tensor, pooling: str, poole
 def layer_features(
     encoder: nn.Module, split: TokenizedSplit, batch_size: int, pooling: str, desc: str = ""
 ) -> np.ndarray:
-    """[examples, layers + 1, hidden] pooled features, float16 to halve the cache."""
+    """[examples, layers + 1, hidden] pooled features, float16 to halve the cache. With `desc`, a progress bar on
+    a terminal (none in a log or CI); without, none: a run's worker draws nothing under its stage's live line."""
     encoder.eval()
     config, device = encoder.config, next(encoder.parameters()).device
     pooler = getattr(encoder, "pooler", None) if family_of(encoder).pooler else None
     features = np.empty((len(split), config.num_hidden_layers + 1, config.hidden_size), dtype=np.float16)
-    for indices in tqdm(batches(split.lengths, batch_size, None), desc=desc, leave=False, mininterval=5):
+    for indices in tqdm(
+        batches(split.lengths, batch_size, None), desc=desc, leave=False, mininterval=5, disable=None if desc else True
+    ):
         batch = {name: t.to(device) for name, t in collate(split, indices).items()}
         batch.pop("labels")
         hidden = encode(encoder, **batch, output_hidden_states=True).hidden_states

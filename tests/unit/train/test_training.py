@@ -63,6 +63,16 @@ def test_absurd_learning_rate_is_recorded_as_diverged(tiny_model_dir, tiny_tasks
     assert result.status == "diverged" and result.scores == {}
 
 
+def test_features_draw_no_progress_bar_in_a_log_or_inside_a_run(tiny_model_dir, tiny_task_dir, capsys):
+    """A run's own pass (no desc) never draws a bar under its stage's live line; a named one draws only on a
+    terminal, so a log or CI gets none (capsys's stderr is not a terminal)."""
+    encoder = load_encoder(tiny_model_dir, with_pooler=False)
+    split = splits.load_split(tiny_task_dir / "tokens.npz", "eval")
+    for desc in ("", "features eval"):
+        layer_features(encoder, split, batch_size=16, pooling="mean", desc=desc)
+    assert capsys.readouterr().err == ""
+
+
 def test_features_equal_per_layer_masked_means(tiny_model_dir, tiny_task_dir):
     encoder = load_encoder(tiny_model_dir, with_pooler=False)
     split = splits.load_split(tiny_task_dir / "tokens.npz", "eval")
