@@ -22,6 +22,7 @@ L = 4
 H = 12  # attention heads per layer
 N = 200  # eval examples
 LABELS = np.random.default_rng(0).integers(0, 2, N)
+RISING = [0.50, 0.70, 0.80, 0.85, 0.90]  # a progressive curve over k = 0..L with a clear gain
 SETTINGS = ReportConfig(**{**grid_params()["report"], "bootstrap_resamples": 200})
 CONFIG = validate(grid_params())
 
@@ -98,6 +99,28 @@ class Builder:
             CONFIG.train,
             num_heads=H,
         )
+
+
+def probe_table(curves: list[list[float]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"task": "sst2", "layer": layer, "value": value, "seed": seed}
+            for seed, curve in enumerate(curves)
+            for layer, value in enumerate(curve)
+        ]
+    )
+
+
+def probe_evidence(builder: Builder, curve: list[float], seeds: int):
+    """Evidence with a probe of `seeds` seeds whose layer-l predictions score exactly curve[l]."""
+    predictions = np.stack(
+        [
+            [predictions_with_accuracy(a, stable_seed("probe", s, layer)) for layer, a in enumerate(curve)]
+            for s in range(seeds)
+        ]
+    )
+    probe = probe_table([curve] * seeds).assign(metric="accuracy")
+    return replace(builder.evidence(probe=probe), probe_predictions={"sst2": predictions})
 
 
 def render(

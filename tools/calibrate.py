@@ -38,30 +38,48 @@ simulation (simulate_heads, correlation_table): a few to 72 heads, each with a l
 and reinit effect, measured over 1 or 3 trials with trial noise as large as or 3x the heads' effects,
 some reinit trials collapsed; its intervals' coverage is of the population Spearman correlation of
 the measured quantities (population_spearman), and measures.correlation_interval picks the one reported.
+
+The whole report (whole_report_table, `--tables whole-report`) is simulated on a finished run's design: its evidence
+read as the report stage reads it, every outcome (runs' and probes' predictions and scores, weight change) redrawn
+under a global null (every condition of a task alike, every probe layer alike, every layer moving alike;
+null_replicate), the report judged by its own code (judge_claims), and each "supported" or "contradicted" compared
+with the claim's truth under that null (claim_truths: each unit's estimand read on the null's expectation,
+expected_evidence). It gives the rate of at least one wrong verdict in the report, split by verdict and by the
+error rate each kind holds (Holm or intersection-union).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import functools
 import itertools
 import math
 import shlex
 import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
+from src.artefacts.evidence import read_evidence
+from src.claims.evidence import Evidence
+from src.claims.registry import CLAIMS
 from src.claims.training import UNDERTRAINED, EpochGain, TrainingCheck
-from src.claims.units import NEAR_COLLAPSE_SHARE
+from src.claims.units import NEAR_COLLAPSE_SHARE, Unit
+from src.claims.verdicts import decided_by, judge_claims, needed_gaps
+from src.core.errors import UserError
+from src.params.load import load_config, model_limits
 from src.stats import correlation, hypothesis, validity
 from src.stats.collapse import HURDLE_PARTS, hurdle
 from src.stats.validity import decidable
-from src.tasks.kinds import COLLAPSE_SHARE
-from src.tasks.metrics import example_metric
+from src.tasks.kinds import COLLAPSE_SHARE, Classification, TaskKind
+from src.tasks.metrics import example_metric, score
+from src.tasks.registry import TASKS
 
 ALPHA = 0.05
 FAMILY = 53  # one-sided tests in the report's Holm family (metrics/report.md)
@@ -1043,6 +1061,401 @@ def correlation_table(
     return rows
 
 
+# --- the whole report under a global null of a finished run's design -------------------------------------------
+#
+# A replicate keeps a finished run's design exactly (its runs, trials, tasks, eval labels, probe seeds and layers,
+# weight-change rows) and replaces every outcome by one drawn under the global null: every condition of a task has
+# one expected accuracy (no effect of k, scheme, modifier, size, intermediate task), every probe layer of a task
+# another, every layer moves alike in finetuning. The whole report is then judged (judge_claims, the report's code)
+# and each decided verdict is compared with the truth under that null.
+
+REPORT_NULL = "trial + example"  # the NULLS entry whose SDs a replicate's latent model takes
+REPORT_NULLS = tuple(  # the nulls a replicate can take: without collapses (their compensation is per condition)
+    name for name, null in NULLS.items() if not (null.collapse or null.collapse_a or null.near_a or null.near_b)
+)
+DECIDED = ("supported", "contradicted")
+ROUNDING_ZERO = 9  # decimals an estimand on the expected evidence is rounded to: a slope of equal values is 1e-17
+
+
+def read_run_evidence(metrics: Path, predictions: Path, model: Path, params: Path) -> Evidence:
+    """A finished run's evidence, read exactly as the report stage reads it (stages/report.py)."""
+    for path, what in ((metrics / "runs.csv", "--run-metrics"), (predictions, "--run-predictions")):
+        if not path.is_file():
+            raise UserError(f"{what}: no file {path} (a finished run's metrics/ and data/predictions.npz)")
+    if not (model / "base.json").is_file():
+        raise UserError(f"--run-model: no prepared model at {model} (its base.json; the run's data/model)")
+    if not params.is_file():
+        raise UserError(f"--run-params: no file {params} (the run's params.yaml)")
+    config, limits = load_config(params), model_limits(model)
+    evidence = read_evidence(Evidence, metrics, predictions, limits.num_layers, config)
+    return replace(evidence, num_heads=limits.num_heads)
+
+
+def _classes(task: str) -> int:
+    spec = TASKS.get(task)
+    if spec is None or not isinstance(spec.kind, Classification):
+        raise UserError(f"task {task!r}: the whole-report null simulates classification tasks only")
+    return spec.num_labels
+
+
+def _accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(predictions == labels))
+
+
+def common_levels(ev: Evidence) -> dict[tuple[str, str], float]:
+    """The global null's expected accuracy of each task's runs ("runs", task): the mean accuracy of its plain
+    finished runs' stored predictions; and of its probes ("probe", task): the mean over its stored probe
+    predictions (every seed and layer), else over its probe scores."""
+    plain = ev.plain()
+    plain = plain[plain["status"] == "ok"]
+    levels = {}
+    for task in sorted(set(ev.runs.loc[ev.runs["status"] == "ok", "task"])):
+        _classes(task)
+        rows = plain[plain["task"] == task]
+        keys = zip(rows["size"].astype(int), rows["slug"], rows["trial"].astype(int))
+        found = [
+            _accuracy(ev.predictions[(task, *key)], ev.labels[task]) for key in keys if (task, *key) in ev.predictions
+        ]
+        if not found or task not in ev.labels:
+            raise UserError(f"task {task!r}: no stored predictions of its plain runs and eval labels (predictions.npz)")
+        levels[("runs", task)] = float(np.mean(found))
+    for task, rows in ev.probe.groupby("task") if not ev.probe.empty else ():
+        stored = ev.probe_predictions.get(task)
+        levels[("probe", task)] = (
+            _accuracy(stored, ev.labels[task]) if stored is not None else float(rows["value"].astype(float).mean())
+        )
+    return levels
+
+
+def _predictions(correct: np.ndarray, labels: np.ndarray, classes: int, rng: np.random.Generator) -> np.ndarray:
+    """The label where `correct`, another class (at random among the others) where not."""
+    other = (labels + rng.integers(1, classes, labels.shape)) % classes
+    return np.where(correct, labels, other).astype(labels.dtype)
+
+
+def _scored(runs: pd.DataFrame, index, task: str, predictions: np.ndarray, labels: np.ndarray) -> None:
+    """Set a run's score (its metric, as the pipeline computes it: src/tasks/metrics.py score), its majority share
+    and its collapse flag (src/tasks/kinds.py) from its predictions."""
+    metric = runs.at[index, "metric"]
+    runs.at[index, "value"] = score((metric,), predictions, labels)[metric]
+    share = TASKS[task].kind.majority_share(predictions)
+    runs.at[index, "majority_share"], runs.at[index, "collapsed"] = share, TaskKind.collapsed(share)
+
+
+def _with_outcomes(ev: Evidence, run_predictions, probe_predictions, weight_change, layer_change) -> Evidence:
+    """`ev` with every finished run's and probe's outcomes replaced: `run_predictions(task, index of its runs,
+    labels)` and `probe_predictions(task, seeds, layers, labels)` give predictions [runs or seeds, (layers,) N]."""
+    runs = ev.runs.copy()
+    runs["majority_share"] = runs["majority_share"].astype(float) if "majority_share" in runs else math.nan
+    predictions, probe, probes = {}, ev.probe.copy(), {}
+    for task in sorted(set(runs.loc[runs["status"] == "ok", "task"])):
+        finished, labels = runs.index[(runs["task"] == task) & (runs["status"] == "ok")], ev.labels[task]
+        for index, drawn in zip(finished, run_predictions(task, finished, labels)):
+            key = (task, int(runs.at[index, "size"]), runs.at[index, "slug"], int(runs.at[index, "trial"]))
+            _scored(runs, index, task, drawn, labels)
+            if key in ev.predictions:
+                predictions[key] = drawn
+    for task, rows in ev.probe.groupby("task") if not ev.probe.empty else ():
+        seeds = sorted(set(rows["seed"])) if "seed" in rows else [0]
+        layers = list(range(ev.num_layers + 1))
+        drawn = probe_predictions(task, len(seeds), len(layers), ev.labels[task])  # [S, L+1, N]
+        metric = rows["metric"] if "metric" in rows else pd.Series("accuracy", rows.index)
+        for index in rows.index:
+            s = seeds.index(rows.at[index, "seed"]) if "seed" in rows else 0
+            name = metric[index]
+            probe.at[index, "value"] = score((name,), drawn[s, int(rows.at[index, "layer"])], ev.labels[task])[name]
+        if task in ev.probe_predictions:
+            probes[task] = drawn
+    return replace(
+        ev,
+        runs=runs,
+        predictions=predictions,
+        probe=probe,
+        probe_predictions=probes,
+        weight_change=weight_change,
+        layer_change=layer_change,
+    )
+
+
+WEIGHT_RUN = ["study", "task", "size", "slug", "trial"]  # one run of weight_change.csv
+LAYER_RUN = ["task", "size", "trial"]  # one full-model run of layer_change.csv
+
+
+def _layers_permuted(table: pd.DataFrame, run: list[str], rng: np.random.Generator) -> pd.DataFrame:
+    """Every layer alike: the layer labels of each run permuted at random, one permutation for all its rows
+    (sublayers, steps), so that each layer keeps its values together and the run keeps its values."""
+    if table.empty:
+        return table
+    table = table.copy()
+    for _, rows in table.groupby([c for c in run if c in table], dropna=False, sort=True):
+        layers = np.unique(rows["layer"])
+        table.loc[rows.index, "layer"] = rows["layer"].map(dict(zip(layers, rng.permutation(layers))))
+    return table
+
+
+def _layers_averaged(table: pd.DataFrame, run: list[str], values: list[str]) -> pd.DataFrame:
+    """Every layer alike, in expectation: each run's values replaced by their mean over its layers."""
+    if table.empty:
+        return table
+    table = table.copy()
+    for column in (c for c in values if c in table):
+        table[column] = table.groupby([c for c in run if c in table], dropna=False)[column].transform("mean")
+    return table
+
+
+def null_replicate(ev: Evidence, null: Null, levels: dict, rng: np.random.Generator) -> Evidence:
+    """One replicate of `ev`'s design under the global null, on the harness's probit model (`null`'s SDs): a run of
+    trial t of a task is correct on example n where
+
+        mu + trial_sd * z[size, t] + example_sd * v[n] + u[n] + eps[run, n] > 0,
+
+    the trial effect z shared by the conditions of that trial (they share its training subset), the difficulty v,
+    u (SD SHARED_EXAMPLE_SD) shared by every run and probe of the task, the interaction eps each run's own, and mu
+    (_mean_for) giving the task's common expected accuracy (common_levels); a probe of seed s at layer l likewise,
+    its seed's effect shared by its layers, with the probes' common level. Weight change and layer change: each
+    run's layer labels permuted (_layers_permuted)."""
+
+    def latent(level: float, effects: np.ndarray, difficulty: np.ndarray, shape: tuple) -> np.ndarray:
+        return _mean_for(level, null) + effects + difficulty + rng.standard_normal(shape)
+
+    difficulty = {
+        task: null.example_sd * rng.standard_normal(len(labels)) + SHARED_EXAMPLE_SD * rng.standard_normal(len(labels))
+        for task, labels in sorted(ev.labels.items())
+    }
+
+    def run_predictions(task, finished, labels):
+        rows = ev.runs.loc[finished]
+        trials = list(zip(rows["size"].astype(int), rows["trial"].astype(int)))
+        effect = {trial: null.trial_sd * rng.standard_normal() for trial in sorted(set(trials))}
+        effects = np.array([effect[trial] for trial in trials])[:, None]
+        correct = latent(levels[("runs", task)], effects, difficulty[task], (len(trials), len(labels))) > 0
+        return _predictions(correct, labels, _classes(task), rng)
+
+    def probe_predictions(task, seeds, layers, labels):
+        effects = null.trial_sd * rng.standard_normal((seeds, 1, 1))
+        correct = latent(levels[("probe", task)], effects, difficulty[task], (seeds, layers, len(labels))) > 0
+        return _predictions(correct, labels, _classes(task), rng)
+
+    return _with_outcomes(
+        ev,
+        run_predictions,
+        probe_predictions,
+        _layers_permuted(ev.weight_change, WEIGHT_RUN, rng),
+        _layers_permuted(ev.layer_change, LAYER_RUN, rng),
+    )
+
+
+def expected_evidence(ev: Evidence, levels: dict) -> Evidence:
+    """`ev`'s design at the global null's expectation, where each estimand's true value is read: every run of a task
+    predicts alike, right on round(level x N) of the examples (its common level), every probe of it alike at the
+    probes' level, and every layer of a run moves by the run's mean over its layers."""
+
+    def alike(level: float, labels: np.ndarray, task: str) -> np.ndarray:
+        correct = np.arange(len(labels)) < round(level * len(labels))
+        return np.where(correct, labels, (labels + 1) % _classes(task)).astype(labels.dtype)
+
+    return _with_outcomes(
+        ev,
+        lambda task, finished, labels: [alike(levels[("runs", task)], labels, task)] * len(finished),
+        lambda task, seeds, layers, labels: np.broadcast_to(
+            alike(levels[("probe", task)], labels, task), (seeds, layers, len(labels))
+        ),
+        _layers_averaged(ev.weight_change, WEIGHT_RUN + ["sublayer"], ["frobenius", "spectral"]),
+        _layers_averaged(ev.layer_change, LAYER_RUN + ["step"], ["frobenius"]),
+    )
+
+
+def unit_holds(unit: Unit, value: float) -> bool | None:
+    """Whether the hypothesis `unit` tests for its claim holds where its estimand is `value`, by its shape
+    (src/claims/units.py shape_p: greater > 0, within |·| < margin, below < margin, above > −margin; a bootstrap
+    statistic: > 0, or within its margin where it has one, as verdicts.decision_interval reads it). None where
+    `value` is undefined (e.g. k90 of a curve without gain), or where the unit is not an estimate, bootstrap or Welch
+    test (an exact or F test, a variance ratio, a correlation against a margin): their truth is not read here."""
+    if isinstance(unit.result, hypothesis.Bootstrap):
+        shape = "greater" if unit.margin is None else "within"
+    elif isinstance(unit.result, hypothesis.Estimate) or unit.test_type == "welch":
+        shape = unit.shape
+    else:
+        return None
+    if not np.isfinite(value):
+        return None
+    value, margin = round(float(value), ROUNDING_ZERO), unit.margin
+    return {
+        "greater": lambda: value > 0,
+        "within": lambda: abs(value) < margin,
+        "below": lambda: value < margin,
+        "above": lambda: value > -margin,
+    }[shape]()
+
+
+def _every(values) -> bool | None:
+    """Three-valued AND: False where any is, True where all are, else unknown (None)."""
+    return False if any(v is False for v in values) else True if all(v is True for v in values) else None
+
+
+def _some(values) -> bool | None:
+    """Three-valued OR: True where any is, False where all are, else unknown (None)."""
+    return True if any(v is True for v in values) else False if values and all(v is False for v in values) else None
+
+
+def claim_truths(expected: Evidence) -> dict[str, bool | None]:
+    """Each claim's truth under the null whose expectation `expected` is (expected_evidence): each unit holds by
+    unit_holds of its estimate there, with the full-vs-scratch gaps a claim that needs them needs (the rule's
+    verdicts.needed_gaps); a universal claim holds where all its units do, an existential one where some unit does;
+    None (unknown) where a deciding part is, and for a claim without units."""
+    verdicts, _ = judge_claims(expected)
+    gaps = {u.key: u for v in verdicts if v["id"] == "full_beats_scratch" for u in v["units"]}
+    truths = {}
+    for v in verdicts:
+        claim, parts = v["claim"], []
+        for unit in v["units"]:
+            needed = needed_gaps(claim, unit, gaps)
+            parts.append(_every([unit_holds(unit, unit.estimate), *(g and unit_holds(g, g.estimate) for g in needed)]))
+        truths[claim.id] = (_every(parts) if claim.every else _some(parts)) if parts else None
+    return truths
+
+
+def replicate_verdicts(ev: Evidence, null_name: str, levels: dict, seed: int, replicate: int) -> tuple[dict, float]:
+    """({claim: verdict}, seconds) of replicate `replicate` (its generator seeded by (seed, replicate), so that a
+    replicate is the same whatever the number of processes)."""
+    start = time.perf_counter()
+    evidence = null_replicate(ev, NULLS[null_name], levels, np.random.default_rng([seed, replicate]))
+    verdicts, _ = judge_claims(evidence)
+    return {v["id"]: v["verdict"] for v in verdicts}, time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class WholeReport:
+    """The verdicts of every replicate of a run's design under the global null, with each claim's truth there."""
+
+    design: str
+    null: str
+    seed: int
+    truths: dict  # claim id: True / False / None (unknown)
+    every: dict  # claim id: universal (True) or existential
+    verdicts: list  # per replicate, {claim id: verdict}
+    seconds: list  # per replicate, its wall time (in its process)
+    wall: float  # the whole table's wall time
+
+    @property
+    def reps(self) -> int:
+        return len(self.verdicts)
+
+    def wrong(self, claim: str, verdict: str) -> bool:
+        """Supported where the claim is false, contradicted where it is true (never an undecided verdict)."""
+        truth = self.truths.get(claim)
+        return (verdict == "supported" and truth is False) or (verdict == "contradicted" and truth is True)
+
+    def any_wrong(self, keep=lambda claim, verdict: True) -> int:
+        """Replicates with at least one wrong verdict among those `keep(claim, verdict)` selects."""
+        return sum(any(self.wrong(c, v) and keep(c, v) for c, v in verdicts.items()) for verdicts in self.verdicts)
+
+    def unknown(self) -> int:
+        """Replicates with a decided verdict of a claim whose truth under the null is unknown (counted as right)."""
+        return sum(
+            any(v in DECIDED and self.truths.get(c) is None for c, v in verdicts.items()) for verdicts in self.verdicts
+        )
+
+    def could_be_wrong_by_iut(self) -> list[str]:
+        """Claims whose intersection-union verdict would be wrong here: universal ones false, existential ones true."""
+        return [c for c, truth in self.truths.items() if truth is (not self.every[c])]
+
+
+def design_text(ev: Evidence) -> str:
+    """The design a replicate keeps: finished runs per task and size (conditions x trials), probes, weight change."""
+    ok = ev.runs[ev.runs["status"] == "ok"]
+    parts = [
+        f"{task} n={size}: {rows['slug'].nunique()} conditions, trials {sorted(set(rows['trial'].astype(int)))} "
+        f"({len(rows)} runs, {int(rows['plain'].sum()) if 'plain' in rows else len(rows)} plain)"
+        for (task, size), rows in ok.groupby(["task", "size"])
+    ]
+    for task, rows in ev.probe.groupby("task") if not ev.probe.empty else ():
+        seeds = rows["seed"].nunique() if "seed" in rows else 1
+        parts.append(f"probes of {task}: {seeds} seeds x {rows['layer'].nunique()} layers")
+    if not ev.weight_change.empty:
+        runs = ev.weight_change.groupby([c for c in WEIGHT_RUN if c in ev.weight_change], dropna=False).ngroups
+        parts.append(f"weight change of {runs} runs")
+    parts.append(f"eval sets: {', '.join(f'{t} N={len(y)}' for t, y in sorted(ev.labels.items()))}")
+    return "; ".join(parts)
+
+
+def whole_report_table(ev: Evidence, reps: int, seed: int = 0, null_name: str = REPORT_NULL, jobs: int = 1):
+    """The whole report judged in `reps` replicates of `ev`'s design under the global null (null_replicate on
+    `null_name`'s SDs), in `jobs` processes, with each claim's truth there (claim_truths)."""
+    levels = common_levels(ev)
+    truths = claim_truths(expected_evidence(ev, levels))
+    work = functools.partial(replicate_verdicts, ev, null_name, levels, seed)
+    start = time.perf_counter()
+    if jobs > 1:
+        with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
+            results = list(pool.map(work, range(reps), chunksize=max(1, reps // (4 * jobs))))
+    else:
+        results = [work(r) for r in range(reps)]
+    wall = time.perf_counter() - start
+    every = {claim.id: claim.every for claim in CLAIMS}
+    level_text = ", ".join(f"{kind} of {task}: {level:.3f}" for (kind, task), level in sorted(levels.items()))
+    return WholeReport(
+        f"{design_text(ev)}; common expected accuracy: {level_text}",
+        null_name,
+        seed,
+        truths,
+        every,
+        [v for v, _ in results],
+        [s for _, s in results],
+        wall,
+    )
+
+
+def _exact(count: int, n: int) -> str:
+    """count / n, its rate and its exact (Clopper-Pearson) 95% interval."""
+    ci = stats.binomtest(count, n).proportion_ci(LEVEL, method="exact")
+    return f"{count} / {n} | {count / n:.3f} | [{ci.low:.3f}, {ci.high:.3f}]"
+
+
+def whole_report_markdown(result: WholeReport, alpha: float = ALPHA) -> str:
+    """The table of the whole report's wrong verdicts under the global null, against what the rules promise."""
+    n, iut = result.reps, result.could_be_wrong_by_iut()
+    holm = lambda c, v: decided_by(v, result.every[c]) == "holm"  # noqa: E731
+    lines = [
+        f"Design: {result.design}.",
+        "",
+        f"Null: every condition of a task at one expected accuracy, every probe layer at another, every layer moving "
+        f"alike (weight change: each run's layer labels permuted); latent SDs of NULLS[{result.null!r}] with the trial "
+        f"effect shared by a trial's conditions and the example difficulty by a task's runs. {n} replicates, seed "
+        f"{result.seed}; {np.mean(result.seconds):.1f} s per replicate (one process), {result.wall:.0f} s in all.",
+        "",
+        "| wrong verdicts | replicates with at least one | rate | exact 95% interval | what the rules promise |",
+        "|---|---|---|---|---|",
+        f"| any | {_exact(result.any_wrong(), n)} | ≤ α per intersection-union claim that could be wrong "
+        f"({len(iut)}) plus α for the Holm family: ≤ {min(1, (len(iut) + 1) * alpha):.2f} by the union bound |",
+        f'| a wrong "supported" | {_exact(result.any_wrong(lambda c, v: v == "supported"), n)} | – |',
+        f'| a wrong "contradicted" | {_exact(result.any_wrong(lambda c, v: v == "contradicted"), n)} | – |',
+        f"| decided by Holm (universal contradicted, existential supported) | {_exact(result.any_wrong(holm), n)} | "
+        f"≤ α = {alpha} familywise |",
+        f"| decided by intersection-union (universal supported, existential contradicted) | "
+        f"{_exact(result.any_wrong(lambda c, v: not holm(c, v)), n)} | ≤ α = {alpha} for each claim alone, "
+        f"≤ {min(1, len(iut) * alpha):.2f} for the {len(iut)} that could be wrong |",
+        f"| (decided, truth under the null unknown: counted as right) | "
+        f"{result.unknown()} / {n} | {result.unknown() / n:.3f} | – | – |",
+        "",
+        "| claim | universal | true under the null | supported | contradicted | undecided | wrong | rate | "
+        "exact 95% interval |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for claim, truth in result.truths.items():
+        got = [verdicts[claim] for verdicts in result.verdicts]
+        if all(v == "not run" for v in got):
+            continue
+        wrong = sum(result.wrong(claim, v) for v in got)
+        truth_text = {True: "yes", False: "no", None: "unknown"}[truth]
+        lines.append(
+            f"| {claim} | {'yes' if result.every[claim] else 'no'} | {truth_text} | {got.count('supported')} | "
+            f"{got.count('contradicted')} | {n - got.count('supported') - got.count('contradicted')} | "
+            f"{_exact(wrong, n)} |"
+        )
+    return "\n".join(lines)
+
+
 # --- which designs can decide ----------------------------------------------------------------------------
 
 
@@ -1186,7 +1599,9 @@ TABLES = (
     "crossed-curves",
     "correlation",
     "training-check",
+    "whole-report",
 )
+DEFAULT_TABLES = [t for t in TABLES if t != "whole-report"]  # the whole report reads a finished run
 
 
 def main(argv=None) -> None:
@@ -1208,7 +1623,26 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--corr-methods", nargs="+", help=f"the intervals (measures.CORRELATION_INTERVALS) and {PERMUTATION!r} measured"
     )
-    parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), help="which tables to measure")
+    parser.add_argument(
+        "--tables",
+        nargs="+",
+        choices=TABLES,
+        default=DEFAULT_TABLES,
+        help="which tables to measure (default all but whole-report)",
+    )
+    parser.add_argument("--report-reps", type=int, default=200, help="replicates of the whole report (whole-report)")
+    parser.add_argument(
+        "--report-null",
+        choices=REPORT_NULLS,
+        default=REPORT_NULL,
+        help="the NULLS entry whose SDs the whole report's replicates take",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="processes judging the whole report's replicates")
+    run = parser.add_argument_group("the finished run whose design the whole report's replicates keep")
+    run.add_argument("--run-metrics", type=Path, default=Path("metrics"), help="its metrics/ folder")
+    run.add_argument("--run-predictions", type=Path, default=Path("data/predictions.npz"), help="its predictions store")
+    run.add_argument("--run-model", type=Path, default=Path("data/model"), help="its prepared model (base.json)")
+    run.add_argument("--run-params", type=Path, default=Path("params.yaml"), help="its params.yaml")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--summarise", nargs="+", metavar="FILE", help="print the summary of estimate tables printed before, and stop"
@@ -1219,6 +1653,15 @@ def main(argv=None) -> None:
         lines = [line for line in text.splitlines() if line.startswith("| ") and "| estimator |" not in line]
         print(estimate_summary([row_from_markdown(line) for line in lines]))
         return
+    evidence = None
+    if "whole-report" in args.tables:  # bad input: one line, before any compute
+        if args.report_reps < 1 or args.jobs < 1:
+            sys.exit(f"error: --report-reps {args.report_reps}, --jobs {args.jobs}: each must be at least 1")
+        try:
+            evidence = read_run_evidence(args.run_metrics, args.run_predictions, args.run_model, args.run_params)
+            common_levels(evidence)
+        except UserError as error:
+            sys.exit(f"error: {error}")
     command = shlex.join(argv if argv is not None else sys.argv[1:])  # quoted, so it can be rerun as printed
     print(f"<!-- {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC: python -m tools.calibrate {command} -->")
     if "estimates" in args.tables:
@@ -1263,6 +1706,9 @@ def main(argv=None) -> None:
             for name in HEAD_DESIGNS:
                 rows = correlation_table(args.corr_reps, (heads,), args.seed, args.corr_methods, (name,))
                 print("\n".join(correlation_markdown_row(row) for row in rows), flush=True)
+    if "whole-report" in args.tables:
+        result = whole_report_table(evidence, args.report_reps, args.seed, args.report_null, args.jobs)
+        print(whole_report_markdown(result, evidence.settings.alpha), flush=True)
 
 
 if __name__ == "__main__":

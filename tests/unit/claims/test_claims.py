@@ -30,15 +30,22 @@ from src.config.schema import StudyConfig
 from src.params.load import validate
 from src.stats.curves import first_reaching
 from src.stats.hypothesis import Bootstrap, Estimate
-from tests.fake_evidence import CONFIG, SETTINGS, Builder, H, L, predictions_with_accuracy, render, stable_seed
+from tests.fake_evidence import (
+    CONFIG,
+    RISING,
+    SETTINGS,
+    Builder,
+    H,
+    L,
+    probe_evidence,
+    probe_table,
+    render,
+)
 from tests.support import grid_params
 
 
 def verdicts(evidence) -> dict:
     return {v["id"]: v for v in judge_claims(evidence)[0]}
-
-
-RISING = [0.50, 0.70, 0.80, 0.85, 0.90]
 
 
 # --- claims glue, against hand-worked cases ------------------------------------------------------------------
@@ -325,16 +332,6 @@ def test_a_bootstrap_with_too_many_undefined_draws_gives_no_verdict():
     assert verdicts(b.evidence(max_undefined_share=0.99))["k90_grows_as_data_shrinks"]["units"][0].refused == ""
 
 
-def probe_table(curves: list[list[float]]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {"task": "sst2", "layer": layer, "value": value, "seed": seed}
-            for seed, curve in enumerate(curves)
-            for layer, value in enumerate(curve)
-        ]
-    )
-
-
 def test_one_probe_seed_gives_no_verdict_several_seeds_are_resampled():
     b = Builder().curve(RISING, trials=12)
     one = verdicts(b.evidence(probe=probe_table([[0.6, 0.61, 0.6, 0.62, 0.9]])))["probes_do_not_predict_finetuning"]
@@ -365,18 +362,6 @@ def test_a_probe_and_a_finetuning_curve_resample_their_shared_eval_set_jointly()
     assert (
         not seeds_only.eval_resampled and np.ptp(seeds_only.draws, axis=0).max() == 0
     )  # identical seeds: nothing to resample
-
-
-def probe_evidence(builder: Builder, curve: list[float], seeds: int):
-    """Evidence with a probe of `seeds` seeds whose layer-l predictions score exactly curve[l]."""
-    predictions = np.stack(
-        [
-            [predictions_with_accuracy(a, stable_seed("probe", s, layer)) for layer, a in enumerate(curve)]
-            for s in range(seeds)
-        ]
-    )
-    probe = probe_table([curve] * seeds).assign(metric="accuracy")
-    return replace(builder.evidence(probe=probe), probe_predictions={"sst2": predictions})
 
 
 def test_a_contrast_of_probe_layers_is_paired_by_probe_seed_and_decides_from_three_seeds():

@@ -5,11 +5,16 @@ level at 0.05 and at the report's smallest Holm level, coverage >= 0.94, half-wi
 Monte Carlo SEs of slack, in the cells that `validity.decidable` says a claim may use. The seeds are fixed, so a
 pass is reproducible; docs/calibration.md has the same tables at larger sizes."""
 
+from dataclasses import replace
+
 import numpy as np
+import pandas as pd
 import pytest
 
+import src.claims.verdicts as verdicts_module
 from src.stats import hypothesis, validity
 from src.stats.correlation import correlation_interval
+from tests.fake_evidence import RISING, Builder, L, probe_evidence
 from tools import calibrate as calibration
 
 SIGMAS = 3  # Monte Carlo slack on size and coverage
@@ -331,3 +336,100 @@ def test_the_training_length_check_rarely_marks_a_plateau_and_always_marks_the_m
     assert rows[(0.0, 0.01)] < 0.005 and rows[(0.094, 0.01)] == 1.0
     assert 0.18 < rows[(0.0, 0.03)] < 0.28  # where eval accuracy swings from epoch to epoch it is a coin often
     assert rows[(0.094, 0.03)] > 0.99
+
+
+# --- the whole report under a global null of a run's design --------------------------------------------------------
+
+TOP_PROBE_DROP = [0.6, 0.7, 0.8, 0.75, 0.7]  # probe layers 0..L: the top two hurt probing
+
+
+def small_run():
+    """A finished run's evidence in miniature: a rising progressive curve (3 trials), probes of 3 seeds, and the full
+    model's output sublayer moving more in later layers."""
+    weights = pd.DataFrame(
+        {"task": "sst2", "size": 500, "slug": f"k{L}", "trial": trial, "layer": layer, "sublayer": "output"}
+        | {"status": "ok", "frobenius": layer * (1 + 0.01 * trial)}
+        for trial in range(3)
+        for layer in range(1, L + 1)
+    )
+    run = probe_evidence(Builder().curve(RISING, trials=3), TOP_PROBE_DROP, seeds=3)
+    return replace(run, weight_change=weights)
+
+
+def test_a_replicate_of_the_whole_report_keeps_the_runs_design_and_draws_every_outcome_under_the_null():
+    run = small_run()
+    levels = calibration.common_levels(run)
+    assert levels[("runs", "sst2")] == pytest.approx(np.mean(RISING), abs=0.01)
+    null = calibration.NULLS[calibration.REPORT_NULL]
+    replicates = [calibration.null_replicate(run, null, levels, np.random.default_rng(r)) for r in range(10)]
+    design = ["task", "size", "slug", "trial", "status", "scheme", "k", "plain", "metric"]
+    for rep in replicates:
+        assert rep.runs[design].equals(run.runs[design]) and rep.labels is run.labels
+        assert rep.predictions.keys() == run.predictions.keys()
+        for (task, _, slug, trial), predicted in rep.predictions.items():
+            row = rep.runs[(rep.runs["slug"] == slug) & (rep.runs["trial"] == trial)].iloc[0]
+            assert row["value"] == pytest.approx(np.mean(predicted == run.labels[task]))
+            assert row["majority_share"] == pytest.approx(max(np.mean(predicted), 1 - np.mean(predicted)))
+        assert not np.allclose(rep.runs["value"], run.runs["value"])
+        probes = rep.probe_predictions["sst2"]
+        assert probes.shape == run.probe_predictions["sst2"].shape and not np.array_equal(
+            probes, run.probe_predictions["sst2"]
+        )
+        assert rep.probe["value"].tolist() == [
+            np.mean(probes[seed, layer] == run.labels["sst2"])
+            for seed, layer in zip(run.probe["seed"], run.probe["layer"])
+        ]
+        # each run keeps its layers' values, on permuted layer labels
+        for trial, rows in rep.weight_change.groupby("trial"):
+            original = run.weight_change[run.weight_change["trial"] == trial]
+            assert sorted(rows["frobenius"]) == sorted(original["frobenius"])
+            assert sorted(rows["layer"]) == sorted(original["layer"])
+    assert any(not rep.weight_change["layer"].equals(run.weight_change["layer"]) for rep in replicates)
+    # no condition effect left: full − scratch, 0.40 in the run, is about 0 over the replicates
+    gaps = [r.runs.groupby("k")["value"].mean() for r in replicates]
+    assert abs(np.mean([g[L] - g[0] for g in gaps])) < 0.03
+
+
+def test_under_the_null_a_difference_is_false_an_equivalence_true_and_chance_true_only_near_the_common_level():
+    run = small_run()
+    levels = calibration.common_levels(run)
+    truths = calibration.claim_truths(calibration.expected_evidence(run, levels))
+    for claim in (
+        "full_beats_scratch",  # a difference of conditions
+        "later_reinit_costs_less",  # a slope over k
+        "later_layers_move_more",  # a slope over layers of the weight change
+        "top_two_layers_hurt_probing",  # a contrast of probe layers
+        "few_layers_suffice_with_plenty_of_data",  # it needs the gap, which is 0
+        "reinit_curve_not_monotone",  # existential: no unit holds
+        "all_reinit_at_chance",  # the common level, 0.75, is far from chance (0.5)
+    ):
+        assert truths[claim] is False, claim
+    # its ρ is undefined on flat curves, but it needs the gap, which is 0
+    assert truths["probes_do_not_predict_finetuning"] is False
+    assert truths["top_two_layers_negligible_in_finetuning"] is True  # |full − k = L − 2| < margin
+    assert truths["permutation_lowers_accuracy"] is None  # not run: no units, no truth
+    chance = np.bincount(run.labels["sst2"]).max() / len(run.labels["sst2"])
+    near = calibration.claim_truths(calibration.expected_evidence(run, levels | {("runs", "sst2"): chance + 0.01}))
+    assert near["all_reinit_at_chance"] is True
+
+
+def test_a_verdict_rule_that_supports_every_claim_is_wrong_in_every_replicate_of_the_whole_report(monkeypatch):
+    original = verdicts_module.verdict
+    monkeypatch.setattr(verdicts_module, "verdict", lambda *args: original(*args) | {"verdict": "supported"})
+    broken = calibration.whole_report_table(small_run(), reps=2, seed=0)
+    assert broken.any_wrong() == 2 and broken.any_wrong(lambda claim, verdict: verdict == "contradicted") == 0
+    false = {claim for claim, truth in broken.truths.items() if truth is False}
+    assert false and all(
+        {c for c, v in verdicts.items() if broken.wrong(c, v)} == false for verdicts in broken.verdicts
+    )
+    assert "| any | 2 / 2 | 1.000 |" in calibration.whole_report_markdown(broken)
+
+
+def test_the_whole_report_names_a_missing_run_in_one_line_before_any_compute(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        calibration.main(["--tables", "whole-report", "--run-metrics", str(tmp_path)])
+    assert (
+        str(stopped.value)
+        == f"error: --run-metrics: no file {tmp_path / 'runs.csv'} (a finished run's metrics/ and data/predictions.npz)"
+    )
+    assert capsys.readouterr().out == ""
