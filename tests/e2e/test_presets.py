@@ -96,8 +96,9 @@ def test_dvc_repro_of_each_preset_without_the_hub_is_refused_in_one_line(tmp_pat
         assert not (tmp_path / "data" / "tasks").exists() and not (tmp_path / "data" / "runs").exists()
 
 
-def test_readmes_first_gpu_run_is_one_progressive_study_on_sst2_at_500(tmp_path):
-    """README's command as DVC reads it (its CLI parser, its -S overrides) on a copy of the preset it starts from."""
+def exp_run_params(command: str, start: Path, tmp_path: Path) -> Path:
+    """params.yaml after `command` (a `dvc exp run -S ...` from a doc's code block), as DVC reads it (its CLI
+    parser, its -S overrides), on a copy of `start`."""
     import shlex
     import shutil
 
@@ -105,12 +106,20 @@ def test_readmes_first_gpu_run_is_one_progressive_study_on_sst2_at_500(tmp_path)
     from dvc.utils.cli_parse import to_path_overrides
     from dvc.utils.hydra import apply_overrides
 
+    args = parse_args(shlex.split(command.replace("\\\n", " "))[1:])
+    shutil.copy(start, tmp_path / "params.yaml")
+    apply_overrides(tmp_path / "params.yaml", to_path_overrides(args.set_param)["params.yaml"])
+    return tmp_path / "params.yaml"
+
+
+def first_command(text: str) -> str:
+    return text.split("```bash\n")[1].split("```")[0]
+
+
+def test_readmes_first_gpu_run_is_one_progressive_study_on_sst2_at_500(tmp_path):
     text = (REPO / "README.md").read_text().split("**A first GPU run**")[1]
     assert "after `cp presets/tamkin2020.yaml params.yaml`" in text.split("```")[0]
-    command = text.split("```bash\n")[1].split("```")[0].replace("\\\n", " ")
-    args = parse_args(shlex.split(command)[1:])
-    shutil.copy(PRESETS / "tamkin2020.yaml", tmp_path / "params.yaml")
-    apply_overrides(tmp_path / "params.yaml", to_path_overrides(args.set_param)["params.yaml"])
+    exp_run_params(first_command(text), PRESETS / "tamkin2020.yaml", tmp_path)
     config = load_preset(tmp_path / "params.yaml")
     (study,) = config.studies.values()
     assert (study.name, study.tasks, study.sizes, study.trials, list(study.ks)) == (
@@ -122,3 +131,22 @@ def test_readmes_first_gpu_run_is_one_progressive_study_on_sst2_at_500(tmp_path)
     )
     assert config.data.tasks == ("sst2",) and config.train.pack == 16 and config.train.epochs_for(500) == 5
     assert len(all_study_conditions(config, 12)["progressive"]) == 39  # the runs whose time README projects
+
+
+@pytest.mark.parametrize(
+    "doc, marker",
+    [("README.md", "**The paper's tasks with the embedded model**"), ("docs/paper_tasks.md", "# The paper's tasks")],
+)
+def test_the_paper_tasks_command_runs_the_papers_design_from_the_shipped_params(doc, marker, tmp_path):
+    """The command starts from the shipped params.yaml (the default), so each -S must apply to it: a `~` of a study
+    the default does not have, or a key of one without `+`, stops `dvc exp run` before anything runs."""
+    from tests.support import DEFAULT_MODEL
+
+    command = first_command((REPO / doc).read_text().split(marker)[1])
+    config = validate(read_params(exp_run_params(command, REPO / "params.yaml", tmp_path)), DEFAULT_MODEL)
+    assert config.data.glue_dir == "../shared/glue" and config.train.epochs_for(500) == 5  # the paper's 5 at 500
+    assert set(config.studies) == {"progressive", "epochs", "sequential"}
+    progressive, sequential = config.studies["progressive"], config.studies["sequential"]
+    assert progressive.tasks == ("sst2", "cola", "qnli") and progressive.sizes == (500, 1000)
+    assert sequential.tasks == ("mrpc", "rte") and sequential.intermediate_tasks == (("mrpc",), ("rte",))
+    assert sequential.sizes == (500,)
