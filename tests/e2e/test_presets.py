@@ -6,6 +6,7 @@ bench/cost.py projecting from the Tamkin et al. preset is tested in tests/unit/b
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,21 @@ def test_the_paper_tasks_command_runs_the_papers_design_from_the_shipped_params(
     assert progressive.tasks == ("sst2", "cola", "qnli") and progressive.sizes == (500, 1000)
     assert sequential.tasks == ("mrpc", "rte") and sequential.intermediate_tasks == (("mrpc",), ("rte",))
     assert sequential.sizes == (500,)
+
+
+def test_readmes_workflow_commands_apply_to_the_shipped_params(tmp_path):
+    """Each `dvc exp run -S` of README's workflow block validates on the shipped params.yaml, and each stage it names
+    is one the default's dvc.yaml has (finetune@<study> of a study the default runs)."""
+    from tests.support import DEFAULT_MODEL
+
+    blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    block = next(b for b in blocks if b.startswith("dvc exp run -S k=3"))
+    default = read_params(REPO / "params.yaml")
+    commands = [line.split("  #")[0] for line in block.splitlines() if line.startswith("dvc ")]
+    assert len(commands) >= 5
+    for command in commands:
+        for stage in re.findall(r"finetune@(\w+)", command):
+            assert stage in default["studies"], command
+        if command.startswith("dvc exp run") and "--queue" not in command:
+            config = validate(read_params(exp_run_params(command, REPO / "params.yaml", tmp_path)), DEFAULT_MODEL)
+            assert config.studies.keys() >= default["studies"].keys(), command
