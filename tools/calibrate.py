@@ -146,10 +146,10 @@ def _latent_scale(null: Null) -> float:
     return math.sqrt(1 + SHARED_EXAMPLE_SD**2 + null.trial_sd**2 + null.example_sd**2)
 
 
-def _mean_for(accuracy: float, null: Null, collapse: float = 0.0) -> float:
-    """mu giving expected accuracy `accuracy` when a share `collapse` of trials scores 0.5
-    (the positive-class share of a balanced eval set) and the rest follow the threshold model."""
-    return _latent_scale(null) * float(stats.norm.ppf((accuracy - 0.5 * collapse) / (1 - collapse)))
+def _mean_for(accuracy: float, null: Null, collapse: float = 0.0, chance: float = 0.5) -> float:
+    """mu giving expected accuracy `accuracy` when a share `collapse` of trials scores `chance` (a
+    balanced eval set's class share: 0.5 of two classes) and the rest follow the threshold model."""
+    return _latent_scale(null) * float(stats.norm.ppf((accuracy - chance * collapse) / (1 - collapse)))
 
 
 NEAR_PUSH = (0.8, 0.98)  # the share of a nearly collapsed run's examples pushed to its one class
@@ -1069,10 +1069,12 @@ def correlation_table(
 # another, every layer moves alike in finetuning. The whole report is then judged (judge_claims, the report's code)
 # and each decided verdict is compared with the truth under that null.
 
-REPORT_NULL = "trial + example"  # the NULLS entry whose SDs a replicate's latent model takes
-REPORT_NULLS = tuple(  # the nulls a replicate can take: without collapses (their compensation is per condition)
-    name for name, null in NULLS.items() if not (null.collapse or null.collapse_a or null.near_a or null.near_b)
-)
+REPORT_NULL = "trial + example"  # the default of the nulls a replicate can take (REPORT_NULLS)
+# A global null treats every condition alike, collapses included: the symmetric NULLS, and one where every run of
+# every condition collapses at the same rate (the harness's asymmetric nulls have no global form).
+REPORT_NULLS = {name: null for name, null in NULLS.items() if null.symmetric} | {
+    "every condition collapses (0.2)": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2, collapse_a=0.2),
+}
 DECIDED = ("supported", "contradicted")
 ROUNDING_ZERO = 9  # decimals an estimand on the expected evidence is rounded to: a slope of equal values is 1e-17
 
@@ -1212,11 +1214,15 @@ def null_replicate(ev: Evidence, null: Null, levels: dict, rng: np.random.Genera
     the trial effect z shared by the conditions of that trial (they share its training subset), the difficulty v,
     u (SD SHARED_EXAMPLE_SD) shared by every run and probe of the task, the interaction eps each run's own, and mu
     (_mean_for) giving the task's common expected accuracy (common_levels); a probe of seed s at layer l likewise,
-    its seed's effect shared by its layers, with the probes' common level. Weight change and layer change: each
-    run's layer labels permuted (_layers_permuted)."""
+    its seed's effect shared by its layers, with the probes' common level. Every run, whatever its condition,
+    collapses onto one class (drawn per run) with probability `null.collapse` and nearly collapses with probability
+    `null.near_b` (a share NEAR_PUSH of its examples pushed onto one class), its trained runs' mu compensating so
+    that the expected accuracy stays the common level. Weight change and layer change: each run's layer labels
+    permuted (_layers_permuted)."""
+    one_class = null.collapse + float(np.mean(NEAR_PUSH)) * null.near_b  # expected share of a run's examples
 
-    def latent(level: float, effects: np.ndarray, difficulty: np.ndarray, shape: tuple) -> np.ndarray:
-        return _mean_for(level, null) + effects + difficulty + rng.standard_normal(shape)
+    def latent(level: float, effects: np.ndarray, difficulty: np.ndarray, shape: tuple, collapse=0.0, chance=0.5):
+        return _mean_for(level, null, collapse, chance) + effects + difficulty + rng.standard_normal(shape)
 
     difficulty = {
         task: null.example_sd * rng.standard_normal(len(labels)) + SHARED_EXAMPLE_SD * rng.standard_normal(len(labels))
@@ -1228,8 +1234,15 @@ def null_replicate(ev: Evidence, null: Null, levels: dict, rng: np.random.Genera
         trials = list(zip(rows["size"].astype(int), rows["trial"].astype(int)))
         effect = {trial: null.trial_sd * rng.standard_normal() for trial in sorted(set(trials))}
         effects = np.array([effect[trial] for trial in trials])[:, None]
-        correct = latent(levels[("runs", task)], effects, difficulty[task], (len(trials), len(labels))) > 0
-        return _predictions(correct, labels, _classes(task), rng)
+        classes, shape = _classes(task), (len(trials), len(labels))
+        correct = latent(levels[("runs", task)], effects, difficulty[task], shape, one_class, 1 / classes) > 0
+        predictions = _predictions(correct, labels, classes, rng)
+        if not one_class:
+            return predictions
+        draw = rng.random((len(trials), 1))
+        pushed = rng.random(shape) < rng.uniform(*NEAR_PUSH, (len(trials), 1))
+        onto = (draw < null.collapse) | ((draw < null.collapse + null.near_b) & pushed)
+        return np.where(onto, rng.integers(0, classes, (len(trials), 1)), predictions).astype(labels.dtype)
 
     def probe_predictions(task, seeds, layers, labels):
         effects = null.trial_sd * rng.standard_normal((seeds, 1, 1))
@@ -1319,7 +1332,7 @@ def replicate_verdicts(ev: Evidence, null_name: str, levels: dict, seed: int, re
     """({claim: verdict}, seconds) of replicate `replicate` (its generator seeded by (seed, replicate), so that a
     replicate is the same whatever the number of processes)."""
     start = time.perf_counter()
-    evidence = null_replicate(ev, NULLS[null_name], levels, np.random.default_rng([seed, replicate]))
+    evidence = null_replicate(ev, REPORT_NULLS[null_name], levels, np.random.default_rng([seed, replicate]))
     verdicts, _ = judge_claims(evidence)
     return {v["id"]: v["verdict"] for v in verdicts}, time.perf_counter() - start
 
@@ -1412,6 +1425,12 @@ def _exact(count: int, n: int) -> str:
     return f"{count} / {n} | {count / n:.3f} | [{ci.low:.3f}, {ci.high:.3f}]"
 
 
+def _null_text(null: Null) -> str:
+    rates = f"; every run collapses with probability {null.collapse}" if null.collapse else ""
+    rates += f"; nearly collapses with probability {null.near_b}" if null.near_b else ""
+    return f"trial SD {null.trial_sd}, example SD {null.example_sd}{rates}"
+
+
 def whole_report_markdown(result: WholeReport, alpha: float = ALPHA) -> str:
     """The table of the whole report's wrong verdicts under the global null, against what the rules promise."""
     n, iut = result.reps, result.could_be_wrong_by_iut()
@@ -1420,8 +1439,9 @@ def whole_report_markdown(result: WholeReport, alpha: float = ALPHA) -> str:
         f"Design: {result.design}.",
         "",
         f"Null: every condition of a task at one expected accuracy, every probe layer at another, every layer moving "
-        f"alike (weight change: each run's layer labels permuted); latent SDs of NULLS[{result.null!r}] with the trial "
-        f"effect shared by a trial's conditions and the example difficulty by a task's runs. {n} replicates, seed "
+        f"alike (weight change: each run's layer labels permuted); the latent SDs and collapse rates of "
+        f"REPORT_NULLS[{result.null!r}] ({_null_text(REPORT_NULLS[result.null])}) with the trial effect shared by a "
+        f"trial's conditions and the example difficulty by a task's runs. {n} replicates, seed "
         f"{result.seed}; {np.mean(result.seconds):.1f} s per replicate (one process), {result.wall:.0f} s in all.",
         "",
         "| wrong verdicts | replicates with at least one | rate | exact 95% interval | what the rules promise |",
@@ -1633,9 +1653,9 @@ def main(argv=None) -> None:
     parser.add_argument("--report-reps", type=int, default=200, help="replicates of the whole report (whole-report)")
     parser.add_argument(
         "--report-null",
-        choices=REPORT_NULLS,
+        choices=list(REPORT_NULLS),
         default=REPORT_NULL,
-        help="the NULLS entry whose SDs the whole report's replicates take",
+        help="the global null (latent SDs, collapse rates) the whole report's replicates take",
     )
     parser.add_argument("--jobs", type=int, default=1, help="processes judging the whole report's replicates")
     run = parser.add_argument_group("the finished run whose design the whole report's replicates keep")

@@ -360,7 +360,7 @@ def test_a_replicate_of_the_whole_report_keeps_the_runs_design_and_draws_every_o
     run = small_run()
     levels = calibration.common_levels(run)
     assert levels[("runs", "sst2")] == pytest.approx(np.mean(RISING), abs=0.01)
-    null = calibration.NULLS[calibration.REPORT_NULL]
+    null = calibration.REPORT_NULLS[calibration.REPORT_NULL]
     replicates = [calibration.null_replicate(run, null, levels, np.random.default_rng(r)) for r in range(10)]
     design = ["task", "size", "slug", "trial", "status", "scheme", "k", "plain", "metric"]
     for rep in replicates:
@@ -388,6 +388,18 @@ def test_a_replicate_of_the_whole_report_keeps_the_runs_design_and_draws_every_o
     # no condition effect left: full − scratch, 0.40 in the run, is about 0 over the replicates
     gaps = [r.runs.groupby("k")["value"].mean() for r in replicates]
     assert abs(np.mean([g[L] - g[0] for g in gaps])) < 0.03
+
+
+def test_under_the_collapse_null_every_condition_collapses_alike_and_keeps_the_common_expected_accuracy():
+    run = small_run()
+    levels = calibration.common_levels(run)
+    null = calibration.REPORT_NULLS["every condition collapses (0.2)"]
+    runs = pd.concat(calibration.null_replicate(run, null, levels, np.random.default_rng(r)).runs for r in range(40))
+    collapsed = runs.groupby("k")["collapsed"].mean()  # 40 replicates x 3 trials per condition
+    assert collapsed.between(0.05, 0.4).all() and runs["collapsed"].mean() == pytest.approx(0.2, abs=0.04)
+    # the collapsed runs score their class's share (about 0.5), the trained ones compensate: the level holds
+    assert runs["value"].mean() == pytest.approx(levels[("runs", "sst2")], abs=0.015)
+    assert runs.loc[runs["collapsed"], "value"].between(0.3, 0.7).all()
 
 
 def test_under_the_null_a_difference_is_false_an_equivalence_true_and_chance_true_only_near_the_common_level():
