@@ -148,7 +148,7 @@ def curve_contrasts(
 
 def per_trial_contrast(ev: Evidence, task: str, size: int, weights: dict[str, float]) -> np.ndarray:
     """sum_slug weight * score of each trial every slug finished at (task, size): trials only."""
-    trials, _ = common_trials(ev.runs, task, size, list(weights))
+    trials, _ = common_trials(ev, task, size, list(weights))
     return (
         sum(w * scores_of(ev, task, size, slug, trials)[1] for slug, w in weights.items()) if trials else np.array([])
     )

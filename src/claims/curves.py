@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from src.claims.evidence import Evidence, common_trials, metric_of, readable_design, scores_of, studies_of
+from src.claims.evidence import Evidence, common_trials, readable_design, scores_of, studies_of
 from src.stats import hypothesis
 from src.stats.hypothesis import Estimate
 from src.tasks.metrics import example_metric
@@ -44,11 +44,11 @@ def progressive_curve(
     if sorted(by_k) != list(range(ev.num_layers + 1)):
         return None
     slugs = [by_k[k] for k in range(ev.num_layers + 1)]
-    trials, notes = common_trials(ev.runs, task, size, slugs)
+    trials, notes = common_trials(ev, task, size, slugs)
     if not trials:
         return None
     labels = np.asarray(ev.labels.get(task, np.zeros(1)))
-    metric = metric_of(ev.runs, task)
+    metric = ev.metric(task)
     points = [scores_of(ev, task, size, slug, trials) for slug in slugs]
     if any(predictions is None for predictions, _ in points):
         metric = "trials only"
@@ -72,7 +72,7 @@ def progressive_curve(
         per_trial,
         trials,
         notes,
-        studies_of(ev.runs, task, size, slugs),
+        studies_of(ev, task, size, slugs),
         design,
     )
 

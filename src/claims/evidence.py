@@ -39,53 +39,104 @@ class Evidence:
     train: TrainConfig | None = None
     probe_predictions: dict = field(default_factory=dict)
     num_heads: int = 0  # attention heads per layer (0: unknown); claims about every head of a layer read it
+    # (runs, positions of each (task, size, slug), ConditionRuns read so far, each task's metric): a report reads
+    # each condition many times, and filtering the whole runs table each time was most of the report stage's time
+    _index: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def plain(self) -> pd.DataFrame:
         return self.runs[self.runs["plain"]] if "plain" in self.runs else self.runs
+
+    def _runs_index(self) -> tuple:
+        """The index of `runs`, built once per runs table (a new table, a new index)."""
+        if self._index is None or self._index[0] is not self.runs:
+            runs = self.runs
+            positions = runs.groupby(["task", "size", "slug"], sort=False).indices if len(runs) else {}
+            first = runs.drop_duplicates("task") if "metric" in runs else runs.iloc[:0]
+            self._index = (runs, positions, {}, dict(zip(first["task"], first.get("metric", []))))
+        return self._index
+
+    def condition_runs(self, task: str, size: int, slug: str) -> ConditionRuns:
+        """The runs of one condition."""
+        runs, positions, read, _ = self._runs_index()
+        key = (task, int(size), slug)
+        if key not in read:
+            read[key] = ConditionRuns.of(runs.iloc[positions.get(key, [])])
+        return read[key]
+
+    def metric(self, task: str) -> str:
+        """The metric of `task`'s runs (its first row's)."""
+        return str(self._runs_index()[3][task])
+
+
+@dataclass(frozen=True)
+class ConditionRuns:
+    """One condition's runs as the claims read them. A run two studies share has a row in each (the
+    same run): `ok_trials`, `diverged` and `collapsed_ok` count rows; the per-trial readings take the
+    first row of each trial."""
+
+    ok_trials: frozenset[int]  # trials with a finished ("ok") row
+    diverged: int  # rows not "ok"
+    collapsed_ok: dict[int, int]  # per trial, its "ok" rows flagged collapsed
+    value: dict[int, float]  # per trial: the score
+    collapsed: dict[int, bool]  # per trial: the collapse flag (False where not stored)
+    majority_share: dict[int, float]  # per trial: the largest class's share of its predictions (NaN: not stored)
+    studies: frozenset[str]
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> ConditionRuns:
+        flag = rows["collapsed"].fillna(False).astype(bool) if "collapsed" in rows else pd.Series(False, rows.index)
+        share = rows["majority_share"].astype(float) if "majority_share" in rows else pd.Series(math.nan, rows.index)
+        trials, ok = rows["trial"].astype(int).tolist(), (rows["status"] == "ok").tolist()
+        first: dict[int, int] = {}
+        collapsed_ok: dict[int, int] = {}
+        for i, (trial, finished, collapsed) in enumerate(zip(trials, ok, flag.tolist())):
+            first.setdefault(trial, i)
+            if finished:
+                collapsed_ok[trial] = collapsed_ok.get(trial, 0) + int(collapsed)
+        values, flags, shares = rows["value"].astype(float).tolist(), flag.tolist(), share.tolist()
+        return cls(
+            ok_trials=frozenset(collapsed_ok),
+            diverged=len(ok) - sum(ok),
+            collapsed_ok=collapsed_ok,
+            value={trial: values[i] for trial, i in first.items()},
+            collapsed={trial: bool(flags[i]) for trial, i in first.items()},
+            majority_share={trial: shares[i] for trial, i in first.items()},
+            studies=frozenset(rows["study"]) if "study" in rows else frozenset(),
+        )
 
 
 # --- rows, trials and predictions --------------------------------------------------------------------------
 
 
-def rows_of(runs: pd.DataFrame, task: str, size: int, slugs) -> pd.DataFrame:
-    return runs[(runs["task"] == task) & (runs["size"] == size) & runs["slug"].isin(list(slugs))]
-
-
-def common_trials(runs: pd.DataFrame, task: str, size: int, slugs: list[str]) -> tuple[list[int], list[str]]:
+def common_trials(ev: Evidence, task: str, size: int, slugs) -> tuple[list[int], list[str]]:
     """(trials every slug finished at (task, size), notes on runs left out or kept)."""
-    rows = rows_of(runs, task, size, slugs)
-    ok = rows[rows["status"] == "ok"]
-    common = set.intersection(*(set(ok.loc[ok["slug"] == s, "trial"]) for s in slugs)) if slugs else set()
-    used = ok[ok["trial"].isin(common)]
-    diverged = int((rows["status"] != "ok").sum())
-    collapsed = int(used["collapsed"].fillna(False).astype(bool).sum())
+    conditions = [ev.condition_runs(task, size, slug) for slug in dict.fromkeys(slugs)]
+    common = frozenset.intersection(*(c.ok_trials for c in conditions)) if conditions else frozenset()
+    diverged = sum(c.diverged for c in conditions)
+    collapsed = sum(c.collapsed_ok[trial] for c in conditions for trial in common)
     notes = [f"{diverged} diverged run(s) left out"] if diverged else []
     notes += [f"{collapsed} collapsed run(s) kept"] if collapsed else []
-    return sorted(int(t) for t in common), notes
+    return sorted(common), notes
 
 
 def scores_of(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> tuple[np.ndarray | None, np.ndarray]:
     """(predictions [T, N] or None without them, scores [T]) of one condition over `trials`."""
-    rows = rows_of(ev.runs, task, size, [slug]).drop_duplicates("trial").set_index("trial")
-    scores = rows.loc[trials, "value"].to_numpy(dtype=float)
+    values = ev.condition_runs(task, size, slug).value
+    scores = np.array([values[trial] for trial in trials], dtype=float)
     keys = [(task, size, slug, t) for t in trials]
     if all(k in ev.predictions for k in keys) and task in ev.labels:
         return np.stack([ev.predictions[k] for k in keys]), scores
     return None, scores
 
 
-def studies_of(runs: pd.DataFrame, task: str, size: int, slugs) -> tuple:
-    return tuple(sorted(set(rows_of(runs, task, size, slugs)["study"])))
-
-
-def metric_of(runs: pd.DataFrame, task: str) -> str:
-    return str(runs.loc[runs["task"] == task, "metric"].iloc[0])
+def studies_of(ev: Evidence, task: str, size: int, slugs) -> tuple:
+    return tuple(sorted(frozenset().union(*(ev.condition_runs(task, size, slug).studies for slug in slugs))))
 
 
 def chance_level(ev: Evidence, task: str) -> float:
     """The score of a constant prediction: the majority class share (accuracy, F1's is not
     chance) or 0 (MCC, correlations); NaN for accuracy without the eval labels."""
-    metric = metric_of(ev.runs, task)
+    metric = ev.metric(task)
     if metric == "accuracy":
         labels = ev.labels.get(task)
         return float(np.bincount(np.asarray(labels, dtype=int)).max() / len(labels)) if labels is not None else math.nan
@@ -96,7 +147,7 @@ def seed_design_of(ev: Evidence, task: str, size: int, slugs) -> tuple[int, int]
     """The crossed seed_design (subsets, draws) the runs of `slugs` share, None when they come
     from independent trials, or why they cannot be paired: runs of a crossed design and runs of
     another design see different subsets at the same trial number."""
-    designs = {ev.studies[s].seed_design if s in ev.studies else None for s in studies_of(ev.runs, task, size, slugs)}
+    designs = {ev.studies[s].seed_design if s in ev.studies else None for s in studies_of(ev, task, size, slugs)}
     if len(designs) > 1:
         return "runs of different seed designs (crossed and not) are not paired by trial"
     return next(iter(designs), None)

@@ -17,14 +17,11 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import pandas as pd
 
 from src.claims.evidence import (
     Evidence,
     common_trials,
-    metric_of,
     readable_design,
-    rows_of,
     scores_of,
     studies_of,
 )
@@ -102,11 +99,8 @@ def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int,
 def collapsed_runs(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> np.ndarray:
     """Per trial of `trials`, whether the run of `slug` (nearly) collapsed: its majority share reaches
     NEAR_COLLAPSE_SHARE (a run without a stored share: its `collapsed` flag, which marks a higher share)."""
-    rows = rows_of(ev.runs, task, size, [slug]).drop_duplicates("trial").set_index("trial").loc[trials]
-    flagged = rows["collapsed"].fillna(False).astype(bool) if "collapsed" in rows else pd.Series(False, rows.index)
-    if "majority_share" in rows:
-        flagged |= rows["majority_share"].astype(float) >= NEAR_COLLAPSE_SHARE
-    return flagged.to_numpy(dtype=bool)
+    runs = ev.condition_runs(task, size, slug)
+    return np.array([runs.collapsed[t] or runs.majority_share[t] >= NEAR_COLLAPSE_SHARE for t in trials], dtype=bool)
 
 
 def paired_estimate(
@@ -123,7 +117,7 @@ def paired_estimate(
     run counts, (nearly) collapsed ones included; `exclude_collapsed` (the robustness reading only) leaves
     out the trials where any condition's run (nearly) collapsed (collapsed_runs)."""
     slugs = list(weights)
-    trials, notes = common_trials(ev.runs, task, size, slugs)
+    trials, notes = common_trials(ev, task, size, slugs)
     if trials and exclude_collapsed:
         collapsed = np.any([collapsed_runs(ev, task, size, slug, trials) for slug in slugs], axis=0)
         trials = [t for t, c in zip(trials, collapsed) if not c]
@@ -132,7 +126,7 @@ def paired_estimate(
         return Estimate(math.nan, math.nan, 0), [*notes, design], None
     if not trials:
         return Estimate(math.nan, math.nan, 0), notes, design
-    metric, labels = metric_of(ev.runs, task), np.asarray(ev.labels.get(task, np.zeros(1)))
+    metric, labels = ev.metric(task), np.asarray(ev.labels.get(task, np.zeros(1)))
     terms = [(w, *scores_of(ev, task, size, slug, trials)) for slug, w in weights.items()]
     if trials_only or any(predictions is None for _, predictions, _ in terms):
         metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), s) for w, _, s in terms]
@@ -148,7 +142,7 @@ def collapse_outcome(
     """Each condition's (near-)collapse rate over the trials every one of `slugs` finished, with its exact
     interval, and for two conditions the exact comparison of their rates paired by trial (their runs share
     the trial's subset and seeds; src/stats/collapse.py)."""
-    trials, _ = common_trials(ev.runs, task, size, slugs)
+    trials, _ = common_trials(ev, task, size, slugs)
     flags = {slug: collapsed_runs(ev, task, size, slug, trials) for slug in slugs}
     comparison = compare_collapse(*flags.values(), paired=True) if len(slugs) == 2 and trials else None
     return {slug: collapse_rate(f) for slug, f in flags.items()}, comparison
@@ -227,7 +221,7 @@ def contrast_unit(
         margin,
         design,
         gaps=((task, size),) if gap else (),
-        studies=studies_of(ev.runs, task, size, weights),
+        studies=studies_of(ev, task, size, weights),
         notes=notes,
         key=(task, size),
         reads=((task, size),),
@@ -257,7 +251,7 @@ def hurdle_reading(unit: Unit, ev: Evidence, task: str, size: int, weights: dict
     the unit gives no verdict and says so. Which trials count in the trained part follows from the runs'
     outcomes, but every run counts in one part: the rate part's test is exact, and the trained part's is valid
     given which trials it reads (under H0 a collapse says nothing of the trained runs' scores)."""
-    (a, b), trials = list(weights), common_trials(ev.runs, task, size, list(weights))[0]
+    (a, b), trials = list(weights), common_trials(ev, task, size, list(weights))[0]
     if weights[a] < 0:
         a, b = b, a
     trained = paired_estimate(ev, task, size, {a: 1, b: -1}, exclude_collapsed=True)[0]

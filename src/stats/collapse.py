@@ -16,6 +16,7 @@ docs/calibration.md (tools/calibrate.py hurdle_table).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -43,8 +44,13 @@ def collapse_rate(collapsed, level: float = 0.95) -> CollapseRate:
     count, runs = int(flags.sum()), len(flags)
     if not runs:
         return CollapseRate(0, 0, (math.nan, math.nan))
+    return CollapseRate(count, runs, _exact_interval(count, runs, level))
+
+
+@functools.lru_cache(maxsize=4096)  # a report asks for the same few (count, runs) pairs hundreds of times
+def _exact_interval(count: int, runs: int, level: float) -> tuple[float, float]:
     ci = stats.binomtest(count, runs).proportion_ci(confidence_level=level, method="exact")
-    return CollapseRate(count, runs, (float(ci.low), float(ci.high)))
+    return float(ci.low), float(ci.high)
 
 
 @dataclass(frozen=True)

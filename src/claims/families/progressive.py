@@ -71,8 +71,8 @@ def size_pair_units(
         b = per_trial_contrast(ev, task, large, {at_large[k]: w for k, w in b_w.items()})
         studies = tuple(
             sorted(
-                set(studies_of(ev.runs, task, small, at_small.values()))
-                | set(studies_of(ev.runs, task, large, at_large.values()))
+                set(studies_of(ev, task, small, at_small.values()))
+                | set(studies_of(ev, task, large, at_large.values()))
             )
         )
         unit = one_sided_welch(
@@ -269,8 +269,7 @@ def subsampling_variance(ev: Evidence, shared: Shared) -> list[Unit]:
             b = per_trial_contrast(ev, task, large, {at_large[L]: 1})
             studies = tuple(
                 sorted(
-                    set(studies_of(ev.runs, task, small, [at_small[L]]))
-                    | set(studies_of(ev.runs, task, large, [at_large[L]]))
+                    set(studies_of(ev, task, small, [at_small[L]])) | set(studies_of(ev, task, large, [at_large[L]]))
                 )
             )
             units.append(

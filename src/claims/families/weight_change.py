@@ -40,7 +40,7 @@ def later_layers_move_more(ev: Evidence, shared: Shared) -> list[Unit]:
             "per-trial slope of end-of-training ‖ΔW_output‖ over layers > 0 (t over trials)",
             layers,
             by_trial.to_numpy(),
-            studies=studies_of(ev.runs, task, size, set(rows["slug"])),
+            studies=studies_of(ev, task, size, set(rows["slug"])),
             reads=((task, int(size)),),
         )
         unit.notes.append(
@@ -69,7 +69,7 @@ def size_pairs(rows: pd.DataFrame):
 
 
 def change_studies(ev: Evidence, task: str, sizes, rows: pd.DataFrame) -> tuple:
-    return tuple(sorted({s for size in sizes for s in studies_of(ev.runs, task, size, set(rows["slug"]))}))
+    return tuple(sorted({s for size in sizes for s in studies_of(ev, task, size, set(rows["slug"]))}))
 
 
 def more_data_moves_weights_more(ev: Evidence, shared: Shared) -> list[Unit]:
@@ -103,7 +103,7 @@ def more_data_equal_steps(ev: Evidence, shared: Shared) -> list[Unit]:
             f"Welch t: ‖ΔW‖ (all sublayers) at step {step} at the largest size − at the smallest > 0",
             per_trial_output_total(big[big["step"] == step]),
             per_trial_output_total(little[little["step"] == step]),
-            studies=studies_of(ev.runs, task, large, set(ev.plain()["ref_full"])),
+            studies=studies_of(ev, task, large, set(ev.plain()["ref_full"])),
             reads=((task, small), (task, large)),
         )
         unit.notes.append("equal steps: controls the number of Adam steps, not how often each example was seen")
