@@ -183,6 +183,7 @@ def test_a_bad_model_folder_is_refused_by_the_export_before_anything_is_written(
     assert list((tmp_path / "out").iterdir()) == []
 
 
+@pytest.mark.slow  # a second model format through prepare_model and data (13 s)
 def test_a_checkpoint_with_only_pytorch_model_bin_is_stored_as_safetensors(pipeline_template, tiny_model_dir, tmp_path):
     from safetensors.torch import load_file
     from transformers import BertForPreTraining, BertModel
@@ -206,6 +207,7 @@ def test_a_checkpoint_with_only_pytorch_model_bin_is_stored_as_safetensors(pipel
     assert weights.keys() == expected.keys() and all(torch.equal(weights[k], expected[k]) for k in expected)
 
 
+@pytest.mark.slow  # the data stage's unk check through dvc (18 s); its rule has a unit test
 def test_a_tokenizer_that_cannot_spell_the_task_stops_the_data_stage_with_its_unk_rate(
     pipeline_template, tiny_model_dir, tmp_path
 ):

@@ -120,6 +120,7 @@ def test_a_chain_ending_in_the_final_task_is_said_by_the_validate_stage_before_a
     assert_kept(root, before, ran=())
 
 
+@pytest.mark.slow  # features and probe through dvc (26 s)
 def test_a_cls_probe_of_a_checkpoint_without_a_pooler_reads_the_raw_first_token(
     pipeline_template, tiny_model_dir, tmp_path
 ):

@@ -106,6 +106,7 @@ def uninterrupted(tmp_path_factory, tiny_model_dir, tiny_task_dir):
 # --- 1. kill the stage mid-study, run it again ---------------------------------------------
 
 
+@pytest.mark.slow  # two finetune stages and a kill (35 s); checkpoint resume and reuse have their own tests here
 def test_killed_study_resumes_keeps_finished_conditions_and_matches_an_uninterrupted_run(
     tmp_path, tiny_model_dir, tiny_task_dir, uninterrupted
 ):
@@ -359,6 +360,7 @@ def test_conditions_no_longer_asked_for_are_removed_and_the_rest_reused(tmp_path
     assert not stale_checkpoint.exists()
 
 
+@pytest.mark.slow  # four finetune stages (16 s)
 def test_a_result_that_measured_more_than_asked_is_kept_without_the_rest_and_one_that_measured_less_trains(
     tmp_path, tiny_model_dir, uninterrupted
 ):
@@ -394,6 +396,7 @@ def test_a_result_that_measured_more_than_asked_is_kept_without_the_rest_and_one
     assert len(kept_lines(stdout)) == 6 and len(trained) == 2 and all(" k3_e1 " in line for line in trained), stdout
 
 
+@pytest.mark.slow  # seven finetune stages (54 s); the focus stage's copy of kept weights stays in the default run
 def test_measurements_added_later_are_made_on_kept_weights_and_equal_those_made_while_training(
     tmp_path, tiny_model_dir, tiny_task_dir
 ):

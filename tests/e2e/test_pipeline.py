@@ -410,6 +410,7 @@ def test_queued_experiments_run_two_at_a_time_with_results_intact(scratch_repo):
         assert "changed" not in dvc_out(repo, "status")
 
 
+@pytest.mark.slow  # a second exp run of the grid (85 s)
 def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_run(scratch_repo):
     """The paper-tasks command (README) drops studies with `-S '~studies.<name>'`: only the
     runs the dropped studies had trained for others retrain, and aggregate and report still

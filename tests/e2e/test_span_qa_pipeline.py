@@ -6,6 +6,7 @@ local model folder of all-MiniLM-L6-v2's shape and tokenizer that the pipeline t
 import json
 
 import pandas as pd
+import pytest
 
 from tests.support import build_scratch_repo, dvc_out, grid_params, write_small_minilm, write_tiny_squad
 
@@ -17,6 +18,7 @@ def write_inputs(repo) -> None:
     write_small_minilm(repo / SMALL_MODEL)
 
 
+@pytest.mark.slow  # a whole SQuAD exp run (63 s); its report has a default test in test_preset_reports
 def test_the_progressive_study_on_squad_runs_through_dvc_exp_run(tmp_path):
     from src.artefacts.predictions import read_predictions
     from src.artefacts.run_result import RunResult
