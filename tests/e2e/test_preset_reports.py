@@ -132,8 +132,8 @@ def run_stage(root: Path, module: str, *args: str) -> subprocess.CompletedProces
     )
 
 
-# The report of these three judges 447, ~300 and the many units of tamkin2020's seven studies over the runs
-# table (100 s, 60 s and 70 s of a loaded 2-core machine's CPU): they run with `-m slow`. The default suite has
+# These three write every run of their whole designs and judge 447, ~300 and the many units of tamkin2020's seven
+# studies: they run with `-m slow`. The default suite has
 # huang2021_squad (span QA) and the forms that set tamkin2020 apart, its progressive study's per-task sizes and
 # its epochs study on three tasks, with the rest of its studies not run (so the report writes their commands
 # from the per-task sizes).
