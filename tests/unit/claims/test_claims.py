@@ -477,6 +477,26 @@ def test_a_missing_study_is_not_run_with_a_command_the_schema_accepts(tmp_path):
             validate(params)  # raises ParamsError on a key or value the schema refuses
 
 
+def test_a_condition_is_read_from_the_runs_table_it_is_asked_of_with_every_row_counted():
+    from src.claims.evidence import common_trials, scores_of, studies_of
+
+    b = Builder().add("k6", 0.9, trial=0).add("k6", 0.8, trial=1).add("k6", math.nan, trial=2, status="diverged")
+    b.add("k6", 0.9, trial=0, study="epochs", collapsed=True)  # the same run, a row in a second study
+    b.add("k0", 0.7, trial=0).add("k0", 0.6, trial=1, collapsed=True).add("k0", 0.5, trial=2)
+    ev = b.evidence()
+    assert common_trials(ev, "sst2", 500, ["k6", "k0"]) == (
+        [0, 1],
+        ["1 diverged run(s) left out", "2 collapsed run(s) kept"],  # k6 trial 0's second row and k0 trial 1
+    )
+    assert scores_of(ev, "sst2", 500, "k0", [1, 0])[1].tolist() == [0.6, 0.7]
+    assert studies_of(ev, "sst2", 500, ["k6"]) == ("epochs", "progressive") and ev.metric("sst2") == "accuracy"
+    assert common_trials(ev, "sst2", 128, ["k6"]) == ([], [])  # no such condition
+    # a new runs table is read anew, never from the index of the one before
+    ev.runs = ev.runs.assign(value=ev.runs["value"] + 0.01)
+    assert scores_of(ev, "sst2", 500, "k0", [0])[1].tolist() == [pytest.approx(0.71)]
+    assert common_trials(replace(ev, runs=ev.runs.iloc[:0]), "sst2", 500, ["k0"]) == ([], [])
+
+
 def test_every_claim_is_not_run_without_rows_and_the_registry_is_large_and_unique():
     assert {claim["verdict"] for claim in verdicts(Builder().evidence()).values()} == {NOT_RUN}
     assert len(CLAIMS) >= 25 and len(BY_ID) == len(CLAIMS)
