@@ -16,7 +16,7 @@ import pytest
 from bench.cost import BERT_BASE_LIMITS, load_preset
 from src.conditions.studies import all_study_conditions
 from src.params.load import read_params, validate
-from tests.support import REPO, build_scratch_repo
+from tests.support import DEFAULT_MODEL, REPO, build_scratch_repo
 
 PRESETS = REPO / "presets"
 SQUAD = PRESETS / "huang2021_squad.yaml"
@@ -141,8 +141,6 @@ def test_readmes_first_gpu_run_is_one_progressive_study_on_sst2_at_500(tmp_path)
 def test_the_paper_tasks_command_runs_the_papers_design_from_the_shipped_params(doc, marker, tmp_path):
     """The command starts from the shipped params.yaml (the default), so each -S must apply to it: a `~` of a study
     the default does not have, or a key of one without `+`, stops `dvc exp run` before anything runs."""
-    from tests.support import DEFAULT_MODEL
-
     command = first_command((REPO / doc).read_text().split(marker)[1])
     config = validate(read_params(exp_run_params(command, REPO / "params.yaml", tmp_path)), DEFAULT_MODEL)
     assert config.data.glue_dir == "../shared/glue" and config.train.epochs_for(500) == 5  # the paper's 5 at 500
@@ -156,8 +154,6 @@ def test_the_paper_tasks_command_runs_the_papers_design_from_the_shipped_params(
 def test_readmes_workflow_commands_apply_to_the_shipped_params(tmp_path):
     """Each `dvc exp run -S` of README's workflow block validates on the shipped params.yaml, and each stage it names
     is one the default's dvc.yaml has (finetune@<study> of a study the default runs)."""
-    from tests.support import DEFAULT_MODEL
-
     blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), re.S)
     block = next(b for b in blocks if b.startswith("dvc exp run -S k=3"))
     default = read_params(REPO / "params.yaml")
