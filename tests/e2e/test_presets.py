@@ -81,6 +81,7 @@ def run_dvc(repo: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=repo, env=env, capture_output=True, text=True)
 
 
+@pytest.mark.slow  # a dvc repro per preset (15 s); test_prepare_model refuses an unreachable hub model the same way
 def test_dvc_repro_of_each_preset_without_the_hub_is_refused_in_one_line(tmp_path):
     # The documented command, with each preset as params.yaml in turn: `validate` passes,
     # `prepare_model` refuses the hub model in one line, and nothing downstream (data, finetune) runs.
