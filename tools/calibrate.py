@@ -163,19 +163,22 @@ def simulate(
     contrast: float = 0.0,
     n_examples=EXAMPLES,
     compensate: bool = True,
+    conditions: int = 2,
 ):
-    """(correct [2, R, T, N], majority share [2, R, T]) of conditions A and B in `reps` replicates
+    """(correct [C, R, T, N], majority share [C, R, T]) of conditions A and B in `reps` replicates
     whose expected accuracy over all their runs, (nearly) collapsed ones included, differs by exactly
-    `contrast` (A - B): each condition's runs collapse and nearly collapse at the null's shares, and its
-    trained runs' mu compensates (a pushed example scores 0.5 in expectation, so a nearly collapsed run
-    counts as mean(NEAR_PUSH) of a collapse). Without `compensate` (the hurdle's nulls) it is the trained
-    runs' expected accuracy that differs by `contrast`, whatever the collapses."""
+    `contrast` (A - B): each condition's runs collapse and nearly collapse (onto a class drawn per run) at
+    the null's shares, and its trained runs' mu compensates (a pushed example scores 0.5 in expectation, so
+    a nearly collapsed run counts as mean(NEAR_PUSH) of a collapse). Without `compensate` (the hurdle's
+    nulls) it is the trained runs' expected accuracy that differs by `contrast`, whatever the collapses.
+    With more `conditions` (C) than 2, conditions 2.. are more draws of B (the hurdle's contrasts of three
+    conditions)."""
     labels = rng.integers(0, 2, (reps, 1, n_examples), dtype=np.int8)
     shared = SHARED_EXAMPLE_SD * rng.standard_normal((reps, 1, n_examples), dtype=np.float32)
     correct, majority = [], []
     for accuracy, collapse, near in (
         (ACCURACY, null.collapse_a, null.near_a),
-        (ACCURACY - contrast, null.collapse, null.near_b),
+        *[(ACCURACY - contrast, null.collapse, null.near_b)] * (conditions - 1),
     ):
         latent = (
             np.float32(_mean_for(accuracy, null, (collapse + np.mean(NEAR_PUSH) * near) if compensate else 0.0))
@@ -190,7 +193,11 @@ def simulate(
         if near:
             pushed = rng.random((reps, n_trials, n_examples)) < rng.uniform(*NEAR_PUSH, (reps, n_trials, 1))
             one_class = one_class | ((draw >= collapse) & (draw < collapse + near) & pushed)
-        predictions = np.where(one_class, 1, predictions)
+        if collapse or near:
+            # a (nearly) collapsed run predicts one class, either, as real runs do: onto class 1 alone, every
+            # collapse would share one pattern of right and wrong examples, which the eval set's variance would see
+            onto = rng.integers(0, 2, (reps, n_trials, 1), dtype=np.int8)
+            predictions = np.where(one_class, onto, predictions)
         positive = predictions.mean(axis=-1)
         correct.append(predictions == labels)
         majority.append(np.maximum(positive, 1 - positive))
@@ -225,15 +232,18 @@ def dropped_component_df(d: np.ndarray) -> np.ndarray:
         return total**2 / sum((w * m) ** 2 / df for w, m, df in terms)
 
 
-def estimates(correct: np.ndarray, majority: np.ndarray, estimator: str) -> tuple[hypothesis.Estimate, np.ndarray]:
-    """The accuracy contrast A - B of each replicate as `estimator` tests it, over a batch: an Estimate of
-    arrays [R] (NaN where refused) and the refused mask. "new" (the claims' test) and "trial-only t" keep
-    every run, (nearly) collapsed ones included, as src/claims/units.py does; "collapsed excluded", the
-    robustness reading, reads the trials where neither run (nearly) collapsed (majority share >=
-    NEAR_COLLAPSE_SHARE), with no p below 2 of them; "before" kept every run and refused where
-    (1 - q)^T > ALPHA for the largest share q of runs collapsed (share >= COLLAPSE_SHARE) in the replicate's
-    own conditions."""
-    d = correct[0].astype(np.float32) - correct[1]  # accuracy's pseudo-values are the correctness
+def estimates(
+    correct: np.ndarray, majority: np.ndarray, estimator: str, weights=(1, -1)
+) -> tuple[hypothesis.Estimate, np.ndarray]:
+    """The accuracy contrast sum_c weights[c] * accuracy_c (A - B by default) of each replicate as
+    `estimator` tests it, over a batch: an Estimate of arrays [R] (NaN where refused) and the refused mask.
+    "new" (the claims' test) and "trial-only t" keep every run, (nearly) collapsed ones included, as
+    src/claims/units.py does; "collapsed excluded", the robustness reading, reads the trials where no
+    condition's run (nearly) collapsed (majority share >= NEAR_COLLAPSE_SHARE), with no p below 2 of them;
+    "before" kept every run and refused where (1 - q)^T > ALPHA for the largest share q of runs collapsed
+    (share >= COLLAPSE_SHARE) in the replicate's own conditions."""
+    # accuracy's pseudo-values are the correctness
+    d = np.tensordot(np.asarray(weights, dtype=np.float32), correct.astype(np.float32), axes=1)
     reps, n_trials, _ = d.shape
     estimate, se, df, n = (np.full(reps, math.nan) for _ in range(4))
     kept = np.ones((reps, n_trials), dtype=bool)
@@ -442,12 +452,20 @@ HURDLE_ALTERNATIVES = {
 }
 
 
+TWO_CONDITIONS = (1, -1)  # A - B
+# The second difference of three conditions (the curve's change of step, reinit_curve_change_not_constant): A, then
+# two conditions alike in distribution with B
+SECOND_DIFFERENCE = (1, -2, 1)
+HURDLE_CONTRASTS = {"A − B": TWO_CONDITIONS, "second difference": SECOND_DIFFERENCE}
+
+
 @dataclass(frozen=True)
 class HurdleRow:
-    """One cell of hurdle_table: the rejection rates of the hurdle's p_greater (A better) and p_less (A worse) at
-    ALPHA and HOLM_LEVEL; `by_rate`: the share of rejections at ALPHA the rate part made (rather than the
-    trained runs' part); `no_trained`: the share of replicates with fewer than 2 trials where neither run
-    (nearly) collapsed (the trained part cannot reject there)."""
+    """One cell of hurdle_table: the rejection rates of the hurdle's p_greater (the contrast > 0: A better) and
+    p_less (< 0: A worse) at ALPHA and HOLM_LEVEL; `by_rate`: the share of rejections at ALPHA the rate part made
+    (rather than the trained runs' part); `no_trained`: the share of replicates with fewer than 2 trials where
+    no condition's run (nearly) collapsed (the trained part cannot reject there). `symmetric`: the null and the
+    contrast alike under a swap of its sides, so that both tails measure one size."""
 
     null: str
     trials: int
@@ -457,6 +475,7 @@ class HurdleRow:
     by_rate: float
     no_trained: float
     symmetric: bool
+    contrast: str = "A − B"
 
     @property
     def size(self) -> tuple[float, float]:
@@ -473,24 +492,28 @@ class HurdleRow:
         )
 
 
-def hurdle_rejections(correct: np.ndarray, majority: np.ndarray):
+def hurdle_rejections(correct: np.ndarray, majority: np.ndarray, weights=TWO_CONDITIONS):
     """(p_greater < level, p_less < level, rate part rejected at ALPHA, fewer than 2 trained trials) of each
-    replicate, the levels (ALPHA, HOLM_LEVEL) on the last axis of the first two: the hurdle as src/claims/units.py
-    computes it. Collapse is read from the sample by the pipeline's rule (majority share >= NEAR_COLLAPSE_SHARE);
-    the trained part is the crossed test of the trials where neither run (nearly) collapsed ("collapsed excluded")."""
+    replicate, the levels (ALPHA, HOLM_LEVEL) on the last axis of the first two: the hurdle of the contrast
+    `weights` as src/claims/units.py computes it. Collapse is read from the sample by the pipeline's rule
+    (majority share >= NEAR_COLLAPSE_SHARE); the trained part is the crossed test of the trials where no
+    condition's run (nearly) collapsed ("collapsed excluded")."""
     flags = majority >= NEAR_COLLAPSE_SHARE
-    trained, refused = estimates(correct, majority, "collapsed excluded")
-    result = hurdle(flags[0], flags[1], (trained.p_greater(), trained.p_less()), ALPHA)
+    trained, refused = estimates(correct, majority, "collapsed excluded", weights)
+    result = hurdle(flags, weights, (trained.p_greater(), trained.p_less()), ALPHA)
     levels = np.array([ALPHA, HOLM_LEVEL])
     greater, less = (np.asarray(p)[:, None] < levels for p in (result.p_greater, result.p_less))
     by_rate = result.rate_counts & ((HURDLE_PARTS * np.fmin(*result.rate)) < ALPHA)
     return greater, less, by_rate & (greater[:, 0] | less[:, 0]), refused
 
 
-def hurdle_table(reps: int, seed: int = 0, trials=TRIALS, nulls=None, alternatives=None) -> list[HurdleRow]:
+def hurdle_table(
+    reps: int, seed: int = 0, trials=TRIALS, nulls=None, alternatives=None, contrast: str = "A − B"
+) -> list[HurdleRow]:
     """The hurdle's one-sided rejection rates at ALPHA and HOLM_LEVEL under each of HURDLE_NULLS (sizes) and
     HURDLE_ALTERNATIVES (B collapses more: power of p_greater, and p_less's rate of the wrong direction), at each
-    T, in chunks of CHUNK replicates."""
+    T, in chunks of CHUNK replicates, for the contrast HURDLE_CONTRASTS[contrast]."""
+    weights = HURDLE_CONTRASTS[contrast]
     rng = np.random.default_rng(seed)
     cells = {name: (HURDLE_NULLS[name], False) for name in (HURDLE_NULLS if nulls is None else nulls)}
     cells |= {
@@ -502,8 +525,8 @@ def hurdle_table(reps: int, seed: int = 0, trials=TRIALS, nulls=None, alternativ
             counts = np.zeros(6)
             for start in range(0, reps, CHUNK):
                 size = min(CHUNK, reps - start)
-                correct, majority = simulate(null, n_trials, size, rng, compensate=compensate)
-                greater, less, by_rate, refused = hurdle_rejections(correct, majority)
+                correct, majority = simulate(null, n_trials, size, rng, compensate=compensate, conditions=len(weights))
+                greater, less, by_rate, refused = hurdle_rejections(correct, majority, weights)
                 counts += [*greater.sum(axis=0), *less.sum(axis=0), by_rate.sum(), refused.sum()]
             rejected_at_alpha = counts[0] + counts[2]
             rows.append(
@@ -515,17 +538,17 @@ def hurdle_table(reps: int, seed: int = 0, trials=TRIALS, nulls=None, alternativ
                     (counts[2] / reps, counts[3] / reps),
                     counts[4] / rejected_at_alpha if rejected_at_alpha else math.nan,
                     counts[5] / reps,
-                    null.symmetric and name in HURDLE_NULLS,
+                    null.symmetric and name in HURDLE_NULLS and weights == TWO_CONDITIONS,
+                    contrast,
                 )
             )
     return rows
 
 
 HURDLE_HEADER = (
-    f"| null or alternative | T | reps | size at {ALPHA} / {HOLM_LEVEL:.5f} | A better (p_greater) at {ALPHA} / "
-    f"{HOLM_LEVEL:.5f} | A worse (p_less) | rejections by the rate part | < 2 trained trials | targets missed |\n"
-    + "|---" * 9
-    + "|"
+    f"| contrast | null or alternative | T | reps | size at {ALPHA} / {HOLM_LEVEL:.5f} | > 0, A better (p_greater) "
+    f"at {ALPHA} / {HOLM_LEVEL:.5f} | < 0, A worse (p_less) | rejections by the rate part | < 2 trained trials | "
+    "targets missed |\n" + "|---" * 10 + "|"
 )
 
 
@@ -536,7 +559,7 @@ def hurdle_markdown_row(row: HurdleRow) -> str:
     size = f"{row.size[0]:.4f} / {row.size[1]:.5f}" if is_null else "(not a null)"
     missed = ("–" if row.size_ok(2) else "size") if is_null else "–"
     return (
-        f"| {row.null} | {row.trials} | {row.reps * (2 if row.symmetric else 1):,} | {size} | "
+        f"| {row.contrast} | {row.null} | {row.trials} | {row.reps * (2 if row.symmetric else 1):,} | {size} | "
         f"{row.greater[0]:.4f} / {row.greater[1]:.5f} | {row.less[0]:.4f} / {row.less[1]:.5f} | "
         f"{_cell(row.by_rate, '.2f')} | {row.no_trained:.3f} | {missed} |"
     )
@@ -1635,6 +1658,13 @@ def main(argv=None) -> None:
     parser.add_argument("--examples", type=int, default=EXAMPLES, help="eval examples (estimate tests)")
     parser.add_argument("--trials", type=int, nargs="+", default=list(TRIALS), help="trials (estimate tests)")
     parser.add_argument("--nulls", nargs="+", choices=list(NULLS), help="nulls of the estimate tests (default all)")
+    parser.add_argument(
+        "--hurdle-contrasts",
+        nargs="+",
+        choices=list(HURDLE_CONTRASTS),
+        default=list(HURDLE_CONTRASTS),
+        help="the contrasts the hurdle table measures (default both)",
+    )
     parser.add_argument("--crossed-reps", type=int, default=2000, help="replicates per cell (crossed seed_design)")
     parser.add_argument("--curve-reps", type=int, default=400, help="replicates per cell (curve statistics)")
     parser.add_argument("--resamples", type=int, default=200, help="bootstrap draws (curves)")
@@ -1694,11 +1724,12 @@ def main(argv=None) -> None:
                 print("\n".join(markdown_row(row) for row in rows), flush=True)
     if "hurdle" in args.tables:
         print(HURDLE_HEADER, flush=True)
-        for name in (*HURDLE_NULLS, *HURDLE_ALTERNATIVES):  # one cell at a time, printed as measured
-            for n_trials in args.trials:
-                null, alternative = ([name], []) if name in HURDLE_NULLS else ([], [name])
-                rows = hurdle_table(args.reps, args.seed, (n_trials,), null, alternative)
-                print("\n".join(hurdle_markdown_row(row) for row in rows), flush=True)
+        for contrast in args.hurdle_contrasts:
+            for name in (*HURDLE_NULLS, *HURDLE_ALTERNATIVES):  # one cell at a time, printed as measured
+                for n_trials in args.trials:
+                    null, alternative = ([name], []) if name in HURDLE_NULLS else ([], [name])
+                    rows = hurdle_table(args.reps, args.seed, (n_trials,), null, alternative, contrast)
+                    print("\n".join(hurdle_markdown_row(row) for row in rows), flush=True)
     if "welch" in args.tables:
         print(HEADER, flush=True)
         print("\n".join(markdown_row(row) for row in welch_table(args.reps, args.seed, args.trials)), flush=True)

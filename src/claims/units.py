@@ -79,7 +79,7 @@ class Unit:
     collapse: dict = field(default_factory=dict)  # slug -> CollapseRate over its common trials (contrasts)
     collapse_comparison: CollapseComparison | None = None  # two conditions' rates compared (two-term contrasts)
     robustness: Robustness | None = None  # its p's under the trial-only t and with collapsed runs excluded (contrasts)
-    hurdle: Hurdle | None = None  # "A − B > 0" tested as a hurdle (hurdle_reading): its two parts, its p's from them
+    hurdle: Hurdle | None = None  # a contrast tested as a hurdle (hurdle_reading): its two parts, its p's from them
 
 
 def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int, int] | None = None) -> Unit:
@@ -208,8 +208,9 @@ def contrast_unit(
 ) -> Unit:
     """A paired contrast sum_slug weight * score (minus `shift`, e.g. a chance level) at (task, size),
     over every finished run, (nearly) collapsed ones included, with the conditions' collapse outcome
-    and its Robustness. shape: as shape_p. "A − B > 0" of two conditions on independent trials is tested as a
-    hurdle instead (hurdle_reading): its collapse rates and its trained runs' contrast."""
+    and its Robustness. shape: as shape_p. A contrast "> 0" of conditions on independent trials whose weights sum
+    to 0 ("A − B > 0", a second difference) is tested as a hurdle instead (hurdle_reading): its collapses and its
+    trained runs' contrast."""
     estimate, notes, design = paired_estimate(ev, task, size, weights)
     rates, comparison = collapse_outcome(ev, task, size, list(weights))
     unit = estimate_test_unit(
@@ -230,49 +231,52 @@ def contrast_unit(
         collapse_comparison=comparison,
         robustness=robustness(ev, task, size, weights, shape, margin, shift),
     )
-    two_conditions = sorted(weights.values()) == [-1, 1]
-    if shape == "greater" and not shift and two_conditions and design is None and not unit.refused:
+    zero_sum = len(weights) >= 2 and abs(sum(weights.values())) < 1e-9
+    if shape == "greater" and not shift and zero_sum and design is None and not unit.refused:
         return hurdle_reading(unit, ev, task, size, weights)
     return unit
 
 
-HURDLE_NOTE = "hurdle: collapse rates (exact McNemar, paired by trial) and trained runs' contrast, Bonferroni"
+HURDLE_NOTE = "hurdle: collapses (exact permutation within trials) and trained runs' contrast, Bonferroni"
 
 
 def hurdle_reading(unit: Unit, ev: Evidence, task: str, size: int, weights: dict[str, float]) -> Unit:
-    """`unit` ("A − B > 0" of two conditions on independent trials) tested as a two-part (hurdle) outcome, so that
-    every run counts in exactly one part: whether it (nearly) collapsed (collapsed_runs), the conditions' rates
-    compared by McNemar's exact test paired by trial, and, on the trials where neither condition's run collapsed,
-    the trained runs' contrast (its crossed trials x examples test). H0: the same collapse rate AND the same trained
-    runs' score; its p's are the parts' Bonferroni where the rate part can reach α with its discordant trials, the
-    trained part's alone where it cannot (src/stats/collapse.py Hurdle), a reformulation of the claim's "A beats B"
+    """`unit` (a contrast of conditions on independent trials, weights summing to 0, "> 0": "A beats B", a second
+    difference) tested as a two-part (hurdle) outcome, so that every run counts in exactly one part: whether it
+    (nearly) collapsed (collapsed_runs), the collapses tested by the exact permutation of each trial's collapses
+    over its conditions (McNemar's exact test for two), and, on the trials where no condition's run collapsed, the
+    trained runs' contrast (its crossed trials x examples test). H0: collapses fall on the conditions alike AND the
+    trained runs' contrast is 0; its p's are the parts' Bonferroni where the rate part can reach α, the trained
+    part's alone where it cannot (src/stats/collapse.py Hurdle), a reformulation of the claim's contrast of means
     measured in docs/calibration.md. The estimate, interval and planner read the trained runs' contrast (its
     interval at the level its part is tested at). Where the parts point opposite ways, each significant at α / 2,
     the unit gives no verdict and says so. Which trials count in the trained part follows from the runs'
     outcomes, but every run counts in one part: the rate part's test is exact, and the trained part's is valid
     given which trials it reads (under H0 a collapse says nothing of the trained runs' scores)."""
-    (a, b), trials = list(weights), common_trials(ev, task, size, list(weights))[0]
-    if weights[a] < 0:
-        a, b = b, a
-    trained = paired_estimate(ev, task, size, {a: 1, b: -1}, exclude_collapsed=True)[0]
+    slugs, trials = list(weights), common_trials(ev, task, size, list(weights))[0]
+    trained = paired_estimate(ev, task, size, weights, exclude_collapsed=True)[0]
     result = hurdle(
-        collapsed_runs(ev, task, size, a, trials),
-        collapsed_runs(ev, task, size, b, trials),
+        [collapsed_runs(ev, task, size, slug, trials) for slug in slugs],
+        list(weights.values()),
         shape_p(trained, "greater", None),
         ev.settings.alpha,
     )
     unit.estimate, unit.interval, unit.result, unit.hurdle = trained.estimate, trained.interval(0.95), trained, result
     unit.p_for, unit.p_against = float(result.p_greater), float(result.p_less)
-    unit.notes += [HURDLE_NOTE, f"{trained.n} of {len(trials)} trials trained in both (the estimate's)"]
+    what = "in both" if len(slugs) == 2 else f"in all {len(slugs)}"
+    unit.notes += [HURDLE_NOTE, f"{trained.n} of {len(trials)} trials trained {what} (the estimate's)"]
     if not trained.n >= 2:
-        unit.interval_note = "fewer than 2 trials where neither run collapsed: the trained runs' contrast has no test"
+        unit.interval_note = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
     if not result.rate_counts:
-        unit.notes.append("too few discordant trials for the collapse rates to reach α: the trained part decides")
+        unit.notes.append("too few collapses for their exact test to reach α: the trained part decides")
     if result.disagree(ev.settings.alpha):
+        positive = " and ".join(slug for slug in slugs if weights[slug] > 0)
+        negative = " and ".join(slug for slug in slugs if weights[slug] < 0)
+        favour = float(result.rate[0]) < float(result.rate[1])
         unit.refused = unit.interval_note = (
-            f"its hurdle's parts disagree: {a} collapses {'less' if result.rate[0] < result.rate[1] else 'more'} "
-            f"often than {b} and its trained runs score {'higher' if trained.estimate > 0 else 'lower'}, each "
-            f"significant at α / {HURDLE_PARTS}"
+            f"its hurdle's parts disagree: {positive} collapse {'less' if favour else 'more'} often than {negative} "
+            f"(weighted by the contrast) and the trained runs' contrast is "
+            f"{'positive' if trained.estimate > 0 else 'negative'}, each significant at α / {HURDLE_PARTS}"
         )
         unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
     return unit

@@ -714,6 +714,23 @@ def test_a_condition_collapsing_in_2_of_3_trials_is_decided_by_the_collapse_rate
     assert "the trained runs' contrast has no test" in unit.interval_note
 
 
+def test_a_second_difference_whose_middle_condition_collapsed_in_every_trial_is_a_hurdle_not_a_t_on_the_mixture():
+    b = Builder().curve(RISING, trials=3)
+    b.rows = [r for r in b.rows if r["slug"] != "k2"]
+    for trial in range(3):  # k = 2 collapses in every trial: each trial's step from k=1 to 2 drops, to 3 jumps
+        b.add("k2", 0.5, trial=trial, k=2, collapsed=True)
+    verdict = verdicts(b.evidence())["reinit_curve_change_not_constant"]
+    (unit,) = [u for u in verdict["units"] if u.name == "sst2 n=500 steps at k=1,2 grow"]
+    # the trials agree on the mixture's second difference (+0.55 each, ±0.02): its t over 3 trials is tiny
+    assert unit.robustness.trial_only[0] < 1e-3
+    # the hurdle: no trial trained in all three conditions, and the exact permutation of one collapse per trial
+    # over 3 conditions gives the middle every time with probability (1/3)^3: Bonferroni 2/27, not below α
+    assert unit.hurdle.rate[0] == pytest.approx(1 / 27) and np.isnan(unit.hurdle.trained[0])
+    assert unit.p_for == pytest.approx(2 / 27) and unit.status != "for"
+    assert "0 of 3 trials trained in all 3 (the estimate's)" in unit.notes
+    assert verdict["verdict"] != "supported"
+
+
 # --- the verdict and its labels --------------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import src.claims.verdicts as verdicts_module
 from src.stats import hypothesis, validity
+from src.stats.collapse import hurdle
 from src.stats.correlation import correlation_interval
 from tests.fake_evidence import RISING, Builder, L, probe_evidence
 from tools import calibrate as calibration
@@ -79,6 +80,25 @@ def test_the_hurdle_holds_its_size_and_a_collapse_in_2_of_3_trials_is_not_decide
     # at 10 trials the exact rate test sees it, and never the other way
     assert two_of_three[10].greater[0] > 0.5 and two_of_three[10].less[0] <= calibration.ALPHA / 2 + slack
     assert two_of_three[10].less[1] <= calibration.HOLM_LEVEL + SIGMAS * np.sqrt(calibration.HOLM_LEVEL / 3000)
+
+
+def test_a_second_differences_hurdle_holds_its_size_where_a_t_on_the_mixture_does_not():
+    # every condition collapses at 0.2 (onto either class), its trained runs alike: where one condition collapses
+    # in all 3 trials (about 3 x (0.2 x 0.8^2)^3 = 0.006 of samples) the trials' second differences of every run
+    # agree, and the crossed test on them rejects at small levels far more often than the level (here 0.005, the
+    # Holm level of a 10-test family); the hurdle's exact permutation of the collapses holds its size
+    null, reps, level = "both collapse (0.2)", 4000, 0.005
+    rows = calibration.hurdle_table(reps, 0, (3, 5), [null], [], contrast="second difference")
+    assert len(rows) == 2 and all(r.size_ok(SIGMAS) and not r.symmetric for r in rows), rows
+    correct, majority = calibration.simulate(
+        calibration.HURDLE_NULLS[null], 3, reps, np.random.default_rng(1), compensate=False, conditions=3
+    )
+    mixture = calibration.estimates(correct, majority, "new", calibration.SECOND_DIFFERENCE)[0]
+    assert np.mean(mixture.p_less() < level) > 2 * level
+    trained = calibration.estimates(correct, majority, "collapsed excluded", calibration.SECOND_DIFFERENCE)[0]
+    flags = majority >= calibration.NEAR_COLLAPSE_SHARE
+    result = hurdle(flags, calibration.SECOND_DIFFERENCE, (trained.p_greater(), trained.p_less()), calibration.ALPHA)
+    assert np.mean(result.p_less < level) <= level + SIGMAS * np.sqrt(level / reps)
 
 
 def test_the_fast_subset_fails_the_estimator_it_replaced():
