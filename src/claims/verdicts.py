@@ -39,8 +39,8 @@ REFUSALS = (
     ("chance level unknown", "the chance level needs the eval labels, which are missing"),
     (
         "hurdle's parts disagree",
-        "its two parts point opposite ways, each significant at α / 2 (one condition collapses less often, the "
-        "other's trained runs score higher)",
+        "its two parts point opposite ways, each significant at α / 2 (the collapses favour the contrast, its "
+        "trained runs' contrast goes against it, or the reverse)",
     ),
 )
 PER_CLAIM = "error rate α for this claim alone"  # intersection-union verdicts
@@ -59,10 +59,8 @@ RULE = (
     "exactly one one-sided test per unit with a p: *against* for universal claims, *for* for existential ones; "
     "every other p printed is raw, and says so. **Error rates**: the verdicts decided by Holm (a universal claim "
     f"contradicted, an existential one supported) hold a {FAMILYWISE}: under the nulls of their units, the chance "
-    "that any of them in this report is wrong is at most α (the simulated whole report shows where it is not: with "
-    "every run collapsing at rate 0.2, the second differences of `reinit_curve_change_not_constant`, a t over trials "
-    "of three conditions, were wrongly supported in 10% of reports; docs/calibration.md). The verdicts decided by "
-    "intersection-union (a "
+    "that any of them in this report is wrong is at most α (docs/calibration.md simulates the whole report under "
+    "global nulls, collapses included). The verdicts decided by intersection-union (a "
     f"universal claim supported, an existential one contradicted) hold an {PER_CLAIM}: each is wrong with "
     "probability at most α, and with m of them up to m·α may be wrong, so the report bounds no rate of at least "
     "one wrong verdict of any kind. Each unit's interval is the one its test *for* reads at α (raw): a one-sided "
@@ -74,21 +72,22 @@ RULE = (
     "never dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted. "
     f"A run that (nearly) collapsed (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set) is also an "
     "outcome of its own: a contrast reports its conditions' collapse rates (exact intervals, compared paired by "
-    "trial). **Reformulation**: a claim that condition A beats B (A − B > 0, two conditions on independent trials) "
-    "is tested as a two-part (hurdle) outcome, every run counting in exactly one part: the conditions' collapse "
-    "rates (McNemar's exact test paired by trial) and, on the trials where neither run collapsed, the trained runs' "
-    "contrast (the crossed trials × examples test). Its null is 'the same collapse rate and the same trained "
-    "score', not 'the same mean over all runs'; A is better where either part says so: its p is twice the "
-    "smaller part's (Bonferroni, each part at α / 2) where the rates' exact test can reach α with its discordant "
-    "trials (at least 5 at α = 0.05), the trained part's alone where it cannot (Tarone's rule: a test that cannot "
-    "reach the level costs none of it). Its estimate and interval are the trained runs' contrast, at the level its "
-    "part is tested at. At 3 trials the rates cannot reach α (their smallest one-sided p is 1/8), so a difference "
-    "in collapse rates alone decides nothing there; parts that disagree give no verdict. Other "
-    "contrasts (margins, chance levels, more than two conditions, a crossed seed_design) test the mean over all "
-    "runs. Its robustness readings, never a verdict, give its p's under the trial-only t and with the trials of "
-    "(nearly) collapsed runs excluded. A bootstrap difference of two curve statistics is calibrated at α = 0.05 "
-    "only (a percentile-bootstrap p cannot be measured at the Holm levels), so it enters no Holm family: it can "
-    "support a universal claim (at α) but not contradict one, and its p against is printed raw."
+    "trial). **Reformulation**: a claim that a contrast of conditions on independent trials is positive (A − B > 0, "
+    "a second difference: weights summing to 0) is tested as a two-part (hurdle) outcome, every run counting in "
+    "exactly one part: the runs' collapses (the exact permutation of each trial's collapses over its conditions, "
+    "McNemar's exact test for two) and, on the trials where no condition's run collapsed, the trained runs' "
+    "contrast (the crossed trials × examples test). Its null is 'collapses fall on the conditions alike and the "
+    "trained runs' contrast is 0', not 'the mean over all runs is 0'; the contrast is positive where either part "
+    "says so: its p is twice the smaller part's (Bonferroni, each part at α / 2) where the collapses' exact test "
+    "can reach α (for two conditions, at least 5 discordant trials at α = 0.05), the trained part's alone where it "
+    "cannot (Tarone's rule: a test that cannot reach the level costs none of it). Its estimate and interval are "
+    "the trained runs' contrast, at the level its part is tested at. At 3 trials the collapses of two conditions "
+    "cannot reach α (their smallest one-sided p is 1/8), so a difference in collapse rates alone decides nothing "
+    "there; parts that disagree give no verdict. Other contrasts (margins, chance levels, a crossed seed_design) "
+    "test the mean over all runs. Its robustness readings, never a verdict, give its p's under the trial-only t "
+    "and with the trials of (nearly) collapsed runs excluded. A bootstrap difference of two curve statistics is "
+    "calibrated at α = 0.05 only (a percentile-bootstrap p cannot be measured at the Holm levels), so it enters no "
+    "Holm family: it can support a universal claim (at α) but not contradict one, and its p against is printed raw."
 )
 
 
