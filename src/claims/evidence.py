@@ -7,11 +7,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from src.config.schema import DataConfig, ReportConfig, StudyConfig, TrainConfig
+
+
+class RunsIndex(NamedTuple):
+    """What Evidence reads its runs table through: a report reads each condition many times, and filtering the
+    whole table each time was most of the report stage's time."""
+
+    runs: pd.DataFrame  # the table it indexes (a new table, a new index)
+    positions: dict  # (task, size, slug) -> the row positions of that condition
+    read: dict  # (task, size, slug) -> its ConditionRuns, as read so far
+    metric: dict  # task -> the metric of its runs
 
 
 @dataclass
@@ -39,33 +50,30 @@ class Evidence:
     train: TrainConfig | None = None
     probe_predictions: dict = field(default_factory=dict)
     num_heads: int = 0  # attention heads per layer (0: unknown); claims about every head of a layer read it
-    # (runs, positions of each (task, size, slug), ConditionRuns read so far, each task's metric): a report reads
-    # each condition many times, and filtering the whole runs table each time was most of the report stage's time
-    _index: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _index: RunsIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     def plain(self) -> pd.DataFrame:
         return self.runs[self.runs["plain"]] if "plain" in self.runs else self.runs
 
-    def _runs_index(self) -> tuple:
+    def _runs_index(self) -> RunsIndex:
         """The index of `runs`, built once per runs table (a new table, a new index)."""
-        if self._index is None or self._index[0] is not self.runs:
+        if self._index is None or self._index.runs is not self.runs:
             runs = self.runs
             positions = runs.groupby(["task", "size", "slug"], sort=False).indices if len(runs) else {}
             first = runs.drop_duplicates("task") if "metric" in runs else runs.iloc[:0]
-            self._index = (runs, positions, {}, dict(zip(first["task"], first.get("metric", []))))
+            self._index = RunsIndex(runs, positions, {}, dict(zip(first["task"], first.get("metric", []))))
         return self._index
 
     def condition_runs(self, task: str, size: int, slug: str) -> ConditionRuns:
         """The runs of one condition."""
-        runs, positions, read, _ = self._runs_index()
-        key = (task, int(size), slug)
-        if key not in read:
-            read[key] = ConditionRuns.of(runs.iloc[positions.get(key, [])])
-        return read[key]
+        index, key = self._runs_index(), (task, int(size), slug)
+        if key not in index.read:
+            index.read[key] = ConditionRuns.of(index.runs.iloc[index.positions.get(key, [])])
+        return index.read[key]
 
     def metric(self, task: str) -> str:
         """The metric of `task`'s runs (its first row's)."""
-        return str(self._runs_index()[3][task])
+        return str(self._runs_index().metric[task])
 
 
 @dataclass(frozen=True)
@@ -87,13 +95,13 @@ class ConditionRuns:
         flag = rows["collapsed"].fillna(False).astype(bool) if "collapsed" in rows else pd.Series(False, rows.index)
         share = rows["majority_share"].astype(float) if "majority_share" in rows else pd.Series(math.nan, rows.index)
         trials, ok = rows["trial"].astype(int).tolist(), (rows["status"] == "ok").tolist()
+        values, flags, shares = rows["value"].astype(float).tolist(), flag.tolist(), share.tolist()
         first: dict[int, int] = {}
         collapsed_ok: dict[int, int] = {}
-        for i, (trial, finished, collapsed) in enumerate(zip(trials, ok, flag.tolist())):
+        for i, (trial, finished, collapsed) in enumerate(zip(trials, ok, flags)):
             first.setdefault(trial, i)
             if finished:
                 collapsed_ok[trial] = collapsed_ok.get(trial, 0) + int(collapsed)
-        values, flags, shares = rows["value"].astype(float).tolist(), flag.tolist(), share.tolist()
         return cls(
             ok_trials=frozenset(collapsed_ok),
             diverged=len(ok) - sum(ok),
