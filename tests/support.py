@@ -135,6 +135,26 @@ def grid_params() -> dict:
     }
 
 
+def exp_run_params(command: str, start: Path | dict, folder: Path) -> Path:
+    """folder/params.yaml after `command` (a `dvc exp run -S ...` from a doc's code block or a report's "not
+    run" row), as DVC reads it (its CLI parser, its -S overrides), on a copy of `start` (a params file or
+    dict)."""
+    import shlex
+
+    from dvc.cli import parse_args
+    from dvc.utils.cli_parse import to_path_overrides
+    from dvc.utils.hydra import apply_overrides
+
+    args = parse_args(shlex.split(command.replace("\\\n", " "))[1:])
+    params = folder / "params.yaml"
+    if isinstance(start, dict):
+        params.write_text(yaml.safe_dump(start))
+    else:
+        shutil.copy(start, params)
+    apply_overrides(params, to_path_overrides(args.set_param)["params.yaml"])
+    return params
+
+
 def with_change(key: str, value, params: dict | None = None) -> dict:
     """A copy of `params` (default: the test grid) with `key` (dotted) set to `value`, or deleted."""
     params = copy.deepcopy(grid_params() if params is None else params)

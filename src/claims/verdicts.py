@@ -436,18 +436,20 @@ def first_sizes(study: StudyConfig | None, tasks: list[str]) -> list[int]:
     return list(study.sizes[task][:1])
 
 
-def sizes_override(study: StudyConfig, tasks: list[str], need: Need, small: int) -> object | None:
-    """The study's `sizes` with what `need` asks for at each of `tasks` (one list, or the whole
-    per-task mapping back, a task it lacks starting from the mapping's first list); None where
-    nothing changes."""
+def sizes_overrides(key: str, study: StudyConfig, tasks: list[str], need: Need, small: int) -> dict[str, list]:
+    """The changes (dotted key: sizes) that give study `key` what `need` asks for at each of `tasks`: its one list,
+    or, of a per-task mapping, each task's list that changes, a task it lacks starting from the mapping's first
+    list under a "+" key (DVC's -S cannot add a key to a mapping by assigning the whole mapping)."""
     if not isinstance(study.sizes, dict):
         sizes = needed_sizes(list(study.sizes), need, small, added=False)
-        return sizes if sizes != sorted(study.sizes) else None
-    first = list(next(iter(study.sizes.values()), ()))
-    mapping = {task: list(sizes) for task, sizes in study.sizes.items()}
+        return {f"{key}.sizes": sizes} if sizes != sorted(study.sizes) else {}
+    first, changes = list(next(iter(study.sizes.values()), ())), {}
     for task in tasks:
-        mapping[task] = needed_sizes(mapping.get(task, first), need, small, added=False)
-    return mapping if mapping != {task: list(sizes) for task, sizes in study.sizes.items()} else None
+        have = list(study.sizes.get(task, ()))
+        sizes = needed_sizes(have or first, need, small, added=False)
+        if sizes != have:
+            changes[f"{'' if task in study.sizes else '+'}{key}.sizes.{task}"] = sizes
+    return changes
 
 
 def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
@@ -475,9 +477,7 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
             key = f"studies.{study.name}"
             if not set(tasks) <= set(study.tasks):
                 changes[f"{key}.tasks"] = list(study.tasks) + [t for t in tasks if t not in study.tasks]
-            sizes = sizes_override(study, tasks, need, small)
-            if sizes is not None:
-                changes[f"{key}.sizes"] = sizes
+            changes |= sizes_overrides(key, study, tasks, need, small)
             for name, value in args.items():
                 have = getattr(study, name)
                 if isinstance(value, list) and have is not None and not set(value) <= set(have):

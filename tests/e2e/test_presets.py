@@ -16,7 +16,7 @@ import pytest
 from bench.cost import BERT_BASE_LIMITS, load_preset
 from src.conditions.studies import all_study_conditions
 from src.params.load import read_params, validate
-from tests.support import DEFAULT_MODEL, REPO, build_scratch_repo
+from tests.support import DEFAULT_MODEL, REPO, build_scratch_repo, exp_run_params
 
 PRESETS = REPO / "presets"
 SQUAD = PRESETS / "huang2021_squad.yaml"
@@ -96,22 +96,6 @@ def test_dvc_repro_of_each_preset_without_the_hub_is_refused_in_one_line(tmp_pat
         assert errors[0].startswith(f"error: params.yaml: model.name = '{name}': could not load it"), errors
         assert "Traceback" not in run.stderr + run.stdout
         assert not (tmp_path / "data" / "tasks").exists() and not (tmp_path / "data" / "runs").exists()
-
-
-def exp_run_params(command: str, start: Path, tmp_path: Path) -> Path:
-    """params.yaml after `command` (a `dvc exp run -S ...` from a doc's code block), as DVC reads it (its CLI
-    parser, its -S overrides), on a copy of `start`."""
-    import shlex
-    import shutil
-
-    from dvc.cli import parse_args
-    from dvc.utils.cli_parse import to_path_overrides
-    from dvc.utils.hydra import apply_overrides
-
-    args = parse_args(shlex.split(command.replace("\\\n", " "))[1:])
-    shutil.copy(start, tmp_path / "params.yaml")
-    apply_overrides(tmp_path / "params.yaml", to_path_overrides(args.set_param)["params.yaml"])
-    return tmp_path / "params.yaml"
 
 
 def first_command(text: str) -> str:

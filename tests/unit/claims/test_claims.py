@@ -27,7 +27,7 @@ from src.claims.summary import VERDICTS
 from src.claims.units import ONE_PROBE_SEED
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, judge_claims
 from src.config.schema import StudyConfig
-from src.params.load import validate
+from src.params.load import read_params, validate
 from src.stats.curves import first_reaching
 from src.stats.hypothesis import Bootstrap, Estimate
 from tests.fake_evidence import (
@@ -41,7 +41,7 @@ from tests.fake_evidence import (
     probe_table,
     render,
 )
-from tests.support import grid_params
+from tests.support import exp_run_params, grid_params
 
 
 def verdicts(evidence) -> dict:
@@ -449,16 +449,13 @@ def test_weight_change_is_read_at_the_end_of_training_and_equal_steps_is_seconda
 # --- not run: the command that adds the runs ------------------------------------------------------------------------
 
 
-def apply_overrides(command: str, params: dict) -> dict:
-    """`dvc exp run -S key=value …` applied to a params dict as DVC's hydra overrides do."""
-    for override in re.findall(r"-S '([^']*)'|-S (\S+)", command):
-        override = override[0] or override[1]
-        key, value = override.split("=", 1)
-        node, parts = params, key.lstrip("+").split(".")
-        for part in parts[:-1]:
-            node = node[part]
-        node[parts[-1]] = yaml.safe_load(value)
-    return params
+def not_run_params(command: str, params: dict, folder: Path) -> dict:
+    """`params` after a "not run" row's command, as `dvc exp run` applies it (its glue folder: `folder`) and the
+    pipeline reads it (YAML 1.2); a row that is no command leaves `params` as they are."""
+    if not command.startswith("dvc exp run "):
+        return params
+    command = command.replace("<folder with the GLUE TSVs>", str(folder))
+    return read_params(exp_run_params(command, params, folder))
 
 
 def test_a_missing_study_is_not_run_with_a_command_the_schema_accepts(tmp_path):
@@ -471,10 +468,7 @@ def test_a_missing_study_is_not_run_with_a_command_the_schema_accepts(tmp_path):
     assert "data.glue_dir=" in cola and "studies.progressive.tasks=[rt_sentiment, cola]" in cola
     for claim in v.values():
         if claim["verdict"] == NOT_RUN:
-            params = apply_overrides(
-                claim["needs"].replace("<folder with the GLUE TSVs>", str(tmp_path)), grid_params()
-            )
-            validate(params)  # raises ParamsError on a key or value the schema refuses
+            validate(not_run_params(claim["needs"], grid_params(), tmp_path))  # ParamsError on a refused key or value
 
 
 def test_a_condition_is_read_from_the_runs_table_it_is_asked_of_with_every_row_counted():
@@ -867,11 +861,10 @@ def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
     per_task = validate(params).studies
     v = verdicts(Builder().curve(RISING, trials=3).evidence(studies=dict(per_task)))
     assert "sizes: [32]" in v["lr_multiplier_does_not_help"]["needs"]
-    assert "-S 'studies.progressive.sizes={rt_sentiment: [32, 64]}'" in v["k90_grows_as_data_shrinks"]["needs"]
+    assert "-S 'studies.progressive.sizes.rt_sentiment=[32, 64]'" in v["k90_grows_as_data_shrinks"]["needs"]
     for claim in v.values():
         if claim["verdict"] == NOT_RUN:
-            command = claim["needs"].replace("<folder with the GLUE TSVs>", str(tmp_path))
-            validate(apply_overrides(command, yaml.safe_load(yaml.safe_dump(params))))
+            validate(not_run_params(claim["needs"], params, tmp_path))
 
 
 # --- each claim as the paper states it --------------------------------------------------------------------------------
@@ -1081,8 +1074,7 @@ def test_every_presets_not_run_commands_build_and_the_schema_accepts_them(preset
     not_run = [v for v in verdicts(evidence).values() if v["verdict"] == NOT_RUN]
     assert not_run
     for claim in not_run:
-        command = claim["needs"].replace("<folder with the GLUE TSVs>", str(tmp_path))
-        validate(apply_overrides(command, yaml.safe_load(preset.read_text())))
+        validate(not_run_params(claim["needs"], yaml.safe_load(preset.read_text()), tmp_path))
 
 
 def test_a_refused_head_percentile_asks_for_the_trials_its_design_decides_from():
