@@ -475,7 +475,7 @@ class HurdleRow:
     by_rate: float
     no_trained: float
     symmetric: bool
-    contrast: str = "A − B"
+    contrast: str  # its HURDLE_CONTRASTS name
 
     @property
     def size(self) -> tuple[float, float]:

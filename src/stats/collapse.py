@@ -88,6 +88,9 @@ def compare_collapse(a, b, paired: bool) -> CollapseComparison:
     return CollapseComparison(*rates, float(stats.boschloo_exact(table).pvalue), "Boschloo exact")
 
 
+ROUNDING = 9  # decimals a sum of weights is kept to, so that 1 - 2 + 1 and 0 are one value
+
+
 @functools.lru_cache(maxsize=256)
 def _trial_law(weights: tuple[float, ...], collapsed: int) -> tuple[np.ndarray, np.ndarray]:
     """The values of sum_c w_c flag_c over one trial where `collapsed` of its runs collapsed, each set of
@@ -112,9 +115,6 @@ def _statistic_law(weights: tuple[float, ...], collapsed: tuple[int, ...]) -> tu
         law = step
     values = np.array(sorted(law))
     return values, np.array([law[v] for v in values])
-
-
-ROUNDING = 9  # decimals a sum of weights is kept to, so that 1 - 2 + 1 and 0 are one value
 
 
 def collapse_sides(flags, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
