@@ -1415,10 +1415,12 @@ def design_text(ev: Evidence) -> str:
     return "; ".join(parts)
 
 
-def whole_report_table(ev: Evidence, reps: int, seed: int = 0, null_name: str = REPORT_NULL, jobs: int = 1):
+def whole_report_table(
+    ev: Evidence, levels: dict, reps: int, seed: int = 0, null_name: str = REPORT_NULL, jobs: int = 1
+):
     """The whole report judged in `reps` replicates of `ev`'s design under the global null (null_replicate on
-    `null_name`'s SDs), in `jobs` processes, with each claim's truth there (claim_truths)."""
-    levels = common_levels(ev)
+    `null_name`'s SDs around `levels`, common_levels(ev)), in `jobs` processes, with each claim's truth there
+    (claim_truths)."""
     truths = claim_truths(expected_evidence(ev, levels))
     work = functools.partial(replicate_verdicts, ev, null_name, levels, seed)
     start = time.perf_counter()
@@ -1703,13 +1705,13 @@ def main(argv=None) -> None:
         lines = [line for line in text.splitlines() if line.startswith("| ") and "| estimator |" not in line]
         print(estimate_summary([row_from_markdown(line) for line in lines]))
         return
-    evidence = None
+    evidence, levels = None, {}
     if "whole-report" in args.tables:  # bad input: one line, before any compute
         if args.report_reps < 1 or args.jobs < 1:
             sys.exit(f"error: --report-reps {args.report_reps}, --jobs {args.jobs}: each must be at least 1")
         try:
             evidence = read_run_evidence(args.run_metrics, args.run_predictions, args.run_model, args.run_params)
-            common_levels(evidence)
+            levels = common_levels(evidence)
         except UserError as error:
             sys.exit(f"error: {error}")
     command = shlex.join(argv if argv is not None else sys.argv[1:])  # quoted, so it can be rerun as printed
@@ -1758,7 +1760,7 @@ def main(argv=None) -> None:
                 rows = correlation_table(args.corr_reps, (heads,), args.seed, args.corr_methods, (name,))
                 print("\n".join(correlation_markdown_row(row) for row in rows), flush=True)
     if "whole-report" in args.tables:
-        result = whole_report_table(evidence, args.report_reps, args.seed, args.report_null, args.jobs)
+        result = whole_report_table(evidence, levels, args.report_reps, args.seed, args.report_null, args.jobs)
         print(whole_report_markdown(result, evidence.settings.alpha), flush=True)
 
 

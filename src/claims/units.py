@@ -103,24 +103,30 @@ def collapsed_runs(ev: Evidence, task: str, size: int, slug: str, trials: list[i
     return np.array([runs.collapsed[t] or runs.majority_share[t] >= NEAR_COLLAPSE_SHARE for t in trials], dtype=bool)
 
 
+def collapse_flags(ev: Evidence, task: str, size: int, slugs: list[str]) -> dict[str, np.ndarray]:
+    """Per trial that every one of `slugs` finished (common_trials), whether each one's run (nearly) collapsed."""
+    trials = common_trials(ev, task, size, slugs)[0]
+    return {slug: collapsed_runs(ev, task, size, slug, trials) for slug in slugs}
+
+
 def paired_estimate(
     ev: Evidence,
     task: str,
     size: int,
     weights: dict[str, float],
-    exclude_collapsed: bool = False,
+    excluded: np.ndarray | None = None,
     trials_only: bool = False,
 ) -> tuple[Estimate, list[str], tuple[int, int] | None]:
     """sum_slug weight * mean score, paired by trial, with the crossed trials x eval examples
     variance (trials only where a run's predictions are missing, or with `trials_only`; subsets x
     draws x examples for a crossed seed_design), its notes and the seed design it read. Every finished
-    run counts, (nearly) collapsed ones included; `exclude_collapsed` (the robustness reading only) leaves
-    out the trials where any condition's run (nearly) collapsed (collapsed_runs)."""
+    run counts, (nearly) collapsed ones included; `excluded` (one boolean per common trial: the trials where a
+    condition's run (nearly) collapsed, for the hurdle's trained part and the robustness reading) leaves those
+    trials out."""
     slugs = list(weights)
     trials, notes = common_trials(ev, task, size, slugs)
-    if trials and exclude_collapsed:
-        collapsed = np.any([collapsed_runs(ev, task, size, slug, trials) for slug in slugs], axis=0)
-        trials = [t for t, c in zip(trials, collapsed) if not c]
+    if excluded is not None:
+        trials = [t for t, drop in zip(trials, excluded, strict=True) if not drop]
     design = readable_design(ev, task, size, slugs, trials)
     if isinstance(design, str):
         return Estimate(math.nan, math.nan, 0), [*notes, design], None
@@ -136,15 +142,12 @@ def paired_estimate(
     return hypothesis.paired_contrast(terms, labels, example_metric(metric), design), notes, design
 
 
-def collapse_outcome(
-    ev: Evidence, task: str, size: int, slugs: list[str]
-) -> tuple[dict[str, CollapseRate], CollapseComparison | None]:
-    """Each condition's (near-)collapse rate over the trials every one of `slugs` finished, with its exact
-    interval, and for two conditions the exact comparison of their rates paired by trial (their runs share
-    the trial's subset and seeds; src/stats/collapse.py)."""
-    trials, _ = common_trials(ev, task, size, slugs)
-    flags = {slug: collapsed_runs(ev, task, size, slug, trials) for slug in slugs}
-    comparison = compare_collapse(*flags.values(), paired=True) if len(slugs) == 2 and trials else None
+def collapse_outcome(flags: dict[str, np.ndarray]) -> tuple[dict[str, CollapseRate], CollapseComparison | None]:
+    """Each condition's (near-)collapse rate (`flags`: collapse_flags) with its exact interval, and for two
+    conditions the exact comparison of their rates paired by trial (their runs share the trial's subset and
+    seeds; src/stats/collapse.py)."""
+    values = list(flags.values())
+    comparison = compare_collapse(*values) if len(values) == 2 and len(values[0]) else None
     return {slug: collapse_rate(f) for slug, f in flags.items()}, comparison
 
 
@@ -174,17 +177,18 @@ def robustness(
     task: str,
     size: int,
     weights: dict[str, float],
+    trained: Estimate,
     shape: str = "greater",
     margin: float | None = None,
     shift: float = 0.0,
 ) -> Robustness:
-    """contrast_unit's p's under the trial-only t and with (nearly) collapsed runs' trials excluded (Robustness)."""
+    """contrast_unit's p's under the trial-only t and with (nearly) collapsed runs' trials excluded (`trained`,
+    paired_estimate of the trials where no condition's run collapsed) (Robustness)."""
 
-    def ps(**reading) -> tuple[float, float]:
-        estimate = paired_estimate(ev, task, size, weights, **reading)[0]
+    def ps(estimate: Estimate) -> tuple[float, float]:
         return shape_p(replace(estimate, estimate=estimate.estimate - shift), shape, margin)
 
-    return Robustness(ps(trials_only=True), ps(exclude_collapsed=True))
+    return Robustness(ps(paired_estimate(ev, task, size, weights, trials_only=True)[0]), ps(trained))
 
 
 def estimate_unit(claim: str, name: str, test: str, estimate: Estimate, p_for: float, p_against: float, **kw) -> Unit:
@@ -212,7 +216,10 @@ def contrast_unit(
     to 0 ("A − B > 0", a second difference) is tested as a hurdle instead (hurdle_reading): its collapses and its
     trained runs' contrast."""
     estimate, notes, design = paired_estimate(ev, task, size, weights)
-    rates, comparison = collapse_outcome(ev, task, size, list(weights))
+    flags = collapse_flags(ev, task, size, list(weights))
+    rates, comparison = collapse_outcome(flags)
+    excluded = np.any(list(flags.values()), axis=0)
+    trained = paired_estimate(ev, task, size, weights, excluded=excluded)[0]
     unit = estimate_test_unit(
         claim,
         name or f"{task} n={size}",
@@ -229,18 +236,20 @@ def contrast_unit(
         reads_seed_design=True,
         collapse=rates,
         collapse_comparison=comparison,
-        robustness=robustness(ev, task, size, weights, shape, margin, shift),
+        robustness=robustness(ev, task, size, weights, trained, shape, margin, shift),
     )
     zero_sum = len(weights) >= 2 and abs(sum(weights.values())) < 1e-9
     if shape == "greater" and not shift and zero_sum and design is None and not unit.refused:
-        return hurdle_reading(unit, ev, task, size, weights)
+        return hurdle_reading(unit, flags, weights, trained, ev.settings.alpha)
     return unit
 
 
 HURDLE_NOTE = "hurdle: collapses (exact permutation within trials) and trained runs' contrast, Bonferroni"
 
 
-def hurdle_reading(unit: Unit, ev: Evidence, task: str, size: int, weights: dict[str, float]) -> Unit:
+def hurdle_reading(
+    unit: Unit, flags: dict[str, np.ndarray], weights: dict[str, float], trained: Estimate, alpha: float
+) -> Unit:
     """`unit` (a contrast of conditions on independent trials, weights summing to 0, "> 0": "A beats B", a second
     difference) tested as a two-part (hurdle) outcome, so that every run counts in exactly one part: whether it
     (nearly) collapsed (collapsed_runs), the collapses tested by the exact permutation of each trial's collapses
@@ -253,23 +262,17 @@ def hurdle_reading(unit: Unit, ev: Evidence, task: str, size: int, weights: dict
     the unit gives no verdict and says so. Which trials count in the trained part follows from the runs'
     outcomes, but every run counts in one part: the rate part's test is exact, and the trained part's is valid
     given which trials it reads (under H0 a collapse says nothing of the trained runs' scores)."""
-    slugs, trials = list(weights), common_trials(ev, task, size, list(weights))[0]
-    trained = paired_estimate(ev, task, size, weights, exclude_collapsed=True)[0]
-    result = hurdle(
-        [collapsed_runs(ev, task, size, slug, trials) for slug in slugs],
-        list(weights.values()),
-        shape_p(trained, "greater", None),
-        ev.settings.alpha,
-    )
+    slugs = list(weights)
+    result = hurdle([flags[slug] for slug in slugs], list(weights.values()), shape_p(trained, "greater", None), alpha)
     unit.estimate, unit.interval, unit.result, unit.hurdle = trained.estimate, trained.interval(0.95), trained, result
     unit.p_for, unit.p_against = float(result.p_greater), float(result.p_less)
     what = "in both" if len(slugs) == 2 else f"in all {len(slugs)}"
-    unit.notes += [HURDLE_NOTE, f"{trained.n} of {len(trials)} trials trained {what} (the estimate's)"]
+    unit.notes += [HURDLE_NOTE, f"{trained.n} of {len(flags[slugs[0]])} trials trained {what} (the estimate's)"]
     if not trained.n >= 2:
         unit.interval_note = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
     if not result.rate_counts:
         unit.notes.append("too few collapses for their exact test to reach α: the trained part decides")
-    if result.disagree(ev.settings.alpha):
+    if result.disagree(alpha):
         positive = " and ".join(slug for slug in slugs if weights[slug] > 0)
         negative = " and ".join(slug for slug in slugs if weights[slug] < 0)
         favour = float(result.rate[0]) < float(result.rate[1])

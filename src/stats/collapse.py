@@ -1,11 +1,9 @@
 """A run's collapse as an outcome in its own right: each condition's collapse rate with an exact
-interval, and an exact comparison of two conditions' rates.
+interval, and an exact comparison of two conditions' rates paired by trial.
 
 Which runs count as collapsed is the caller's rule (a majority-class share threshold); here are the
 statistics of the counts. What comes from scipy: the Clopper-Pearson interval
-(scipy.stats.binomtest(...).proportion_ci(method="exact")), Boschloo's exact test of two
-independent binomials (scipy.stats.boschloo_exact), and the exact binomial test on the discordant
-pairs (McNemar's exact test) for runs paired by trial. Hand-written, as scipy has no exact
+(scipy.stats.binomtest(...).proportion_ci(method="exact")). Hand-written, as scipy has no exact
 within-trial permutation test of a weighted contrast of binary outcomes: collapse_sides, which is
 McNemar's exact test for two conditions (tests/unit/stats/test_collapse.py checks it against scipy).
 
@@ -66,26 +64,18 @@ class CollapseComparison:
     test: str
 
 
-def compare_collapse(a, b, paired: bool) -> CollapseComparison:
-    """Whether conditions A and B (one boolean per run each) collapse at different rates.
-
-    `paired`: runs i of A and B share a trial (its training subset and seeds), so their collapses
-    may be correlated; McNemar's exact test conditions on the trials where exactly one of the two
-    collapsed and is exact whatever that correlation (two-sided binomial test of the discordant
-    counts at 1/2). Unpaired: Boschloo's exact test of two independent binomials (two-sided),
-    uniformly more powerful than Fisher's. p is 1 where neither condition has a collapsed run."""
+def compare_collapse(a, b) -> CollapseComparison:
+    """Whether conditions A and B collapse at different rates, their runs paired by trial (`a`, `b`: one boolean
+    per trial; run t of each shares trial t's subset and seeds, so their collapses may be correlated). McNemar's
+    exact test, two-sided: it conditions on the trials where exactly one of the two collapsed and is exact whatever
+    that correlation; its one-sided p's are collapse_sides', and under H0 the discordant count is symmetric, so the
+    two-sided p is twice the smaller. p is 1 where no run collapsed."""
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    rates = collapse_rate(a), collapse_rate(b)
-    if not (len(a) and len(b)) or not (a.any() or b.any()):
-        return CollapseComparison(*rates, 1.0 if len(a) and len(b) else math.nan, "none collapsed")
-    if paired:
-        if len(a) != len(b):
-            raise ValueError(f"paired collapse comparison needs one run of each per trial: {len(a)} vs {len(b)}")
-        only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
-        p = stats.binomtest(only_a, only_a + only_b).pvalue if only_a + only_b else 1.0
-        return CollapseComparison(*rates, float(p), "McNemar exact (paired by trial)")
-    table = [[int(a.sum()), int(b.sum())], [int((~a).sum()), int((~b).sum())]]
-    return CollapseComparison(*rates, float(stats.boschloo_exact(table).pvalue), "Boschloo exact")
+    if len(a) != len(b):
+        raise ValueError(f"paired collapse comparison needs one run of each per trial: {len(a)} vs {len(b)}")
+    favour, against, _ = collapse_sides([a, b], (1, -1))
+    p = min(1.0, 2 * float(min(favour, against))) if len(a) else math.nan
+    return CollapseComparison(collapse_rate(a), collapse_rate(b), p, "McNemar exact (paired by trial)")
 
 
 ROUNDING = 9  # decimals a sum of weights is kept to, so that 1 - 2 + 1 and 0 are one value

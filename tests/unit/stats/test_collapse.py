@@ -20,18 +20,14 @@ def test_no_collapse_in_three_runs_has_the_rule_of_three_like_exact_upper_bound(
 def test_paired_comparison_is_the_exact_binomial_test_of_the_discordant_trials():
     a = np.array([1, 1, 1, 0, 1, 0, 0, 1], dtype=bool)
     b = np.array([0, 0, 1, 0, 0, 0, 0, 0], dtype=bool)  # 4 trials where only A collapsed, none only B
-    comparison = compare_collapse(a, b, paired=True)
-    assert comparison.p == pytest.approx(2 * 0.5**4) and comparison.test.startswith("McNemar exact")
-    assert (comparison.a.collapsed, comparison.b.collapsed) == (5, 1)
+    comparison = compare_collapse(a, b)
+    assert comparison.p == pytest.approx(stats.binomtest(4, 4).pvalue) == pytest.approx(2 * 0.5**4)
+    assert comparison.test.startswith("McNemar exact") and (comparison.a.collapsed, comparison.b.collapsed) == (5, 1)
+    b[[3, 6]] = True  # 2 trials where only B collapsed: the two-sided binomial test of 4 against 2 at 1/2
+    assert compare_collapse(a, b).p == pytest.approx(stats.binomtest(4, 6).pvalue)
     with pytest.raises(ValueError, match="one run of each per trial"):
-        compare_collapse(a, b[:4], paired=True)
-
-
-def test_unpaired_comparison_is_boschloos_exact_test_and_none_collapsed_gives_one():
-    a, b = [True] * 4 + [False] * 6, [True] * 0 + [False] * 12
-    comparison = compare_collapse(a, b, paired=False)
-    assert comparison.p == pytest.approx(stats.boschloo_exact([[4, 0], [6, 12]]).pvalue)
-    assert compare_collapse([False] * 3, [False] * 3, paired=True).p == 1.0
+        compare_collapse(a, b[:4])
+    assert compare_collapse([False] * 3, [False] * 3).p == 1.0
 
 
 def test_two_conditions_collapse_test_is_mcnemars_one_sided_exact_test_of_the_discordant_trials():
