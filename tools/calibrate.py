@@ -127,6 +127,7 @@ NULLS = {
     "interaction-only": Null(trial_sd=0.0, example_sd=0.0),
     "B collapses (0.2)": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2),
     "A, the full model, collapses (0.2)": Null(trial_sd=0.05, example_sd=0.2, collapse_a=0.2),
+    "both collapse (0.2)": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2, collapse_a=0.2),
     "both nearly collapse (0.15)": Null(trial_sd=0.15, example_sd=0.3, near_a=0.15, near_b=0.15),
     "collapses and near-collapses mixed": Null(
         trial_sd=0.15, example_sd=0.3, collapse=0.1, collapse_a=0.05, near_a=0.1, near_b=0.15
