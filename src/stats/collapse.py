@@ -73,9 +73,11 @@ def compare_collapse(a, b) -> CollapseComparison:
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
     if len(a) != len(b):
         raise ValueError(f"paired collapse comparison needs one run of each per trial: {len(a)} vs {len(b)}")
+    rates, test = (collapse_rate(a), collapse_rate(b)), "McNemar exact (paired by trial)"
+    if not len(a):
+        return CollapseComparison(*rates, math.nan, test)
     favour, against, _ = collapse_sides([a, b], (1, -1))
-    p = min(1.0, 2 * float(min(favour, against))) if len(a) else math.nan
-    return CollapseComparison(collapse_rate(a), collapse_rate(b), p, "McNemar exact (paired by trial)")
+    return CollapseComparison(*rates, min(1.0, 2 * float(min(favour, against))), test)
 
 
 ROUNDING = 9  # decimals a sum of weights is kept to, so that 1 - 2 + 1 and 0 are one value
@@ -120,7 +122,7 @@ def collapse_sides(flags, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if flags.shape[0] != len(weights):
         raise ValueError(f"collapse flags of {flags.shape[0]} conditions for a contrast of {len(weights)}")
     batch = flags.shape[1:-1]
-    counts = flags.sum(axis=0).reshape(-1, flags.shape[-1])
+    counts = flags.sum(axis=0).reshape(math.prod(batch), flags.shape[-1])  # -1 cannot be inferred with no trials
     observed = np.tensordot(np.array(weights), flags, axes=1).sum(axis=-1).reshape(-1)
     favour, against, reachable = (np.empty(len(observed)) for _ in range(3))
     for i, (row, s) in enumerate(zip(counts, observed)):

@@ -27,7 +27,7 @@ def test_paired_comparison_is_the_exact_binomial_test_of_the_discordant_trials()
     assert compare_collapse(a, b).p == pytest.approx(stats.binomtest(4, 6).pvalue)
     with pytest.raises(ValueError, match="one run of each per trial"):
         compare_collapse(a, b[:4])
-    assert compare_collapse([False] * 3, [False] * 3).p == 1.0
+    assert compare_collapse([False] * 3, [False] * 3).p == 1.0 and math.isnan(compare_collapse([], []).p)
 
 
 def test_two_conditions_collapse_test_is_mcnemars_one_sided_exact_test_of_the_discordant_trials():
@@ -38,6 +38,7 @@ def test_two_conditions_collapse_test_is_mcnemars_one_sided_exact_test_of_the_di
     assert against[0] == pytest.approx(stats.binomtest(4, 5, alternative="greater").pvalue)
     assert reachable[0] == pytest.approx(0.5**5)
     assert (favour[1], against[1], reachable[1]) == (1.0, 1.0, 1.0)  # no discordant trial
+    assert collapse_sides(np.zeros((2, 0), dtype=bool), (1, -1)) == (1.0, 1.0, 1.0)  # no trial: nothing to test
 
 
 def test_a_contrasts_collapse_test_is_the_exact_permutation_of_each_trials_collapses_over_its_conditions():
