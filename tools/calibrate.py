@@ -205,9 +205,12 @@ def simulate(
     return np.stack(correct), np.stack(majority)
 
 
+TWO_CONDITIONS = (1, -1)  # A - B
+
 # --- the estimators under test --------------------------------------------------------------------------------
 
 ESTIMATORS = ("new", "before", "trial-only t", "collapsed excluded")
+TRAINED = "trained runs"  # "collapsed excluded" as the test of a margin or chance level (trained_table), not a reading
 
 
 def _mean_squares(d: np.ndarray):
@@ -252,7 +255,7 @@ def estimates(
     if estimator == "before":
         rate = (majority >= COLLAPSE_SHARE).mean(axis=2).max(axis=0)
         refused = (rate > 0) & ((1 - rate) ** n_trials > ALPHA)
-    elif estimator == "collapsed excluded":
+    elif estimator in ("collapsed excluded", TRAINED):
         kept = (majority < NEAR_COLLAPSE_SHARE).all(axis=0)
         refused = kept.sum(axis=1) < 2
     for k in np.unique(kept.sum(axis=1)):
@@ -374,24 +377,31 @@ def estimate_table(
     estimators=ESTIMATORS,
     n_examples=EXAMPLES,
     margin_reps: int | None = None,
+    null_table=NULLS,
+    compensate: bool = True,
+    weights=TWO_CONDITIONS,
 ):
-    """Every estimate test (ESTIMATE_TESTS) under every null at every T, by each estimator, in chunks of
-    CHUNK replicates: `reps` at a true contrast of 0, `margin_reps` (default `reps`) at the margin. The
-    one-sided size of an asymmetric null is the larger of its two tails'."""
+    """Every estimate test (ESTIMATE_TESTS) under every null of `null_table` at every T, by each estimator, in
+    chunks of CHUNK replicates: `reps` at a true contrast of 0, `margin_reps` (default `reps`) at the margin. The
+    one-sided size of an asymmetric null is the larger of its two tails'. `compensate`: as simulate's (without it
+    the trained runs' contrast is the one at 0 or at the margin). `weights` (1,): condition A alone against a
+    constant (a chance level), its trained runs' accuracy minus ACCURACY − the contrast."""
     rng = np.random.default_rng(seed)
     replicates = {0.0: reps, MARGIN: reps if margin_reps is None else margin_reps}
     rows = []
-    for name in nulls or NULLS:
-        null = NULLS[name]
+    for name in nulls or null_table:
+        null = null_table[name]
         for n_trials in trials:
             tests = [t for t, contrast in ESTIMATE_TESTS.items() if replicates[contrast]]
             tallies = {(t, m): _Tally(np.zeros((2, 2)), values=[]) for t in tests for m in estimators}
             for start in range(0, max(replicates.values()), CHUNK):
                 for contrast in (c for c, n in replicates.items() if start < n):
                     size = min(CHUNK, replicates[contrast] - start)
-                    correct, majority = simulate(null, n_trials, size, rng, contrast, n_examples)
+                    correct, majority = simulate(null, n_trials, size, rng, contrast, n_examples, compensate)
                     for method in estimators:
-                        e, refused = estimates(correct, majority, method)
+                        e, refused = estimates(correct[: len(weights)], majority[: len(weights)], method, weights)
+                        if len(weights) == 1:  # A against the constant its expected accuracy exceeds by `contrast`
+                            e = replace(e, estimate=e.estimate - (ACCURACY - contrast))
                         for test in (t for t in tests if ESTIMATE_TESTS[t] == contrast):
                             tally = tallies[(test, method)]
                             tally.rejected += np.sum(_rejections(test, e) & ~refused[:, None, None], axis=0)
@@ -404,7 +414,7 @@ def estimate_table(
             for (test, method), tally in tallies.items():
                 n = replicates[ESTIMATE_TESTS[test]]
                 # a symmetric null's two one-sided tests measure one size (averaged); else the larger tail's
-                tails = 2 if test.startswith("one-sided") and null.symmetric else 1
+                tails = 2 if test.startswith("one-sided") and null.symmetric and len(weights) == 2 else 1
                 rejected = tally.rejected.mean(axis=1) if tails == 2 else tally.rejected.max(axis=1)
                 decided = n - tally.refused
                 coverage = half_width = math.nan
@@ -431,6 +441,47 @@ def estimate_table(
     return rows
 
 
+# --- margins and chance levels: the trained runs' test ---------------------------------------------------------
+
+# A margin or a chance level tests its trained runs (src/claims/units.py trained_reading): its null is the trained
+# runs' contrast at 0 or at the margin, whatever the collapses (simulate without compensation), so collapses of
+# either condition, of both and near-collapses are nulls here, and the collapsing condition's trained runs are not
+# raised to compensate.
+TRAINED_NULLS = {
+    "no collapse (trial + example)": NULLS["trial + example"],
+    "no collapse (example-dominated)": NULLS["example-dominated"],
+    "A, the full model, collapses (0.2)": NULLS["A, the full model, collapses (0.2)"],
+    "B collapses (0.2)": NULLS["B collapses (0.2)"],
+    "B collapses (2/3)": Null(trial_sd=0.05, example_sd=0.2, collapse=2 / 3),
+    "both collapse (0.2)": NULLS["both collapse (0.2)"],
+    "both nearly collapse (0.15)": NULLS["both nearly collapse (0.15)"],
+    "collapses and near-collapses mixed": NULLS["collapses and near-collapses mixed"],
+}
+# a chance level: condition A alone against a constant
+CHANCE_NULLS = {
+    "A alone, no collapse (trial + example)": NULLS["trial + example"],
+    "A alone, no collapse (trial-dominated)": NULLS["trial-dominated"],
+    "A alone collapses (0.2)": NULLS["A, the full model, collapses (0.2)"],
+    "A alone collapses (2/3)": Null(trial_sd=0.05, example_sd=0.2, collapse_a=2 / 3),
+    "A alone nearly collapses (0.15)": Null(trial_sd=0.15, example_sd=0.3, near_a=0.15),
+}
+
+
+def trained_table(
+    reps: int, seed: int = 0, trials=TRIALS, nulls=None, n_examples=EXAMPLES, margin_reps: int | None = None
+) -> list[Row]:
+    """The estimate tests (ESTIMATE_TESTS) of the trained runs, as margins and chance levels test them, under
+    TRAINED_NULLS (A − B) and CHANCE_NULLS (A against a constant); `nulls` picks from either."""
+    rows = []
+    for table, weights in ((TRAINED_NULLS, TWO_CONDITIONS), (CHANCE_NULLS, (1,))):
+        names = [n for n in (nulls or table) if n in table]
+        if names:
+            rows += estimate_table(
+                reps, seed, trials, names, (TRAINED,), n_examples, margin_reps, table, compensate=False, weights=weights
+            )
+    return rows
+
+
 # --- the hurdle: collapse rates and the trained runs' contrast, combined by Bonferroni -------------------------
 
 # The hurdle's null is "the same collapse rate AND the same trained runs' accuracy" (simulate without
@@ -453,7 +504,6 @@ HURDLE_ALTERNATIVES = {
 }
 
 
-TWO_CONDITIONS = (1, -1)  # A - B
 # The second difference of three conditions (the curve's change of step, reinit_curve_change_not_constant): A, then
 # two conditions alike in distribution with B
 SECOND_DIFFERENCE = (1, -2, 1)
@@ -1550,7 +1600,7 @@ def markdown_row(row: Row) -> str:
         f"| {row.estimator} | {row.test} | {row.null} | {row.trials} | {row.reps * row.tails:,} | {_cell(row.size)} | "
         f"{_cell(row.size_holm, '.5f')} | {_cell(row.coverage)} | {_cell(row.half_width, '.2f')} | "
         f"{_cell(row.undefined, '.2f')} | {_cell(row.refused, '.2f')} | {'yes' if decidable_row(row)[0] else 'no'} | "
-        f"{targets_missed(row) if row.estimator == 'new' else '(baseline)'} |"
+        f"{targets_missed(row) if row.estimator in ('new', TRAINED) else '(baseline)'} |"
     )
 
 
@@ -1563,7 +1613,8 @@ def row_from_markdown(line: str) -> Row:
     def number(text: str) -> float:
         return math.nan if text == "–" else float(text)
 
-    tails = 2 if test.startswith("one-sided") and NULLS.get(null, Null(0, 0)).symmetric else 1
+    two_sided_null = {**NULLS, **TRAINED_NULLS}.get(null, Null(0, 0)).symmetric and null not in CHANCE_NULLS
+    tails = 2 if test.startswith("one-sided") and two_sided_null else 1
     return Row(
         test,
         null,
@@ -1582,11 +1633,14 @@ def row_from_markdown(line: str) -> Row:
 
 def estimate_summary(rows: list[Row]) -> str:
     """Two markdown tables of the estimate tests: per null and T, every test's size at ALPHA and HOLM_LEVEL by the
-    estimator the claims use ("new"), with its coverage, half-width / oracle, refused share and the targets missed
-    (2 Monte Carlo SEs of slack); then the one-sided test's size by each estimator measured."""
+    estimator the claims use ("new"; TRAINED for trained_table's rows alone), with its coverage, half-width / oracle,
+    refused share and the targets missed (2 Monte Carlo SEs of slack); then the one-sided test's size by each
+    estimator measured (not for the trained runs' tables)."""
     cells = {(r.estimator, r.test.split(" ")[0], r.null, r.trials): r for r in rows}
     kinds = ("one-sided", "difference", "equivalence", "beyond")
-    cases = sorted({(r.null, r.trials) for r in rows}, key=lambda c: (list(NULLS).index(c[0]), c[1]))
+    order = list(dict.fromkeys([*NULLS, *TRAINED_NULLS, *CHANCE_NULLS]))
+    cases = sorted({(r.null, r.trials) for r in rows}, key=lambda c: (order.index(c[0]), c[1]))
+    tested = "new" if any(r.estimator == "new" for r in rows) else TRAINED  # the trained runs' tables alone
     levels = f"{ALPHA} / {HOLM_LEVEL:.5f}"
     lines = [
         f"| null | T | reps | one-sided, size at {levels} | two-sided | TOST at the margin | p_beyond at the margin | "
@@ -1594,7 +1648,7 @@ def estimate_summary(rows: list[Row]) -> str:
         "|---" * 11 + "|",
     ]
     for null, trials in cases:
-        new = [cells.get(("new", kind, null, trials)) for kind in kinds]
+        new = [cells.get((tested, kind, null, trials)) for kind in kinds]
         if new[0] is None:
             continue
         sizes = [f"{_cell(r.size)} / {_cell(r.size_holm, '.5f')}" if r else "–" for r in new]
@@ -1604,6 +1658,8 @@ def estimate_summary(rows: list[Row]) -> str:
             f"| {null} | {trials} | {reps} | {' | '.join(sizes)} | {_cell(new[1].coverage)} | "
             f"{_cell(new[1].half_width, '.2f')} | {_cell(new[0].refused, '.2f')} | {', '.join(missed) or '–'} |"
         )
+    if tested == TRAINED:
+        return "\n".join(lines)
     lines += [
         "",
         "| null | T | " + " | ".join(f"{m}: size at {levels}" for m in ESTIMATORS) + " |",
@@ -1638,6 +1694,7 @@ def correlation_markdown_row(row: CorrelationRow) -> str:
 
 TABLES = (
     "estimates",
+    "trained",
     "hurdle",
     "welch",
     "spearman-margin",
@@ -1660,7 +1717,12 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--examples", type=int, default=EXAMPLES, help="eval examples (estimate tests)")
     parser.add_argument("--trials", type=int, nargs="+", default=list(TRIALS), help="trials (estimate tests)")
-    parser.add_argument("--nulls", nargs="+", choices=list(NULLS), help="nulls of the estimate tests (default all)")
+    parser.add_argument(
+        "--nulls",
+        nargs="+",
+        choices=list(dict.fromkeys([*NULLS, *TRAINED_NULLS, *CHANCE_NULLS])),
+        help="nulls of the estimate tests (NULLS) or of the trained runs' (TRAINED_NULLS, CHANCE_NULLS); default all",
+    )
     parser.add_argument(
         "--hurdle-contrasts",
         nargs="+",
@@ -1719,11 +1781,19 @@ def main(argv=None) -> None:
     print(f"<!-- {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC: python -m tools.calibrate {command} -->")
     if "estimates" in args.tables:
         print(HEADER, flush=True)
-        for name in args.nulls or NULLS:  # one cell at a time, each line printed as soon as it is measured
+        for name in [n for n in (args.nulls or NULLS) if n in NULLS]:  # one cell at a time, printed as measured
             for n_trials in args.trials:
                 rows = estimate_table(
                     args.reps, args.seed, (n_trials,), (name,), n_examples=args.examples, margin_reps=args.margin_reps
                 )
+                print("\n".join(markdown_row(row) for row in rows), flush=True)
+    if "trained" in args.tables:
+        print(HEADER, flush=True)
+        for name in [
+            n for n in (args.nulls or [*TRAINED_NULLS, *CHANCE_NULLS]) if n in TRAINED_NULLS or n in CHANCE_NULLS
+        ]:
+            for n_trials in args.trials:  # one cell at a time, printed as measured
+                rows = trained_table(args.reps, args.seed, (n_trials,), (name,), args.examples, args.margin_reps)
                 print("\n".join(markdown_row(row) for row in rows), flush=True)
     if "hurdle" in args.tables:
         print(HURDLE_HEADER, flush=True)

@@ -25,6 +25,7 @@ from src.claims.summary import (
     verdict_tally,
     what_ran_lines,
 )
+from src.claims.units import Unit
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE
 from src.config.schema import ReportConfig, help_text
 from src.stats import validity
@@ -70,10 +71,24 @@ def unit_rows(verdicts: list[dict]) -> list[list]:
                     p_text(u.p_against) + (" (raw, exact)" if u.raw else " (raw)"),
                     in_family,
                     f"{NO_VERDICT}: {u.refused}" if u.refused else u.status,
-                    "; ".join(u.notes),
+                    "; ".join([*u.notes, *outcome_notes(u)]),
                 ]
             )
     return rows
+
+
+def outcome_notes(unit: Unit) -> list[str]:
+    """A contrast unit's collapse outcome (each condition's rate with its exact 95% interval; two conditions' rates
+    compared paired by trial) and its robustness readings, for the notes column."""
+    if not unit.collapse:
+        return []
+    rates = ", ".join(
+        f"{slug} {r.collapsed}/{r.runs} [{r.interval[0]:.2f}, {r.interval[1]:.2f}]" for slug, r in unit.collapse.items()
+    )
+    compared = unit.collapse_comparison
+    paired = f"; {compared.test} p {compared.p:.3g}" if compared is not None else ""
+    robust = [unit.robustness.text()] if unit.robustness is not None and not unit.refused else []
+    return [f"(near-)collapse rates (exact 95%): {rates}{paired}", *robust]
 
 
 UNIT_HEADER = [

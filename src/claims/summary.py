@@ -242,6 +242,16 @@ def effect_text(v: dict) -> str:
     return f"{number(unit.estimate)} {interval_text(unit)} at {unit.name}{of}; {unit.test}{paper}"
 
 
+def robustness_text(v: dict) -> str:
+    """Whether a decided verdict survives its contrasts' robustness readings (verdicts.ROBUSTNESS_READINGS: each
+    reading's p's in place of the test's, Holm again), or what it becomes under each it does not survive."""
+    robust = v.get("robust")
+    if not robust:
+        return ""
+    lost = [f"{reading}: {text}" for reading, text in robust.items() if text != v["verdict"]]
+    return "; under the " + ", the ".join(lost) if lost else f"; survives the {' and the '.join(robust)}"
+
+
 def claim_rows(verdicts: list[dict], drawn: set[str], studies: dict[str, StudyConfig]) -> list[ClaimRow]:
     rows = []
     for v in verdicts:
@@ -252,7 +262,7 @@ def claim_rows(verdicts: list[dict], drawn: set[str], studies: dict[str, StudyCo
                 claim.source.split()[0],
                 f"{claim.hypothesis} ({claim.source.split(' ', 1)[1]})"
                 + (" [secondary analysis]" if claim.secondary and "secondary" not in claim.source else ""),
-                v["verdict"] + (f" ({CONFOUNDED})" if confounded(v) else ""),
+                v["verdict"] + (f" ({CONFOUNDED})" if confounded(v) else "") + robustness_text(v),
                 effect_text(v),
                 figure if figure in drawn else None,
             )

@@ -22,9 +22,9 @@ from statsmodels.stats.multitest import multipletests
 from src.claims.claim import Shared, interval_text, number
 from src.claims.evidence import Evidence
 from src.claims.registry import BY_ID, CLAIMS
-from src.claims.render import inline_html, report_tables
+from src.claims.render import inline_html, report_tables, unit_rows
 from src.claims.summary import VERDICTS
-from src.claims.units import ONE_PROBE_SEED
+from src.claims.units import ONE_PROBE_SEED, TRAINED_NOTE
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, judge_claims
 from src.config.schema import StudyConfig
 from src.params.load import read_params, validate
@@ -566,8 +566,8 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     assert len(papers) >= 9 and all(f"; paper: {claim.paper_value} |" in rows[claim.id] for claim in papers)
     (gap,) = v["full_beats_scratch"]["units"]
     assert (
-        f"| supported | {number(gap.estimate)} {interval_text(gap)} at sst2 n=500; {gap.test} |"
-        in rows["full_beats_scratch"]
+        f"| supported; survives the trial-only t and the collapse reading | {number(gap.estimate)} "
+        f"{interval_text(gap)} at sst2 n=500; {gap.test} |" in rows["full_beats_scratch"]
     )
     # an existential claim contradicted by intersection-union: the unit with the largest p against decides
     units = v["reinit_curve_not_monotone"]["units"]
@@ -682,7 +682,8 @@ def test_a_collapsed_run_counts_in_the_hurdles_rate_part_is_reported_as_an_outco
     # exactly the trained part of the same runs without trials 4 and 5
     trial_only = stats.ttest_1samp(differences, 0, alternative="greater").pvalue
     assert unit.robustness.trial_only[0] == pytest.approx(trial_only)
-    assert unit.robustness.collapsed_excluded == pytest.approx(without.hurdle.trained)
+    assert unit.robustness.other_reading == "collapsed excluded"
+    assert unit.robustness.other == pytest.approx(without.hurdle.trained)
     assert without.n == 4 and without.hurdle.rate == (1.0, 1.0)
     b = Builder().curve(RISING, trials=4)
     b.rows = [r for r in b.rows if not (r["trial"] == 3 and r["slug"] == "k0")]
@@ -723,6 +724,57 @@ def test_a_second_difference_whose_middle_condition_collapsed_in_every_trial_is_
     assert unit.p_for == pytest.approx(2 / 27) and unit.status != "for"
     assert "0 of 3 trials trained in all 3 (the estimate's)" in unit.notes
     assert verdict["verdict"] != "supported"
+
+
+def top_two_with_a_collapse(trials: int) -> Builder:
+    """The top two layers alike (0.9) in `trials` trials, and one more trial where k = L−2 collapses (0.5)."""
+    flat_top = [0.5, 0.7, 0.9, 0.9, 0.9]
+    b = Builder().curve(flat_top, trials=trials, spread=0.0)
+    b.add(f"k{L - 2}", 0.5, trial=trials, k=L - 2, collapsed=True).add(f"k{L}", 0.9, trial=trials, k=L)
+    for k in (0, 1, L - 1):
+        b.add(f"k{k}", flat_top[k], trial=trials, k=k)
+    return b
+
+
+def test_a_margin_contrast_tests_its_trained_runs_and_reports_the_collapses_and_every_run_beside():
+    # over all runs the top two layers' contrast is +0.08 (0.4 / 5), beyond the margin; over the 4 trials that
+    # trained in both it is 0
+    verdict = verdicts(top_two_with_a_collapse(4).evidence())["top_two_layers_negligible_in_finetuning"]
+    (unit,) = verdict["units"]
+    assert unit.n == 5 and unit.estimate == pytest.approx(0.0) and unit.result.n == 4
+    assert TRAINED_NOTE in unit.notes and "4 of 5 trials trained in both" in unit.notes
+    assert "1 collapsed run(s) counted in the collapse rates" in unit.notes
+    assert unit.collapse[f"k{L - 2}"].collapsed == 1 and unit.collapse_comparison.p == pytest.approx(1.0)
+    # the mean over all runs, the paper's estimand, is the robustness reading beside: it is not within the margin
+    assert unit.robustness.other_reading == "all runs" and unit.robustness.other[0] > 0.5
+    notes = render_rows(verdict)
+    assert "(near-)collapse rates (exact 95%): " in notes and "all runs p for" in notes
+
+
+def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp_path):
+    # 12 trials alike and one where k = L−2 collapsed: the trained runs support "negligible"; over all runs (the
+    # collapse reading beside a trained-runs test) the contrast is +0.03, and the claim is inconclusive there
+    evidence = top_two_with_a_collapse(12).evidence()
+    verdict = verdicts(evidence)["top_two_layers_negligible_in_finetuning"]
+    assert verdict["verdict"] == "supported"
+    assert verdict["robust"] == {"trial-only t": "supported", "collapse reading": "inconclusive"}
+    row = next(line for line in render(evidence, tmp_path).splitlines() if '<a id="claim-top_two_layers_negl' in line)
+    assert "| supported; under the collapse reading: inconclusive |" in row
+
+
+def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_test():
+    b = Builder().curve(RISING, trials=3)
+    b.rows = [r for r in b.rows if not (r["slug"] == "k0" and r["trial"] > 0)]
+    for trial in (1, 2):
+        b.add("k0", 0.5, trial=trial, k=0, collapsed=True)
+    (unit,) = verdicts(b.evidence())["all_reinit_at_chance"]["units"]
+    # one trial trained: the trained runs' test has none (p = 1 both ways), whatever the collapses say
+    assert (unit.p_for, unit.p_against) == (1.0, 1.0) and not unit.refused and unit.status == "unresolved"
+    assert "the trained runs' contrast has no test" in unit.interval_note and unit.collapse["k0"].collapsed == 2
+
+
+def render_rows(verdict: dict) -> str:
+    return "\n".join(str(row[-1]) for row in unit_rows([verdict]))
 
 
 # --- the verdict and its labels --------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def test_estimate_tests_hold_their_size_at_alpha_and_at_the_smallest_holm_level(
 
 
 def test_where_both_conditions_collapse_alike_the_test_of_every_run_holds_its_size_at_both_levels():
-    # the margins and chance levels test the mean over all runs: calibrated where the conditions collapse alike
+    # a crossed seed_design's contrasts test the mean over all runs: calibrated where the conditions collapse alike
     # (docs/calibration.md), which the estimator before these tables was not at the Holm level (3.7x at T = 3)
     rows = fast_estimate_rows("new", ["both collapse (0.2)"], ("new", "before"))
     new = [row for row in rows if row.estimator == "new"]
@@ -66,6 +66,22 @@ def test_with_collapses_the_test_keeps_every_run_and_misses_its_size_at_alpha():
     assert not one_sided[COLLAPSE_NULLS[0]].size_ok(SIGMAS) and one_sided[COLLAPSE_NULLS[0]].size > 0.4
     excluded = next(r for r in rows if r.estimator == "collapsed excluded" and r.null == COLLAPSE_NULLS[0])
     assert excluded.refused == pytest.approx(3 * 0.2**2 * 0.8 + 0.2**3, abs=0.02)
+
+
+TRAINED_FAST = ["B collapses (2/3)", "collapses and near-collapses mixed", "A alone collapses (0.2)"]
+
+
+def test_margins_and_chance_levels_on_the_trained_runs_hold_their_size_where_one_condition_collapses():
+    # a margin or a chance level tests the trials where no condition's run (nearly) collapsed: under nulls on the
+    # trained runs (no compensation) it holds its size at both levels where one condition collapses in 2 of 3
+    # trials, with near-collapses mixed in, and for one condition against a constant; with fewer than 2 trained
+    # trials it has no test (it does not reject)
+    rows = calibration.trained_table(reps=6000, trials=(3,), nulls=TRAINED_FAST, margin_reps=1000, seed=1)
+    assert {r.null for r in rows} == set(TRAINED_FAST) and all(r.estimator == calibration.TRAINED for r in rows)
+    failing = [row for row in rows if not (row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS))]
+    assert len(rows) == len(TRAINED_FAST) * len(calibration.ESTIMATE_TESTS) and not failing, failing
+    two_of_three = next(r for r in rows if r.null == TRAINED_FAST[0])
+    assert two_of_three.refused == pytest.approx(1 - (1 / 3) ** 3 - 3 * (1 / 3) ** 2 * (2 / 3), abs=0.02)
 
 
 HURDLE_NULLS = ["both collapse (0.2)", "collapses and near-collapses mixed, equal rates"]
