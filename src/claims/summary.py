@@ -247,7 +247,8 @@ def robustness_text(v: dict) -> str:
     reading's p's in place of the test's, Holm again), or what it becomes under each it does not survive."""
     robust = v.get("robust")
     if not robust:
-        return ""
+        decided = v["verdict"] in ("supported", "contradicted")
+        return "; no robustness reading (its test is not a contrast of conditions)" if decided else ""
     lost = [f"{reading}: {text}" for reading, text in robust.items() if text != v["verdict"]]
     return "; under the " + ", the ".join(lost) if lost else f"; survives the {' and the '.join(robust)}"
 

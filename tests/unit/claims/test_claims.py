@@ -758,8 +758,12 @@ def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp
     verdict = verdicts(evidence)["top_two_layers_negligible_in_finetuning"]
     assert verdict["verdict"] == "supported"
     assert verdict["robust"] == {"trial-only t": "supported", "collapse reading": "inconclusive"}
-    row = next(line for line in render(evidence, tmp_path).splitlines() if '<a id="claim-top_two_layers_negl' in line)
+    report = render(evidence, tmp_path).splitlines()
+    row = next(line for line in report if '<a id="claim-top_two_layers_negl' in line)
     assert "| supported; under the collapse reading: inconclusive |" in row
+    # a slope over k is a t over trials of no conditions' contrast: it has no robustness reading, and says so
+    row = next(line for line in report if '<a id="claim-later_reinit_costs_less' in line)
+    assert "| supported; no robustness reading (its test is not a contrast of conditions) |" in row
 
 
 def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_test():
