@@ -229,8 +229,9 @@ def contrast_unit(
     whether it (nearly) collapsed, and, where no condition's run did, the trained runs' score. A contrast "> 0" of
     conditions on independent trials whose weights sum to 0 ("A − B > 0", a second difference) is a hurdle of the
     two (hurdle_reading); every other contrast on independent trials (a margin, a chance level) tests its trained
-    runs (trained_reading), its conditions' collapse rates reported beside; a crossed seed_design's contrast tests
-    the mean over all its runs."""
+    runs (trained_reading), its conditions' collapse rates reported beside; a crossed seed_design's contrast is
+    tested where every one of its runs trained (its trained runs are then all its runs) and gives no verdict where
+    one (nearly) collapsed."""
     mixture, notes, design = paired_estimate(ev, task, size, weights)
     flags = collapse_flags(ev, task, size, list(weights))
     rates, comparison = collapse_outcome(flags)
@@ -272,7 +273,18 @@ def contrast_unit(
         return unit
     if as_hurdle:
         return hurdle_reading(unit, flags, weights, trained, ev.settings.alpha)
-    return trained_reading(unit, flags) if on_trained else unit
+    if on_trained:
+        return trained_reading(unit, flags)
+    if excluded.any():  # a crossed seed_design
+        unit.refused = unit.interval_note = (
+            f"{CROSSED_COLLAPSE} ({int(excluded.sum())} of {excluded.size} trials): its test of the trained runs "
+            "needs every subset x draw cell trained, and the exact test of collapses takes trials as independent"
+        )
+        unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
+    return unit
+
+
+CROSSED_COLLAPSE = "(nearly) collapsed runs in a crossed seed_design"
 
 
 TRAINED_NOTE = (

@@ -12,7 +12,13 @@ from src.claims.claim import Claim, Need, Shared
 from src.claims.evidence import Evidence
 from src.claims.registry import CLAIMS
 from src.claims.training import training_checks, training_of
-from src.claims.units import NEAR_COLLAPSE_SHARE, ONE_PROBE_SEED, Unit, refuse_trials_as_independent
+from src.claims.units import (
+    CROSSED_COLLAPSE,
+    NEAR_COLLAPSE_SHARE,
+    ONE_PROBE_SEED,
+    Unit,
+    refuse_trials_as_independent,
+)
 from src.config.schema import StudyConfig
 from src.stats import hypothesis, validity
 from src.stats.collapse import HURDLE_PARTS
@@ -37,6 +43,11 @@ REFUSALS = (
     ("fewer than", "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"),
     ("one run per cell", "an analysis of variance with one run per cell has no residual variance"),
     ("chance level unknown", "the chance level needs the eval labels, which are missing"),
+    (
+        CROSSED_COLLAPSE,
+        "a run of its crossed seed_design (nearly) collapsed: the test of its trained runs needs every subset × "
+        "draw cell trained, and the exact test of collapses takes the trials as independent",
+    ),
     (
         "hurdle's parts disagree",
         "its two parts point opposite ways, each significant at α / 2 (the collapses favour the contrast, its "
@@ -87,7 +98,8 @@ RULE = (
     "(margins, chance levels) test their trained runs (the trials where no condition's run collapsed; no test "
     "below 2 of them), each (nearly) collapsed run counting in its condition's collapse rate: the paper's claim "
     "is of the mean over all runs, which a few trials cannot test with collapses possible. A crossed "
-    "seed_design's contrast tests the mean over all its runs. Each contrast's notes give its conditions' collapse "
+    "seed_design's contrast is tested where all its runs trained, and gives no verdict where one collapsed. "
+    "Each contrast's notes give its conditions' collapse "
     "rates and its robustness readings, never a verdict: its p's under the trial-only t, and over the other "
     "selection of its runs (the trained runs beside a hurdle, all runs beside a trained-runs test: the 'collapse "
     "reading'); a decided verdict says whether it survives each, Holm taken again. A bootstrap difference of two "

@@ -24,8 +24,8 @@ from src.claims.evidence import Evidence
 from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import inline_html, report_tables, unit_rows
 from src.claims.summary import VERDICTS
-from src.claims.units import ONE_PROBE_SEED, TRAINED_NOTE
-from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, judge_claims
+from src.claims.units import CROSSED_COLLAPSE, ONE_PROBE_SEED, TRAINED_NOTE
+from src.claims.verdicts import DESIGN_REFUSAL, NO_VERDICT, NOT_RUN, RULE, judge_claims
 from src.config.schema import StudyConfig
 from src.params.load import read_params, validate
 from src.stats.curves import first_reaching
@@ -116,6 +116,27 @@ def crossed_study(design: tuple[int, int]) -> Builder:
         for k, value in enumerate([0.70 - shift, 0.72, 0.75, 0.78, 0.80 + shift]):
             b.add(f"k{k}", value, trial=t, k=k)
     return b
+
+
+def crossed_with_a_collapse():
+    """crossed_study((3, 3)) whose scratch run of trial 4 nearly collapsed (majority share 0.95)."""
+    b = crossed_study((3, 3))
+    b.rows = [r for r in b.rows if not (r["slug"] == "k0" and r["trial"] == 4)]
+    b.add("k0", 0.5, trial=4, k=0, majority_share=0.95)
+    return b.evidence(studies={"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)})
+
+
+def test_a_crossed_seed_designs_contrast_gives_no_verdict_where_one_of_its_runs_collapsed():
+    # every run trained: the crossed test of the runs (all of them trained) decides; one scratch run (nearly)
+    # collapsed: no verdict, since the crossed test needs every subset x draw cell and the exact test of
+    # collapses takes trials as independent (a refusal is never a wrong verdict)
+    crossed = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
+    (trained,) = verdicts(crossed_study((3, 3)).evidence(studies=crossed))["full_beats_scratch"]["units"]
+    assert not trained.refused and trained.n == 9
+    v = verdicts(crossed_with_a_collapse())["full_beats_scratch"]
+    (unit,) = v["units"]
+    assert unit.refused.startswith("(nearly) collapsed runs in a crossed seed_design (1 of 9 trials)")
+    assert v["verdict"] == NO_VERDICT and unit.collapse["k0"].collapsed == 1
 
 
 def test_a_crossed_seed_design_is_read_by_paired_contrasts_and_refused_by_tests_of_independent_trials():
@@ -850,11 +871,13 @@ def test_the_rule_names_every_refusal_the_units_make_and_the_error_rate_of_each_
         crossed_study((3, 3)).evidence(
             studies={"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
         ),
+        crossed_with_a_collapse(),
         permutation_study(0.55, trials=2).evidence(),
     ]
     refused = {u.refused for e in scenarios for u in judge_claims(e)[1] if u.refused}
     assert len(refused) >= 4
     assert all(refusal_kind(text) for text in refused), [t for t in refused if not refusal_kind(t)]
+    assert {refusal_kind(text) for text in refused} >= {DESIGN_REFUSAL, CROSSED_COLLAPSE}
     assert all(text in RULE for _, text in REFUSALS)
     assert "declared minimum trials" not in RULE  # not a refusal the code makes
     assert "familywise" in RULE and "for this claim alone" in RULE

@@ -43,8 +43,9 @@ def test_estimate_tests_hold_their_size_at_alpha_and_at_the_smallest_holm_level(
 
 
 def test_where_both_conditions_collapse_alike_the_test_of_every_run_holds_its_size_at_both_levels():
-    # a crossed seed_design's contrasts test the mean over all runs: calibrated where the conditions collapse alike
-    # (docs/calibration.md), which the estimator before these tables was not at the Holm level (3.7x at T = 3)
+    # the mean over all runs (the collapse reading beside a trained-runs test) is calibrated where the conditions
+    # collapse alike (docs/calibration.md), which the estimator before these tables was not at the Holm level
+    # (3.7x at T = 3)
     rows = fast_estimate_rows("new", ["both collapse (0.2)"], ("new", "before"))
     new = [row for row in rows if row.estimator == "new"]
     failing = [row for row in new if not (row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS))]
