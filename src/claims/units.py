@@ -164,7 +164,7 @@ class Robustness:
 
     def text(self) -> str:
         def pair(ps: tuple[float, float]) -> str:
-            return f"p for {ps[0]:.3g}, against {ps[1]:.3g}"
+            return "p for {}, against {}".format(*(f"{p:.3g}" if np.isfinite(p) else "n/a (no test)" for p in ps))
 
         return (
             f"robustness (raw, never the verdict): trial-only t {pair(self.trial_only)}; {self.other_reading} "

@@ -796,6 +796,8 @@ def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_
     # one trial trained: the trained runs' test has none (p = 1 both ways), whatever the collapses say
     assert (unit.p_for, unit.p_against) == (1.0, 1.0) and not unit.refused and unit.status == "unresolved"
     assert "the trained runs' contrast has no test" in unit.interval_note and unit.collapse["k0"].collapsed == 2
+    # its trial-only reading reads the same one trained trial: no test, and the notes say so rather than "nan"
+    assert "trial-only t p for n/a (no test), against n/a (no test)" in unit.robustness.text()
 
 
 def render_rows(verdict: dict) -> str:
