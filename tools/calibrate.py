@@ -31,7 +31,9 @@ src/claims/units.py (the trial-only t; the (nearly) collapsed runs' trials exclu
 the trained runs' contrast, not 0 under a collapse null). docs/calibration.md shows the tables and the command that made
 them; tests/unit/stats/test_calibration.py re-measures a fast subset. The hurdle that tests "A beats B"
 (src/stats/collapse.py: collapse rates and the trained runs' contrast) has its own nulls, the trained runs alike
-and the collapse rates equal (hurdle_table, HURDLE_NULLS), and alternatives where they are not.
+and the collapse rates equal (hurdle_table, HURDLE_NULLS), and alternatives where they are not. Margins and chance
+levels test their trained runs (units.trained_reading): trained_table measures that test under nulls on the trained
+runs with collapses of either condition, both, or one condition against a constant (TRAINED_NULLS, CHANCE_NULLS).
 
 The head-importance-vs-reinit correlation (metrics/head_importance_vs_reinit.csv) has its own
 simulation (simulate_heads, correlation_table): a few to 72 heads, each with a latent importance
