@@ -81,15 +81,19 @@ class Unit:
     hurdle: Hurdle | None = None  # a contrast tested as a hurdle (hurdle_reading): its two parts, its p's from them
 
 
+def refuse(unit: Unit, reason: str) -> Unit:
+    """`unit` with no verdict: `reason` is its refusal and its interval's note; no interval, no p."""
+    unit.refused = unit.interval_note = reason
+    unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
+    return unit
+
+
 def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int, int] | None = None) -> Unit:
     """Refuse `unit` (no interval, no p) where validity.decidable says its test does not hold its
     calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
     unit.test_type = test_type
     ok, reason = validity.decidable(test_type, n_trials, design=design)
-    if not ok:
-        unit.refused = unit.interval_note = reason
-        unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
-    return unit
+    return unit if ok else refuse(unit, reason)
 
 
 # --- unit builders --------------------------------------------------------------------------------------------
@@ -276,11 +280,11 @@ def contrast_unit(
     if on_trained:
         return trained_reading(unit, flags)
     if excluded.any():  # a crossed seed_design
-        unit.refused = unit.interval_note = (
+        return refuse(
+            unit,
             f"{CROSSED_COLLAPSE} ({int(excluded.sum())} of {excluded.size} trials): its test of the trained runs "
-            "needs every subset x draw cell trained, and the exact test of collapses takes trials as independent"
+            "needs every subset x draw cell trained, and the exact test of collapses takes trials as independent",
         )
-        unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
     return unit
 
 
@@ -344,12 +348,12 @@ def hurdle_reading(
         positive = " and ".join(slug for slug in slugs if weights[slug] > 0)
         negative = " and ".join(slug for slug in slugs if weights[slug] < 0)
         favour = float(result.rate[0]) < float(result.rate[1])
-        unit.refused = unit.interval_note = (
+        return refuse(
+            unit,
             f"its hurdle's parts disagree: {positive} collapse {'less' if favour else 'more'} often than {negative} "
             f"(weighted by the contrast) and the trained runs' contrast is "
-            f"{'positive' if trained.estimate > 0 else 'negative'}, each significant at α / {HURDLE_PARTS}"
+            f"{'positive' if trained.estimate > 0 else 'negative'}, each significant at α / {HURDLE_PARTS}",
         )
-        unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
     return unit
 
 
@@ -360,11 +364,11 @@ def refuse_trials_as_independent(unit: Unit, ev: Evidence) -> Unit:
     of curve statistics whose draws read the design say so (`reads_seed_design`)."""
     crossed = [s for s in unit.studies if s in ev.studies and ev.studies[s].seed_design is not None]
     if crossed and not unit.reads_seed_design and not unit.refused:
-        unit.refused = unit.interval_note = (
+        return refuse(
+            unit,
             f"runs of a crossed seed_design ({', '.join(crossed)}): this test takes the trials as independent, "
-            "which they are not; only paired contrasts and differences of curve statistics read the design"
+            "which they are not; only paired contrasts and differences of curve statistics read the design",
         )
-        unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
     return unit
 
 
@@ -413,11 +417,7 @@ def bootstrap_unit(
     if design_refusal(unit, kind, n, design=design).refused:
         return unit
     if share > s.max_undefined_share:
-        unit.refused = unit.interval_note = (
-            f"{share:.1%} of bootstrap draws undefined (allowed ≤ {s.max_undefined_share:.0%})"
-        )
-        unit.interval = (math.nan, math.nan)
-        return unit
+        return refuse(unit, f"{share:.1%} of bootstrap draws undefined (allowed ≤ {s.max_undefined_share:.0%})")
     if margin is None:
         unit.p_for, unit.p_against = boot.p_greater(), boot.p_less()
     else:
