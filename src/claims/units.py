@@ -291,6 +291,12 @@ def contrast_unit(
 CROSSED_COLLAPSE = "(nearly) collapsed runs in a crossed seed_design"
 
 
+def in_collapse_rates(notes: list[str]) -> list[str]:
+    """common_trials' notes for a unit whose (nearly) collapsed runs count in their conditions' collapse rates
+    rather than in a mean of scores (a hurdle, a trained runs' test)."""
+    return [note.replace(" kept", " counted in the collapse rates") for note in notes]
+
+
 TRAINED_NOTE = (
     "trained runs: the trials where no condition's run (nearly) collapsed (a reformulation: the paper's claim is of "
     "the mean over all runs; the collapse rates are the other outcome)"
@@ -308,8 +314,7 @@ def trained_reading(unit: Unit, flags: dict[str, np.ndarray]) -> Unit:
     slugs = list(flags)
     trained, unit.n = unit.result.n, len(flags[slugs[0]])
     what = "in both" if len(slugs) == 2 else f"in all {len(slugs)}" if len(slugs) > 2 else ""
-    unit.notes = [note.replace(" kept", " counted in the collapse rates") for note in unit.notes]
-    unit.notes += [TRAINED_NOTE, f"{trained} of {unit.n} trials trained {what}".rstrip()]
+    unit.notes = in_collapse_rates(unit.notes) + [TRAINED_NOTE, f"{trained} of {unit.n} trials trained {what}".rstrip()]
     if not trained >= 2:
         unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), 1.0, 1.0
         unit.interval_note = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
@@ -339,7 +344,10 @@ def hurdle_reading(
     unit.estimate, unit.interval, unit.result, unit.hurdle = trained.estimate, trained.interval(0.95), trained, result
     unit.p_for, unit.p_against = float(result.p_greater), float(result.p_less)
     what = "in both" if len(slugs) == 2 else f"in all {len(slugs)}"
-    unit.notes += [HURDLE_NOTE, f"{trained.n} of {len(flags[slugs[0]])} trials trained {what} (the estimate's)"]
+    unit.notes = in_collapse_rates(unit.notes) + [
+        HURDLE_NOTE,
+        f"{trained.n} of {len(flags[slugs[0]])} trials trained {what} (the estimate's)",
+    ]
     if not trained.n >= 2:
         unit.interval_note = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
     if not result.rate_counts:

@@ -688,7 +688,8 @@ def test_a_collapsed_run_counts_in_the_hurdles_rate_part_is_reported_as_an_outco
     score = pd.DataFrame(b.rows).set_index(["slug", "trial"])["value"]
     differences = np.array([score[(f"k{L}", t)] - score[("k0", t)] for t in range(6)])
     assert unit.n == 6 and not unit.refused and unit.estimate == pytest.approx(differences[:4].mean())
-    assert "1 collapsed run(s) kept" in unit.notes and "4 of 6 trials trained in both (the estimate's)" in unit.notes
+    assert "1 collapsed run(s) counted in the collapse rates" in unit.notes
+    assert "4 of 6 trials trained in both (the estimate's)" in unit.notes
     (without,) = verdicts(Builder().curve(RISING, trials=4).evidence())["full_beats_scratch"]["units"]
     assert unit.hurdle.rate == pytest.approx((0.25, 1.0)) and unit.hurdle.trained == pytest.approx(
         without.hurdle.trained
