@@ -458,8 +458,8 @@ def flow(value) -> str:
 
 def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[int]:
     """The sizes `have` with what `need` asks for added: a second size ("two"), one at least 10 times
-    the smallest ("tenfold"), one at most train.small_size ("small"; it replaces `have` in a study
-    that is `added`), one above it ("large")."""
+    the smallest ("tenfold"), one at most train.small_size ("small"), one above it ("large"); in a study
+    that is `added`, "small" and "large" replace `have` (its runs at the other sizes would train for nothing)."""
     sizes = list(have)
     if need.sizes == "two" and len(sizes) < 2:
         sizes.append(2 * max(sizes))
@@ -468,35 +468,55 @@ def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[i
     if need.sizes == "small" and not any(s <= small for s in sizes):
         sizes = [small] if added else sizes + [small]
     if need.sizes == "large" and not any(s > small for s in sizes):
-        sizes.append(2 * small)
+        sizes = [2 * small] if added else sizes + [2 * small]
     return sorted(sizes)
 
 
-def first_sizes(study: StudyConfig | None, tasks: list[str]) -> list[int]:
-    """The sizes a new study starts from: the first size the reference study runs its first task
-    (of `tasks`, else any) at, whether its sizes are one list or one list per task; 128 without one."""
-    if study is None or not study.sizes:
-        return [128]
-    if not isinstance(study.sizes, dict):
-        return list(study.sizes[:1])
-    task = next((t for t in tasks if t in study.sizes), next(iter(study.sizes)))
-    return list(study.sizes[task][:1])
+def sizes_at(study: StudyConfig, task: str) -> list[int]:
+    """The sizes `study` runs `task` at; of a per-task mapping that lacks `task`, its first list."""
+    if isinstance(study.sizes, dict) and task not in study.sizes:
+        return list(next(iter(study.sizes.values()), ()))
+    return list(study.sizes_of(task))
 
 
-def sizes_overrides(key: str, study: StudyConfig, tasks: list[str], need: Need, small: int) -> dict[str, list]:
-    """The changes (dotted key: sizes) that give study `key` what `need` asks for at each of `tasks`: its one list,
-    or, of a per-task mapping, each task's list that changes, a task it lacks starting from the mapping's first
-    list under a "+" key (DVC's -S cannot add a key to a mapping by assigning the whole mapping)."""
+def added_sizes(reference: StudyConfig | None, tasks: list[str], need: Need, small: int) -> list[int]:
+    """The sizes a study the command adds runs at, from the reference study's sizes of its first task (of `tasks`,
+    else any; [128] without one): for a need of a size class ("small", "large"), the reference's size of that
+    class nearest train.small_size, whose plain runs are there to pair with; else, or where the reference has
+    none, its first size with what `need` adds (needed_sizes)."""
+    if reference is None or not reference.sizes:
+        have = [128]
+    else:
+        have = sizes_at(reference, next((t for t in tasks if t in reference.tasks), tasks[0] if tasks else ""))
+    fits = [s for s in have if (s <= small) == (need.sizes == "small")] if need.sizes in ("small", "large") else []
+    if fits:
+        return [max(fits) if need.sizes == "small" else min(fits)]
+    return needed_sizes(have[:1], need, small, added=True)
+
+
+def paired_trials(reference: StudyConfig | None, sizes: list[int]) -> int:
+    """Trials of a study the command adds: 3, the fewest a verdict is calibrated from, or fewer where the
+    reference study runs fewer at `sizes`: a trial without its reference run would pair with nothing."""
+    if reference is None:
+        return 3
+    runs = (
+        reference.trials if not isinstance(reference.trials, dict) else min(reference.trials.get(s, 3) for s in sizes)
+    )
+    return min(3, runs)
+
+
+def sizes_overrides(key: str, study: StudyConfig, wanted: dict[str, list[int]]) -> dict[str, list]:
+    """The changes (dotted key: sizes) that make study `key` run each task of `wanted` at its sizes: its one list
+    (grown by every task's), or, of a per-task mapping, each task's list that changes, a task it lacks under a "+"
+    key (DVC's -S cannot add a key to a mapping by assigning the whole mapping)."""
     if not isinstance(study.sizes, dict):
-        sizes = needed_sizes(list(study.sizes), need, small, added=False)
+        sizes = sorted({*study.sizes, *(s for sizes in wanted.values() for s in sizes)})
         return {f"{key}.sizes": sizes} if sizes != sorted(study.sizes) else {}
-    first, changes = list(next(iter(study.sizes.values()), ())), {}
-    for task in tasks:
-        have = list(study.sizes.get(task, ()))
-        sizes = needed_sizes(have or first, need, small, added=False)
-        if sizes != have:
-            changes[f"{'' if task in study.sizes else '+'}{key}.sizes.{task}"] = sizes
-    return changes
+    return {
+        f"{'' if task in study.sizes else '+'}{key}.sizes.{task}": sizes
+        for task, sizes in wanted.items()
+        if sizes != list(study.sizes.get(task, ()))
+    }
 
 
 def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
@@ -524,21 +544,29 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
             key = f"studies.{study.name}"
             if not set(tasks) <= set(study.tasks):
                 changes[f"{key}.tasks"] = list(study.tasks) + [t for t in tasks if t not in study.tasks]
-            changes |= sizes_overrides(key, study, tasks, need, small)
+            sizes = {task: needed_sizes(sizes_at(study, task), need, small, added=False) for task in tasks}
+            changes |= sizes_overrides(key, study, sizes)
             for name, value in args.items():
                 have = getattr(study, name)
                 if isinstance(value, list) and have is not None and not set(value) <= set(have):
                     changes[f"{key}.{name}"] = sorted(set(have) | set(value))
         else:
             name = need.study if need.study not in ev.studies else f"{need.study}_{claim.id}"
+            added = added_sizes(reference, tasks, need, small)
+            sizes = dict.fromkeys(tasks, added)
             changes[f"+studies.{name}"] = {
                 "scheme": need.scheme,
                 **args,
                 **modifiers,
                 "tasks": tasks,
-                "sizes": needed_sizes(first_sizes(reference, tasks), need, small, added=True),
-                "trials": 3,
+                "sizes": added,
+                "trials": paired_trials(reference, added),
             }
+        if "epochs" in need.modifiers and reference is not None and reference is not study:
+            # its runs are compared with the plain runs of the default epochs at the same sizes: the progressive
+            # study's, which it then runs at those sizes too
+            plain = {task: sorted({*sizes_at(reference, task), *sizes[task]}) for task in tasks}
+            changes |= sizes_overrides(f"studies.{reference.name}", reference, plain)
         if need.probe and not set(tasks) <= set(probed):
             changes["probe.tasks"] = probed + [t for t in tasks if t not in probed]
         every_task += tasks + [t for t in flatten(modifiers.get("intermediate_tasks") or []) if t in TASKS]

@@ -5,7 +5,7 @@ predictions against the eval labels), go through the aggregate and report stages
 written with a verdict row for every claim. So no preset can train for days and then fail to
 report, as the per-task sizes form did (`sizes: {rte: [2490]}` crashed the report's not-run
 commands). Trials are capped at 3 per size and the report's bootstrap at 100 resamples to keep it
-small; every other key is the preset's. With the bug back (verdicts.first_sizes slicing a mapping),
+small; every other key is the preset's. With the bug back (verdicts.added_sizes slicing a mapping),
 tamkin2020 and singh_giovanardi fail with its TypeError; huang2021 first found the heads'
 percentile unit reading a field Unit no longer has, and tamkin2020 the epochs figure reading CoLA's
 metric from SST-2's scores, both after every run had trained.

@@ -26,6 +26,7 @@ from src.claims.render import inline_html, report_tables, unit_rows
 from src.claims.summary import VERDICTS
 from src.claims.units import CROSSED_COLLAPSE, ONE_PROBE_SEED, TRAINED_NOTE
 from src.claims.verdicts import DESIGN_REFUSAL, NO_VERDICT, NOT_RUN, RULE, judge_claims
+from src.conditions.studies import all_study_conditions
 from src.config.schema import StudyConfig
 from src.params.load import read_params, validate
 from src.stats.curves import first_reaching
@@ -41,7 +42,7 @@ from tests.fake_evidence import (
     probe_table,
     render,
 )
-from tests.support import exp_run_params, grid_params
+from tests.support import REPO, exp_run_params, grid_params
 
 
 def verdicts(evidence) -> dict:
@@ -1157,6 +1158,35 @@ def test_every_presets_not_run_commands_build_and_the_schema_accepts_them(preset
     assert not_run
     for claim in not_run:
         validate(not_run_params(claim["needs"], yaml.safe_load(preset.read_text()), tmp_path))
+
+
+@pytest.mark.parametrize("design", [REPO / "params.yaml", *PRESETS], ids=["default", *(p.stem for p in PRESETS)])
+def test_a_not_run_command_that_trains_longer_also_trains_the_plain_runs_it_is_compared_with(design, tmp_path):
+    """A claim about epochs (and the training-length check) pairs each longer-training run with the plain run of the
+    default epochs at the same task, size, k and trial. The command a "not run" row prints must give both: with
+    only the longer runs at a size the progressive study lacks, the claim stays not run after hours of training
+    (the default's epochs_beyond_3_do_not_help_with_plenty_of_data asked for 6-epoch runs at 256 examples and
+    no plain run there)."""
+    params = yaml.safe_load(design.read_text())
+    config = validate(params)
+    evidence = replace(
+        Builder().curve(RISING, trials=3).evidence(studies=dict(config.studies)), data=config.data, train=config.train
+    )
+    longer = [
+        claim
+        for claim in verdicts(evidence).values()
+        if claim["verdict"] == NOT_RUN and any("epochs" in need.modifiers for need in BY_ID[claim["id"]].needs)
+    ]
+    for claim in longer:
+        after = validate(not_run_params(claim["needs"], yaml.safe_load(design.read_text()), tmp_path))
+        conditions = {c for study in all_study_conditions(after, L).values() for c in study}
+        trained_longer = [
+            c for c in conditions if c.scheme == "progressive" and c.epochs != after.train.epochs_for(c.size)
+        ]
+        assert trained_longer, claim["needs"]
+        for condition in trained_longer:
+            plain = replace(condition, epochs=after.train.epochs_for(condition.size))
+            assert plain in conditions, (claim["id"], condition.slug, condition.size, claim["needs"])
 
 
 def test_a_refused_head_percentile_asks_for_the_trials_its_design_decides_from():
