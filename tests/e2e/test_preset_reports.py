@@ -12,6 +12,7 @@ metric from SST-2's scores, both after every run had trained.
 """
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,14 @@ def write_runs(root: Path, config, eval_labels: np.ndarray) -> None:
                     {"layer": layer, "sublayer": sublayer, "frobenius": layer * (1 + rng.random()), "spectral": 1.0}
                     for layer in range(1, LAYERS + 1)
                     for sublayer in SUBLAYERS
+                ],
+                steps=(steps := condition.epochs * math.ceil(condition.size / config.train.batch_size)),
+                layer_change_by_step=[  # after steps 1, 2, 4, ... (src/train/loop.py), growing with the step
+                    {
+                        "step": step,
+                        "frobenius": [layer * step**0.5 * (1 + rng.random()) for layer in range(1, LAYERS + 1)],
+                    }
+                    for step in (2**i for i in range(steps.bit_length()))
                 ],
             ).write(result_path(root / "data/runs/studies" / study, condition))
 
