@@ -135,10 +135,47 @@ def write_probes(root: Path, config, eval_labels: np.ndarray) -> None:
         write_probe_predictions(root / "data/runs/probe" / f"{task}.npz", predictions)
 
 
+def write_finished_design(root: Path, params: dict, tiny_task_dir: Path) -> None:
+    """`params` as root/params.yaml, a model record of LAYERS layers and HEADS heads, and every run and probe of
+    its design faked as finished, the toy task's eval labels standing in for each task's."""
+    config = validate(params)
+    (root / "data/model").mkdir(parents=True)
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    BaseModelRecord(params["model"]["name"], "test", "bert", LAYERS, 768, HEADS, "fake", 512).write(root / "data/model")
+    for task in config.data.tasks:
+        (root / "data/tasks" / task).mkdir(parents=True)
+        shutil.copy(tiny_task_dir / "tokens.npz", root / "data/tasks" / task / "tokens.npz")
+    eval_labels = splits.load_split(tiny_task_dir / "tokens.npz", "eval").example_labels
+    (root / "data/runs/probe").mkdir(parents=True)
+    write_runs(root, config, eval_labels)
+    write_probes(root, config, eval_labels)
+
+
 def run_stage(root: Path, module: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", module, *args], cwd=root, env=stage_env(), capture_output=True, text=True, timeout=600
     )
+
+
+def aggregate_and_report(root: Path) -> subprocess.CompletedProcess:
+    """The aggregate and report stages on the runs under `root`, as dvc.yaml runs them; the report's process."""
+    aggregate = run_stage(
+        root,
+        "stages.aggregate",
+        *("--runs", "data/runs/studies", "--probe", "data/runs/probe", "--model", "data/model"),
+        *("--tasks", "data/tasks", "--tables", "metrics", "--figures", "plots/figures"),
+        *("--plot-data", "plots/progressive.csv", "--predictions", "data/predictions.npz"),
+    )
+    assert aggregate.returncode == 0, aggregate.stderr[-3000:]
+    report = run_stage(
+        root,
+        "stages.report",
+        *("--tables", "metrics", "--predictions", "data/predictions.npz", "--figures", "plots/figures"),
+        *("--model", "data/model", "--markdown", "metrics/report.md", "--html", "metrics/report.html"),
+        *("--agreement", "metrics/agreement.csv", "--verdicts", "metrics/verdicts.json"),
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    return report
 
 
 # These three write every run of their whole designs and judge 447, ~300 and the many units of tamkin2020's seven
@@ -159,36 +196,8 @@ TAMKIN_FORMS = ("progressive", "epochs")
     + [pytest.param(REPO / "presets/tamkin2020.yaml", TAMKIN_FORMS, id="tamkin2020_progressive_and_epochs")],
 )
 def test_every_preset_aggregates_and_reports_with_a_verdict_for_every_claim(preset, studies, tmp_path, tiny_task_dir):
-    params = tiny(preset, studies)
-    config = validate(params)
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    model = tmp_path / "data/model"
-    model.mkdir(parents=True)
-    BaseModelRecord(params["model"]["name"], "test", "bert", LAYERS, 768, HEADS, "fake", 512).write(model)
-    for task in config.data.tasks:  # the toy task's eval labels stand in for each task's
-        (tmp_path / "data/tasks" / task).mkdir(parents=True)
-        shutil.copy(tiny_task_dir / "tokens.npz", tmp_path / "data/tasks" / task / "tokens.npz")
-    eval_labels = splits.load_split(tiny_task_dir / "tokens.npz", "eval").example_labels
-    (tmp_path / "data/runs/probe").mkdir(parents=True)
-    write_runs(tmp_path, config, eval_labels)
-    write_probes(tmp_path, config, eval_labels)
-
-    aggregate = run_stage(
-        tmp_path,
-        "stages.aggregate",
-        *("--runs", "data/runs/studies", "--probe", "data/runs/probe", "--model", "data/model"),
-        *("--tasks", "data/tasks", "--tables", "metrics", "--figures", "plots/figures"),
-        *("--plot-data", "plots/progressive.csv", "--predictions", "data/predictions.npz"),
-    )
-    assert aggregate.returncode == 0, aggregate.stderr[-3000:]
-    report = run_stage(
-        tmp_path,
-        "stages.report",
-        *("--tables", "metrics", "--predictions", "data/predictions.npz", "--figures", "plots/figures"),
-        *("--model", "data/model", "--markdown", "metrics/report.md", "--html", "metrics/report.html"),
-        *("--agreement", "metrics/agreement.csv", "--verdicts", "metrics/verdicts.json"),
-    )
-    assert report.returncode == 0, report.stderr[-3000:]
+    write_finished_design(tmp_path, tiny(preset, studies), tiny_task_dir)
+    report = aggregate_and_report(tmp_path)
     tally = json.loads((tmp_path / "metrics/verdicts.json").read_text())
     assert sum(tally.values()) == len(CLAIMS), tally
     # one printed line per claim: "<verdict>  <claim id>[  (decided by …)]"
