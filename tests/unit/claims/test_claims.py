@@ -670,7 +670,25 @@ def test_table_1_says_when_its_exact_p_cannot_reach_alpha(tmp_path):
         tmp_path / "head_importance_vs_reinit.csv", index=False
     )
     pd.DataFrame(columns=["study", "slug", "share_subset"]).to_csv(tmp_path / "variance_components.csv", index=False)
-    titles = [title for title, _ in report_tables(pd.DataFrame(), tmp_path, SETTINGS)]
+    runs = pd.DataFrame(
+        {
+            "study": "progressive",
+            "task": "cola",
+            "size": 500,
+            "slug": ["k0", "k0", "k0", "k6", "k6", "k6"],
+            "trial": [0, 1, 2, 0, 1, 2],
+            "headline": True,
+            "status": "ok",
+            "collapsed": [True, False, False, False, False, False],
+            "majority_share": [1.0, 0.93, 0.6, 0.89, 0.7, 0.7],
+        }
+    )
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    tables = dict(report_tables(pd.DataFrame(), tmp_path, SETTINGS))
+    (collapses,) = [table for title, table in tables.items() if title.startswith("(Nearly) collapsed runs")]
+    # the rule the tests read: a share of 0.9 or more (0.93) counts with the collapsed run; 0.89 does not
+    assert collapses[["slug", "n", "collapsed", "nearly_collapsed"]].values.tolist() == [["k0", 3, 1, 2]]
+    titles = list(tables)
     assert any("at N = 4 trials the smallest p is 2/N! = 0.0833, so it cannot reach 0.05" in t for t in titles)
     # the measures beyond the studies: shown where a run measured them (no crossed design ran here)
     assert any(t.startswith("Head importance (Michel et al. 2019") for t in titles)
