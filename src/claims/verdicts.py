@@ -494,11 +494,9 @@ def added_sizes(reference: StudyConfig | None, tasks: list[str], need: Need, sma
     return needed_sizes(have[:1], need, small, added=True)
 
 
-def paired_trials(reference: StudyConfig | None, sizes: list[int]) -> int:
-    """Trials of a study the command adds: 3, the fewest a verdict is calibrated from, or fewer where the
-    reference study runs fewer at `sizes`: a trial without its reference run would pair with nothing."""
-    if reference is None:
-        return 3
+def paired_trials(reference: StudyConfig, sizes: list[int]) -> int:
+    """Trials of a study the command adds whose runs pair with the reference study's: 3, the fewest a verdict is
+    calibrated from, or fewer where the reference runs fewer at `sizes` (a trial without its pair is for nothing)."""
     runs = (
         reference.trials if not isinstance(reference.trials, dict) else min(reference.trials.get(s, 3) for s in sizes)
     )
@@ -540,6 +538,9 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
         tasks += [t for t in fits if t not in tasks][: max(0, need.min_tasks - len(tasks))]
         args = {k: resolve(v, ev, tasks) for k, v in need.args.items()}
         modifiers = {k: resolve(v, ev, tasks) for k, v in need.modifiers.items()}
+        # runs of other epochs are compared with the reference's plain runs at the same sizes and trials (the
+        # other modifiers' studies train their own baselines)
+        paired = "epochs" in need.modifiers and reference is not None
         if study:
             key = f"studies.{study.name}"
             if not set(tasks) <= set(study.tasks):
@@ -560,11 +561,9 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
                 **modifiers,
                 "tasks": tasks,
                 "sizes": added,
-                "trials": paired_trials(reference, added),
+                "trials": paired_trials(reference, added) if paired else 3,
             }
-        if "epochs" in need.modifiers and reference is not None and reference is not study:
-            # its runs are compared with the plain runs of the default epochs at the same sizes: the progressive
-            # study's, which it then runs at those sizes too
+        if paired and reference is not study:  # the reference then runs at those sizes too
             plain = {task: sorted({*sizes_at(reference, task), *sizes[task]}) for task in tasks}
             changes |= sizes_overrides(f"studies.{reference.name}", reference, plain)
         if need.probe and not set(tasks) <= set(probed):
