@@ -1207,6 +1207,16 @@ def test_a_not_run_command_that_trains_longer_also_trains_the_plain_runs_it_is_c
             assert plain in conditions, (claim["id"], condition.slug, condition.size, claim["needs"])
 
 
+def test_only_a_study_paired_with_the_reference_takes_its_trials():
+    """Runs of other epochs pair with the progressive study's plain runs by trial, so the command gives them no
+    more trials than it has; an lr-multiplier study trains its own baselines, at the 3 a verdict is calibrated
+    from."""
+    studies = {"progressive": replace(CONFIG.studies["progressive"], trials=2)}
+    v = verdicts(Builder().curve(RISING, trials=2).evidence(studies=studies))
+    assert "trials: 2}" in v["five_epochs_help_with_little_data"]["needs"]
+    assert "trials: 3}" in v["lr_multiplier_does_not_help"]["needs"]
+
+
 def test_a_refused_head_percentile_asks_for_the_trials_its_design_decides_from():
     v = verdicts(head_study({}, trials=1, layers=(1,)).evidence(studies=HEADS_STUDIES))
     claim = v["head_reinit_in_first_two_layers_hurts"]
