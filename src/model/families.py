@@ -1,7 +1,7 @@
 """Where each supported encoder family keeps the parts that reinitialisation touches.
 
 One explicit entry per `config.model_type`, checked against transformers 5.23.0's
-modeling code (tests/test_families.py builds a tiny model of each and checks that the
+modeling code (tests/unit/model/test_families.py builds a tiny model of each and checks that the
 paths below name every parameterised sublayer of a layer, and nothing else). Paths are
 relative to the base model (`AutoModel`) for `stack`, and to one layer for the rest.
 Everything that needs a family's names (reinit, permutation, head reinit, removal, weight

@@ -10,7 +10,7 @@ eval-examples design (two-way random-effects mean squares on the trials' df, app
 to example-jackknife pseudo-values so that F1 and MCC get it too), the tests from that
 estimate's standard error, the curve bootstrap (with the two-way pigeonhole bootstrap of a
 crossed seed_design's subsets and draws), and the planner's range of trials. Each has a test against
-the textbook case it reduces to (tests/test_hypothesis.py), and its calibration is
+the textbook case it reduces to (tests/unit/stats/test_hypothesis.py), and its calibration is
 measured by simulation (tools/calibrate.py, docs/calibration.md). The task metric a test
 resamples over the eval examples comes from its caller (an ExampleMetric; src/tasks/metrics.py
 defines them): this module imports nothing from the project.
