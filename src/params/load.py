@@ -228,11 +228,6 @@ WHOLE_LAYERS = (
 STUDY_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def study_configs(studies: dict, data_tasks: list[str], limits: ModelLimits = ModelLimits()) -> dict[str, StudyConfig]:
-    """The `studies:` section alone, checked against `data_tasks` (bench/cost.py projects grids so)."""
-    return _studies(studies, checks.member_of(data_tasks, f"tasks listed in data.tasks {list(data_tasks)}"), limits)
-
-
 def _studies(node, in_data, limits: ModelLimits) -> dict[str, StudyConfig]:
     require(
         isinstance(node, dict) and "progressive" in node,
