@@ -3,7 +3,9 @@
 Each test runs the harness at a Monte Carlo size that fits in seconds and asserts the targets (size <= 1.2 x the
 level at 0.05 and at the report's smallest Holm level, coverage >= 0.94, half-width <= 1.25 x the oracle) with 3
 Monte Carlo SEs of slack, in the cells that `validity.decidable` says a claim may use. The seeds are fixed, so a
-pass is reproducible; docs/calibration.md has the same tables at larger sizes."""
+pass is reproducible; docs/calibration.md has the same tables at larger sizes. Where a simulation spans several
+cells (the curve statistics, the crossed curves, the correlation's heads), the default run measures one of them and
+`-m slow` the rest."""
 
 from dataclasses import replace
 
@@ -181,19 +183,28 @@ def test_the_crossed_variance_against_the_estimates_spread(name, low, high):
     assert low < ratio < high
 
 
-@pytest.fixture(scope="module")
-def curve_rows():
-    return curve_table(
-        reps=150, resamples=100, trials=(3, 10), nulls=["trial-dominated", "example-dominated", "collapse-skewed"]
-    )
+@pytest.fixture(
+    scope="module",
+    params=[
+        # the default run measures one cell, the grid's first (seed 0, so its draws are the grid's)
+        pytest.param(((3,), ["trial-dominated"]), id="one cell"),
+        pytest.param(
+            ((3, 10), ["trial-dominated", "example-dominated", "collapse-skewed"]), id="grid", marks=pytest.mark.slow
+        ),
+    ],
+)
+def curve_rows(request):
+    trials, nulls = request.param
+    return curve_table(reps=150, resamples=100, trials=trials, nulls=nulls)
 
 
 def test_bootstrap_differences_hold_size_and_coverage_where_decidable(curve_rows):
     # both sizes' curves and the probe scored on one eval set, drawn with the same eval draws (as the
-    # report does): the differences hold from 3 trials, also when only one size's low-k runs collapse
+    # report does): the differences hold from 3 trials, also when only one size's low-k runs collapse (the grid)
     checked = [row for row in curve_rows if decidable(row)]
     differences = ("k90 difference", "difference of rho", "drop-point difference")
-    assert {(row.test, row.trials) for row in checked} == {(test, t) for test in differences for t in (3, 10)}
+    measured = {row.trials for row in curve_rows}
+    assert {(row.test, row.trials) for row in checked} == {(test, t) for test in differences for t in measured}
     assert all(row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS) for row in checked), checked
 
 
@@ -202,7 +213,8 @@ def test_a_bootstrap_statistic_against_its_true_value_under_covers_and_is_not_de
     assert against_truth and not any(decidable(r) for r in against_truth)
     under = {(r.test, r.null, r.trials) for r in against_truth if not r.coverage_ok(SIGMAS)}
     expected = {("k90", 3), ("k90(probe) − k90(curve)", 3), ("max(curve) − max(probe)", 10)}  # trial-dominated
-    assert {(test, "trial-dominated", t) for test, t in expected} <= under, under
+    measured = {r.trials for r in curve_rows}
+    assert {(test, "trial-dominated", t) for test, t in expected if t in measured} <= under, under
 
 
 def test_a_crossed_seed_design_needs_its_crossed_variance_and_three_levels_of_each_factor():
@@ -222,22 +234,33 @@ def test_a_crossed_seed_design_needs_its_crossed_variance_and_three_levels_of_ea
     assert two_levels.size_ok(SIGMAS) and two_levels.half_width > 3
 
 
-@pytest.fixture(scope="module")
-def crossed_curve_rows():
-    # the edge of what decidable() allows: 4 levels of each factor under every crossed null, and the dominant
-    # factor at 4 with 8 of the other (where 3 levels failed; docs/calibration.md has the rest)
-    square = crossed_curve_table(reps=150, resamples=200, designs=((4, 4),))
-    return (
-        square
-        + crossed_curve_table(reps=100, resamples=200, designs=((4, 8),), nulls=["subset-dominated"])
-        + crossed_curve_table(reps=100, resamples=200, designs=((8, 4),), nulls=["draws-dominated"])
-    )
+@pytest.fixture(
+    scope="module",
+    params=[
+        # the default run measures one cell, the edge's first (seed 0, so its draws are the edge's)
+        pytest.param([(150, (4, 4), ["subset-dominated"])], id="one cell"),
+        # the edge of what decidable() allows: 4 levels of each factor under every crossed null, and the dominant
+        # factor at 4 with 8 of the other (where 3 levels failed; docs/calibration.md has the rest)
+        pytest.param(
+            [(150, (4, 4), None), (100, (4, 8), ["subset-dominated"]), (100, (8, 4), ["draws-dominated"])],
+            id="edge",
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
+def crossed_curve_rows(request):
+    return [
+        row
+        for reps, design, nulls in request.param
+        for row in crossed_curve_table(reps=reps, resamples=200, designs=(design,), nulls=nulls)
+    ]
 
 
 def test_crossed_curve_differences_hold_size_and_coverage_at_the_edge_of_what_is_decidable(crossed_curve_rows):
     # both sizes' runs from one crossed seed_design, their draws resampling subsets and draws (pigeonhole):
     # the differences of k90, rho and the drop point hold from 4 subsets and 4 draws, under each null
-    assert len(crossed_curve_rows) == len(CURVE_DIFFERENCES) * (3 + 2)
+    cells = {(r.null, r.design) for r in crossed_curve_rows}
+    assert len(crossed_curve_rows) == len(CURVE_DIFFERENCES) * len(cells)
     assert all(decidable(r) for r in crossed_curve_rows)
     failing = [r for r in crossed_curve_rows if not (r.size_ok(SIGMAS) and r.coverage_ok(SIGMAS))]
     assert not failing, failing
@@ -375,7 +398,7 @@ def test_the_correlation_rule_refuses_four_heads_and_the_percentile_bootstrap_wh
     assert all(correlation_interval(h)[0] != "percentile bootstrap" for h in range(3, 200))
 
 
-@pytest.mark.parametrize("heads", [6, 72])
+@pytest.mark.parametrize("heads", [6, pytest.param(72, marks=pytest.mark.slow)])
 def test_the_permutation_p_of_the_correlation_holds_its_size(heads):
     # exact (every pairing) at 6 heads, 20,000 random pairings at 72; the null is the same for every design
     rows = correlation_table(
