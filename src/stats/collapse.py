@@ -11,7 +11,7 @@ A contrast of conditions' scores where runs collapse is a two-part (hurdle) outc
 every run counts in exactly one part, its collapse (the rates, by collapse_sides) or, where no
 condition's run of a trial collapsed, its score (the trained runs' contrast, whose test the caller
 passes in), the parts combined by Bonferroni. Its calibration is measured in docs/calibration.md
-(tools/calibrate.py hurdle_table).
+(tools/calibrate/hurdle.py hurdle_table).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Spearman rho over attention heads (head importance against the head-reinit effect) with
-the interval whose calibration tools/calibrate.py measured at that number of heads, and the test
-of a Spearman rho against a margin (tools/calibrate.py spearman_margin_table)."""
+the interval whose calibration tools/calibrate/heads.py measured at that number of heads, and the test
+of a Spearman rho against a margin (tools/calibrate/spearman_margin.py spearman_margin_table)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def fisher_interval(importance: np.ndarray, drop: np.ndarray, level: float = 0.9
     return float(np.tanh(z - half)), float(np.tanh(z + half))
 
 
-# the candidate intervals of rho over heads, whose calibration tools/calibrate.py measures and
+# the candidate intervals of rho over heads, whose calibration tools/calibrate/heads.py measures and
 # from which correlation_interval picks the one reported at a number of heads
 CORRELATION_INTERVALS = {
     "percentile bootstrap": percentile_interval,
@@ -95,7 +95,7 @@ def spearman_with_uncertainty(importance: np.ndarray, drop: np.ndarray) -> dict:
 def spearman_above(rho, n: int, margin: float):
     """One-sided p's (for: ρ > margin, against: ρ < margin) of a Spearman ρ (a number or an array of them)
     from n pairs, by Fisher's z with Bonett & Wright's (2000) variance (1 + ρ²/2) / (n − 3). Its size at the
-    boundary (population ρ = margin) is measured by tools/calibrate.py (spearman_margin_table); validity
+    boundary (population ρ = margin) is measured by tools/calibrate/spearman_margin.py (spearman_margin_table); validity
     says from how many pairs it decides ("spearman-margin")."""
     rho = np.clip(rho, -0.999999, 0.999999)
     z = (np.arctanh(rho) - math.atanh(margin)) / np.sqrt((1 + rho**2 / 2) / (n - 3))

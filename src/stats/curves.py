@@ -1,6 +1,6 @@
 """Statistics of a layer curve (a score per k = 0..L): where it first reaches a share of its
 gain, its steepest step, how straight it is. Used by the claims and measured by the
-calibration simulation (tools/calibrate.py) as they are."""
+calibration simulation (tools/calibrate/curves.py) as they are."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ to example-jackknife pseudo-values so that F1 and MCC get it too), the tests fro
 estimate's standard error, the curve bootstrap (with the two-way pigeonhole bootstrap of a
 crossed seed_design's subsets and draws), and the planner's range of trials. Each has a test against
 the textbook case it reduces to (tests/unit/stats/test_hypothesis.py), and its calibration is
-measured by simulation (tools/calibrate.py, docs/calibration.md). The task metric a test
+measured by simulation (tools/calibrate, docs/calibration.md). The task metric a test
 resamples over the eval examples comes from its caller (an ExampleMetric; src/tasks/metrics.py
 defines them): this module imports nothing from the project.
 """
@@ -359,7 +359,7 @@ def curve_draws(
     comparisons resample it jointly; None draws fresh ones. With a crossed seed_design `design`
     = (S subsets, D draws) covering the T = S*D trials, the trials are resampled by subsets and
     draws (trial_multiplicities) and the eval set's part is the subsets x draws x examples
-    table's `fixed_variance`. Its calibration is measured by tools/calibrate.py
+    table's `fixed_variance`. Its calibration is measured by tools/calibrate/curves.py
     (docs/calibration.md)."""
     scores, labels = np.asarray(scores, dtype=float), np.asarray(labels)
     n_trials = scores.shape[1]

@@ -1,5 +1,5 @@
 """Which designs can decide: the validity rule the report applies before a test may give a
-verdict, as the calibration simulation (tools/calibrate.py, docs/calibration.md) measured it.
+verdict, as the calibration simulation (tools/calibrate, docs/calibration.md) measured it.
 
 tests/unit/stats/test_calibration.py re-measures every cell this rule says yes to."""
 

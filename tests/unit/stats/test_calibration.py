@@ -1,9 +1,11 @@
-"""tools/calibrate.py: the measured calibration of every test type the claims use.
+"""tools/calibrate: the measured calibration of every test type the claims use.
 
 Each test runs the harness at a Monte Carlo size that fits in seconds and asserts the targets (size <= 1.2 x the
 level at 0.05 and at the report's smallest Holm level, coverage >= 0.94, half-width <= 1.25 x the oracle) with 3
 Monte Carlo SEs of slack, in the cells that `validity.decidable` says a claim may use. The seeds are fixed, so a
-pass is reproducible; docs/calibration.md has the same tables at larger sizes."""
+pass is reproducible; docs/calibration.md has the same tables at larger sizes. Where a simulation spans several
+cells (the curve statistics, the crossed curves, the correlation's heads), the default run measures one of them and
+`-m slow` the rest."""
 
 from dataclasses import replace
 
@@ -12,11 +14,36 @@ import pandas as pd
 import pytest
 
 import src.claims.verdicts as verdicts_module
+from src.claims.units import NEAR_COLLAPSE_SHARE
 from src.stats import hypothesis, validity
 from src.stats.collapse import hurdle
 from src.stats.correlation import correlation_interval
 from tests.fake_evidence import RISING, Builder, L, probe_evidence
-from tools import calibrate as calibration
+from tools.calibrate.__main__ import main
+from tools.calibrate.crossed import CROSSED_NULLS, crossed_table
+from tools.calibrate.curves import CURVE_DIFFERENCES, crossed_curve_table, curve_table
+from tools.calibrate.estimates import ESTIMATE_TESTS, TRAINED, estimate_table, estimates
+from tools.calibrate.heads import (
+    HEAD_DESIGNS,
+    HEADS,
+    IMPORTANCE_NOISE,
+    IMPORTANCE_SKEW,
+    PERMUTATION,
+    HeadDesign,
+    correlation_table,
+    population_spearman,
+)
+from tools.calibrate.hurdle import HURDLE_ALTERNATIVES, HURDLE_NULLS, SECOND_DIFFERENCE, hurdle_table
+from tools.calibrate.nulls import NULLS, simulate
+from tools.calibrate.row import ALPHA, HOLM_LEVEL
+from tools.calibrate.run_null import REPORT_NULL, REPORT_NULLS, common_levels, expected_evidence, null_replicate
+from tools.calibrate.spearman_margin import spearman_margin_table
+from tools.calibrate.table import decidable_row
+from tools.calibrate.table import test_type_of as type_of_test  # not collected as a test
+from tools.calibrate.trained import trained_table
+from tools.calibrate.training_check import training_check_table
+from tools.calibrate.welch import welch_table
+from tools.calibrate.whole_report import claim_truths, whole_report_markdown, whole_report_table
 
 SIGMAS = 3  # Monte Carlo slack on size and coverage
 # the fast subset: where the dropped-component df failed worst (three agreeing trials), and the trial + example null
@@ -26,18 +53,18 @@ COLLAPSE_NULLS = ["A, the full model, collapses (0.2)", "collapses and near-coll
 
 
 def decidable(row):
-    return calibration.decidable_row(row)[0]
+    return decidable_row(row)[0]
 
 
 def fast_estimate_rows(estimator, nulls=FAST_NULLS, estimators=None):
-    return calibration.estimate_table(
+    return estimate_table(
         reps=6000, trials=(3,), nulls=nulls, estimators=estimators or (estimator,), margin_reps=1000, seed=1
     )
 
 
 def test_estimate_tests_hold_their_size_at_alpha_and_at_the_smallest_holm_level():
     rows = fast_estimate_rows("new")
-    assert len(rows) == len(FAST_NULLS) * len(calibration.ESTIMATE_TESTS) and all(decidable(r) for r in rows)
+    assert len(rows) == len(FAST_NULLS) * len(ESTIMATE_TESTS) and all(decidable(r) for r in rows)
     failing = [row for row in rows if not (row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS))]
     assert not failing, failing
 
@@ -49,7 +76,7 @@ def test_where_both_conditions_collapse_alike_the_test_of_every_run_holds_its_si
     rows = fast_estimate_rows("new", ["both collapse (0.2)"], ("new", "before"))
     new = [row for row in rows if row.estimator == "new"]
     failing = [row for row in new if not (row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS))]
-    assert len(new) == len(calibration.ESTIMATE_TESTS) and not failing, failing
+    assert len(new) == len(ESTIMATE_TESTS) and not failing, failing
     before = [row for row in rows if row.estimator == "before"]
     assert not all(row.size_ok(SIGMAS) for row in before)
 
@@ -77,37 +104,37 @@ def test_margins_and_chance_levels_on_the_trained_runs_hold_their_size_where_one
     # trained runs (no compensation) it holds its size at both levels where one condition collapses in 2 of 3
     # trials, with near-collapses mixed in, and for one condition against a constant; with fewer than 2 trained
     # trials it has no test (it does not reject)
-    rows = calibration.trained_table(reps=6000, trials=(3,), nulls=TRAINED_FAST, margin_reps=1000, seed=1)
-    assert {r.null for r in rows} == set(TRAINED_FAST) and all(r.estimator == calibration.TRAINED for r in rows)
+    rows = trained_table(reps=6000, trials=(3,), nulls=TRAINED_FAST, margin_reps=1000, seed=1)
+    assert {r.null for r in rows} == set(TRAINED_FAST) and all(r.estimator == TRAINED for r in rows)
     failing = [row for row in rows if not (row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS))]
-    assert len(rows) == len(TRAINED_FAST) * len(calibration.ESTIMATE_TESTS) and not failing, failing
+    assert len(rows) == len(TRAINED_FAST) * len(ESTIMATE_TESTS) and not failing, failing
     two_of_three = next(r for r in rows if r.null == TRAINED_FAST[0])
     assert two_of_three.refused == pytest.approx(1 - (1 / 3) ** 3 - 3 * (1 / 3) ** 2 * (2 / 3), abs=0.02)
 
 
-HURDLE_NULLS = ["both collapse (0.2)", "collapses and near-collapses mixed, equal rates"]
+EQUAL_RATES = ["both collapse (0.2)", "collapses and near-collapses mixed, equal rates"]
 TWO_OF_THREE = "B collapses (2/3), trained runs alike"
 
 
 def test_the_hurdle_holds_its_size_and_a_collapse_in_2_of_3_trials_is_not_decided_by_a_t_on_the_mixture():
-    rows = calibration.hurdle_table(reps=3000, trials=(3, 10), nulls=HURDLE_NULLS, alternatives=[TWO_OF_THREE], seed=1)
-    nulls = [r for r in rows if r.null in HURDLE_NULLS]
+    rows = hurdle_table(reps=3000, trials=(3, 10), nulls=EQUAL_RATES, alternatives=[TWO_OF_THREE], seed=1)
+    nulls = [r for r in rows if r.null in EQUAL_RATES]
     assert len(nulls) == 4 and all(r.size_ok(SIGMAS) for r in nulls), nulls
     two_of_three = {r.trials: r for r in rows if r.null == TWO_OF_THREE}
-    slack = SIGMAS * np.sqrt(calibration.ALPHA / 3000)
+    slack = SIGMAS * np.sqrt(ALPHA / 3000)
     # B collapses in 2 of 3 trials on average, A never, their trained runs alike. At 3 trials the rate part cannot
     # reject (its smallest one-sided p is 1/8) and the trained part's null holds: "A better" is rejected no more
     # often than α
-    assert two_of_three[3].greater[0] <= calibration.ALPHA + slack
+    assert two_of_three[3].greater[0] <= ALPHA + slack
     # a t on the mixture of every run (the test before the hurdle) finds A better in a third of the samples
-    correct, majority = calibration.simulate(
-        calibration.HURDLE_ALTERNATIVES[TWO_OF_THREE][0], 3, 3000, np.random.default_rng(1), compensate=False
+    correct, majority = simulate(
+        HURDLE_ALTERNATIVES[TWO_OF_THREE][0], 3, 3000, np.random.default_rng(1), compensate=False
     )
-    mixture = calibration.estimates(correct, majority, "new")[0]
-    assert np.mean(mixture.p_greater() < calibration.ALPHA) > 0.2
+    mixture = estimates(correct, majority, "new")[0]
+    assert np.mean(mixture.p_greater() < ALPHA) > 0.2
     # at 10 trials the exact rate test sees it, and never the other way
-    assert two_of_three[10].greater[0] > 0.5 and two_of_three[10].less[0] <= calibration.ALPHA / 2 + slack
-    assert two_of_three[10].less[1] <= calibration.HOLM_LEVEL + SIGMAS * np.sqrt(calibration.HOLM_LEVEL / 3000)
+    assert two_of_three[10].greater[0] > 0.5 and two_of_three[10].less[0] <= ALPHA / 2 + slack
+    assert two_of_three[10].less[1] <= HOLM_LEVEL + SIGMAS * np.sqrt(HOLM_LEVEL / 3000)
 
 
 def test_a_second_differences_hurdle_holds_its_size_where_a_t_on_the_mixture_does_not():
@@ -116,16 +143,14 @@ def test_a_second_differences_hurdle_holds_its_size_where_a_t_on_the_mixture_doe
     # agree, and the crossed test on them rejects at small levels far more often than the level (here 0.005, the
     # Holm level of a 10-test family); the hurdle's exact permutation of the collapses holds its size
     null, reps, level = "both collapse (0.2)", 4000, 0.005
-    rows = calibration.hurdle_table(reps, 0, (3, 5), [null], [], contrast="second difference")
+    rows = hurdle_table(reps, 0, (3, 5), [null], [], contrast="second difference")
     assert len(rows) == 2 and all(r.size_ok(SIGMAS) and not r.symmetric for r in rows), rows
-    correct, majority = calibration.simulate(
-        calibration.HURDLE_NULLS[null], 3, reps, np.random.default_rng(1), compensate=False, conditions=3
-    )
-    mixture = calibration.estimates(correct, majority, "new", calibration.SECOND_DIFFERENCE)[0]
+    correct, majority = simulate(HURDLE_NULLS[null], 3, reps, np.random.default_rng(1), compensate=False, conditions=3)
+    mixture = estimates(correct, majority, "new", SECOND_DIFFERENCE)[0]
     assert np.mean(mixture.p_less() < level) > 2 * level
-    trained = calibration.estimates(correct, majority, "collapsed excluded", calibration.SECOND_DIFFERENCE)[0]
-    flags = majority >= calibration.NEAR_COLLAPSE_SHARE
-    result = hurdle(flags, calibration.SECOND_DIFFERENCE, (trained.p_greater(), trained.p_less()), calibration.ALPHA)
+    trained = estimates(correct, majority, "collapsed excluded", SECOND_DIFFERENCE)[0]
+    flags = majority >= NEAR_COLLAPSE_SHARE
+    result = hurdle(flags, SECOND_DIFFERENCE, (trained.p_greater(), trained.p_less()), ALPHA)
     assert np.mean(result.p_less < level) <= level + SIGMAS * np.sqrt(level / reps)
 
 
@@ -139,9 +164,7 @@ def test_the_fast_subset_fails_the_estimator_it_replaced():
 def test_estimate_intervals_are_within_the_half_width_target_at_ten_trials():
     # at T = 3 no valid interval can meet it: t(2) is 4.30, not 1.96. At T = 10 t(9) is 2.26 (1.15x); with no
     # trial component the floor at the interaction widens it to 1.27x (interaction-only, docs/calibration.md)
-    rows = calibration.estimate_table(
-        reps=3000, trials=(10,), nulls=["trial-dominated"], estimators=("new",), margin_reps=0
-    )
+    rows = estimate_table(reps=3000, trials=(10,), nulls=["trial-dominated"], estimators=("new",), margin_reps=0)
     checked = [row for row in rows if not np.isnan(row.half_width)]
     assert len(checked) == 1 and all(row.half_width_ok() and row.coverage_ok(SIGMAS) for row in checked), checked
 
@@ -154,34 +177,44 @@ def test_estimate_intervals_are_within_the_half_width_target_at_ten_trials():
     [("trial-dominated", 0.9, 1.1), ("example-dominated", 0.95, 1.25), ("interaction-only", 1.1, 1.5)],
 )
 def test_the_crossed_variance_against_the_estimates_spread(name, low, high):
-    correct, majority = calibration.simulate(calibration.NULLS[name], 5, 1500, np.random.default_rng(2))
-    estimate, _ = calibration.estimates(correct, majority, "new")
+    correct, majority = simulate(NULLS[name], 5, 1500, np.random.default_rng(2))
+    estimate, _ = estimates(correct, majority, "new")
     ratio = np.mean(estimate.se**2) / np.var(estimate.estimate, ddof=1)
     assert low < ratio < high
 
 
-@pytest.fixture(scope="module")
-def curve_rows():
-    return calibration.curve_table(
-        reps=150, resamples=100, trials=(3, 10), nulls=["trial-dominated", "example-dominated", "collapse-skewed"]
-    )
+@pytest.fixture(
+    scope="module",
+    params=[
+        # the default run measures one cell, the grid's first (seed 0, so its draws are the grid's)
+        pytest.param(((3,), ["trial-dominated"]), id="one cell"),
+        pytest.param(
+            ((3, 10), ["trial-dominated", "example-dominated", "collapse-skewed"]), id="grid", marks=pytest.mark.slow
+        ),
+    ],
+)
+def curve_rows(request):
+    trials, nulls = request.param
+    return curve_table(reps=150, resamples=100, trials=trials, nulls=nulls)
 
 
 def test_bootstrap_differences_hold_size_and_coverage_where_decidable(curve_rows):
     # both sizes' curves and the probe scored on one eval set, drawn with the same eval draws (as the
-    # report does): the differences hold from 3 trials, also when only one size's low-k runs collapse
+    # report does): the differences hold from 3 trials, also when only one size's low-k runs collapse (the grid)
     checked = [row for row in curve_rows if decidable(row)]
     differences = ("k90 difference", "difference of rho", "drop-point difference")
-    assert {(row.test, row.trials) for row in checked} == {(test, t) for test in differences for t in (3, 10)}
+    measured = {row.trials for row in curve_rows}
+    assert {(row.test, row.trials) for row in checked} == {(test, t) for test in differences for t in measured}
     assert all(row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS) for row in checked), checked
 
 
 def test_a_bootstrap_statistic_against_its_true_value_under_covers_and_is_not_decidable(curve_rows):
-    against_truth = [r for r in curve_rows if calibration.test_type_of(r) == "bootstrap"]
+    against_truth = [r for r in curve_rows if type_of_test(r) == "bootstrap"]
     assert against_truth and not any(decidable(r) for r in against_truth)
     under = {(r.test, r.null, r.trials) for r in against_truth if not r.coverage_ok(SIGMAS)}
     expected = {("k90", 3), ("k90(probe) − k90(curve)", 3), ("max(curve) − max(probe)", 10)}  # trial-dominated
-    assert {(test, "trial-dominated", t) for test, t in expected} <= under, under
+    measured = {r.trials for r in curve_rows}
+    assert {(test, "trial-dominated", t) for test, t in expected if t in measured} <= under, under
 
 
 def test_a_crossed_seed_design_needs_its_crossed_variance_and_three_levels_of_each_factor():
@@ -189,35 +222,45 @@ def test_a_crossed_seed_design_needs_its_crossed_variance_and_three_levels_of_ea
     # look like replication); the crossed subsets x draws x examples variance holds its size where
     # decidable() allows it (>= 3 subsets and >= 3 draws). With 2 levels of a factor its df, min(S, D) - 1, is 1:
     # valid, but its intervals are 5-6x the oracle, so decidable() refuses it
-    rows = calibration.crossed_table(reps=300, designs=((3, 3), (2, 5)))
+    rows = crossed_table(reps=300, designs=((3, 3), (2, 5)))
     old = [r for r in rows if r.estimator == "old"]
     assert all(not r.size_ok(SIGMAS) and not r.coverage_ok(SIGMAS) for r in old), old
     new = {(r.null, r.design): r for r in rows if r.estimator == "new"}
     assert all(
-        new[(null, (3, 3))].size_ok(SIGMAS) and new[(null, (3, 3))].coverage_ok(SIGMAS)
-        for null in calibration.CROSSED_NULLS
+        new[(null, (3, 3))].size_ok(SIGMAS) and new[(null, (3, 3))].coverage_ok(SIGMAS) for null in CROSSED_NULLS
     )
     assert all(decidable(r) == (r.design == (3, 3)) for r in new.values())
     two_levels = new[("subset-dominated", (2, 5))]
     assert two_levels.size_ok(SIGMAS) and two_levels.half_width > 3
 
 
-@pytest.fixture(scope="module")
-def crossed_curve_rows():
-    # the edge of what decidable() allows: 4 levels of each factor under every crossed null, and the dominant
-    # factor at 4 with 8 of the other (where 3 levels failed; docs/calibration.md has the rest)
-    square = calibration.crossed_curve_table(reps=150, resamples=200, designs=((4, 4),))
-    return (
-        square
-        + calibration.crossed_curve_table(reps=100, resamples=200, designs=((4, 8),), nulls=["subset-dominated"])
-        + calibration.crossed_curve_table(reps=100, resamples=200, designs=((8, 4),), nulls=["draws-dominated"])
-    )
+@pytest.fixture(
+    scope="module",
+    params=[
+        # the default run measures one cell, the edge's first (seed 0, so its draws are the edge's)
+        pytest.param([(150, (4, 4), ["subset-dominated"])], id="one cell"),
+        # the edge of what decidable() allows: 4 levels of each factor under every crossed null, and the dominant
+        # factor at 4 with 8 of the other (where 3 levels failed; docs/calibration.md has the rest)
+        pytest.param(
+            [(150, (4, 4), None), (100, (4, 8), ["subset-dominated"]), (100, (8, 4), ["draws-dominated"])],
+            id="edge",
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
+def crossed_curve_rows(request):
+    return [
+        row
+        for reps, design, nulls in request.param
+        for row in crossed_curve_table(reps=reps, resamples=200, designs=(design,), nulls=nulls)
+    ]
 
 
 def test_crossed_curve_differences_hold_size_and_coverage_at_the_edge_of_what_is_decidable(crossed_curve_rows):
     # both sizes' runs from one crossed seed_design, their draws resampling subsets and draws (pigeonhole):
     # the differences of k90, rho and the drop point hold from 4 subsets and 4 draws, under each null
-    assert len(crossed_curve_rows) == len(calibration.CURVE_DIFFERENCES) * (3 + 2)
+    cells = {(r.null, r.design) for r in crossed_curve_rows}
+    assert len(crossed_curve_rows) == len(CURVE_DIFFERENCES) * len(cells)
     assert all(decidable(r) for r in crossed_curve_rows)
     failing = [r for r in crossed_curve_rows if not (r.size_ok(SIGMAS) and r.coverage_ok(SIGMAS))]
     assert not failing, failing
@@ -226,7 +269,7 @@ def test_crossed_curve_differences_hold_size_and_coverage_at_the_edge_of_what_is
 def test_a_crossed_curve_difference_with_two_levels_of_the_dominant_factor_is_refused():
     # 5 subsets x 2 draws with the draws dominating: the pigeonhole bootstrap has 3 ways to draw 2 levels and the
     # k90 difference's size is 0.18 (docs/calibration.md); decidable() needs 3 levels of each factor
-    k90, *_ = calibration.crossed_curve_table(reps=400, resamples=100, designs=((5, 2),), nulls=["draws-dominated"])
+    k90, *_ = crossed_curve_table(reps=400, resamples=100, designs=((5, 2),), nulls=["draws-dominated"])
     assert k90.test == "k90 difference, crossed 5x2" and not k90.size_ok(SIGMAS), k90
     assert not decidable(k90)
     ok, reason = validity.decidable("bootstrap-difference", 10, design=(2, 5))
@@ -234,13 +277,13 @@ def test_a_crossed_curve_difference_with_two_levels_of_the_dominant_factor_is_re
 
 
 def test_welch_holds_size_and_coverage_from_three_trials():
-    rows = calibration.welch_table(reps=4000)
+    rows = welch_table(reps=4000)
     assert all(row.size_ok(SIGMAS) and row.coverage_ok(SIGMAS) and decidable(row) for row in rows), rows
     assert all(row.half_width_ok() for row in rows if row.trials == 10)
 
 
 def test_the_spearman_margin_test_holds_its_size_from_the_pairs_the_rule_decides_from_and_not_below():
-    rows = {row.trials: row for row in calibration.spearman_margin_table(reps=40_000, pairs=(4, 15, 30))}
+    rows = {row.trials: row for row in spearman_margin_table(reps=40_000, pairs=(4, 15, 30))}
     assert all(row.size_ok(SIGMAS) and decidable(row) for n, row in rows.items() if n >= 15), rows
     assert not rows[4].size_ok(SIGMAS) and not decidable(rows[4])
     assert validity.decidable_from("spearman-margin") == 15 and not validity.decidable("spearman-margin", 10)[0]
@@ -250,12 +293,12 @@ def test_simulated_contrast_over_all_runs_is_exactly_the_requested_one():
     # the design's truth, which size and coverage are measured against: the mean over every run, (nearly) collapsed
     # ones included, over many replicates; the trained runs compensate for the collapses
     for name in ("B collapses (0.2)", "collapses and near-collapses mixed"):
-        correct, majority = calibration.simulate(calibration.NULLS[name], 10, 2000, np.random.default_rng(3), 0.02)
+        correct, majority = simulate(NULLS[name], 10, 2000, np.random.default_rng(3), 0.02)
         assert correct[0].mean() - correct[1].mean() == pytest.approx(0.02, abs=0.003)
-    null = calibration.NULLS["B collapses (0.2)"]
-    correct, majority = calibration.simulate(null, 10, 2000, np.random.default_rng(3), 0.02)
+    null = NULLS["B collapses (0.2)"]
+    correct, majority = simulate(null, 10, 2000, np.random.default_rng(3), 0.02)
     assert (majority[1] == 1).mean() == pytest.approx(0.2, abs=0.01) and (majority[0] == 1).mean() == 0
-    trained = majority[1] < calibration.NEAR_COLLAPSE_SHARE
+    trained = majority[1] < NEAR_COLLAPSE_SHARE
     assert correct[1][trained].mean() == pytest.approx((0.78 - 0.2 * 0.5) / 0.8, abs=0.003)
 
 
@@ -291,9 +334,7 @@ def test_the_curve_bootstrap_counts_the_interaction_once():
     # plus the eval set's part once gives 1.1-1.2 for k90. The difference of rho against a 3-seed probe
     # is 1.42 at 400 replicates (above the 1.25 target, too wide: a rank statistic of nearly fixed
     # curves; stated in docs/calibration.md), with coverage kept
-    rows = {
-        r.test: r for r in calibration.curve_table(reps=150, resamples=100, trials=(10,), nulls=["interaction-only"])
-    }
+    rows = {r.test: r for r in curve_table(reps=150, resamples=100, trials=(10,), nulls=["interaction-only"])}
     k90, rho = rows["k90 difference"], rows["difference of rho"]
     assert k90.half_width <= 1.25 and rho.half_width <= 1.45, rows
     assert k90.coverage_ok(SIGMAS) and rho.coverage_ok(SIGMAS), rows
@@ -304,44 +345,40 @@ def test_the_curve_bootstrap_counts_the_interaction_once():
 def test_the_correlation_estimand_is_the_latent_one_attenuated_by_the_measurement_noise(name, latent_rho):
     # one importance and one reinit trial, no collapse: log importance and drop are bivariate normal, so the
     # population Spearman is (6/pi) arcsin(r/2) of their correlation r, the latent one attenuated by both noises
-    design = calibration.HEAD_DESIGNS[name]
-    skew, noise = calibration.IMPORTANCE_SKEW, calibration.IMPORTANCE_NOISE
+    design = HEAD_DESIGNS[name]
+    skew, noise = IMPORTANCE_SKEW, IMPORTANCE_NOISE
     r = latent_rho * skew / np.hypot(skew, noise) / np.hypot(1, design.noise)
     expected = 6 / np.pi * np.arcsin(r / 2)
-    assert calibration.population_spearman(design, latent_rho, (1, 1)) == pytest.approx(expected, abs=0.004)
+    assert population_spearman(design, latent_rho, (1, 1)) == pytest.approx(expected, abs=0.004)
     # collapsed trials (10%, their drops unrelated to importance) attenuate it further; nothing creates one
-    collapsing = calibration.HeadDesign(design.noise, 0.1)
-    assert 0 < calibration.population_spearman(collapsing, latent_rho, (1, 1)) < 0.9 * expected
-    assert calibration.population_spearman(collapsing, 0.0, (3, 3)) == 0
+    collapsing = HeadDesign(design.noise, 0.1)
+    assert 0 < population_spearman(collapsing, latent_rho, (1, 1)) < 0.9 * expected
+    assert population_spearman(collapsing, 0.0, (3, 3)) == 0
 
 
 # The fewest heads each method is relied on from, where coverage is tightest, in the default run; the
 # larger head counts (13 s each) with `-m slow`, and in docs/calibration.md's tables (python -m tools.calibrate).
 EDGE_HEADS = {
-    min(h for h in calibration.HEADS if correlation_interval(h)[0] == method)
-    for method in {correlation_interval(h)[0] for h in calibration.HEADS} - {None}
+    min(h for h in HEADS if correlation_interval(h)[0] == method)
+    for method in {correlation_interval(h)[0] for h in HEADS} - {None}
 }
 
 
 @pytest.mark.parametrize(
     "heads",
-    [
-        h if h in EDGE_HEADS else pytest.param(h, marks=pytest.mark.slow)
-        for h in calibration.HEADS
-        if correlation_interval(h)[0]
-    ],
+    [h if h in EDGE_HEADS else pytest.param(h, marks=pytest.mark.slow) for h in HEADS if correlation_interval(h)[0]],
 )
 def test_the_correlation_interval_the_rule_reports_covers_under_every_design_at_its_heads(heads):
     # the cells correlation_interval relies on: every design, latent rho and trial count at this number of heads
     method, _ = correlation_interval(heads)
-    rows = calibration.correlation_table(reps=400, heads=(heads,), methods=(method,))
-    assert len(rows) == len(calibration.HEAD_DESIGNS) * 3 * 4
+    rows = correlation_table(reps=400, heads=(heads,), methods=(method,))
+    assert len(rows) == len(HEAD_DESIGNS) * 3 * 4
     assert all(row.coverage_ok(SIGMAS) and row.size_ok(SIGMAS) for row in rows), [r for r in rows if not r.ok(SIGMAS)]
 
 
 def test_the_correlation_rule_refuses_four_heads_and_the_percentile_bootstrap_where_they_fail():
     def cell(heads, latent_rho, methods=None):
-        return calibration.correlation_table(
+        return correlation_table(
             reps=600,
             heads=(heads,),
             methods=methods,
@@ -351,7 +388,7 @@ def test_the_correlation_rule_refuses_four_heads_and_the_percentile_bootstrap_wh
         )
 
     # 4 heads: rho is +-1 in 1 of 12 tables with no relation, and every candidate's interval is then that point
-    four = [row for row in cell(4, 0.6) if row.test != calibration.PERMUTATION]
+    four = [row for row in cell(4, 0.6) if row.test != PERMUTATION]
     assert len(four) == 2 and not any(row.coverage_ok(SIGMAS) for row in four), four
     assert correlation_interval(4) == (None, "none: not calibrated at 4 heads (docs/calibration.md)")
     # the percentile bootstrap the table reported before: size 0.12-0.14 at 5 heads, where Fisher's interval holds
@@ -361,13 +398,13 @@ def test_the_correlation_rule_refuses_four_heads_and_the_percentile_bootstrap_wh
     assert all(correlation_interval(h)[0] != "percentile bootstrap" for h in range(3, 200))
 
 
-@pytest.mark.parametrize("heads", [6, 72])
+@pytest.mark.parametrize("heads", [6, pytest.param(72, marks=pytest.mark.slow)])
 def test_the_permutation_p_of_the_correlation_holds_its_size(heads):
     # exact (every pairing) at 6 heads, 20,000 random pairings at 72; the null is the same for every design
-    rows = calibration.correlation_table(
+    rows = correlation_table(
         reps=800,
         heads=(heads,),
-        methods=(calibration.PERMUTATION,),
+        methods=(PERMUTATION,),
         designs=("noise 3x effect, collapse",),
         latent_rhos=(0.0,),
         trials=((1, 1), (3, 3)),
@@ -379,7 +416,7 @@ def test_the_training_length_check_rarely_marks_a_plateau_and_always_marks_the_m
     # docs/calibration.md "The training-length check": the default's per-trial SD (about 0.01) at 3 trials
     rows = {
         (row.gain, row.sd): row.undertrained
-        for row in calibration.training_check_table(reps=4000, gains=(0.0, 0.094), sds=(0.01, 0.03), trials=(3,))
+        for row in training_check_table(reps=4000, gains=(0.0, 0.094), sds=(0.01, 0.03), trials=(3,))
     }
     assert rows[(0.0, 0.01)] < 0.005 and rows[(0.094, 0.01)] == 1.0
     assert 0.18 < rows[(0.0, 0.03)] < 0.28  # where eval accuracy swings from epoch to epoch it is a coin often
@@ -406,10 +443,10 @@ def small_run():
 
 def test_a_replicate_of_the_whole_report_keeps_the_runs_design_and_draws_every_outcome_under_the_null():
     run = small_run()
-    levels = calibration.common_levels(run)
+    levels = common_levels(run)
     assert levels[("runs", "sst2")] == pytest.approx(np.mean(RISING), abs=0.01)
-    null = calibration.REPORT_NULLS[calibration.REPORT_NULL]
-    replicates = [calibration.null_replicate(run, null, levels, np.random.default_rng(r)) for r in range(10)]
+    null = REPORT_NULLS[REPORT_NULL]
+    replicates = [null_replicate(run, null, levels, np.random.default_rng(r)) for r in range(10)]
     design = ["task", "size", "slug", "trial", "status", "scheme", "k", "plain", "metric"]
     for rep in replicates:
         assert rep.runs[design].equals(run.runs[design]) and rep.labels is run.labels
@@ -440,9 +477,9 @@ def test_a_replicate_of_the_whole_report_keeps_the_runs_design_and_draws_every_o
 
 def test_under_the_collapse_null_every_condition_collapses_alike_and_keeps_the_common_expected_accuracy():
     run = small_run()
-    levels = calibration.common_levels(run)
-    null = calibration.REPORT_NULLS["every condition collapses (0.2)"]
-    runs = pd.concat(calibration.null_replicate(run, null, levels, np.random.default_rng(r)).runs for r in range(40))
+    levels = common_levels(run)
+    null = REPORT_NULLS["every condition collapses (0.2)"]
+    runs = pd.concat(null_replicate(run, null, levels, np.random.default_rng(r)).runs for r in range(40))
     collapsed = runs.groupby("k")["collapsed"].mean()  # 40 replicates x 3 trials per condition
     assert collapsed.between(0.05, 0.4).all() and runs["collapsed"].mean() == pytest.approx(0.2, abs=0.04)
     # the collapsed runs score their class's share (about 0.5), the trained ones compensate: the level holds
@@ -452,8 +489,8 @@ def test_under_the_collapse_null_every_condition_collapses_alike_and_keeps_the_c
 
 def test_under_the_null_a_difference_is_false_an_equivalence_true_and_chance_true_only_near_the_common_level():
     run = small_run()
-    levels = calibration.common_levels(run)
-    truths = calibration.claim_truths(calibration.expected_evidence(run, levels))
+    levels = common_levels(run)
+    truths = claim_truths(expected_evidence(run, levels))
     for claim in (
         "full_beats_scratch",  # a difference of conditions
         "later_reinit_costs_less",  # a slope over k
@@ -469,7 +506,7 @@ def test_under_the_null_a_difference_is_false_an_equivalence_true_and_chance_tru
     assert truths["top_two_layers_negligible_in_finetuning"] is True  # |full − k = L − 2| < margin
     assert truths["permutation_lowers_accuracy"] is None  # not run: no units, no truth
     chance = np.bincount(run.labels["sst2"]).max() / len(run.labels["sst2"])
-    near = calibration.claim_truths(calibration.expected_evidence(run, levels | {("runs", "sst2"): chance + 0.01}))
+    near = claim_truths(expected_evidence(run, levels | {("runs", "sst2"): chance + 0.01}))
     assert near["all_reinit_at_chance"] is True
 
 
@@ -477,18 +514,18 @@ def test_a_verdict_rule_that_supports_every_claim_is_wrong_in_every_replicate_of
     original = verdicts_module.verdict
     monkeypatch.setattr(verdicts_module, "verdict", lambda *args: original(*args) | {"verdict": "supported"})
     run = small_run()
-    broken = calibration.whole_report_table(run, calibration.common_levels(run), reps=2, seed=0)
+    broken = whole_report_table(run, common_levels(run), reps=2, seed=0)
     assert broken.any_wrong() == 2 and broken.any_wrong(lambda claim, verdict: verdict == "contradicted") == 0
     false = {claim for claim, truth in broken.truths.items() if truth is False}
     assert false and all(
         {c for c, v in verdicts.items() if broken.wrong(c, v)} == false for verdicts in broken.verdicts
     )
-    assert "| any | 2 / 2 | 1.000 |" in calibration.whole_report_markdown(broken)
+    assert "| any | 2 / 2 | 1.000 |" in whole_report_markdown(broken)
 
 
 def test_the_whole_report_names_a_missing_run_in_one_line_before_any_compute(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
-        calibration.main(["--tables", "whole-report", "--run-metrics", str(tmp_path)])
+        main(["--tables", "whole-report", "--run-metrics", str(tmp_path)])
     assert (
         str(stopped.value)
         == f"error: --run-metrics: no file {tmp_path / 'runs.csv'} (a finished run's metrics/ and data/predictions.npz)"
