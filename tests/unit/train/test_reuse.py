@@ -4,6 +4,7 @@ again on its kept weights where they were kept, else kept as it is and called st
 report's table too); neither trains again."""
 
 import json
+import sys
 
 import pytest
 
@@ -16,6 +17,7 @@ from src.train.reuse import measurement_code
 from src.train.run import EQUIVALENT_RECIPES, fingerprint
 from src.train.schedule import run_all
 from tests.support import tiny_params
+from tools import stale_runs
 
 CONDITION = Condition("rt_sentiment", 8, 0, 1, k=1)
 OLD_ALONE = next(digest for digest, what in EQUIVALENT_RECIPES.items() if "alone" in what)
@@ -68,7 +70,7 @@ def test_a_result_of_a_recipe_declared_equivalent_is_kept_and_one_of_another_rec
     }
 
 
-def test_a_stale_measurement_without_kept_weights_is_kept_as_it_is_and_never_trains(stage):
+def test_a_stale_measurement_without_kept_weights_is_kept_as_it_is_and_never_trains(stage, monkeypatch):
     path, run = stage
     run()
     before = rewrite(path, measurement_code={"cka": "older code"})
@@ -78,6 +80,11 @@ def test_a_stale_measurement_without_kept_weights_is_kept_as_it_is_and_never_tra
     assert RunResult.read(path).stale_measurements(stage_measurement_code(path.parents[3])) == ["cka"]
     stale = stale_measurements(path.parents[4])  # the report's table, over the folder of stage outputs
     assert stale.to_dict("records") == [{"measurement": "cka", "runs": 1, "refresh": REFRESH}]
+    # the refresh: tools.stale_runs --delete, then the stage trains it again, with today's code
+    monkeypatch.setattr(sys, "argv", ["stale_runs", "--runs", str(path.parents[4]), "--delete"])
+    stale_runs.main()
+    assert not path.exists() and ": ok {" in run()
+    assert not stale_measurements(path.parents[4]).to_dict("records")
 
 
 def test_a_stale_measurement_is_made_again_on_kept_weights(stage):
