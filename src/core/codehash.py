@@ -160,7 +160,7 @@ def _blank(node: ast.expr) -> ast.expr:
 
 
 class _BlankText(ast.NodeTransformer):
-    """Blanks the describing text of the module docstring's list (help, error and warning text)."""
+    """Blanks help, error and warning text (the places this module's docstring lists)."""
 
     def __init__(self, help_positions: dict[str, int]):
         self.help_positions = help_positions

@@ -71,10 +71,9 @@ PACKED_RECIPE = _recipe("src.train.packed")
 # fingerprint was made with one is current, and is not trained again. A digest goes here only
 # when the golden runs (tests/contract/test_golden_runs.py) prove that the code it hashed and
 # the current code give the same numbers; a change of numbers is a new recipe and retrains.
-EQUIVALENT_RECIPES = {
-    "d3fca7d5951b03c974adb422ebddb4276ad442d098c2c3733e580f59cc4d894a": "83d6513, alone (before the measurement "
-    "code and help and error text left the recipe)",
-    "2ee98b72bc4f234d0ef1cf52bc3344eb76f12afbe10940fb823cbcd96b5168ef": "83d6513, packed (train.pack)",
+EQUIVALENT_RECIPES = {  # digest -> the code it hashed
+    "d3fca7d5951b03c974adb422ebddb4276ad442d098c2c3733e580f59cc4d894a": "83d6513's RECIPE, as 83d6513 hashed it",
+    "2ee98b72bc4f234d0ef1cf52bc3344eb76f12afbe10940fb823cbcd96b5168ef": "83d6513's PACKED_RECIPE, as 83d6513 hashed it",
 }
 
 

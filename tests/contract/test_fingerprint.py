@@ -178,5 +178,5 @@ def test_the_digests_pinned_for_83d6513_are_what_its_code_hashed(tmp_path):
         text=True,
         check=True,
     )
-    assert set(then.stdout.split()) == set(run.EQUIVALENT_RECIPES)
+    assert set(then.stdout.split()) <= set(run.EQUIVALENT_RECIPES)
     assert {m.setting: code_digest(measurement_files(m), tmp_path) for m in MEASUREMENTS} == LEGACY_MEASUREMENT_CODE
