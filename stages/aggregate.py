@@ -33,7 +33,7 @@ def main() -> None:
     tables = build_tables(config, all_study_conditions(config, num_layers), args.runs, args.probe, num_layers)
     draw_figures(config, tables, args.figures, args.tables / "figures.csv")
     write_tables(tables, config, args.tables, args.plot_data, num_layers)
-    write_measures(config.studies, tables, args.tables, num_layers)
+    write_measures(config.studies, tables, args.tables, num_layers, args.runs)
     write_predictions(args.predictions, tables.results, args.tasks, args.probe, config.probe.tasks)
     print(tables.headline_points[SHOWN].to_string(index=False))
 

@@ -4,7 +4,8 @@ data/runs/studies/<study>/<task>/n<size>/<slug>/trial<t>.json holds one RunResul
 eval loss, per-example eval predictions, per-step and per-epoch losses (and eval), the weight change
 (and by step), the layer order, the depth audit, every reinitialised tensor, the subset hash, every setting
 the run trained with, the seeds it drew from, each intermediate step of a sequential run (task,
-size, epochs, losses), and the fingerprint of its inputs.
+size, epochs, losses), the fingerprint of its inputs, and the digest of the code that made
+each of its measurements.
 """
 
 from __future__ import annotations
@@ -19,6 +20,18 @@ import numpy as np
 from src.conditions.condition import Condition
 from src.core.files import write_json_atomically
 from src.tasks.kinds import decode_predictions
+
+# The digest of each measurement's code at commit 83d6513 (src/train/reuse.measurement_code
+# over that commit's files): what made the measurements of a result written before results
+# recorded theirs.
+LEGACY_MEASUREMENT_CODE = {
+    "cka": "3fbab72875b5cbd12b187b914dd7ad9ef0b9ddb58cb11e14b381a81f3a82bec1",
+    "criticality": "1f71907be5e3120c8b3b8cfeeed9dceb7de3baac59e6fae0959b94dec72ba4dd",
+    "head_importance": "049e0d5a1672083c5641214bd79c818e3540f949b4b79c36392a6ae8b8ad3984",
+}
+# In a finetune stage's output folder: each measurement's digest (setting -> digest) as the
+# stage last ran it, what a result's measurements are stale against (stale_measurements)
+MEASUREMENT_CODE_FILE = "measurement_code.json"
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,9 @@ class RunResult:
     # training fingerprint matches trained exactly as asked, whatever it measured
     training_fingerprint: str | None = None
     weights_sha256: str | None = None  # train.keep_weights: the finetuned weights kept beside it (weights_path)
+    # setting -> the digest of the code that made that measurement (src/train/reuse.measurement_code);
+    # a measurement made before results recorded it: LEGACY_MEASUREMENT_CODE
+    measurement_code: dict[str, str] = field(default_factory=dict)
 
     @property
     def cond(self) -> Condition:
@@ -70,6 +86,14 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def made_by(self, setting: str) -> str:
+        """The digest of the code that made measurement `setting` (a RunSettings flag)."""
+        return self.measurement_code.get(setting, LEGACY_MEASUREMENT_CODE[setting])
+
+    def stale_measurements(self, code: dict[str, str]) -> list[str]:
+        """The measurements this finished run made by other code than `code` (setting -> digest)."""
+        return [s for s in code if self.ok and self.settings.get(s) and self.made_by(s) != code[s]]
 
     def eval_predictions(self) -> np.ndarray | None:
         return decode_predictions(self.predictions) if self.predictions else None
@@ -121,3 +145,21 @@ def weights_path(result_file: Path) -> Path:
 def read_results(root: Path) -> list[RunResult]:
     """Every finished result under `root`."""
     return [RunResult.read(p) for p in sorted(Path(root).rglob("trial*.json"))]
+
+
+def stage_measurement_code(out: Path) -> dict[str, str]:
+    """Each measurement's digest as the finetune stage writing `out` last ran it (empty before any)."""
+    path = Path(out) / MEASUREMENT_CODE_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def stale_results(runs_dir: Path) -> list[tuple[Path, list[str]]]:
+    """(result file, its stale measurements) of each result under `runs_dir` (a folder per
+    finetune stage) that made one by other code than its stage last ran."""
+    found = []
+    for study in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()):
+        code = stage_measurement_code(study)
+        for path in sorted(study.rglob("trial*.json")):
+            if stale := RunResult.read(path).stale_measurements(code):
+                found.append((path, stale))
+    return found

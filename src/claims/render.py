@@ -429,6 +429,10 @@ MEASURE_TABLES = {  # beyond the studies (docs/measures.md, docs/probes.md): sho
         "the method, or why none; docs/calibration.md), permutation p (raw); a secondary analysis beside "
         "specific_heads_matter, not in its verdict"
     ),
+    "stale_measurements": (
+        "Measurements made by older code than the finetune stages ran (stale; kept, as the runs kept no weights to "
+        "measure again, docs/measures.md): which, on how many runs, and the command that trains those runs again"
+    ),
     "variance_components": (
         "Variance components of each crossed seed_design condition (subset, draws, residual; F-test p raw): "
         "where a run's spread comes from (Dodge et al. 2020)"

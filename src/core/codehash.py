@@ -1,16 +1,30 @@
 """Which of this repository's files a module imports, directly or not.
 
 One answer serves two uses: a result's fingerprint hashes the training recipe, the files its
-run function imports (src/train/run.py RECIPE), as normalised code (`code_digest`: comments,
-docstrings and formatting do not count), so a change that can change a number retrains and
-one that cannot does not; and a contract test checks that each dvc.yaml stage lists exactly
-the code its entry point imports.
+run function imports (src/train/run.py RECIPE), and each measurement's digest its own files
+(src/measures MEASUREMENTS), as normalised code (`code_digest`), so a change that can change a
+number retrains (or re-measures) and one that cannot does not; and a contract test checks
+that each dvc.yaml stage lists exactly the code its entry point imports.
+
+Normalised code is the syntax tree less what only a reader sees. It drops docstrings, comments
+and formatting, and it blanks text that only describes, found by where it stands, never by
+what it says:
+- the message of a `raise X(...)` (its call's positional string arguments) and of an `assert`;
+- the string arguments of `print(...)` to the terminal (no `file=`, or sys.stdout / sys.stderr)
+  and of `warnings.warn(...)`;
+- a `help=` keyword's value, and the positional argument that fills the `help` field of a
+  dataclass defined in the same file (the scheme, modifier and key registry's help texts).
+A blanked string is a string literal, an f-string or a `+` of them; anything else in those
+places (a variable, a call) still counts, and so does every other string: a dict key, a
+scheme name, a dtype, a message that code reads back. A file's digest so changes when a
+statement, a name or a counted constant changes, and not when a help or error text does.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +45,7 @@ def module_file(module: str, root: Path | None = None) -> Path | None:
 def _imported(path: Path) -> set[str]:
     """Modules of this repo that `path` imports (top level or inside functions), with the
     packages Python executes on the way (`a.b.c` also runs a/__init__ and a/b/__init__)."""
-    names = set()
+    names: set[str] = set()
     for node in _runtime_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -49,7 +63,7 @@ def _imported(path: Path) -> set[str]:
     return found
 
 
-def _runtime_nodes(tree: ast.AST):
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
     """Every node except those under `if TYPE_CHECKING:` (imports for annotations only, never run)."""
     todo = [tree]
     while todo:
@@ -99,9 +113,9 @@ def code_units(module: str) -> list[str]:
 
 
 def normalised_code(path: Path) -> str:
-    """What a file's code does, without what only a reader sees: the syntax tree with every
-    docstring dropped, printed without line numbers, so that comments, docstrings and
-    formatting leave it unchanged and any change to a statement, name or constant does not."""
+    """What a file's code does, without what only a reader sees (the module's docstring): the
+    syntax tree with every docstring dropped and every describing text blanked, printed
+    without line numbers."""
     tree = ast.parse(Path(path).read_text())
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -113,7 +127,71 @@ def normalised_code(path: Path) -> str:
             and isinstance(body[0].value.value, str)
         ):
             node.body = body[1:] or [ast.Pass()]
+    _BlankText(_help_positions(tree)).visit(tree)
     return ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
+def _help_positions(tree: ast.Module) -> dict[str, int]:
+    """Dataclass name -> the position of its `help` field, for the dataclasses `tree` defines."""
+    positions = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and any(
+            "dataclass" in ast.unparse(decorator) for decorator in node.decorator_list
+        ):
+            fields = [
+                item.target.id
+                for item in node.body
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            ]
+            if "help" in fields:
+                positions[node.name] = fields.index("help")
+    return positions
+
+
+def _is_text(node: ast.expr) -> bool:
+    """A string literal, an f-string, or a `+` of them."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_text(node.left) and _is_text(node.right)
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+def _blank(node: ast.expr) -> ast.expr:
+    return ast.Constant("") if _is_text(node) else node
+
+
+class _BlankText(ast.NodeTransformer):
+    """Blanks help, error and warning text (the places this module's docstring lists)."""
+
+    def __init__(self, help_positions: dict[str, int]):
+        self.help_positions = help_positions
+
+    def visit_Raise(self, node: ast.Raise) -> ast.Raise:
+        self.generic_visit(node)
+        if isinstance(node.exc, ast.Call):
+            node.exc.args = [_blank(arg) for arg in node.exc.args]
+        return node
+
+    def visit_Assert(self, node: ast.Assert) -> ast.Assert:
+        self.generic_visit(node)
+        if node.msg is not None:
+            node.msg = _blank(node.msg)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        self.generic_visit(node)
+        called = ast.unparse(node.func)
+        to = next((keyword.value for keyword in node.keywords if keyword.arg == "file"), None)
+        if (called == "print" and (to is None or ast.unparse(to) in ("sys.stdout", "sys.stderr"))) or (
+            called == "warnings.warn"
+        ):
+            node.args = [_blank(arg) for arg in node.args]
+        position = self.help_positions.get(called)
+        if position is not None and position < len(node.args):
+            node.args[position] = _blank(node.args[position])
+        for keyword in node.keywords:
+            if keyword.arg == "help":
+                keyword.value = _blank(keyword.value)
+        return node
 
 
 def code_digest(files: list[str], root: Path = ROOT) -> str:

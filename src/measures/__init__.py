@@ -4,10 +4,14 @@ RunResult field that holds it, and how it is made: what it takes from the weight
 finetuning starts from (`at_start`), and its value from the finetuned model (`at_end`).
 The engine (src/train/run.py) makes every measurement by iterating MEASUREMENTS.
 
-Measuring never changes how a run trains, so a finished result that measured more than the
-settings ask for now is still the run they describe: src/train/reuse.py keeps it and drops
-the measurements no longer asked for, instead of training it again; one that measured less is
-measured on its kept weights where it kept them (train.keep_weights), else trained again.
+Measuring never changes how a run trains, so this code is not in the training fingerprint
+(src/train/run.py RECIPE), and a finished result that measured more than the settings ask for
+now is still the run they describe: src/train/reuse.py keeps it and drops the measurements no
+longer asked for, instead of training it again; one that measured less is measured on its kept
+weights where it kept them (train.keep_weights), else trained again. Each measurement's code
+has a digest of its own (reuse.measurement_code: this file and the module it runs), recorded
+beside its numbers: one made by other code is measured again on kept weights, else kept and
+called stale, never trained again.
 """
 
 from __future__ import annotations

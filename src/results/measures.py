@@ -8,7 +8,10 @@ finetuning. metrics/head_importance_vs_reinit.csv: per head study, task and size
 Spearman correlation of head importance with the measured drop from reinitialising that
 head (the heads study, aggregate.head_changes), with its interval over heads where one is
 calibrated at that number of heads (correlation_interval; docs/calibration.md)
-and the permutation p (exact up to 8 heads).
+and the permutation p (exact up to 8 heads). metrics/stale_measurements.csv: each measurement
+that some finished runs made by other code than the finetune stages last ran (kept, as no
+weights were kept to make it again: src/train/reuse.py), on how many runs, and the command
+that refreshes it; empty when none is stale.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from src.artefacts.run_result import RunResult
+from src.artefacts.run_result import RunResult, stale_results
 from src.config.schema import StudyConfig
 from src.core.files import write_json_atomically
 from src.results.aggregate import Tables, head_changes
@@ -29,6 +32,7 @@ MEASURE_COLUMNS = {
     "cka": [*RUN_COLUMNS, "layer", "cka"],
     "criticality": [*RUN_COLUMNS, "layer", "rewound_to", "score", "drop"],
     "head_importance": ["task", "size", "slug", "trial", "layer", "head_index", "when", "importance"],
+    "stale_measurements": ["measurement", "runs", "refresh"],
     "head_importance_vs_reinit": [
         "study",
         "task",
@@ -79,6 +83,21 @@ def run_measures(results: dict[str, list[RunResult]]) -> dict[str, pd.DataFrame]
         ["task", "size", "slug", "trial", "layer", "head_index", "when"]
     )
     return found
+
+
+# Deletes the results whose measurements are stale (tools/stale_runs.py), so that they train again.
+REFRESH = "python -m tools.stale_runs --delete && dvc repro"
+
+
+def stale_measurements(runs_dir: Path) -> pd.DataFrame:
+    """Each measurement that results under `runs_dir` made by other code than their finetune
+    stage last ran (stale_results), and on how many of them."""
+    counts: dict[str, int] = {}
+    for _, stale in stale_results(runs_dir):
+        for setting in stale:
+            counts[setting] = counts.get(setting, 0) + 1
+    rows = [{"measurement": setting, "runs": n, "refresh": REFRESH} for setting, n in sorted(counts.items())]
+    return pd.DataFrame(rows, columns=MEASURE_COLUMNS["stale_measurements"])
 
 
 def importance_vs_reinit(
@@ -160,9 +179,12 @@ def measures_metrics(tables: dict[str, pd.DataFrame], probe: pd.DataFrame, num_l
     return metrics
 
 
-def write_measures(studies: dict[str, StudyConfig], tables: Tables, folder: Path, num_layers: int) -> None:
-    """Every measurement table (metrics/<name>.csv) and metrics/measures.json."""
+def write_measures(
+    studies: dict[str, StudyConfig], tables: Tables, folder: Path, num_layers: int, runs_dir: Path
+) -> None:
+    """Every measurement table (metrics/<name>.csv; the stale ones of the results under
+    `runs_dir`) and metrics/measures.json."""
     measured = measure_tables(studies, tables.results, tables.headline, tables.plain_runs)
-    for name, table in measured.items():
+    for name, table in {**measured, "stale_measurements": stale_measurements(runs_dir)}.items():
         table.round(6).to_csv(folder / f"{name}.csv", index=False)
     write_json_atomically(folder / "measures.json", measures_metrics(measured, tables.probe, num_layers))

@@ -38,14 +38,16 @@ from src.tasks import splits
 from src.tasks.registry import TaskSpec, get_task
 from src.train.device import autocast
 from src.train.loop import Member, RunSettings, evaluate, finetune, fit_null_threshold, train_members
-from src.train.reuse import measured_as, missing_measurements
+from src.train.reuse import made_now, measured_as, missing_measurements
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
 # The training recipe, what a result's fingerprint hashes of the code: every repo file this
-# module imports but those that cannot change a trained number, because they only check,
-# write or describe, or because what they produce is hashed itself (the base weights'
-# sha256, the token files). The readers of the data (src/tasks/glue.py, ...) and the
-# exporter of the model are not imported here at all.
+# module imports but the measurement code (src/measures: measuring never changes how a run
+# trains; each measurement's code has a digest of its own, reuse.measurement_code) and those
+# that cannot change a trained number, because they only check, write or describe, or
+# because what they produce is hashed itself (the base weights' sha256, the token files). The
+# readers of the data (src/tasks/glue.py, ...) and the exporter of the model are not imported
+# here at all.
 NOT_RECIPE = {
     "src/artefacts/base_model.py": "base.json's format (the weights' sha256 is hashed)",
     "src/artefacts/run_result.py": "the result's file format",
@@ -55,31 +57,64 @@ NOT_RECIPE = {
     "src/core/files.py": "writes and checksums files",
     "src/train/reuse.py": "which finished result a run may reuse",
 }
-RECIPE = tuple(f for f in code_files(__name__) if f not in NOT_RECIPE)
+MEASUREMENT_CODE = "src/measures/"
+
+
+def _recipe(module: str) -> tuple[str, ...]:
+    return tuple(f for f in code_files(module) if f not in NOT_RECIPE and not f.startswith(MEASUREMENT_CODE))
+
+
+RECIPE = _recipe(__name__)
 # A packed run's recipe adds the stacked step (train.pack; src/train/packed.py imports this module).
-PACKED_RECIPE = tuple(f for f in code_files("src.train.packed") if f not in NOT_RECIPE)
+PACKED_RECIPE = _recipe("src.train.packed")
+# Recipe digests (_recipe_digest) declared equivalent to the current recipe: a result whose
+# fingerprint was made with one is current, and is not trained again. A digest goes here only
+# when the golden runs (tests/contract/test_golden_runs.py) prove that the code it hashed and
+# the current code give the same numbers; a change of numbers is a new recipe and retrains.
+EQUIVALENT_RECIPES = {  # digest -> the code it hashed
+    "d3fca7d5951b03c974adb422ebddb4276ad442d098c2c3733e580f59cc4d894a": "83d6513's RECIPE, as 83d6513 hashed it",
+    "2ee98b72bc4f234d0ef1cf52bc3344eb76f12afbe10940fb823cbcd96b5168ef": "83d6513's PACKED_RECIPE, as 83d6513 hashed it",
+}
 
 
-def fingerprint(condition: Condition, settings: RunSettings, model_dir: Path, tasks_dir: Path) -> str:
+def fingerprint(
+    condition: Condition, settings: RunSettings, model_dir: Path, tasks_dir: Path, code: str | None = None
+) -> str:
     """Everything a result depends on: condition, settings (threads move the last bits; the
     device type and torch version change kernels, so CPU and GPU results never mix in one
-    folder), base weights, token ids and code. A finished result whose fingerprint matches
-    is reused as it is; any other file in its place is recomputed. Never the executor kind
-    or the worker count: those do not change a result. A packed run's fingerprint holds the
-    pack size (settings.pack, which may move the last bits as threads do) and the stacked
-    step's code, never which runs it shared its pack with: that changes no number."""
+    folder), base weights, token ids and code (the recipe's digest, or `code` in its place).
+    A finished result whose fingerprint matches is reused as it is; any other file in its
+    place is recomputed. Never the executor kind or the worker count: those do not change a
+    result. A packed run's fingerprint holds the pack size (settings.pack, which may move the
+    last bits as threads do) and the stacked step's code, never which runs it shared its pack
+    with: that changes no number."""
     tasks = [condition.task, *condition.intermediate_steps]
     inputs = {
         "condition": condition.as_dict(),
         "settings": {**asdict(settings), "checkpoint_every": None},  # checkpoints never change results
         "base": BaseModelRecord.read(model_dir).weights_sha256,
         "tokens": [_file_sha256(tasks_dir / t / "tokens.npz") for t in tasks],
-        "code": _recipe_digest(
-            ROOT, tuple((f, *_version(ROOT / f)) for f in (PACKED_RECIPE if settings.pack else RECIPE))
-        ),
+        "code": code or recipe_digest(settings),
         "torch": torch.__version__,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def recipe_digest(settings: RunSettings) -> str:
+    """The digest of the recipe a run with `settings` trains by (packed or alone), as it is now."""
+    return _recipe_digest(ROOT, tuple((f, *_version(ROOT / f)) for f in (PACKED_RECIPE if settings.pack else RECIPE)))
+
+
+def equivalent_fingerprints(
+    condition: Condition, settings: RunSettings, model_dir: Path, tasks_dir: Path
+) -> dict[str, str]:
+    """Each fingerprint a result of this run, and of its training alone (settings.unmeasured),
+    holds when a recipe declared equivalent (EQUIVALENT_RECIPES) made it -> the current one."""
+    return {
+        fingerprint(condition, asked, model_dir, tasks_dir, code): fingerprint(condition, asked, model_dir, tasks_dir)
+        for asked in (settings, settings.unmeasured())
+        for code in EQUIVALENT_RECIPES
+    }
 
 
 def _version(path: Path) -> tuple[int, int]:
@@ -419,8 +454,10 @@ def _at_start(run: Measured, settings: RunSettings) -> dict:
 
 
 def _at_end(run: Measured, settings: RunSettings, at_start: dict) -> dict:
-    """Each measurement `settings` ask for, made on the finetuned model: RunResult field -> value."""
-    return {m.field: m.at_end(run, at_start.get(m.setting)) for m in MEASUREMENTS if getattr(settings, m.setting)}
+    """Each measurement `settings` ask for, made on the finetuned model: RunResult field -> value,
+    and `measurement_code`, the digest of the code that made each (reuse.made_now)."""
+    made = {m.field: m.at_end(run, at_start.get(m.setting)) for m in MEASUREMENTS if getattr(settings, m.setting)}
+    return {**made, "measurement_code": made_now(settings)}
 
 
 def _device(settings: RunSettings) -> torch.device:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from src.artefacts.base_model import BaseModelRecord
-from src.artefacts.run_result import RunResult, readable, result_path, weights_path
+from src.artefacts.run_result import MEASUREMENT_CODE_FILE, RunResult, readable, result_path, weights_path
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions, focus_conditions, head_references, trained_conditions
 from src.config.schema import Config, ExecutorConfig, TrainConfig
@@ -32,8 +32,15 @@ from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
 from src.train.packed import RUN_ARGUMENTS, pack_key, run_pack
 from src.train.progress import LaterWork, Progress, optimizer_steps
-from src.train.reuse import missing_measurements, with_measurements_of
-from src.train.run import fingerprint, run_condition
+from src.train.reuse import (
+    as_current,
+    kept_stale,
+    measurement_code,
+    missing_measurements,
+    stale_measurements,
+    with_measurements_of,
+)
+from src.train.run import equivalent_fingerprints, fingerprint, run_condition
 
 if TYPE_CHECKING:  # annotations only
     from src.params.load import ModelLimits
@@ -149,12 +156,19 @@ def later_work(config: Config, num_layers: int, study: str, studies_dir: Path, t
 
 
 def finished_in_studies(
-    studies_dir: Path, condition: Condition, settings: RunSettings, key: str, training_key: str
+    studies_dir: Path,
+    condition: Condition,
+    settings: RunSettings,
+    key: str,
+    training_key: str,
+    equivalent: dict[str, str],
 ) -> tuple[RunResult, Path] | None:
-    """(result, its file) of a study that finished this run (with_measurements_of), if any."""
+    """(result, its file) of a study that finished this run (with_measurements_of; `equivalent`:
+    as_current), if any."""
     for study in sorted(p for p in studies_dir.iterdir() if p.is_dir()):
         path = result_path(study, condition)
-        if (result := with_measurements_of(readable(path), settings, key, training_key)) is not None:
+        found = as_current(readable(path), equivalent)
+        if (result := with_measurements_of(found, settings, key, training_key)) is not None:
             return result, path
     return None
 
@@ -196,11 +210,12 @@ def run_all(  # noqa: C901, PLR0912, PLR0915
     settings = [run_settings(config, c.epochs, is_full_model(c, num_layers), c in compared) for c in conditions]
     keys = [fingerprint(c, s, model_dir, tasks_dir) for c, s in zip(conditions, settings)]
     training_keys = [fingerprint(c, s.unmeasured(), model_dir, tasks_dir) for c, s in zip(conditions, settings)]
+    equivalent = [equivalent_fingerprints(c, s, model_dir, tasks_dir) for c, s in zip(conditions, settings)]
     results: list[RunResult | None] = []
     measure: dict[int, RunResult] = {}  # runs whose kept weights give what they lack
     for i, condition in enumerate(conditions):
         tag = f"[{i + 1}/{len(conditions)}] {condition.describe()}"
-        found = readable(paths[i])
+        found = as_current(readable(paths[i]), equivalent[i])  # a recipe declared equivalent made it: current
         result = with_measurements_of(found, settings[i], keys[i], training_keys[i])
         if result is not None and keep and result.ok and not weights[i].exists():
             print(f"{tag}: finished earlier without its weights; trains again to keep them (train.keep_weights)")
@@ -212,7 +227,7 @@ def run_all(  # noqa: C901, PLR0912, PLR0915
                 note = " (the measurements no longer asked for dropped)"
             print(f"{tag}: finished earlier, kept{note}")
         elif reuse is not None and (
-            twin := finished_in_studies(reuse, condition, settings[i], keys[i], training_keys[i])
+            twin := finished_in_studies(reuse, condition, settings[i], keys[i], training_keys[i], equivalent[i])
         ):
             result, source = twin
             if keep and result.ok and not weights_path(source).exists():
@@ -225,7 +240,12 @@ def run_all(  # noqa: C901, PLR0912, PLR0915
                 result.write(paths[i])
                 print(f"{tag}: the same run as in {source}, copied")
         elif measurable_from_weights(found, condition, settings[i], training_keys[i], weights[i]):
-            measure[i] = found
+            measure[i] = found  # what it lacks, stale measurements included, made on its kept weights
+        elif (result := kept_stale(found, settings[i], keys[i], training_keys[i])) is not None:
+            if result is not found:
+                result.write(paths[i])
+            stale = ", ".join(stale_measurements(result, settings[i]))
+            print(f"{tag}: finished earlier, kept; its {stale} made by older code, stale (no kept weights to redo it)")
         results.append(result)
     # Longest runs first, so that a stage ends on a short one and the other workers idle less; measuring
     # kept weights trains nothing.
@@ -289,6 +309,8 @@ def run_all(  # noqa: C901, PLR0912, PLR0915
                 progress.finished(job, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
 
     remove_stale(out, paths, keep)
+    if paths:  # what the report calls a result's measurements stale against
+        write_json_atomically(out / MEASUREMENT_CODE_FILE, measurement_code())
     if failed:  # every finished result is saved above; a rerun trains only these
         raise SystemExit(
             f"finetune {where}: {len(failed)} of {len(conditions)} runs failed (their causes are in <run>.failed next "
@@ -357,6 +379,7 @@ def remove_stale(out: Path, paths: list[Path], keep_weights: bool = False) -> No
     weights unless train.keep_weights), then empty folders."""
     out.mkdir(parents=True, exist_ok=True)  # DVC's output, even for a study whose runs all belong to others
     kept = {path.with_suffix(suffix) for path in paths for suffix in (".json", ".ckpt", ".log", ".failed")}
+    kept.add(out / MEASUREMENT_CODE_FILE)
     kept |= {weights_path(path) for path in paths} if keep_weights else set()
     for stale in [p for p in out.rglob("*") if p.is_file() and p not in kept]:
         stale.unlink()

@@ -670,6 +670,7 @@ def test_table_1_says_when_its_exact_p_cannot_reach_alpha(tmp_path):
         tmp_path / "head_importance_vs_reinit.csv", index=False
     )
     pd.DataFrame(columns=["study", "slug", "share_subset"]).to_csv(tmp_path / "variance_components.csv", index=False)
+    pd.DataFrame(columns=["measurement", "runs", "refresh"]).to_csv(tmp_path / "stale_measurements.csv", index=False)
     runs = pd.DataFrame(
         {
             "study": "progressive",
