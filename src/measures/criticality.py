@@ -28,10 +28,12 @@ from src.model.families import family_of
 LayerStates = list[dict[str, torch.Tensor]]
 
 
+# The targeted type ignores below: torch types nn.Module.__getattr__ as `Tensor | Module`, so a family's layer
+# stack (a ModuleList) and the config read through it do not type-check as what they are.
 def layer_states(encoder: nn.Module) -> LayerStates:
     """A copy of every encoder layer's parameters and buffers, by position."""
-    layers = family_of(encoder).layers(encoder)
-    return [{name: t.detach().clone() for name, t in layer.state_dict().items()} for layer in layers]
+    layers = encoder.get_submodule(family_of(encoder).stack)
+    return [{name: t.detach().clone() for name, t in layer.state_dict().items()} for layer in layers]  # type: ignore[attr-defined]
 
 
 def same_state(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
@@ -44,11 +46,11 @@ def rewind_drops(
     """Per layer (1..L) and earlier value: the score with that layer rewound, and the drop
     `finetuned - score` (positive: finetuning's change of this layer matters). Every layer
     is restored before the next is rewound; the model leaves as it came."""
-    layers = family_of(encoder).layers(encoder)
+    layers = encoder.get_submodule(family_of(encoder).stack)
     rows = []
-    for position, layer in enumerate(layers):
+    for position, layer in enumerate(layers):  # type: ignore[var-annotated, arg-type]
         kept = {name: t.detach().clone() for name, t in layer.state_dict().items()}
-        scored: dict[str, float] = {}
+        scored = {}  # type: ignore[var-annotated]
         for target, states in (("pretrained", pretrained), ("initial", initial)):
             state = states[position]
             if target == "initial" and same_state(state, pretrained[position]):
