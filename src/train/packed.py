@@ -21,7 +21,7 @@ from pathlib import Path
 from src.artefacts.run_result import RunResult
 from src.conditions.condition import Condition
 from src.train.loop import RunSettings, train_members
-from src.train.run import finish, prepare_final_step, progress_log, run_condition
+from src.train.run import finish, prepare_final_step, progress_log, run_condition, training_seeds
 from src.train.stacked import StackedPath
 
 RUN_ARGUMENTS = tuple(inspect.signature(run_condition).parameters)  # what a run's argument tuple holds
@@ -38,8 +38,7 @@ def pack_key(condition: Condition, settings: RunSettings, seed: int) -> tuple | 
         condition.task,
         condition.size,
         condition.stream("subset"),
-        condition.seed(seed, "train", "order"),
-        condition.seed(seed, "train", "dropout"),
+        *training_seeds(condition, seed),
         tuple(condition.removed_layers()),
         condition.pooling,
         replace(settings.unmeasured(), epochs=0),

@@ -28,7 +28,6 @@ from src.conditions.condition import Condition
 from src.core.checks import FULL
 from src.core.codehash import ROOT, code_digest, code_files
 from src.core.files import sha256_of
-from src.core.seeds import derive_seed
 from src.data import tokens
 from src.measures import MEASUREMENTS, Measured
 from src.model.base import load_encoder
@@ -159,9 +158,8 @@ class FinalStep:
 
     @property
     def seeds(self) -> tuple[int, int]:
-        """(batch order, dropout): the same for every run of one (task, size, trial)."""
-        seed = self.settings.seed
-        return self.condition.seed(seed, "train", "order"), self.condition.seed(seed, "train", "dropout")
+        """(batch order, dropout) of the final task: the same for every run of one (task, size, trial)."""
+        return training_seeds(self.condition, self.settings.seed)
 
     def eval_split_if(self, log_epochs: bool) -> splits.TokenizedSplit | None:
         return self.eval_split if log_epochs else None
@@ -209,16 +207,17 @@ def prepare_final_step(
         if step:
             record["reinitialised"] += _new_head(model, step_task, condition, seed)
         step_split, indices = _training_split(tasks_dir, step_task.name, size, condition, seed)
+        order_seed, dropout_seed = training_seeds(condition, seed, step)
         outcome = finetune(
             model,
             step_task,
             step_split,
             replace(settings, epochs=epochs),
-            condition.seed(seed, _intermediate_purpose(step), "order"),
+            order_seed,
             fresh,
             condition.lr_multiplier,
             progress=lambda line, name=step_task.name: progress(f"intermediate {name}: {line}"),
-            dropout_seed=condition.seed(seed, _intermediate_purpose(step), "dropout"),
+            dropout_seed=dropout_seed,
         )
         record["intermediate_steps"].append(
             {
@@ -470,29 +469,32 @@ def _new_head(model: Finetuner, task, condition: Condition, seed: int) -> list:
     )
 
 
-def _intermediate_purpose(step: int) -> str:
-    """The training seed's purpose of intermediate step `step` (the first keeps its earlier name)."""
-    return "train-intermediate" if step == 0 else f"train-intermediate-{step}"
+def training_seeds(condition: Condition, seed: int, step: int | None = None) -> tuple[int, int]:
+    """(batch order, dropout) of the final task's training (`step` None), the same for every run of
+    one (task, size, trial), or of intermediate step `step` (the first keeps its earlier purpose name)."""
+    purpose = "train" if step is None else "train-intermediate" if step == 0 else f"train-intermediate-{step}"
+    return condition.seed(seed, purpose, "order"), condition.seed(seed, purpose, "dropout")
 
 
 def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
-    """The seeds the run drew from, one per source (each reinitialised tensor has its own, from its name)."""
+    """The seeds the run drew from, one per source (each reinitialised tensor has its own, from its name),
+    each from the function that draws it."""
     c = condition
-    seeds = {
+    order, dropout = training_seeds(c, seed)
+    seeds: dict[str, int | str] = {
         "base": seed,
-        "subset": derive_seed(seed, "subset", c.task, c.size, c.stream("subset")),
-        "order": c.seed(seed, "train", "order"),
-        "dropout": c.seed(seed, "train", "dropout"),
+        "subset": tokens.subset_seed(seed, c.task, c.size, c.stream("subset")),
+        "order": order,
+        "dropout": dropout,
     }
     seeds.update(c.scheme_seeds(seed))
     for step, task in enumerate(c.intermediate_steps):
         suffix = f"_{step}" if step else ""
         size = c.size if c.intermediate_size is None else c.intermediate_size
         seeds[f"subset_intermediate{suffix}"] = (
-            derive_seed(seed, "subset", task, size, c.stream("subset")) if size != FULL else "the whole training set"
+            tokens.subset_seed(seed, task, size, c.stream("subset")) if size != FULL else "the whole training set"
         )
-        seeds[f"order_intermediate{suffix}"] = c.seed(seed, _intermediate_purpose(step), "order")
-        seeds[f"dropout_intermediate{suffix}"] = c.seed(seed, _intermediate_purpose(step), "dropout")
+        seeds[f"order_intermediate{suffix}"], seeds[f"dropout_intermediate{suffix}"] = training_seeds(c, seed, step)
     seeds["reinit"] = f"derive_seed({seed}, 'reinit', {c.stream('reinit')}, <tensor name>) per tensor"
     seeds["head"] = f"derive_seed({seed}, 'reinit', {c.stream('head')}, <tensor name>) per tensor"
     return seeds
