@@ -104,6 +104,49 @@ def _recipe_digest(root: Path, versions: tuple) -> str:
     return code_digest([file for file, *_ in versions], root)
 
 
+@dataclass(frozen=True)
+class RunJob:
+    """One run as a worker receives it (pickled into a spawned process, a SLURM job or a Ray task):
+    run_condition's arguments, the result file its checkpoint and log sit beside, and its training
+    fingerprint, with which a pack saves each run as it leaves (packed.run_pack). Paths are
+    absolute: SLURM and Ray workers do not start in the stage's folder."""
+
+    condition: Condition
+    settings: RunSettings
+    model_dir: Path
+    tasks_dir: Path
+    result_file: Path
+    key: str
+    training_key: str
+    log_epochs: bool = False
+    weights: Path | None = None  # where its finetuned weights are kept (train.keep_weights), or read from (`kept`)
+    kept: RunResult | None = None  # a finished result of this training whose kept weights are measured
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.result_file.with_suffix(".ckpt")
+
+    @property
+    def log(self) -> Path:
+        return self.result_file.with_suffix(".log")
+
+
+def run_job(job: RunJob) -> RunResult:
+    """run_condition of a job: what an executor calls in its worker."""
+    return run_condition(
+        job.condition,
+        job.settings,
+        job.model_dir,
+        job.tasks_dir,
+        job.log_epochs,
+        job.checkpoint,
+        job.key,
+        job.log,
+        job.weights,
+        job.kept,
+    )
+
+
 def run_condition(
     condition: Condition,
     settings: RunSettings,
