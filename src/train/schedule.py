@@ -122,16 +122,20 @@ def run_stage_conditions(
     """A finetune stage's runs: the conditions of studies.<study> that no earlier study trains
     (src/conditions/studies.py), or with no study the focus condition's trials; every one
     checked against the model and its task's pool before the first trains."""
+    num_layers, num_heads = limits.num_layers, limits.num_heads
+    if num_layers is None or num_heads is None:  # model_limits of a prepared model knows both
+        raise ParamsError(f"{model_dir} holds no prepared model (base.json) to check the conditions against")
     if study is None:
         conditions, where, log_epochs = focus_conditions(config), "the focus condition", False
     else:
-        reported = all_study_conditions(config, limits.num_layers)
-        conditions, where = trained_conditions(reported, study, limits.num_layers), f"studies.{study}"
-        log_epochs = config.studies[study].epochs is not None
+        reported = all_study_conditions(config, num_layers)
+        conditions, where = trained_conditions(reported, study, num_layers), f"studies.{study}"
+        # StudyConfig's fields are made from the scheme registry (make_dataclass): mypy cannot see them
+        log_epochs = config.studies[study].epochs is not None  # type: ignore[attr-defined]
     for condition in conditions:
-        condition.check(limits.num_layers, limits.num_heads)
+        condition.check(num_layers, num_heads)
     check_sizes(conditions, tasks_dir, where)
-    later = later_work(config, limits.num_layers, study, out.parent, tasks_dir) if study is not None else None
+    later = later_work(config, num_layers, study, out.parent, tasks_dir) if study is not None else None
     return run_all(conditions, config, model_dir, tasks_dir, out, where, log_epochs, reuse, later)
 
 
