@@ -325,27 +325,11 @@ def execute_and_record(
     with Progress(
         examples, concurrency(config.executor, config.train), counted, f"finetune {where}", later=later
     ) as progress:
-        outcomes: Iterator[tuple[int, RunResult | Failure]]
-        if config.train.pack:  # runs of one (task, size, trial) in stacked packs; measuring kept weights trains nothing
-            keys = [
-                None if job.kept is not None else pack_key(job.condition, job.settings, config.seed) for job in jobs
-            ]
-            outcomes = execute_packs(jobs, packs(keys, config.train.pack), config.executor, config.train)
-        else:
-            outcomes = execute(run_job, [(job,) for job in jobs], config.executor, config.train, steps=progress.steps)
-        for done, (position, outcome) in enumerate(outcomes, 1):
+        for done, (position, outcome) in enumerate(outcomes(jobs, config, progress), 1):
             i, job = todo[position]
             line = f"[{len(results) - len(todo) + done}/{len(results)}] {job.condition.describe()}"
-            if isinstance(outcome, Failure):
-                write_json_atomically(
-                    job.result_file.with_suffix(".failed"),
-                    {
-                        "condition": job.condition.as_dict(),
-                        "fingerprint": job.key,
-                        "attempts": outcome.attempts,
-                        "cause": outcome.cause,
-                    },
-                )
+            if isinstance(outcome, Failure):  # recorded with its cause; the other runs go on
+                write_failure(job, outcome)
                 failed.append(f"{job.condition.describe()}: {outcome.cause}")
                 progress.finished(
                     position, f"{line}: failed after {outcome.attempts} attempt(s): {outcome.cause}", failed=True
@@ -357,6 +341,29 @@ def execute_and_record(
             else:
                 progress.finished(position, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
     return failed
+
+
+def outcomes(jobs: list[RunJob], config: Config, progress: Progress) -> Iterator[tuple[int, RunResult | Failure]]:
+    """(position in `jobs`, result or Failure) as each job ends on the executor: with train.pack the
+    runs of one (task, size, trial) in stacked packs (measuring kept weights trains nothing), else
+    each alone, its optimizer steps counted into `progress`."""
+    if not config.train.pack:
+        return execute(run_job, [(job,) for job in jobs], config.executor, config.train, steps=progress.steps)
+    keys = [None if job.kept is not None else pack_key(job.condition, job.settings, config.seed) for job in jobs]
+    return execute_packs(jobs, packs(keys, config.train.pack), config.executor, config.train)
+
+
+def write_failure(job: RunJob, failure: Failure) -> None:
+    """<run>.failed beside the job's result file: its condition, fingerprint, attempts and cause."""
+    write_json_atomically(
+        job.result_file.with_suffix(".failed"),
+        {
+            "condition": job.condition.as_dict(),
+            "fingerprint": job.key,
+            "attempts": failure.attempts,
+            "cause": failure.cause,
+        },
+    )
 
 
 def packs(keys: list[tuple | None], size: int) -> list[list[int]]:
