@@ -127,8 +127,13 @@ def training_subset(pool_size: int, size: int, task: str, trial: int, seed: int)
     """
     if size > pool_size:
         raise ValueError(f"training size {size} is larger than the {pool_size} training examples of task {task!r}")
-    rng = np.random.default_rng(derive_seed(seed, "subset", task, size, trial))
+    rng = np.random.default_rng(subset_seed(seed, task, size, trial))
     return np.sort(rng.choice(pool_size, size=size, replace=False))
+
+
+def subset_seed(seed: int, task: str, size: int, trial: int) -> int:
+    """The seed training_subset draws (task, size, trial)'s examples with: what a result records."""
+    return derive_seed(seed, "subset", task, size, trial)
 
 
 def held_out_subset(pool_size: int, subset: np.ndarray, task: str, trial: int, seed: int) -> np.ndarray:

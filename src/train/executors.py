@@ -24,11 +24,13 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
@@ -38,6 +40,7 @@ from src.train.loop import reuse_freed_memory
 from src.train.progress import count_steps
 
 ROOT = Path(__file__).resolve().parents[2]
+R = TypeVar("R")  # what the run function returns
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,13 @@ class Failure:
 
 
 def execute(
-    run: Callable[..., dict],
-    runs: list[tuple],
+    run: Callable[..., R],
+    runs: Sequence[tuple],
     executor: ExecutorConfig,
     train: TrainConfig,
     gpus: list[str] | None = None,
-    steps=None,
-) -> Iterator[tuple[int, dict | Failure]]:
+    steps: Synchronized | None = None,
+) -> Iterator[tuple[int, R | Failure]]:
     """Call `run(*runs[i])` for every i on the configured backend; yield (i, result or Failure)
     in the order runs finish. `gpus` (local backend): the GPU ids to place runs on; None =
     this machine's visible GPUs (a test passes fake ones). `steps` (local backend): a shared
@@ -70,7 +73,7 @@ def execute(
         yield from _local(run, runs, len(slots) if slots else train.workers, train.threads, slots or None, steps)
 
 
-def run_in_worker(threads: int, run: Callable[..., dict], *args) -> dict:
+def run_in_worker(threads: int, run: Callable[..., R], *args) -> R:
     """One run in a fresh worker process (SLURM, Ray): the same process settings as a local worker."""
     _set_up_for_training(threads)
     return run(*args)
@@ -88,8 +91,13 @@ def visible_gpus() -> list[str]:
 
 
 def _local(
-    run, runs: list[tuple], workers: int, threads: int, slots: list[str] | None, steps=None
-) -> Iterator[tuple[int, dict | Failure]]:
+    run: Callable[..., R],
+    runs: Sequence[tuple],
+    workers: int,
+    threads: int,
+    slots: list[str] | None,
+    steps: Synchronized | None = None,
+) -> Iterator[tuple[int, R | Failure]]:
     if slots is None and (workers == 1 or len(runs) <= 1):  # in this process: no spawn cost for one run
         _set_up_for_training(threads)
         counting = count_steps(steps) if steps is not None else None
@@ -172,7 +180,9 @@ ALIVE = {
 }
 
 
-def _slurm(run, runs: list[tuple], executor: ExecutorConfig, threads: int) -> Iterator[tuple[int, dict | Failure]]:
+def _slurm(
+    run: Callable[..., R], runs: Sequence[tuple], executor: ExecutorConfig, threads: int
+) -> Iterator[tuple[int, R | Failure]]:
     import submitit
 
     class Run(submitit.helpers.Checkpointable):
@@ -264,7 +274,9 @@ def _squeue_states(job_ids: list[str]) -> dict[str, str]:
 # --- Ray ------------------------------------------------------------------------------------
 
 
-def _ray(run, runs: list[tuple], executor: ExecutorConfig, threads: int) -> Iterator[tuple[int, dict | Failure]]:
+def _ray(
+    run: Callable[..., R], runs: Sequence[tuple], executor: ExecutorConfig, threads: int
+) -> Iterator[tuple[int, R | Failure]]:
     import ray
 
     connect = not ray.is_initialized()  # a caller (a test) may have set up its own cluster

@@ -7,9 +7,11 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 import torch
@@ -17,6 +19,7 @@ from torch import nn
 
 from src.data.tokens import batches, collate
 from src.measures import MEASUREMENTS
+from src.tasks.kinds import SpanQA
 from src.tasks.registry import TaskSpec
 from src.tasks.splits import TokenizedSplit
 from src.train.alone import AlonePath, rng_states, set_rng_states
@@ -53,7 +56,8 @@ class RunSettings:
     def unmeasured(self) -> RunSettings:
         """The same run with every measurement off: what its training, scores and predictions depend on."""
         fields = {name for m in MEASUREMENTS for name in (m.setting, *m.parameters)}
-        return replace(self, **{name: RunSettings.__dataclass_fields__[name].default for name in fields})
+        defaults = {name: RunSettings.__dataclass_fields__[name].default for name in fields}
+        return replace(self, **defaults)  # type: ignore[arg-type]  # every measurement field has a default, not MISSING
 
 
 def reuse_freed_memory() -> None:
@@ -92,7 +96,7 @@ def finetune(  # noqa: PLR0913
     train: TokenizedSplit,
     cfg: RunSettings,
     seed: int,
-    fresh: set[str] = frozenset(),
+    fresh: AbstractSet[str] = frozenset(),
     lr_multiplier: float = 1.0,
     eval_split: TokenizedSplit | None = None,
     checkpoint: Path | None = None,
@@ -108,14 +112,37 @@ def finetune(  # noqa: PLR0913
     return train_members([member], task, train, seed, seed if dropout_seed is None else dropout_seed, eval_split)[0]
 
 
-def train_members(  # noqa: C901, PLR0912, PLR0915
+class StepPath(Protocol):
+    """How a loop steps its members (AlonePath, stacked.StackedPath), made from the members and the task."""
+
+    def step(self, live: list[int], batch: dict, labels: torch.Tensor) -> torch.Tensor: ...
+    def leave(self, i: int) -> None: ...
+    def state(self, i: int) -> dict: ...
+    def load(self, i: int, saved: dict) -> None: ...
+
+
+class TrainingState(TypedDict):
+    """Where one member is and what it recorded so far: what its checkpoint saves."""
+
+    epoch: int
+    step: int  # within the epoch
+    loss_sum: float  # the training loss summed over the examples of the epoch so far
+    order: Mapping[str, Any]  # the batch order's generator state at the start of the epoch
+    epoch_losses: list[float]
+    epoch_eval: list[dict]
+    layer_change: list[dict]
+    step_losses: list[float]  # every step's training loss (seed 004 Figs. 1 and 4 plot it against steps)
+    seconds: float
+
+
+def train_members(
     members: list[Member],
     task: TaskSpec,
     train: TokenizedSplit,
     order_seed: int,
     dropout_seed: int,
     eval_split: TokenizedSplit | None = None,
-    path=AlonePath,
+    path: Callable[[list[Member], TaskSpec], StepPath] = AlonePath,
     finished: Callable[[int, dict], None] = lambda i, outcome: None,
 ) -> list[dict]:
     """Train `members` on the same batches (drawn by `order_seed`) with the same dropout masks
@@ -137,109 +164,152 @@ def train_members(  # noqa: C901, PLR0912, PLR0915
     `layer_change` (per-layer size of the weight change so far) is recorded after steps
     1, 2, 4, 8, ...: runs of different lengths can then be compared at equal step counts
     (with Adam at a constant lr, the change grows with the number of steps)."""
-    shared = members[0].settings
     device = device_of(members[0].model)
     engine = path(members, task)
     torch.manual_seed(dropout_seed)  # CPU and every CUDA device
     order = np.random.default_rng(order_seed)
-    states = [
-        {
-            "epoch": 0,
-            "step": 0,
-            "loss_sum": 0.0,
-            "order": order.bit_generator.state,
-            "epoch_losses": [],
-            "epoch_eval": [],
-            "layer_change": [],
-            "step_losses": [],  # every step's training loss (seed 004 Figs. 1 and 4 plot it against steps)
-            "seconds": 0.0,
-        }
-        for _ in members
-    ]
+    states = [_new_state(order) for _ in members]
+    # Resume where every member's checkpoint is (weights, Adam and the RNGs as they were), if all have one.
     saved = _resume_points(members)
     if saved is not None:
         for i, point in enumerate(saved):
             engine.load(i, point)
             states[i] = point["state"]
         set_rng_states(saved[0]["rng"])
-    start = time.perf_counter() - states[0]["seconds"]
-    outcomes: list[dict | None] = [None] * len(members)
+    start = time.perf_counter() - states[0]["seconds"]  # a resumed run's clock goes on
+    outcomes: dict[int, dict] = {}  # by member, as each leaves
     live = list(range(len(members)))
     for member in members:
         member.model.train()
     for epoch in range(states[0]["epoch"], max(m.settings.epochs for m in members)):
-        lead = states[live[0]]  # the position in the data, the same for every live member
-        order.bit_generator.state = lead["order"]  # the epoch's batches come from its starting state
-        plan = batches(train.lengths, shared.batch_size, order, shared.group_by_length)
-        # summed on-device: no host sync per step
-        total = torch.tensor([states[i]["loss_sum"] for i in live], device=device)
-        pending = []  # this epoch's step losses not yet in the states, on-device until a checkpoint or the epoch's end
-        for step in range(lead["step"], len(plan)):
-            batch = {name: t.to(device) for name, t in collate(train, plan[step]).items()}
-            labels = batch.pop("labels")
-            losses = engine.step(live, batch, labels)
-            total += losses * len(labels)
-            pending.append(losses)
-            done = epoch * len(plan) + step + 1
-            if done & (done - 1) == 0:  # a power of two
-                for i in live:
-                    if members[i].layer_change is not None:
-                        states[i]["layer_change"].append({"step": done, "frobenius": members[i].layer_change()})
-            if (
-                shared.checkpoint_every
-                and (step + 1) % shared.checkpoint_every == 0
-                and step + 1 < len(plan)
-                and any(members[i].checkpoint is not None for i in live)
-            ):
-                _keep_step_losses(states, live, pending)
-                for at, i in enumerate(live):
-                    states[i].update(
-                        epoch=epoch, step=step + 1, loss_sum=float(total[at]), seconds=time.perf_counter() - start
-                    )
-                    if members[i].checkpoint is not None:
-                        _save_checkpoint(members[i].checkpoint, members[i].checkpoint_key, engine.state(i), states[i])
-        _keep_step_losses(states, live, pending)
+        totals = _train_epoch(members, engine, states, live, epoch, train, order, device, start)
+        # Each live member ends the epoch: its mean loss, its eval, and whether it leaves now.
         epoch_end = order.bit_generator.state
         for at, i in enumerate(list(live)):
-            state, cfg, member = states[i], members[i].settings, members[i]
-            state["epoch_losses"].append(float(total[at]) / len(train))
-            state.update(epoch=epoch + 1, step=0, loss_sum=0.0, order=epoch_end)
-            elapsed = time.perf_counter() - start
-            member.progress(
-                f"epoch {epoch + 1}/{cfg.epochs}: train loss {state['epoch_losses'][-1]:.4f}, {elapsed:.1f} s, "
-                f"{(epoch + 1) * len(train) / elapsed:.1f} examples/s"
+            outcome = _end_epoch(
+                members[i], states[i], epoch, float(totals[at]), epoch_end, task, train, eval_split, start
             )
-            diverged = not math.isfinite(state["epoch_losses"][-1])
-            if not diverged and eval_split is not None:
-                scored = evaluate(member.model, task, eval_split, cfg.eval_batch_size, cfg.precision)
-                state["epoch_eval"].append(
-                    {
-                        "epoch": epoch + 1,
-                        "train_loss": state["epoch_losses"][-1],
-                        "scores": scored["scores"],
-                        "loss": scored["loss"],
-                    }
-                )
-                member.model.train()
-            if diverged or epoch + 1 == cfg.epochs:
-                outcomes[i] = {
-                    "status": "diverged" if diverged else "ok",
-                    "epoch_losses": state["epoch_losses"],
-                    "epoch_eval": state["epoch_eval"],
-                    "layer_change": state["layer_change"],
-                    "step_losses": state["step_losses"],
-                    **({} if diverged else {"steps": cfg.epochs * math.ceil(len(train) / cfg.batch_size)}),
-                    "train_seconds": time.perf_counter() - start,
-                }
+            if outcome is not None:
+                outcomes[i] = outcome
                 live.remove(i)
                 engine.leave(i)
-                finished(i, outcomes[i])
+                finished(i, outcome)
         if not live:
             break
-    return outcomes
+    return [outcomes[i] for i in range(len(members))]  # every member leaves by its last epoch
 
 
-def _keep_step_losses(states: list[dict], live: list[int], pending: list) -> None:
+def _new_state(order: np.random.Generator) -> TrainingState:
+    return {
+        "epoch": 0,
+        "step": 0,
+        "loss_sum": 0.0,
+        "order": order.bit_generator.state,
+        "epoch_losses": [],
+        "epoch_eval": [],
+        "layer_change": [],
+        "step_losses": [],
+        "seconds": 0.0,
+    }
+
+
+def _train_epoch(
+    members: list[Member],
+    engine: StepPath,
+    states: list[TrainingState],
+    live: list[int],
+    epoch: int,
+    train: TokenizedSplit,
+    order: np.random.Generator,
+    device: torch.device,
+    start: float,
+) -> torch.Tensor:
+    """The live members' steps of `epoch` from where they are; each one's summed training loss
+    of the epoch, on the device, by position in `live`."""
+    shared = members[0].settings
+    lead = states[live[0]]  # the position in the data, the same for every live member
+    order.bit_generator.state = lead["order"]  # the epoch's batches come from its starting state
+    plan = batches(train.lengths, shared.batch_size, order, shared.group_by_length)
+    # summed on-device: no host sync per step
+    totals = torch.tensor([states[i]["loss_sum"] for i in live], device=device)
+    pending: list[
+        torch.Tensor
+    ] = []  # step losses not yet in the states, on-device until a checkpoint or the epoch's end
+    for step in range(lead["step"], len(plan)):
+        batch = {name: t.to(device) for name, t in collate(train, plan[step]).items()}
+        labels = batch.pop("labels")
+        losses = engine.step(live, batch, labels)
+        totals += losses * len(labels)
+        pending.append(losses)
+        done = epoch * len(plan) + step + 1
+        if done & (done - 1) == 0:  # a power of two
+            for i in live:
+                if (layer_change := members[i].layer_change) is not None:
+                    states[i]["layer_change"].append({"step": done, "frobenius": layer_change()})
+        if (
+            shared.checkpoint_every
+            and (step + 1) % shared.checkpoint_every == 0
+            and step + 1 < len(plan)
+            and any(members[i].checkpoint is not None for i in live)
+        ):
+            _keep_step_losses(states, live, pending)
+            for at, i in enumerate(live):
+                state = states[i]
+                state["epoch"], state["step"], state["loss_sum"] = epoch, step + 1, float(totals[at])
+                state["seconds"] = time.perf_counter() - start
+                if (checkpoint := members[i].checkpoint) is not None:
+                    _save_checkpoint(checkpoint, members[i].checkpoint_key, engine.state(i), states[i])
+    _keep_step_losses(states, live, pending)
+    return totals
+
+
+def _end_epoch(
+    member: Member,
+    state: TrainingState,
+    epoch: int,
+    loss_sum: float,
+    epoch_end: Mapping[str, Any],
+    task: TaskSpec,
+    train: TokenizedSplit,
+    eval_split: TokenizedSplit | None,
+    start: float,
+) -> dict | None:
+    """Close a member's epoch (`loss_sum`: its summed training loss): its mean loss and log line,
+    its eval with `eval_split`; its outcome if it leaves now (its last epoch, or a diverged one), else None."""
+    cfg = member.settings
+    state["epoch_losses"].append(loss_sum / len(train))
+    state["epoch"], state["step"], state["loss_sum"], state["order"] = epoch + 1, 0, 0.0, epoch_end
+    elapsed = time.perf_counter() - start
+    member.progress(
+        f"epoch {epoch + 1}/{cfg.epochs}: train loss {state['epoch_losses'][-1]:.4f}, {elapsed:.1f} s, "
+        f"{(epoch + 1) * len(train) / elapsed:.1f} examples/s"
+    )
+    diverged = not math.isfinite(state["epoch_losses"][-1])
+    if not diverged and eval_split is not None:
+        scored = evaluate(member.model, task, eval_split, cfg.eval_batch_size, cfg.precision)
+        state["epoch_eval"].append(
+            {
+                "epoch": epoch + 1,
+                "train_loss": state["epoch_losses"][-1],
+                "scores": scored["scores"],
+                "loss": scored["loss"],
+            }
+        )
+        member.model.train()
+    if not diverged and epoch + 1 < cfg.epochs:
+        return None
+    return {
+        "status": "diverged" if diverged else "ok",
+        "epoch_losses": state["epoch_losses"],
+        "epoch_eval": state["epoch_eval"],
+        "layer_change": state["layer_change"],
+        "step_losses": state["step_losses"],
+        **({} if diverged else {"steps": cfg.epochs * math.ceil(len(train) / cfg.batch_size)}),
+        "train_seconds": time.perf_counter() - start,
+    }
+
+
+def _keep_step_losses(states: list[TrainingState], live: list[int], pending: list) -> None:
     """Move the step losses gathered on the device into the live members' states (one host sync)."""
     if pending:
         losses = torch.stack(pending).float().cpu()
@@ -292,7 +362,7 @@ def _read_checkpoint(path: Path) -> dict | None:
     return None
 
 
-def _save_checkpoint(path: Path, key: str, engine_state: dict, state: dict) -> None:
+def _save_checkpoint(path: Path, key: str, engine_state: dict, state: TrainingState) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     torch.save({"key": key, **engine_state, "rng": rng_states(), "state": state}, tmp)
@@ -313,18 +383,18 @@ def forward_split(
     hidden], float32, split order) from the same pass, else None)."""
     model.eval()
     device = next(model.parameters()).device
-    outputs = np.empty(len(split), dtype=task.kind.prediction_dtype)
+    outputs: np.ndarray = np.empty(len(split), dtype=task.kind.prediction_dtype)
     features = None
     loss_sum = 0.0
     for indices in batches(split.lengths, batch_size, None):
         batch = {name: t.to(device) for name, t in collate(split, indices).items()}
         labels = batch.pop("labels")
-        pooled = [] if layer_features else None
+        pooled: list[torch.Tensor] | None = [] if layer_features else None
         with autocast(precision, device):
             logits = model(**batch, **({"layer_features": pooled} if layer_features else {})).float()
         loss_sum += float(task.kind.loss(logits, labels)) * len(indices)
         outputs[indices] = task.kind.batch_outputs(logits, split.lengths[indices])
-        if layer_features:
+        if pooled is not None:
             layers = pooled[0].float().cpu().numpy()
             if features is None:
                 features = np.empty((len(split), *layers.shape[1:]), dtype=np.float32)
@@ -353,9 +423,14 @@ def evaluate(
     return {**scored, "layer_features": features} if layer_features else scored
 
 
-def fit_null_threshold(model: nn.Module, task: TaskSpec, held_out: TokenizedSplit, batch_size: int, precision: str):
+def fit_null_threshold(
+    model: nn.Module, task: TaskSpec, held_out: TokenizedSplit, batch_size: int, precision: str
+) -> float:
     """Span QA's null-score threshold, fitted after training on `held_out`: training questions
     the run did not train on (never the eval set, which it then scores; never its own training
     subset, where the fit is in sample)."""
+    kind = task.kind
+    if not isinstance(kind, SpanQA):
+        raise TypeError(f"task {task.name!r} is not span QA: it fits no null-score threshold")
     outputs, _, _ = forward_split(model, task, held_out, batch_size, precision)
-    return task.kind.fit_null_threshold(held_out, outputs)
+    return kind.fit_null_threshold(held_out, outputs)

@@ -13,18 +13,14 @@ into packs and retries a failing one (src/train/schedule.py).
 
 from __future__ import annotations
 
-import inspect
 from contextlib import ExitStack
 from dataclasses import replace
-from pathlib import Path
 
 from src.artefacts.run_result import RunResult
 from src.conditions.condition import Condition
 from src.train.loop import RunSettings, train_members
-from src.train.run import finish, prepare_final_step, progress_log, run_condition
+from src.train.run import RunJob, finish, prepare_final_step, progress_log, run_job, training_seeds
 from src.train.stacked import StackedPath
-
-RUN_ARGUMENTS = tuple(inspect.signature(run_condition).parameters)  # what a run's argument tuple holds
 
 
 def pack_key(condition: Condition, settings: RunSettings, seed: int) -> tuple | None:
@@ -38,47 +34,44 @@ def pack_key(condition: Condition, settings: RunSettings, seed: int) -> tuple | 
         condition.task,
         condition.size,
         condition.stream("subset"),
-        condition.seed(seed, "train", "order"),
-        condition.seed(seed, "train", "dropout"),
+        *training_seeds(condition, seed),
         tuple(condition.removed_layers()),
         condition.pooling,
         replace(settings.unmeasured(), epochs=0),
     )
 
 
-def run_pack(runs: list[tuple], saves: list[tuple[Path, str]]) -> list[RunResult]:
-    """Train runs that share a pack_key (each the argument tuple of run.run_condition, none
-    measuring kept weights) as one stacked pack. Each is prepared as it would be alone, and
-    finished (scored, measured, its weights kept) and saved (`saves`: its result file and
-    training fingerprint) as soon as it leaves the pack; its log and checkpoint stay its own.
-    A run that cannot be stacked (schedule.packs gives it alone) runs as run_condition."""
-    arguments, runs = runs, [dict(zip(RUN_ARGUMENTS, run)) for run in runs]
-    first = runs[0]
-    if first["kept"] is not None or pack_key(first["condition"], first["settings"], first["settings"].seed) is None:
-        return [run_condition(*arguments[0])]  # measured on kept weights, or a chain of tasks: alone, unstacked
+def run_pack(jobs: list[RunJob]) -> list[RunResult]:
+    """Train jobs that share a pack_key (none measuring kept weights) as one stacked pack. Each is
+    prepared as it would be alone, and finished (scored, measured, its weights kept) and saved (its
+    result file, with its training fingerprint) as soon as it leaves the pack; its log and
+    checkpoint stay its own. A job that cannot be stacked (schedule.packs gives it alone) runs as
+    run_condition."""
+    first = jobs[0]
+    if first.kept is not None or pack_key(first.condition, first.settings, first.settings.seed) is None:
+        return [run_job(first)]  # measured on kept weights, or a chain of tasks: alone, unstacked
     with ExitStack() as logs:
         finals = []
-        for run in runs:
-            progress = logs.enter_context(progress_log(run["log"]))
-            final = prepare_final_step(
-                run["condition"], run["settings"], run["model_dir"], run["tasks_dir"], run["key"], progress
-            )
+        for job in jobs:
+            progress = logs.enter_context(progress_log(job.log))
+            final = prepare_final_step(job.condition, job.settings, job.model_dir, job.tasks_dir, job.key, progress)
             if isinstance(final, RunResult):
-                raise ValueError(f"{run['condition'].describe()} has an intermediate task: it trains alone")
+                raise ValueError(f"{job.condition.describe()} has an intermediate task: it trains alone")
             finals.append(final)
-        results: list[RunResult | None] = [None] * len(runs)
+        results: dict[int, RunResult] = {}  # by member: they leave in the order their epochs end
 
         def finished(i: int, outcome: dict) -> None:
-            results[i] = finish(finals[i], outcome, runs[i]["weights"]).save_finished(*saves[i])
+            job = jobs[i]
+            results[i] = finish(finals[i], outcome, job.weights).save_finished(job.result_file, job.training_key)
 
-        first = finals[0]
+        lead = finals[0]
         train_members(
-            [final.member(run["checkpoint"]) for final, run in zip(finals, runs)],
-            first.task,
-            first.train_split,
-            *first.seeds,
-            first.eval_split_if(runs[0]["log_epochs"]),
+            [final.member(job.checkpoint) for final, job in zip(finals, jobs)],
+            lead.task,
+            lead.train_split,
+            *lead.seeds,
+            lead.eval_split_if(first.log_epochs),
             path=StackedPath,
             finished=finished,
         )
-    return results
+    return [results[i] for i in range(len(jobs))]

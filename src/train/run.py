@@ -16,6 +16,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
@@ -28,7 +29,6 @@ from src.conditions.condition import Condition
 from src.core.checks import FULL
 from src.core.codehash import ROOT, code_digest, code_files
 from src.core.files import sha256_of
-from src.core.seeds import derive_seed
 from src.data import tokens
 from src.measures import MEASUREMENTS, Measured
 from src.model.base import load_encoder
@@ -40,6 +40,9 @@ from src.train.device import autocast
 from src.train.loop import Member, RunSettings, evaluate, finetune, fit_null_threshold, train_members
 from src.train.reuse import made_now, measured_as, missing_measurements
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
+
+if TYPE_CHECKING:  # annotations only
+    from transformers import PretrainedConfig
 
 # The training recipe, what a result's fingerprint hashes of the code: every repo file this
 # module imports but the measurement code (src/measures: measuring never changes how a run
@@ -160,6 +163,10 @@ def run_condition(
     made on those weights (measure_kept_weights)."""
     with progress_log(log) as progress:
         if kept is not None:
+            if weights is None:
+                raise ValueError(
+                    f"{condition.describe()}: a kept result is measured on its weights, and none are given"
+                )
             return measure_kept_weights(condition, settings, model_dir, tasks_dir, key, weights, kept, progress)
         final = prepare_final_step(condition, settings, model_dir, tasks_dir, key, progress)
         if isinstance(final, RunResult):  # an intermediate step diverged
@@ -168,6 +175,49 @@ def run_condition(
             [final.member(checkpoint)], final.task, final.train_split, *final.seeds, final.eval_split_if(log_epochs)
         )[0]
         return finish(final, outcome, weights)
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One run as a worker receives it (pickled into a spawned process, a SLURM job or a Ray task):
+    run_condition's arguments, the result file its checkpoint and log sit beside, and its training
+    fingerprint, with which a pack saves each run as it leaves (packed.run_pack). Paths are
+    absolute: SLURM and Ray workers do not start in the stage's folder."""
+
+    condition: Condition
+    settings: RunSettings
+    model_dir: Path
+    tasks_dir: Path
+    result_file: Path
+    key: str
+    training_key: str
+    log_epochs: bool = False
+    weights: Path | None = None  # where its finetuned weights are kept (train.keep_weights), or read from (`kept`)
+    kept: RunResult | None = None  # a finished result of this training whose kept weights are measured
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.result_file.with_suffix(".ckpt")
+
+    @property
+    def log(self) -> Path:
+        return self.result_file.with_suffix(".log")
+
+
+def run_job(job: RunJob) -> RunResult:
+    """run_condition of a job: what an executor calls in its worker."""
+    return run_condition(
+        job.condition,
+        job.settings,
+        job.model_dir,
+        job.tasks_dir,
+        job.log_epochs,
+        job.checkpoint,
+        job.key,
+        job.log,
+        job.weights,
+        job.kept,
+    )
 
 
 @dataclass
@@ -194,9 +244,8 @@ class FinalStep:
 
     @property
     def seeds(self) -> tuple[int, int]:
-        """(batch order, dropout): the same for every run of one (task, size, trial)."""
-        seed = self.settings.seed
-        return self.condition.seed(seed, "train", "order"), self.condition.seed(seed, "train", "dropout")
+        """(batch order, dropout) of the final task: the same for every run of one (task, size, trial)."""
+        return training_seeds(self.condition, self.settings.seed)
 
     def eval_split_if(self, log_epochs: bool) -> splits.TokenizedSplit | None:
         return self.eval_split if log_epochs else None
@@ -215,19 +264,18 @@ class FinalStep:
 
 
 def prepare_final_step(
-    condition: Condition, settings: RunSettings, model_dir: Path, tasks_dir: Path, key: str, progress
+    condition: Condition,
+    settings: RunSettings,
+    model_dir: Path,
+    tasks_dir: Path,
+    key: str,
+    progress: Callable[[str], None],
 ) -> FinalStep | RunResult:
     """The condition's starting model on its device, every intermediate task trained (a
     RunResult if one diverged), and the final task's data and start-of-run measurements."""
-    # Prepare: the starting model (pretrained, with the condition's layers fresh) on its device.
-    task, seed = get_task(condition.task), settings.seed
+    task = get_task(condition.task)
     chain = [get_task(name) for name in condition.intermediate_steps]
-    first = chain[0] if chain else task
-    model, record = build_finetuner(
-        model_dir, condition, first.kind.head_outputs(first.num_labels), seed, first.kind.token_level
-    )
-    device = _device(settings)
-    model.to(device)
+    model, record, device = _starting_model(condition, settings, model_dir, chain[0] if chain else task)
     progress(
         f"{condition.describe()}: training on {device.type} (torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads)"
@@ -235,25 +283,60 @@ def prepare_final_step(
     # The multiplier is for the whole tensors the scheme reinitialised (not head slices,
     # not the always-new task head).
     fresh = reinitialised_layer_parameters(model, record["reinitialised"])
-
-    # Sequential finetuning (Huang et al. 4.1): each intermediate task in order, then the
-    # final one, each step with a head of its own; the scheme's fresh layers are fresh in the first.
-    pool_size = lambda name: _load(tasks_dir, name, "train").examples  # noqa: E731 - read only for `full`
     record["intermediate_steps"] = []
+    if chain:
+        diverged = _train_intermediate_steps(model, record, chain, fresh, condition, settings, tasks_dir, progress)
+        if diverged is not None:
+            return _result(condition, settings, record, diverged, {}, [], task, key)
+        record["reinitialised"] += _new_head(model, task, condition, settings.seed)
+        fresh = set()  # the scheme's fresh layers were fresh in the first step
+    return _final_step(condition, settings, key, model, record, fresh, device, progress, model_dir, tasks_dir)
+
+
+def _starting_model(
+    condition: Condition, settings: RunSettings, model_dir: Path, head: TaskSpec
+) -> tuple[Finetuner, dict, torch.device]:
+    """The condition's starting model (pretrained, with its layers fresh: build_finetuner, a pure
+    function of the condition) with a task head for `head`, on the device, and build_finetuner's record."""
+    model, record = build_finetuner(
+        model_dir, condition, head.kind.head_outputs(head.num_labels), settings.seed, head.kind.token_level
+    )
+    device = _device(settings)
+    model.to(device)
+    return model, record, device
+
+
+def _train_intermediate_steps(
+    model: Finetuner,
+    record: dict,
+    chain: list[TaskSpec],
+    fresh: set[str],
+    condition: Condition,
+    settings: RunSettings,
+    tasks_dir: Path,
+    progress: Callable[[str], None],
+) -> dict | None:
+    """Sequential finetuning (Huang et al. 4.1): each intermediate task of `chain` in order before
+    the final one, each with a head of its own (the model starts with the first's); the scheme's
+    fresh layers are fresh in the first. Each step is recorded in record["intermediate_steps"];
+    the outcome of the step that diverged, else None."""
+    seed = settings.seed
+    pool_size = lambda name: _load(tasks_dir, name, "train").examples  # noqa: E731 - read only for `full`
     for step, (step_task, (_, size, epochs)) in enumerate(zip(chain, condition.steps(pool_size))):
         if step:
             record["reinitialised"] += _new_head(model, step_task, condition, seed)
         step_split, indices = _training_split(tasks_dir, step_task.name, size, condition, seed)
+        order_seed, dropout_seed = training_seeds(condition, seed, step)
         outcome = finetune(
             model,
             step_task,
             step_split,
             replace(settings, epochs=epochs),
-            condition.seed(seed, _intermediate_purpose(step), "order"),
+            order_seed,
             fresh,
             condition.lr_multiplier,
             progress=lambda line, name=step_task.name: progress(f"intermediate {name}: {line}"),
-            dropout_seed=condition.seed(seed, _intermediate_purpose(step), "dropout"),
+            dropout_seed=dropout_seed,
         )
         record["intermediate_steps"].append(
             {
@@ -268,13 +351,28 @@ def prepare_final_step(
             }
         )
         if outcome["status"] != "ok":
-            return _result(condition, settings, record, outcome, {}, [], task, key)
+            return outcome
         fresh = set()
-    if chain:
-        record["reinitialised"] += _new_head(model, task, condition, seed)
+    return None
 
-    # The final task's data and what the measurements take from the start.
-    train_split, indices = _training_split(tasks_dir, task.name, condition.size, condition, seed)
+
+def _final_step(
+    condition: Condition,
+    settings: RunSettings,
+    key: str,
+    model: Finetuner,
+    record: dict,
+    fresh: set[str],
+    device: torch.device,
+    progress: Callable[[str], None],
+    model_dir: Path,
+    tasks_dir: Path,
+) -> FinalStep:
+    """`model` about to train the final task: its data, its starting weights, and what the
+    measurements `settings` ask for take from the start. What training (prepare_final_step) and
+    measuring kept weights (measure_kept_weights) both start from."""
+    task = get_task(condition.task)
+    train_split, indices = _training_split(tasks_dir, task.name, condition.size, condition, settings.seed)
     eval_split = _load(tasks_dir, task.name, "eval")
     start_weights = layer_weights(model.encoder)
     run = _measured(model, task, train_split, eval_split, settings, model_dir, tasks_dir, record["depth"])
@@ -375,7 +473,7 @@ def measure_kept_weights(
     key: str,
     weights: Path,
     kept: RunResult,
-    progress=lambda line: None,
+    progress: Callable[[str], None] = lambda line: None,
 ) -> RunResult:
     """`kept` (a finished run of this training that kept its weights, train.keep_weights) with
     the measurements `settings` ask for: those it made are kept, the missing ones are made on
@@ -385,35 +483,28 @@ def measure_kept_weights(
     (schedule.measurable_from_weights, which also checks that they are the file the run
     recorded). They must reproduce its eval predictions exactly, else this fails and says so."""
     missing = missing_measurements(kept, settings)
-    only = replace(settings, **{m.setting: m.setting in missing for m in MEASUREMENTS})
-    task = get_task(condition.task)
-    model, record = build_finetuner(
-        model_dir, condition, task.kind.head_outputs(task.num_labels), settings.seed, task.kind.token_level
-    )
-    device = _device(settings)
-    model.to(device)
+    switches = {m.setting: m.setting in missing for m in MEASUREMENTS}
+    only = replace(settings, **switches)  # type: ignore[arg-type]  # each MEASUREMENTS setting is a bool field
+    model, record, device = _starting_model(condition, settings, model_dir, get_task(condition.task))
     progress(f"{condition.describe()}: measuring {', '.join(missing)} on its kept weights {weights.name}, no training")
-    train_split, _ = _training_split(tasks_dir, task.name, condition.size, condition, settings.seed)
-    eval_split = _load(tasks_dir, task.name, "eval")
-    run = _measured(model, task, train_split, eval_split, only, model_dir, tasks_dir, record["depth"])
-    at_start = _at_start(run, only)
+    final = _final_step(condition, only, key, model, record, set(), device, progress, model_dir, tasks_dir)
     load_model(model, weights, device=str(device))
-    run.null_threshold = kept.null_threshold
-    run.evaluation = evaluate(
+    final.run.null_threshold = kept.null_threshold
+    final.run.evaluation = evaluate(
         model,
-        task,
-        run.eval_split,
+        final.task,
+        final.eval_split,
         settings.eval_batch_size,
         settings.precision,
-        run.null_threshold,
+        final.run.null_threshold,
         layer_features=only.cka,
     )
-    if task.kind.encode_predictions(run.evaluation["predictions"]) != kept.predictions:
+    if final.task.kind.encode_predictions(final.run.evaluation["predictions"]) != kept.predictions:
         raise RuntimeError(
             f"the weights in {weights} do not reproduce their run's eval predictions (another device, precision or "
             "thread count?): delete them and the result to retrain"
         )
-    made = _at_end(run, only, at_start)
+    made = _at_end(final.run, only, final.at_start)
     return measured_as(kept, settings, key, {m.field: getattr(kept, m.field) for m in MEASUREMENTS} | made)
 
 
@@ -450,7 +541,7 @@ def _measured(
 
 def _at_start(run: Measured, settings: RunSettings) -> dict:
     """What each measurement `settings` ask for takes from the starting weights, by setting."""
-    return {m.setting: m.at_start(run) for m in MEASUREMENTS if getattr(settings, m.setting) and m.reads_start}
+    return {m.setting: m.at_start(run) for m in MEASUREMENTS if getattr(settings, m.setting) and m.at_start is not None}
 
 
 def _at_end(run: Measured, settings: RunSettings, at_start: dict) -> dict:
@@ -502,34 +593,37 @@ def _new_head(model: Finetuner, task, condition: Condition, seed: int) -> list:
         task.kind.head_outputs(task.num_labels),
         condition,
         seed,
-        model.encoder.config.initializer_range,
+        cast("PretrainedConfig", model.encoder.config).initializer_range,
         task.kind.token_level,
     )
 
 
-def _intermediate_purpose(step: int) -> str:
-    """The training seed's purpose of intermediate step `step` (the first keeps its earlier name)."""
-    return "train-intermediate" if step == 0 else f"train-intermediate-{step}"
+def training_seeds(condition: Condition, seed: int, step: int | None = None) -> tuple[int, int]:
+    """(batch order, dropout) of the final task's training (`step` None), the same for every run of
+    one (task, size, trial), or of intermediate step `step` (the first keeps its earlier purpose name)."""
+    purpose = "train" if step is None else "train-intermediate" if step == 0 else f"train-intermediate-{step}"
+    return condition.seed(seed, purpose, "order"), condition.seed(seed, purpose, "dropout")
 
 
 def _seeds(condition: Condition, seed: int) -> dict[str, int | str]:
-    """The seeds the run drew from, one per source (each reinitialised tensor has its own, from its name)."""
+    """The seeds the run drew from, one per source (each reinitialised tensor has its own, from its name),
+    each from the function that draws it."""
     c = condition
-    seeds = {
+    order, dropout = training_seeds(c, seed)
+    seeds: dict[str, int | str] = {
         "base": seed,
-        "subset": derive_seed(seed, "subset", c.task, c.size, c.stream("subset")),
-        "order": c.seed(seed, "train", "order"),
-        "dropout": c.seed(seed, "train", "dropout"),
+        "subset": tokens.subset_seed(seed, c.task, c.size, c.stream("subset")),
+        "order": order,
+        "dropout": dropout,
     }
     seeds.update(c.scheme_seeds(seed))
     for step, task in enumerate(c.intermediate_steps):
         suffix = f"_{step}" if step else ""
         size = c.size if c.intermediate_size is None else c.intermediate_size
         seeds[f"subset_intermediate{suffix}"] = (
-            derive_seed(seed, "subset", task, size, c.stream("subset")) if size != FULL else "the whole training set"
+            tokens.subset_seed(seed, task, int(size), c.stream("subset")) if size != FULL else "the whole training set"
         )
-        seeds[f"order_intermediate{suffix}"] = c.seed(seed, _intermediate_purpose(step), "order")
-        seeds[f"dropout_intermediate{suffix}"] = c.seed(seed, _intermediate_purpose(step), "dropout")
+        seeds[f"order_intermediate{suffix}"], seeds[f"dropout_intermediate{suffix}"] = training_seeds(c, seed, step)
     seeds["reinit"] = f"derive_seed({seed}, 'reinit', {c.stream('reinit')}, <tensor name>) per tensor"
     seeds["head"] = f"derive_seed({seed}, 'reinit', {c.stream('head')}, <tensor name>) per tensor"
     return seeds

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +32,7 @@ from src.tasks.registry import get_task
 from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
-from src.train.packed import RUN_ARGUMENTS, pack_key, run_pack
+from src.train.packed import pack_key, run_pack
 from src.train.progress import LaterWork, Progress, optimizer_steps
 from src.train.reuse import (
     as_current,
@@ -40,7 +42,7 @@ from src.train.reuse import (
     stale_measurements,
     with_measurements_of,
 )
-from src.train.run import equivalent_fingerprints, fingerprint, run_condition
+from src.train.run import RunJob, equivalent_fingerprints, fingerprint, run_job
 
 if TYPE_CHECKING:  # annotations only
     from src.params.load import ModelLimits
@@ -91,7 +93,7 @@ def is_full_model(condition: Condition, num_layers: int) -> bool:
     )
 
 
-def pool_sizes(tasks_dir: Path):
+def pool_sizes(tasks_dir: Path) -> Callable[[str], int]:
     """task -> its training examples, as the data stage recorded them (what `full` means)."""
     return lambda task: json.loads((tasks_dir / task / "info.json").read_text())["train_examples"]
 
@@ -127,16 +129,20 @@ def run_stage_conditions(
     """A finetune stage's runs: the conditions of studies.<study> that no earlier study trains
     (src/conditions/studies.py), or with no study the focus condition's trials; every one
     checked against the model and its task's pool before the first trains."""
+    num_layers, num_heads = limits.num_layers, limits.num_heads
+    if num_layers is None or num_heads is None:  # model_limits of a prepared model knows both
+        raise ParamsError(f"{model_dir} holds no prepared model (base.json) to check the conditions against")
     if study is None:
         conditions, where, log_epochs = focus_conditions(config), "the focus condition", False
     else:
-        reported = all_study_conditions(config, limits.num_layers)
-        conditions, where = trained_conditions(reported, study, limits.num_layers), f"studies.{study}"
-        log_epochs = config.studies[study].epochs is not None
+        reported = all_study_conditions(config, num_layers)
+        conditions, where = trained_conditions(reported, study, num_layers), f"studies.{study}"
+        # StudyConfig's fields are made from the scheme registry (make_dataclass): mypy cannot see them
+        log_epochs = config.studies[study].epochs is not None  # type: ignore[attr-defined]
     for condition in conditions:
-        condition.check(limits.num_layers, limits.num_heads)
+        condition.check(num_layers, num_heads)
     check_sizes(conditions, tasks_dir, where)
-    later = later_work(config, limits.num_layers, study, out.parent, tasks_dir) if study is not None else None
+    later = later_work(config, num_layers, study, out.parent, tasks_dir) if study is not None else None
     return run_all(conditions, config, model_dir, tasks_dir, out, where, log_epochs, reuse, later)
 
 
@@ -189,7 +195,59 @@ def measurable_from_weights(
     return weights.exists() and sha256_of(weights) == found.weights_sha256
 
 
-def run_all(  # noqa: C901, PLR0912, PLR0915
+class Action(Enum):
+    """What a finetune stage does with one run."""
+
+    KEEP = "keep"  # finished earlier here with this fingerprint, or measured more than asked now
+    COPY = "copy"  # the same run finished in another study (`reuse`)
+    MEASURE = "measure"  # trained as asked and kept its weights: the missing measurements are made on them
+    TRAIN = "train"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A run's action and why: `line`, printed before anything trains (none for a plain MEASURE or TRAIN)."""
+
+    action: Action
+    result: RunResult | None = None  # KEEP, COPY: the result as this stage records it; MEASURE: the one measured
+    source: Path | None = None  # COPY: the other study's result file
+    line: str = ""
+    rewrite: bool = False  # KEEP: written again without the measurements no longer asked for
+
+
+def plan_run(job: RunJob, keep_weights: bool, reuse: Path | None, equivalent: dict[str, str]) -> Planned:
+    """What the stage does with `job`, from the files at its place and in the studies of `reuse`;
+    it reads them only, so a stage plans every run before it writes or trains anything. A result
+    whose fingerprint a recipe declared equivalent made (`equivalent`: as_current) is current."""
+    weights = weights_path(job.result_file)
+    found = as_current(readable(job.result_file), equivalent)
+    result = with_measurements_of(found, job.settings, job.key, job.training_key)
+    if result is not None and keep_weights and result.ok and not weights.exists():
+        line = "finished earlier without its weights; trains again to keep them (train.keep_weights)"
+        return Planned(Action.TRAIN, line=line)
+    if result is not None:
+        dropped = result is not found  # it measured more than asked now: the same run, kept without the rest
+        note = " (the measurements no longer asked for dropped)" if dropped else ""
+        return Planned(Action.KEEP, result, line=f"finished earlier, kept{note}", rewrite=dropped)
+    if reuse is not None and (
+        twin := finished_in_studies(reuse, job.condition, job.settings, job.key, job.training_key, equivalent)
+    ):
+        result, source = twin
+        if keep_weights and result.ok and not weights_path(source).exists():
+            return Planned(
+                Action.TRAIN, line=f"the same run as in {source}, without its weights; trains again to keep them"
+            )
+        return Planned(Action.COPY, result, source, f"the same run as in {source}, copied")
+    if measurable_from_weights(found, job.condition, job.settings, job.training_key, weights):
+        return Planned(Action.MEASURE, found)  # what it lacks, stale measurements included, made on its kept weights
+    if (result := kept_stale(found, job.settings, job.key, job.training_key)) is not None:
+        stale = ", ".join(stale_measurements(result, job.settings))
+        line = f"finished earlier, kept; its {stale} made by older code, stale (no kept weights to redo it)"
+        return Planned(Action.KEEP, result, line=line, rewrite=result is not found)
+    return Planned(Action.TRAIN)
+
+
+def run_all(
     conditions: list[Condition],
     config: Config,
     model_dir: Path,
@@ -201,122 +259,133 @@ def run_all(  # noqa: C901, PLR0912, PLR0915
     later: LaterWork | None = None,
 ) -> list[RunResult]:
     """Every condition's result: kept, copied from another study (`reuse`), measured on its kept
-    weights, or trained now. With train.keep_weights every finished run has its weights beside it."""
-    paths = [result_path(out, condition) for condition in conditions]
-    weights = [weights_path(path) for path in paths]
+    weights, or trained now (plan_run). With train.keep_weights every finished run has its weights beside it."""
     keep = config.train.keep_weights
     num_layers = BaseModelRecord.read(model_dir).num_layers
     compared = head_references(config, num_layers) if config.train.head_importance == "head_studies" else set()
     settings = [run_settings(config, c.epochs, is_full_model(c, num_layers), c in compared) for c in conditions]
     keys = [fingerprint(c, s, model_dir, tasks_dir) for c, s in zip(conditions, settings)]
     training_keys = [fingerprint(c, s.unmeasured(), model_dir, tasks_dir) for c, s in zip(conditions, settings)]
-    equivalent = [equivalent_fingerprints(c, s, model_dir, tasks_dir) for c, s in zip(conditions, settings)]
-    results: list[RunResult | None] = []
-    measure: dict[int, RunResult] = {}  # runs whose kept weights give what they lack
-    for i, condition in enumerate(conditions):
-        tag = f"[{i + 1}/{len(conditions)}] {condition.describe()}"
-        found = as_current(readable(paths[i]), equivalent[i])  # a recipe declared equivalent made it: current
-        result = with_measurements_of(found, settings[i], keys[i], training_keys[i])
-        if result is not None and keep and result.ok and not weights[i].exists():
-            print(f"{tag}: finished earlier without its weights; trains again to keep them (train.keep_weights)")
-            result = None
-        elif result is not None:
-            note = ""
-            if result is not found:  # it measured more than asked now: the same run, kept without the rest
-                result.write(paths[i])
-                note = " (the measurements no longer asked for dropped)"
-            print(f"{tag}: finished earlier, kept{note}")
-        elif reuse is not None and (
-            twin := finished_in_studies(reuse, condition, settings[i], keys[i], training_keys[i], equivalent[i])
-        ):
-            result, source = twin
-            if keep and result.ok and not weights_path(source).exists():
-                print(f"{tag}: the same run as in {source}, without its weights; trains again to keep them")
-                result = None
-            else:
-                if keep and result.ok:  # the weights first: a result without them would train again
-                    weights[i].parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(weights_path(source), weights[i])
-                result.write(paths[i])
-                print(f"{tag}: the same run as in {source}, copied")
-        elif measurable_from_weights(found, condition, settings[i], training_keys[i], weights[i]):
-            measure[i] = found  # what it lacks, stale measurements included, made on its kept weights
-        elif (result := kept_stale(found, settings[i], keys[i], training_keys[i])) is not None:
-            if result is not found:
-                result.write(paths[i])
-            stale = ", ".join(stale_measurements(result, settings[i]))
-            print(f"{tag}: finished earlier, kept; its {stale} made by older code, stale (no kept weights to redo it)")
-        results.append(result)
-    # Longest runs first, so that a stage ends on a short one and the other workers idle less; measuring
-    # kept weights trains nothing.
-    pool = pool_sizes(tasks_dir)
-    examples = [0 if i in measure else condition.examples_trained(pool) for i, condition in enumerate(conditions)]
-    todo = sorted((i for i, result in enumerate(results) if result is None), key=lambda i: -examples[i])
     # Absolute paths: SLURM and Ray workers do not start in this folder (it must be on a shared filesystem).
-    runs = [
-        (
-            conditions[i],
-            settings[i],
-            model_dir.resolve(),
-            tasks_dir.resolve(),
-            log_epochs,
-            paths[i].with_suffix(".ckpt").resolve(),
-            keys[i],
-            paths[i].with_suffix(".log").resolve(),
-            weights[i].resolve() if keep or i in measure else None,
-            measure.get(i),
+    jobs = [
+        RunJob(
+            c, s, model_dir.resolve(), tasks_dir.resolve(), result_path(out, c).resolve(), key, training_key, log_epochs
         )
-        for i in todo
+        for c, s, key, training_key in zip(conditions, settings, keys, training_keys)
     ]
-    # Steps are counted by local unpacked workers only (torch's optimizer-step hook: SLURM and Ray
-    # runs, and packs, whose AdamW is written out, report when they finish).
-    steps = [0 if i in measure else optimizer_steps(conditions[i], pool, config.train.batch_size) for i in todo]
-    steps = steps if config.executor.kind == "local" and not config.train.pack else None
-    with Progress(
-        [examples[i] for i in todo], concurrency(config.executor, config.train), steps, f"finetune {where}", later=later
-    ) as progress:
-        if config.train.pack:  # runs of one (task, size, trial) in stacked packs; measuring kept weights trains nothing
-            keys_of_packs = [None if i in measure else pack_key(conditions[i], settings[i], config.seed) for i in todo]
-            saves = [(paths[i], training_keys[i]) for i in todo]
-            outcomes = execute_packs(
-                runs, packs(keys_of_packs, config.train.pack), saves, config.executor, config.train
-            )
-        else:
-            outcomes = execute(run_condition, runs, config.executor, config.train, steps=progress.steps)
-        failed = []
-        for done, (job, result) in enumerate(outcomes, 1):
-            i = todo[job]
-            line = f"[{len(conditions) - len(todo) + done}/{len(conditions)}] {conditions[i].describe()}"
-            if isinstance(result, Failure):  # recorded with its cause; the other runs go on
-                write_json_atomically(
-                    paths[i].with_suffix(".failed"),
-                    {
-                        "condition": conditions[i].as_dict(),
-                        "fingerprint": keys[i],
-                        "attempts": result.attempts,
-                        "cause": result.cause,
-                    },
-                )
-                failed.append(f"{conditions[i].describe()}: {result.cause}")
-                progress.finished(
-                    job, f"{line}: failed after {result.attempts} attempt(s): {result.cause}", failed=True
-                )
-                continue
-            results[i] = result = result.save_finished(paths[i], training_keys[i])  # saved as it finishes
-            if i in measure:
-                progress.finished(job, f"{line}: measured on its kept weights, not trained {result.scores}")
-            else:
-                progress.finished(job, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
-
-    remove_stale(out, paths, keep)
-    if paths:  # what the report calls a result's measurements stale against
+    equivalent = [equivalent_fingerprints(c, s, model_dir, tasks_dir) for c, s in zip(conditions, settings)]
+    plan = [plan_run(job, keep, reuse, same) for job, same in zip(jobs, equivalent)]
+    results = [
+        settle(job, planned, keep, f"[{i + 1}/{len(jobs)}] {job.condition.describe()}")
+        for i, (job, planned) in enumerate(zip(jobs, plan))
+    ]
+    pool = pool_sizes(tasks_dir)
+    failed = execute_and_record(submitted(jobs, plan, keep, pool), results, config, pool, where, later)
+    remove_stale(out, [result_path(out, c) for c in conditions], keep)
+    if conditions:  # what the report calls a result's measurements stale against
         write_json_atomically(out / MEASUREMENT_CODE_FILE, measurement_code())
-    if failed:  # every finished result is saved above; a rerun trains only these
+    if failed:  # every finished result is saved as it finished; a rerun trains only these
         raise SystemExit(
             f"finetune {where}: {len(failed)} of {len(conditions)} runs failed (their causes are in <run>.failed next "
             "to each result):\n  " + "\n  ".join(failed)
         )
-    return results
+    return [result for result in results if result is not None]
+
+
+def settle(job: RunJob, planned: Planned, keep_weights: bool, tag: str) -> RunResult | None:
+    """Write what a kept or copied run needs at its place and print the plan's line; the run's
+    result where it has one now (KEEP, COPY)."""
+    if planned.action is Action.KEEP and planned.result is not None and planned.rewrite:
+        planned.result.write(job.result_file)
+    elif planned.action is Action.COPY and planned.result is not None and planned.source is not None:
+        if keep_weights and planned.result.ok:  # the weights first: a result without them would train again
+            weights = weights_path(job.result_file)
+            weights.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(weights_path(planned.source), weights)
+        planned.result.write(job.result_file)
+    if planned.line:
+        print(f"{tag}: {planned.line}")
+    return planned.result if planned.action in (Action.KEEP, Action.COPY) else None
+
+
+def submitted(
+    jobs: list[RunJob], plan: list[Planned], keep_weights: bool, pool: Callable[[str], int]
+) -> list[tuple[int, RunJob]]:
+    """(position, job as submitted) of every run that measures or trains: its weights' file where it
+    keeps or reads them, the result it measures. Longest runs first, so that a stage ends on a short one
+    and the other workers idle less; measuring kept weights trains nothing."""
+    todo = []
+    for i, (job, planned) in enumerate(zip(jobs, plan)):
+        measure = planned.action is Action.MEASURE
+        if measure or planned.action is Action.TRAIN:
+            weights = weights_path(job.result_file) if keep_weights or measure else None
+            todo.append((i, replace(job, weights=weights, kept=planned.result if measure else None)))
+    return sorted(todo, key=lambda item: 0 if item[1].kept is not None else -item[1].condition.examples_trained(pool))
+
+
+def execute_and_record(
+    todo: list[tuple[int, RunJob]],
+    results: list[RunResult | None],
+    config: Config,
+    pool: Callable[[str], int],
+    where: str,
+    later: LaterWork | None,
+) -> list[str]:
+    """Run `todo` ((position, job), submitted's order) on the executor: each result saved as it
+    finishes and put at its position in `results`, each failure recorded beside its result file
+    (<run>.failed) with its cause while the other runs go on, one line printed per run. The
+    failures, one line each."""
+    jobs = [job for _, job in todo]
+    examples = [0 if job.kept is not None else job.condition.examples_trained(pool) for job in jobs]
+    # Steps are counted by local unpacked workers only (torch's optimizer-step hook: SLURM and Ray
+    # runs, and packs, whose AdamW is written out, report when they finish).
+    steps = [
+        0 if job.kept is not None else optimizer_steps(job.condition, pool, config.train.batch_size) for job in jobs
+    ]
+    counted = steps if config.executor.kind == "local" and not config.train.pack else None
+    failed = []
+    with Progress(
+        examples, concurrency(config.executor, config.train), counted, f"finetune {where}", later=later
+    ) as progress:
+        for done, (position, outcome) in enumerate(outcomes(jobs, config, progress), 1):
+            i, job = todo[position]
+            line = f"[{len(results) - len(todo) + done}/{len(results)}] {job.condition.describe()}"
+            if isinstance(outcome, Failure):  # recorded with its cause; the other runs go on
+                write_failure(job, outcome)
+                failed.append(f"{job.condition.describe()}: {outcome.cause}")
+                progress.finished(
+                    position, f"{line}: failed after {outcome.attempts} attempt(s): {outcome.cause}", failed=True
+                )
+                continue
+            results[i] = result = outcome.save_finished(job.result_file, job.training_key)  # saved as it finishes
+            if job.kept is not None:
+                progress.finished(position, f"{line}: measured on its kept weights, not trained {result.scores}")
+            else:
+                progress.finished(position, f"{line}: {result.status} {result.scores} ({result.train_seconds} s)")
+    return failed
+
+
+def outcomes(jobs: list[RunJob], config: Config, progress: Progress) -> Iterator[tuple[int, RunResult | Failure]]:
+    """(position in `jobs`, result or Failure) as each job ends on the executor: with train.pack the
+    runs of one (task, size, trial) in stacked packs (measuring kept weights trains nothing), else
+    each alone, its optimizer steps counted into `progress`."""
+    if not config.train.pack:
+        return execute(run_job, [(job,) for job in jobs], config.executor, config.train, steps=progress.steps)
+    keys = [None if job.kept is not None else pack_key(job.condition, job.settings, config.seed) for job in jobs]
+    return execute_packs(jobs, packs(keys, config.train.pack), config.executor, config.train)
+
+
+def write_failure(job: RunJob, failure: Failure) -> None:
+    """<run>.failed beside the job's result file: its condition, fingerprint, attempts and cause."""
+    write_json_atomically(
+        job.result_file.with_suffix(".failed"),
+        {
+            "condition": job.condition.as_dict(),
+            "fingerprint": job.key,
+            "attempts": failure.attempts,
+            "cause": failure.cause,
+        },
+    )
 
 
 def packs(keys: list[tuple | None], size: int) -> list[list[int]]:
@@ -339,29 +408,23 @@ def packs(keys: list[tuple | None], size: int) -> list[list[int]]:
 
 
 def execute_packs(
-    runs: list[tuple],
-    groups: list[list[int]],
-    saves: list[tuple[Path, str]],
-    executor: ExecutorConfig,
-    train: TrainConfig,
+    jobs: list[RunJob], groups: list[list[int]], executor: ExecutorConfig, train: TrainConfig
 ) -> Iterator[tuple[int, RunResult | Failure]]:
-    """Every run of `groups` (packs of positions in `runs`) trained packed on the executor;
+    """Every job of `groups` (packs of positions in `jobs`) trained packed on the executor;
     (position, result or Failure) as each pack ends. A pack that fails is tried once more,
     then each of its runs not finished yet trains as a pack of one (the same stacked step, so
     its numbers are the ones its fingerprint promises); a run that fails then is a Failure."""
     for attempt in (1, 2, 3):
-        jobs = groups if attempt < 3 else [[position] for group in groups for position in group]
+        packed = groups if attempt < 3 else [[position] for group in groups for position in group]
         failed = []
-        for job, outcome in execute(
-            run_pack, [([runs[p] for p in job], [saves[p] for p in job]) for job in jobs], executor, train
-        ):
+        for pack, outcome in execute(run_pack, [([jobs[p] for p in members],) for members in packed], executor, train):
             if not isinstance(outcome, Failure):
-                yield from zip(jobs[job], outcome)
+                yield from zip(packed[pack], outcome)
                 continue
             left = []
-            for position in jobs[job]:  # members that left before the pack failed were saved then
-                saved = readable(saves[position][0])
-                if saved is not None and saved.fingerprint == runs[position][RUN_ARGUMENTS.index("key")]:
+            for position in packed[pack]:  # members that left before the pack failed were saved then
+                saved = readable(jobs[position].result_file)
+                if saved is not None and saved.fingerprint == jobs[position].key:
                     yield position, saved
                 else:
                     left.append(position)

@@ -16,6 +16,7 @@ from src.params.load import validate
 from src.probing.probes import train_probes
 from src.tasks import splits
 from src.tasks.registry import get_task
+from src.train.run import _seeds, training_seeds
 from src.train.schedule import run_settings
 from tests.support import train_condition as run
 from tests.support import training_params
@@ -163,3 +164,26 @@ def test_auto_precision_is_native_bf16_or_fp32_on_a_cpu_and_the_fingerprint_hold
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
     assert resolve_precision("auto", "cpu") == "bf16"
     assert run_settings(validate(training_params(precision="auto")), 1).precision == "bf16"
+
+
+def test_the_recorded_subset_seeds_draw_the_subsets_each_step_trains_on():
+    # final task and each intermediate step (here on another subset stream than the trial)
+    condition = Condition(
+        "rt_sentiment",
+        32,
+        1,
+        2,
+        intermediate_task="subjectivity+tweet_sentiment",
+        intermediate_size=16,
+        intermediate_epochs=1,
+        streams=(("subset", 2),),
+    )
+    seeds = _seeds(condition, 7)
+    for recorded, task, size in (
+        ("subset", "rt_sentiment", 32),
+        ("subset_intermediate", "subjectivity", 16),
+        ("subset_intermediate_1", "tweet_sentiment", 16),
+    ):
+        drawn = np.sort(np.random.default_rng(seeds[recorded]).choice(200, size=size, replace=False))
+        assert (drawn == tokens.training_subset(200, size, task, 2, 7)).all(), recorded
+    assert (seeds["order"], seeds["dropout"]) == training_seeds(condition, 7)
