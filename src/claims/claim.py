@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 from src.claims.curves import Curve, ProbeCurve, probe_curve, progressive_curve
@@ -81,10 +80,8 @@ class Shared:
 
     @cached_property
     def curves(self) -> dict[tuple[str, int], Curve]:
-        plain = self.ev.plain()
-        progressive = plain[plain["scheme"] == "progressive"]
         found = {}
-        for task, size in sorted(set(zip(progressive["task"], progressive["size"].astype(int)))):
+        for task, size in ((t, s) for t, sizes in self.ev.curve_sizes().items() for s in sizes):
             curve = progressive_curve(self.ev, task, size, self.rng, self.eval_draws.get(task))
             if curve is not None:
                 found[(task, size)] = curve
@@ -110,48 +107,33 @@ class Shared:
                 yield task, size, self.probes[task], self.curves[(task, size)]
 
 
-def plain_by(ev: Evidence, scheme: str) -> pd.DataFrame:
-    plain = ev.plain()
-    return plain[plain["scheme"] == scheme]
-
-
-def refs(rows: pd.DataFrame) -> tuple[str, str]:
-    first = rows.iloc[0]
-    return first["ref_full"], first["ref_scratch"]
-
-
-def slugs_by_k(rows) -> dict[int, str]:
-    """The progressive condition (slug) of each k among `rows` (one task and size)."""
-    return dict(zip(rows["k"].astype(int), rows["slug"]))
-
-
 def curve_contrasts(
     ev: Evidence, claim: str, contrasts, tasks: tuple = (), largest_only: bool = False, **shape
 ) -> list[Unit]:
     """Paired contrasts along each progressive curve (of `tasks`, every task where empty; at each
     task's largest size only with `largest_only`): `contrasts(L)` yields (label, {k: weight}, test),
     one unit per contrast whose every k ran; `shape` as contrast_unit's."""
-    units, progressive = [], plain_by(ev, "progressive")
-    largest = progressive.groupby("task")["size"].max()
-    for (task, size), rows in progressive.groupby(["task", "size"]):
-        if (tasks and task not in tasks) or (largest_only and size != largest[task]):
-            continue
-        by_k = slugs_by_k(rows)
-        for label, weights, test in contrasts(ev.num_layers):
-            if set(weights) <= set(by_k):
-                slugs = {by_k[k]: w for k, w in weights.items()}
-                units.append(
-                    contrast_unit(ev, claim, task, int(size), slugs, test, name=f"{task} n={size}{label}", **shape)
-                )
+    units = []
+    for task, sizes in ev.curve_sizes().items():
+        for size in sizes:
+            if (tasks and task not in tasks) or (largest_only and size != sizes[-1]):
+                continue
+            by_k = ev.curve(task, size)
+            for label, weights, test in contrasts(ev.num_layers):
+                if set(weights) <= set(by_k):
+                    slugs = {by_k[k].slug: w for k, w in weights.items()}
+                    name = f"{task} n={size}{label}"
+                    units.append(contrast_unit(ev, claim, task, size, slugs, test, name=name, **shape))
     return units
 
 
 def per_trial_contrast(ev: Evidence, task: str, size: int, weights: dict[str, float]) -> np.ndarray:
     """sum_slug weight * score of each trial every slug finished at (task, size): trials only."""
     trials, _ = common_trials(ev, task, size, list(weights))
-    return (
-        sum(w * scores_of(ev, task, size, slug, trials)[1] for slug, w in weights.items()) if trials else np.array([])
-    )
+    total = np.zeros(len(trials))
+    for slug, w in weights.items():
+        total = total + w * scores_of(ev, task, size, slug, trials)[1]
+    return total
 
 
 def one_sided_welch(ev: Evidence, claim: str, name: str, test: str, a, b, **kw) -> Unit:

@@ -38,9 +38,7 @@ def progressive_curve(
 ) -> Curve | None:
     """The curve of `task` at `size`; `example_counts` are the task's shared eval-set draws
     (hypothesis.example_draws), None for fresh ones."""
-    rows = ev.plain()
-    rows = rows[(rows["scheme"] == "progressive") & (rows["task"] == task) & (rows["size"] == size)]
-    by_k = {int(k): s for k, s in zip(rows["k"], rows["slug"])}
+    by_k = {k: c.slug for k, c in ev.curve(task, size).items()}
     if sorted(by_k) != list(range(ev.num_layers + 1)):
         return None
     slugs = [by_k[k] for k in range(ev.num_layers + 1)]
@@ -177,7 +175,7 @@ def probe_contrast(ev: Evidence, task: str, probe: ProbeCurve, weights: dict[int
     (paired t) where not. One seed gives no SE."""
     labels = np.asarray(ev.labels.get(task, np.zeros(1)))
     # without stored predictions probe.metric is "trials only", which reads no predictions
-    predictions = probe.predictions if probe.eval_resampled else np.zeros((*probe.per_seed.shape, labels.size))
+    predictions = probe.predictions if probe.predictions is not None else np.zeros((*probe.per_seed.shape, labels.size))
     terms = [(w, predictions[:, layer], probe.per_seed[:, layer]) for layer, w in weights.items()]
     return hypothesis.paired_contrast(terms, labels, example_metric(probe.metric))
 

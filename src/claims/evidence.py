@@ -6,31 +6,152 @@ seed_design their trials share."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from src.artefacts.evidence import condition_of
+from src.conditions.condition import Condition
 from src.config.schema import DataConfig, ReportConfig, StudyConfig, TrainConfig
 
 
-class RunsIndex(NamedTuple):
-    """What Evidence reads its runs table through: a report reads each condition many times, and filtering the
-    whole table each time was most of the report stage's time."""
+class Run(NamedTuple):
+    """One row of a condition's runs, as the claims read it."""
 
-    runs: pd.DataFrame  # the table it indexes (a new table, a new index)
-    positions: dict  # (task, size, slug) -> the row positions of that condition
-    read: dict  # (task, size, slug) -> its ConditionRuns, as read so far
-    metric: dict  # task -> the metric of its runs
+    trial: int
+    study: str
+    ok: bool  # finished ("ok"); else diverged
+    value: float
+    collapsed: bool  # False where not stored
+    majority_share: float  # the largest class's share of its predictions (NaN: not stored)
+
+
+class Refs(NamedTuple):
+    """The slugs of a condition's references as the runs table names them (Condition.references)."""
+
+    full: str
+    scratch: str
+    baseline: str | None  # a modified condition's plain counterpart; None for the others
+
+
+@dataclass(frozen=True)
+class ConditionRuns:
+    """One condition's runs as the claims read them: its Condition (read from its first row: artefacts/evidence.py
+    condition_of), its slug and its references' slugs as the runs table names them, whether it is plain (the
+    table's `plain` flag: Condition.is_plain where the report stage reads it), and its rows. A run two studies
+    share has a row in each (the same run): `ok_trials`, `diverged` and `collapsed_ok` count rows; the per-trial
+    readings take the first row of each trial."""
+
+    condition: Condition
+    slug: str
+    refs: Refs
+    plain: bool
+    runs: tuple[Run, ...]
+
+    @property
+    def task(self) -> str:
+        return self.condition.task
+
+    @property
+    def size(self) -> int:
+        return self.condition.size
+
+    @cached_property
+    def first(self) -> dict[int, Run]:
+        """Each trial's first row."""
+        first: dict[int, Run] = {}
+        for run in self.runs:
+            first.setdefault(run.trial, run)
+        return first
+
+    @cached_property
+    def collapsed_ok(self) -> dict[int, int]:
+        """Per trial with a finished row: its finished rows flagged collapsed."""
+        counts: dict[int, int] = {}
+        for run in self.runs:
+            if run.ok:
+                counts[run.trial] = counts.get(run.trial, 0) + int(run.collapsed)
+        return counts
+
+    @property
+    def ok_trials(self) -> frozenset[int]:
+        return frozenset(self.collapsed_ok)
+
+    @property
+    def diverged(self) -> int:
+        return sum(not run.ok for run in self.runs)
+
+    @property
+    def value(self) -> dict[int, float]:
+        return {trial: run.value for trial, run in self.first.items()}
+
+    @property
+    def collapsed(self) -> dict[int, bool]:
+        return {trial: run.collapsed for trial, run in self.first.items()}
+
+    @property
+    def majority_share(self) -> dict[int, float]:
+        return {trial: run.majority_share for trial, run in self.first.items()}
+
+    @property
+    def studies(self) -> frozenset[str]:
+        return frozenset(run.study for run in self.runs if run.study)  # "": a table without the column
+
+    def finished(self) -> list[Run]:
+        """Its finished rows, in table order."""
+        return [run for run in self.runs if run.ok]
+
+
+# what a condition the table does not hold reads as: no runs
+NO_RUNS = ConditionRuns(Condition("", 0, 0, 0), "", Refs("", "", None), False, ())
+
+
+def condition_table(runs: pd.DataFrame) -> dict[tuple[str, int, str], ConditionRuns]:
+    """Every condition of a runs table by (task, size, slug), in the order of their first rows."""
+    if not len(runs):
+        return {}
+    ok = (runs["status"] == "ok").tolist()
+    collapsed = runs["collapsed"].fillna(False).astype(bool).tolist() if "collapsed" in runs else [False] * len(runs)
+    shares = runs["majority_share"].astype(float).tolist() if "majority_share" in runs else [math.nan] * len(runs)
+    studies = runs["study"].tolist() if "study" in runs else [""] * len(runs)
+    plain = runs["plain"].astype(bool).tolist() if "plain" in runs else [True] * len(runs)
+    rows = [
+        Run(int(t), str(study), o, float(v), c, float(m))
+        for t, study, o, v, c, m in zip(runs["trial"], studies, ok, runs["value"], collapsed, shares)
+    ]
+    groups = runs.groupby(["task", "size", "slug"], sort=False).indices
+    heads = runs.iloc[[positions[0] for positions in groups.values()]].to_dict("records")
+    found = {}
+    for ((task, size, slug), positions), head in zip(groups.items(), heads):
+        baseline = head.get("ref_baseline")
+        refs = Refs(
+            str(head.get("ref_full")), str(head.get("ref_scratch")), baseline if isinstance(baseline, str) else None
+        )
+        found[(task, int(size), slug)] = ConditionRuns(
+            condition_of(head), slug, refs, plain[positions[0]], tuple(rows[i] for i in positions)
+        )
+    return found
+
+
+class RunsIndex(NamedTuple):
+    """What Evidence reads its runs table through: the conditions, built once per runs table (a new table, a new
+    index)."""
+
+    runs: pd.DataFrame  # the table it indexes
+    conditions: dict[tuple[str, int, str], ConditionRuns]
+    metric: dict[str, str]  # task -> the metric of its runs
 
 
 @dataclass
 class Evidence:
     """What the claims are tested on. `runs`: one headline row per run (task, size, slug, trial,
-    scheme, k, layer, window, head_index, lr_multiplier, keep_layernorm, intermediate_task,
-    epochs, metric, value, status, collapsed, study, ref_full, ref_scratch, ref_baseline,
-    plain: an unmodified condition); predictions by (task, size, slug, trial) and eval labels
+    the Condition fields, metric, value, status, collapsed, study, ref_full, ref_scratch, ref_baseline,
+    plain: an unmodified condition), read by condition (`conditions`, `condition_runs`, `curve`);
+    predictions by (task, size, slug, trial) and eval labels
     by task; `probe`: task, layer, value (and seed, when several probe seeds ran), with the
     probes' eval predictions [seeds, layers, examples] by task in `probe_predictions`;
     `weight_change`: ‖ΔW‖ at the end of training per run, layer and sublayer; `layer_change`:
@@ -45,72 +166,70 @@ class Evidence:
     layer_change: pd.DataFrame
     num_layers: int
     settings: ReportConfig
-    studies: dict[str, StudyConfig] = field(default_factory=dict)
+    # StudyConfig is made by make_dataclass (src/config/schema.py): mypy does not take it as a type
+    studies: dict[str, StudyConfig] = field(default_factory=dict)  # type: ignore[valid-type]
     data: DataConfig | None = None
     train: TrainConfig | None = None
     probe_predictions: dict = field(default_factory=dict)
     num_heads: int = 0  # attention heads per layer (0: unknown); claims about every head of a layer read it
     _index: RunsIndex | None = field(default=None, init=False, repr=False, compare=False)
 
-    def plain(self) -> pd.DataFrame:
-        return self.runs[self.runs["plain"]] if "plain" in self.runs else self.runs
-
     def _runs_index(self) -> RunsIndex:
         """The index of `runs`, built once per runs table (a new table, a new index)."""
         if self._index is None or self._index.runs is not self.runs:
             runs = self.runs
-            positions = runs.groupby(["task", "size", "slug"], sort=False).indices if len(runs) else {}
-            first = runs.drop_duplicates("task") if "metric" in runs else runs.iloc[:0]
-            self._index = RunsIndex(runs, positions, {}, dict(zip(first["task"], first.get("metric", []))))
+            first = runs.drop_duplicates("task") if "metric" in runs else None
+            metric = {} if first is None else {str(t): str(m) for t, m in zip(first["task"], first["metric"])}
+            self._index = RunsIndex(runs, condition_table(runs), metric)
         return self._index
 
+    def conditions(self, scheme: str | None = None, plain: bool | None = True) -> list[ConditionRuns]:
+        """The conditions of `scheme` (every scheme where None) that are plain (modified: False; both: None), in
+        the order of their first rows."""
+        return [
+            c
+            for c in self._runs_index().conditions.values()
+            if (scheme is None or c.condition.scheme == scheme) and (plain is None or c.plain == plain)
+        ]
+
+    def curve(self, task: str, size: int) -> dict[int, ConditionRuns]:
+        """The plain progressive conditions of `task` at `size` by k."""
+        return {
+            c.condition.k: c
+            for c in self.conditions("progressive")
+            if c.task == task and c.size == size and c.condition.k is not None
+        }
+
+    def curve_sizes(self) -> dict[str, list[int]]:
+        """Each task's sizes with plain progressive runs, tasks and sizes in order."""
+        sizes: dict[str, set[int]] = {}
+        for c in self.conditions("progressive"):
+            sizes.setdefault(c.task, set()).add(c.size)
+        return {task: sorted(sizes[task]) for task in sorted(sizes)}
+
+    def plain(self) -> pd.DataFrame:
+        """The rows of the plain conditions (tools/calibrate.py reads them)."""
+        index = self._runs_index()
+        keep = {key for key, c in index.conditions.items() if c.plain}
+        return index.runs[
+            [key in keep for key in zip(index.runs["task"], index.runs["size"].astype(int), index.runs["slug"])]
+        ]
+
     def condition_runs(self, task: str, size: int, slug: str) -> ConditionRuns:
-        """The runs of one condition."""
-        index, key = self._runs_index(), (task, int(size), slug)
-        if key not in index.read:
-            index.read[key] = ConditionRuns.of(index.runs.iloc[index.positions.get(key, [])])
-        return index.read[key]
+        """The runs of one condition (none where the table holds none)."""
+        return self._runs_index().conditions.get((task, int(size), slug), NO_RUNS)
 
     def metric(self, task: str) -> str:
         """The metric of `task`'s runs (its first row's)."""
-        return str(self._runs_index().metric[task])
+        return self._runs_index().metric[task]
 
 
-@dataclass(frozen=True)
-class ConditionRuns:
-    """One condition's runs as the claims read them. A run two studies share has a row in each (the
-    same run): `ok_trials`, `diverged` and `collapsed_ok` count rows; the per-trial readings take the
-    first row of each trial."""
-
-    ok_trials: frozenset[int]  # trials with a finished ("ok") row
-    diverged: int  # rows not "ok"
-    collapsed_ok: dict[int, int]  # per trial, its "ok" rows flagged collapsed
-    value: dict[int, float]  # per trial: the score
-    collapsed: dict[int, bool]  # per trial: the collapse flag (False where not stored)
-    majority_share: dict[int, float]  # per trial: the largest class's share of its predictions (NaN: not stored)
-    studies: frozenset[str]
-
-    @classmethod
-    def of(cls, rows: pd.DataFrame) -> ConditionRuns:
-        flag = rows["collapsed"].fillna(False).astype(bool) if "collapsed" in rows else pd.Series(False, rows.index)
-        share = rows["majority_share"].astype(float) if "majority_share" in rows else pd.Series(math.nan, rows.index)
-        trials, ok = rows["trial"].astype(int).tolist(), (rows["status"] == "ok").tolist()
-        values, flags, shares = rows["value"].astype(float).tolist(), flag.tolist(), share.tolist()
-        first: dict[int, int] = {}
-        collapsed_ok: dict[int, int] = {}
-        for i, (trial, finished, collapsed) in enumerate(zip(trials, ok, flags)):
-            first.setdefault(trial, i)
-            if finished:
-                collapsed_ok[trial] = collapsed_ok.get(trial, 0) + int(collapsed)
-        return cls(
-            ok_trials=frozenset(collapsed_ok),
-            diverged=len(ok) - sum(ok),
-            collapsed_ok=collapsed_ok,
-            value={trial: values[i] for trial, i in first.items()},
-            collapsed={trial: bool(flags[i]) for trial, i in first.items()},
-            majority_share={trial: shares[i] for trial, i in first.items()},
-            studies=frozenset(rows["study"]) if "study" in rows else frozenset(),
-        )
+def grouped(conditions: Iterable[ConditionRuns], key: Callable[[ConditionRuns], tuple]) -> list[tuple[tuple, list]]:
+    """`conditions` grouped by `key`, the keys in order and each group in table order (as a DataFrame's groupby)."""
+    groups: dict[tuple, list[ConditionRuns]] = {}
+    for c in conditions:
+        groups.setdefault(key(c), []).append(c)
+    return sorted(groups.items())
 
 
 # --- rows, trials and predictions --------------------------------------------------------------------------
@@ -155,7 +274,9 @@ def seed_design_of(ev: Evidence, task: str, size: int, slugs) -> tuple[int, int]
     """The crossed seed_design (subsets, draws) the runs of `slugs` share, None when they come
     from independent trials, or why they cannot be paired: runs of a crossed design and runs of
     another design see different subsets at the same trial number."""
-    designs = {ev.studies[s].seed_design if s in ev.studies else None for s in studies_of(ev, task, size, slugs)}
+    studies = [ev.studies.get(s) for s in studies_of(ev, task, size, slugs)]
+    # StudyConfig is made by make_dataclass (src/config/schema.py), so mypy does not know its fields
+    designs = {None if study is None else study.seed_design for study in studies}  # type: ignore[attr-defined]
     if len(designs) > 1:
         return "runs of different seed designs (crossed and not) are not paired by trial"
     return next(iter(designs), None)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
-from src.claims.claim import SEED_004, Claim, Need, Shared, plain_by, refs
-from src.claims.evidence import Evidence
+from src.claims.claim import SEED_004, Claim, Need, Shared
+from src.claims.evidence import Evidence, grouped
 from src.claims.units import Unit, contrast_unit
 from src.stats import hypothesis
 
@@ -35,12 +36,14 @@ def head_groups(ev: Evidence, layers: Callable[[int], set], every_head: bool) ->
     with `every_head` only the layers where every head of the model ran (none where the number of
     heads is unknown)."""
     groups = {}
-    for (task, size, layer), rows in plain_by(ev, "head").groupby(["task", "size", "layer"]):
-        by_head = dict(zip(rows["head_index"].astype(int), rows["slug"]))
-        if int(layer) in layers(ev.num_layers) and (
+    for (task, size, layer), conditions in grouped(
+        ev.conditions("head"), lambda c: (c.task, c.size, c.condition.layer)
+    ):
+        by_head = {c.condition.head_index: c.slug for c in conditions}
+        if layer in layers(ev.num_layers) and (
             not every_head or (ev.num_heads and set(by_head) == set(range(ev.num_heads)))
         ):
-            groups[(task, int(size), int(layer))] = (by_head, refs(rows)[0])
+            groups[(task, size, layer)] = (by_head, conditions[0].refs.full)
     return groups
 
 
@@ -94,7 +97,7 @@ def percentile_units(ev: Evidence, claim: str, layers: Callable[[int], set]) -> 
             f"estimate: the {PERCENTILE:.0%} percentile of head reinit − full",
             float(np.percentile([-h.estimate for h in heads], 100 * PERCENTILE)),
             (math.nan, math.nan),
-            min(h.n for h in heads),
+            min(cast(int, h.n) for h in heads),  # a contrast unit's n: its trials
             studies=tuple(sorted({s for h in heads for s in h.studies})),
             key=(task, size),
             test_type=heads[0].test_type,

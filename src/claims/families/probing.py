@@ -22,8 +22,6 @@ from src.claims.claim import (
     curve_contrasts,
     k_text,
     p_text,
-    plain_by,
-    refs,
 )
 from src.claims.curves import (
     PROBE_MEASURES,
@@ -34,7 +32,7 @@ from src.claims.curves import (
     probe_contrast,
     probe_measure_curve,
 )
-from src.claims.evidence import Evidence, chance_level
+from src.claims.evidence import Evidence, chance_level, grouped
 from src.claims.units import ONE_PROBE_SEED, Unit, bootstrap_unit, contrast_unit, estimate_test_unit
 from src.stats import hypothesis
 from src.stats.curves import first_reaching
@@ -156,18 +154,17 @@ def probe_near_chance_units(ev: Evidence, shared: Shared, claim: str, task: str,
 def sst2_early_layers(ev: Evidence, shared: Shared) -> list[Unit]:
     claim = "sst2_early_layers_transfer_though_probing_near_chance"
     units = probe_near_chance_units(ev, shared, claim, "sst2", range(1, 4))
-    blocks = plain_by(ev, "block_preserve")
-    for (task, size), rows in blocks[blocks["task"] == "sst2"].groupby(["task", "size"]):
-        first = rows[rows["layer"] == 1]
-        if len(first):
-            _, scratch = refs(rows)
+    sst2 = [c for c in ev.conditions("block_preserve") if c.task == "sst2"]
+    for (task, size), conditions in grouped(sst2, lambda c: (c.task, c.size)):
+        first = [c for c in conditions if c.condition.layer == 1]
+        if first:
             units.append(
                 contrast_unit(
                     ev,
                     claim,
                     task,
-                    int(size),
-                    {first["slug"].iloc[0]: 1, scratch: -1},
+                    size,
+                    {first[0].slug: 1, conditions[0].refs.scratch: -1},
                     "preserve(first block) − scratch > 0",
                     name=f"sst2 n={size} first block preserved",
                 )

@@ -24,13 +24,10 @@ from src.claims.claim import (
     k_text,
     one_sided_welch,
     per_trial_contrast,
-    plain_by,
-    refs,
-    slugs_by_k,
     variance_ratio_unit,
 )
 from src.claims.curves import along_draws, curves_design
-from src.claims.evidence import Evidence, chance_level, studies_of
+from src.claims.evidence import Evidence, chance_level, grouped, studies_of
 from src.claims.units import Unit, bootstrap_unit, contrast_unit, slope_unit
 from src.stats.curves import drop_point, first_reaching, linear_r2
 
@@ -48,11 +45,9 @@ def few_threshold(ev: Evidence) -> int:
 def size_pairs(ev: Evidence, tasks: tuple = (), ratio: float = 1.0):
     """(task, smallest, largest, {k: slug} at each) for every task (of `tasks`) whose progressive study
     ran two sizes at least `ratio` apart."""
-    progressive = plain_by(ev, "progressive")
-    for task, rows in progressive.groupby("task"):
-        sizes = sorted(set(rows["size"].astype(int)))
+    for task, sizes in ev.curve_sizes().items():
         if (not tasks or task in tasks) and len(sizes) > 1 and sizes[-1] >= ratio * sizes[0]:
-            at = {size: slugs_by_k(rows[rows["size"] == size]) for size in (sizes[0], sizes[-1])}
+            at = {size: {k: c.slug for k, c in ev.curve(task, size).items()} for size in (sizes[0], sizes[-1])}
             yield task, sizes[0], sizes[-1], at[sizes[0]], at[sizes[-1]]
 
 
@@ -288,16 +283,16 @@ def subsampling_variance(ev: Evidence, shared: Shared) -> list[Unit]:
 
 def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
-    for (task, size), rows in plain_by(ev, "progressive").groupby(["task", "size"]):
-        _, scratch = refs(rows)
+    for (task, size), conditions in grouped(ev.conditions("progressive"), lambda c: (c.task, c.size)):
+        scratch = conditions[0].refs.scratch
         chance = chance_level(ev, task)
-        if scratch not in set(rows["slug"]):
+        if scratch not in {c.slug for c in conditions}:
             continue
         unit = contrast_unit(
             ev,
             "all_reinit_at_chance",
             task,
-            int(size),
+            size,
             {scratch: 1},
             f"|scratch − chance| < {ev.settings.chance_margin} (TOST)",
             shape="within",

@@ -21,8 +21,10 @@ def full_model_output_change(ev: Evidence) -> pd.DataFrame:
     w = ev.weight_change
     if w.empty:
         return pd.DataFrame(columns=["task", "size", "slug", "trial", "layer", "frobenius"])
-    plain = ev.plain()
-    full = plain[(plain["slug"] == plain["ref_full"]) & (plain["status"] == "ok")][["task", "size", "slug", "trial"]]
+    full = pd.DataFrame(
+        [(c.task, c.size, c.slug, run.trial) for c in ev.conditions() if c.slug == c.refs.full for run in c.finished()],
+        columns=["task", "size", "slug", "trial"],
+    )
     rows = w[(w["sublayer"] == "output") & (w["status"] == "ok")].merge(
         full.drop_duplicates(), on=["task", "size", "slug", "trial"]
     )
@@ -90,7 +92,7 @@ def more_data_moves_weights_more(ev: Evidence, shared: Shared) -> list[Unit]:
 
 def more_data_equal_steps(ev: Evidence, shared: Shared) -> list[Unit]:
     """Secondary: all sublayers' ‖ΔW‖ at the largest step count both sizes reached."""
-    units = []
+    units: list[Unit] = []
     changes = ev.layer_change
     if changes.empty:
         return units
@@ -103,7 +105,7 @@ def more_data_equal_steps(ev: Evidence, shared: Shared) -> list[Unit]:
             f"Welch t: ‖ΔW‖ (all sublayers) at step {step} at the largest size − at the smallest > 0",
             per_trial_output_total(big[big["step"] == step]),
             per_trial_output_total(little[little["step"] == step]),
-            studies=studies_of(ev, task, large, set(ev.plain()["ref_full"])),
+            studies=studies_of(ev, task, large, {c.refs.full for c in ev.conditions()}),
             reads=((task, small), (task, large)),
         )
         unit.notes.append("equal steps: controls the number of Adam steps, not how often each example was seen")
