@@ -89,7 +89,7 @@ class Shared:
 
     @cached_property
     def probes(self) -> dict[str, ProbeCurve]:
-        tasks = sorted(set(self.ev.probe["task"])) if not self.ev.probe.empty else []
+        tasks = list(self.ev.probe_scores())
         return {t: p for t in tasks if (p := probe_curve(self.ev, t, self.rng, self.eval_draws.get(t))) is not None}
 
     def sizes(self, task: str) -> list[int]:

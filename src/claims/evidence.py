@@ -137,6 +137,78 @@ def condition_table(runs: pd.DataFrame) -> dict[tuple[str, int, str], ConditionR
     return found
 
 
+PROBE_MEASURES = {  # probe.csv columns beside the score, and what the report calls them
+    "selectivity": "selectivity (score − control task's score)",
+    "compression": "MDL compression (uniform / online codelength)",
+}
+
+
+class ProbeScores(NamedTuple):
+    """One probed task's probes as the claims read them (probe.csv): each seed's score at each layer (the mean of
+    its rows), the metric (None where not stored) and each PROBE_MEASURES column the table holds, its mean
+    over seeds by layer (NaN where no probe measured it)."""
+
+    scores: dict[int, dict[int, float]]  # seed -> layer -> score
+    metric: str | None
+    measures: dict[str, dict[int, float]]  # column -> layer -> mean over seeds
+
+
+def probe_table(probe: pd.DataFrame) -> dict[str, ProbeScores]:
+    """Every probed task's ProbeScores, tasks in order (one seed, 0, where the table has no seed column)."""
+    if probe.empty:
+        return {}
+    probe = probe.assign(seed=probe.get("seed", 0))
+    scores: dict[str, dict[int, dict[int, float]]] = {}
+    for (task, seed, layer), value in probe.groupby(["task", "seed", "layer"])["value"].mean().items():
+        scores.setdefault(task, {}).setdefault(int(seed), {})[int(layer)] = float(value)
+    measures: dict[str, dict[str, dict[int, float]]] = {}
+    for column in [c for c in PROBE_MEASURES if c in probe]:
+        for (task, layer), value in probe.groupby(["task", "layer"])[column].mean().items():
+            measures.setdefault(task, {}).setdefault(column, {})[int(layer)] = float(value)
+    firsts = probe.drop_duplicates("task")
+    metric = dict(zip(firsts["task"], firsts["metric"].astype(str))) if "metric" in probe else {}
+    return {task: ProbeScores(scores[task], metric.get(task), measures.get(task, {})) for task in sorted(scores)}
+
+
+class Changes(NamedTuple):
+    """‖ΔW‖ (Frobenius) of the runs of one task and size: by trial, then layer (in table order), and the slugs of
+    the runs it holds."""
+
+    by_trial: dict[int, dict[int, float]]
+    slugs: frozenset[str]
+
+
+def output_changes(weight_change: pd.DataFrame, full: set[tuple[str, int, str, int]]) -> dict[tuple[str, int], Changes]:
+    """weight_change.csv's end-of-training ‖ΔW‖ of the output sublayer of the finished runs `full` (task, size, slug,
+    trial), each (task, size, trial, layer) once (its first row), by (task, size) in order."""
+    if weight_change.empty:
+        return {}
+    w = weight_change
+    found: dict[tuple[str, int], dict[int, dict[int, float]]] = {}
+    slugs: dict[tuple[str, int], set[str]] = {}
+    columns = zip(w["task"], w["size"], w["slug"], w["trial"], w["layer"], w["frobenius"], w["sublayer"], w["status"])
+    for task, size, slug, trial, layer, frobenius, sublayer, status in columns:
+        if sublayer == "output" and status == "ok" and (task, int(size), slug, int(trial)) in full:
+            by_layer = found.setdefault((task, int(size)), {}).setdefault(int(trial), {})
+            if int(layer) not in by_layer:
+                by_layer[int(layer)] = float(frobenius)
+                slugs.setdefault((task, int(size)), set()).add(slug)
+    return {key: Changes(found[key], frozenset(slugs[key])) for key in sorted(found)}
+
+
+def step_changes(layer_change: pd.DataFrame) -> dict[tuple[str, int], dict[int, dict[int, dict[int, float]]]]:
+    """layer_change.csv (the full model's ‖ΔW‖ after steps 1, 2, 4, …) by (task, size) in order, then trial, step
+    and layer."""
+    found: dict[tuple[str, int], dict[int, dict[int, dict[int, float]]]] = {}
+    t = layer_change
+    for task, size, trial, step, layer, frobenius in zip(
+        t["task"], t["size"], t["trial"], t["step"], t["layer"], t["frobenius"]
+    ):
+        by_step = found.setdefault((task, int(size)), {}).setdefault(int(trial), {})
+        by_step.setdefault(int(step), {})[int(layer)] = float(frobenius)
+    return {key: found[key] for key in sorted(found)}
+
+
 class RunsIndex(NamedTuple):
     """What Evidence reads its runs table through: the conditions, built once per runs table (a new table, a new
     index)."""
@@ -173,6 +245,9 @@ class Evidence:
     probe_predictions: dict = field(default_factory=dict)
     num_heads: int = 0  # attention heads per layer (0: unknown); claims about every head of a layer read it
     _index: RunsIndex | None = field(default=None, init=False, repr=False, compare=False)
+    _probes: tuple[pd.DataFrame, dict[str, ProbeScores]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def _runs_index(self) -> RunsIndex:
         """The index of `runs`, built once per runs table (a new table, a new index)."""
@@ -214,6 +289,27 @@ class Evidence:
         return index.runs[
             [key in keep for key in zip(index.runs["task"], index.runs["size"].astype(int), index.runs["slug"])]
         ]
+
+    def probe_scores(self) -> dict[str, ProbeScores]:
+        """Each probed task's probes, read once per probe table (a new table, read anew)."""
+        if self._probes is None or self._probes[0] is not self.probe:
+            self._probes = (self.probe, probe_table(self.probe))
+        return self._probes[1]
+
+    def output_change(self) -> dict[tuple[str, int], Changes]:
+        """The end-of-training ‖ΔW‖ of the output sublayer of the plain full model's finished runs (the condition
+        that is its own full reference), by (task, size)."""
+        full = {
+            (c.task, c.size, c.slug, run.trial)
+            for c in self.conditions()
+            if c.slug == c.refs.full
+            for run in c.finished()
+        }
+        return output_changes(self.weight_change, full)
+
+    def step_change(self) -> dict[tuple[str, int], dict[int, dict[int, dict[int, float]]]]:
+        """The full model's ‖ΔW‖ by (task, size), trial, step and layer (layer_change)."""
+        return step_changes(self.layer_change) if not self.layer_change.empty else {}
 
     def condition_runs(self, task: str, size: int, slug: str) -> ConditionRuns:
         """The runs of one condition (none where the table holds none)."""

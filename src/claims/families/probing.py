@@ -24,7 +24,6 @@ from src.claims.claim import (
     p_text,
 )
 from src.claims.curves import (
-    PROBE_MEASURES,
     Curve,
     ProbeCurve,
     along_draws,
@@ -32,7 +31,7 @@ from src.claims.curves import (
     probe_contrast,
     probe_measure_curve,
 )
-from src.claims.evidence import Evidence, chance_level, grouped
+from src.claims.evidence import PROBE_MEASURES, Evidence, chance_level, grouped
 from src.claims.units import ONE_PROBE_SEED, Unit, bootstrap_unit, contrast_unit, estimate_test_unit
 from src.stats import hypothesis
 from src.stats.curves import first_reaching
