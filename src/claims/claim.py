@@ -26,6 +26,7 @@ from scipy import stats
 from src.claims.curves import Curve, ProbeCurve, probe_curve, progressive_curve
 from src.claims.evidence import Evidence, common_trials, scores_of
 from src.claims.units import Unit, contrast_unit, welch_unit
+from src.core.seeds import derive_seed
 from src.stats import hypothesis
 
 SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
@@ -63,18 +64,31 @@ class Claim:
     paper_value: str = ""  # the paper's own number for it, where its text or tables give one, and where
 
 
+DRAWS_SEED = 0  # every bootstrap draw of the report derives from it and from what the draw resamples
+
+
+def draws_rng(*resampled) -> np.random.Generator:
+    """The generator of the bootstrap draws of `resampled` (a task's eval set, a curve's trials, a probe's
+    seeds), keyed by it: a claim's draws depend on what it resamples, never on the claims built before it."""
+    return np.random.default_rng(derive_seed(DRAWS_SEED, "bootstrap", *resampled))
+
+
 class Shared:
-    """What several claims read, computed once per report: progressive curves and probe curves,
-    all of a task's drawn with the same draws of its eval set (they are all scored on it)."""
+    """What several claims read, computed once per report: progressive curves and probe curves. Each draws
+    from its own generator (draws_rng): a curve's trials by its task and size, a probe's seeds by its
+    task; every curve of a task takes the same draws of its eval set (they are all scored on it, so they
+    stay paired)."""
 
     def __init__(self, ev: Evidence):
-        self.ev, self.rng = ev, np.random.default_rng(0)
+        self.ev = ev
 
     @cached_property
     def eval_draws(self) -> dict[str, np.ndarray]:
         """Each task's eval-set bootstrap draws [B, N] (hypothesis.example_draws)."""
         return {
-            task: hypothesis.example_draws(len(labels), self.ev.settings.bootstrap_resamples, self.rng)
+            task: hypothesis.example_draws(
+                len(labels), self.ev.settings.bootstrap_resamples, draws_rng("eval set", task)
+            )
             for task, labels in sorted(self.ev.labels.items())
         }
 
@@ -82,15 +96,19 @@ class Shared:
     def curves(self) -> dict[tuple[str, int], Curve]:
         found = {}
         for task, size in ((t, s) for t, sizes in self.ev.curve_sizes().items() for s in sizes):
-            curve = progressive_curve(self.ev, task, size, self.rng, self.eval_draws.get(task))
+            curve = progressive_curve(self.ev, task, size, draws_rng("trials", task, size), self.eval_draws.get(task))
             if curve is not None:
                 found[(task, size)] = curve
         return found
 
     @cached_property
     def probes(self) -> dict[str, ProbeCurve]:
-        tasks = list(self.ev.probe_scores())
-        return {t: p for t in tasks if (p := probe_curve(self.ev, t, self.rng, self.eval_draws.get(t))) is not None}
+        found = {}
+        for task in self.ev.probe_scores():
+            probe = probe_curve(self.ev, task, draws_rng("probe seeds", task), self.eval_draws.get(task))
+            if probe is not None:
+                found[task] = probe
+        return found
 
     def sizes(self, task: str) -> list[int]:
         return sorted(s for t, s in self.curves if t == task)
