@@ -11,6 +11,7 @@ The evidence it reads: src/artefacts/evidence.py.
 
 import argparse
 import subprocess
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,9 +29,10 @@ from src.params.load import load_config, model_limits
 from src.params.stage import run_stage
 
 
-def verdict_tally(verdicts: list[dict]) -> dict[str, int]:
-    """The tally of verdicts keyed as metric names (no spaces) for metrics/verdicts.json."""
-    return {name.replace(" ", "_"): count for name, count in tally_by_verdict(verdicts).items()}
+def verdict_tally(texts: Iterable[str]) -> dict[str, int]:
+    """The tally of verdicts (`texts`: each claim's Verdict.text) keyed as metric names (no spaces) for
+    metrics/verdicts.json."""
+    return {name.replace(" ", "_"): count for name, count in tally_by_verdict(texts).items()}
 
 
 def checkout_commit() -> str | None:
@@ -73,12 +75,12 @@ def main() -> None:
         checkout_commit(),
     )
     write_report(verdicts, config.report, ran, extra, figures, args.markdown, args.html)
-    write_json_atomically(args.verdicts, verdict_tally(verdicts))
+    write_json_atomically(args.verdicts, verdict_tally(v.text for v in verdicts))
     for verdict in verdicts:
-        plan = verdict["plan"] or {}
-        decided = f"  (decided by {plan['trials']} trials: {plan['command']})" if plan.get("trials") else ""
-        text = verdict["verdict"] + (f", {CONFOUNDED}" if confounded(verdict) else "")
-        print(f"{text:>13}  {verdict['id']}{decided}")
+        plan = verdict.plan
+        decided = f"  (decided by {plan.trials} trials: {plan.command})" if plan is not None and plan.trials else ""
+        text = verdict.text + (f", {CONFOUNDED}" if confounded(verdict) else "")
+        print(f"{text:>13}  {verdict.id}{decided}")
 
 
 if __name__ == "__main__":

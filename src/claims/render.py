@@ -7,6 +7,7 @@ import html
 import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +27,7 @@ from src.claims.summary import (
     what_ran_lines,
 )
 from src.claims.units import NEAR_COLLAPSE_SHARE, Unit
-from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE
+from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, Verdict
 from src.config.schema import ReportConfig, help_text
 from src.stats import validity
 
@@ -46,21 +47,22 @@ def cell(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def unit_rows(verdicts: list[dict]) -> list[list]:
+def unit_rows(verdicts: list[Verdict]) -> list[list]:
     """One row per unit: claim, unit, test, estimate, the interval its test for reads (or — and why), margin, n, the raw
     one-sided p for and against, the Holm p of the one test in the family, status, notes."""
     rows = []
     for verdict in verdicts:
-        every = verdict["claim"].every
-        for u in verdict["units"]:
+        every = verdict.claim.every
+        for judged in verdict.units:
+            u = judged.unit
             in_family = (
                 ""
                 if u.refused or u.test_type in validity.ALPHA_ONLY
-                else f"{p_text(u.adjusted)} ({'against' if every else 'for'})"
+                else f"{p_text(judged.adjusted)} ({'against' if every else 'for'})"
             )
             rows.append(
                 [
-                    verdict["id"],
+                    verdict.id,
                     u.name,
                     u.test,
                     number(u.estimate),
@@ -70,7 +72,7 @@ def unit_rows(verdicts: list[dict]) -> list[list]:
                     p_text(u.p_for) + (" (raw, exact)" if u.raw else " (raw)"),
                     p_text(u.p_against) + (" (raw, exact)" if u.raw else " (raw)"),
                     in_family,
-                    f"{NO_VERDICT}: {u.refused}" if u.refused else u.status,
+                    f"{NO_VERDICT}: {u.refused}" if u.refused else judged.status,
                     "; ".join([*u.notes, *outcome_notes(u)]),
                 ]
             )
@@ -110,7 +112,7 @@ UNIT_HEADER = [
 NAMED_UNITS = 3  # units a summary cell names per distinct text; the units table lists every one
 
 
-def by_text(entries: list[str]) -> str:
+def by_text(entries: Sequence[str]) -> str:
     """The planner's "unit: text" entries as one clause per distinct text, naming its first
     NAMED_UNITS units: a study of every head (72 here, 144 in BERT-base) would otherwise fill
     the claim's cell with one line per head that says the same thing."""
@@ -125,17 +127,17 @@ def by_text(entries: list[str]) -> str:
     return "; ".join(clauses)
 
 
-def summary_rows(verdicts: list[dict]) -> list[list]:
+def summary_rows(verdicts: list[Verdict]) -> list[list]:
     rows = []
     for v in verdicts:
-        claim, plan = v["claim"], v["plan"] or {}
-        decide = f"{plan['trials']} trials: `{plan['command']}`" if plan.get("trials") else ""
-        if plan.get("ranges"):
-            decide += " [per unit, low–high (point): " + by_text(plan["ranges"]) + "]"
-        if plan.get("reasons"):
-            decide += (" " if decide else "") + "(" + by_text(plan["reasons"]) + ")"
-        verdict = f"{NOT_RUN}: {needs_text(v['needs'])}" if v["verdict"] == NOT_RUN else v["verdict"]
-        p = "" if v["verdict"] == NOT_RUN else f"{p_text(v['p'])} ({v['p_label']})"
+        claim, plan = v.claim, v.plan
+        decide = f"{plan.trials} trials: `{plan.command}`" if plan is not None and plan.trials else ""
+        if plan is not None and plan.ranges:
+            decide += " [per unit, low–high (point): " + by_text(plan.ranges) + "]"
+        if plan is not None and plan.reasons:
+            decide += (" " if decide else "") + "(" + by_text(plan.reasons) + ")"
+        verdict = f"{NOT_RUN}: {needs_text(v.needs)}" if v.needs is not None else v.text
+        p = "" if v.text == NOT_RUN else f"{p_text(v.p)} ({v.p_label})"
         rows.append(
             [
                 f"{claim.hypothesis} ({claim.id})" + (" [secondary analysis]" if claim.secondary else ""),
@@ -157,7 +159,7 @@ def declared_inputs(settings: ReportConfig) -> list[list]:
 
 
 def write_report(
-    verdicts: list[dict],
+    verdicts: list[Verdict],
     settings: ReportConfig,
     ran: WhatRan,
     extra_tables: list[tuple[str, pd.DataFrame]],
@@ -170,7 +172,7 @@ def write_report(
     and the figures (or why each was not drawn). As Markdown (figures linked relative to md_path) and as a
     standalone HTML page built from the same rows (figures inlined as thumbnails that open full width)."""
     md_path, html_path = Path(md_path), Path(html_path)
-    family = sum(1 for v in verdicts for u in v["units"] if not u.refused and math.isfinite(u.adjusted))
+    family = sum(1 for v in verdicts for u in v.units if not u.unit.refused and math.isfinite(u.adjusted))
     rule = (
         f"{RULE} Level α = {settings.alpha}; the report's Holm family has {family} tests. {len(verdicts)} claims "
         f"(of {len(CLAIMS)} in the registry). Every margin and threshold is a params.yaml `report:` input, printed "
@@ -180,7 +182,11 @@ def write_report(
     rows = claim_rows(verdicts, set(drawn), ran.studies)
     by_study = [(STUDIES[seed], [r for r in rows if r.seed == seed]) for seed in STUDIES]
     by_study = [(study, rows) for study, rows in by_study if rows]
-    ran_lines, tally, studies = what_ran_lines(ran), tally_text(verdict_tally(verdicts)), study_summaries(verdicts)
+    ran_lines, tally, studies = (
+        what_ran_lines(ran),
+        tally_text(verdict_tally(v.text for v in verdicts)),
+        study_summaries(verdicts),
+    )
     training = training_lines(verdicts)
     tables = [
         (
@@ -243,7 +249,7 @@ def write_report(
         f"<p>{inline_html(TRAINING_NOTE)}</p>",
         _html_list(training),
         "<h2>Verdicts</h2>",
-        _tally_chips(verdict_tally(verdicts)),
+        _tally_chips(verdict_tally(v.text for v in verdicts)),
     ]
     for study in studies:
         page += [f"<p>{inline_html(study.heading)}</p>", _html_list(study.lines)]

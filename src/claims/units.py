@@ -71,8 +71,6 @@ class Unit:
     raw: bool = False  # its p comes from an exact test or a table the bootstrap does not cover
     key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
     reads: tuple = ()  # every (task, size) whose runs it reads (the training-length check: src/claims/training.py)
-    adjusted: float = math.nan  # Holm-adjusted p of the one test that enters the report's family
-    status: str = "unresolved"
     test_type: str = ""  # its validity.TEST_TYPES entry ("" for exact tests: no calibration needed)
     reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts and curve draws do)
     collapse: dict = field(default_factory=dict)  # slug -> CollapseRate over its common trials (contrasts)
