@@ -72,7 +72,7 @@ def unit_rows(verdicts: list[Verdict]) -> list[list]:
                     p_text(u.p_for) + (" (raw, exact)" if u.raw else " (raw)"),
                     p_text(u.p_against) + (" (raw, exact)" if u.raw else " (raw)"),
                     in_family,
-                    f"{NO_VERDICT}: {u.refused}" if u.refused else judged.status,
+                    f"{NO_VERDICT}: {u.refused.reason}" if u.refused else judged.status,
                     "; ".join([*u.notes, *outcome_notes(u)]),
                 ]
             )

@@ -107,7 +107,7 @@ def undecided_reason(v: Verdict) -> str:
     """Why an undecided claim has no verdict: its units' refusals (no verdict), or the trials that would decide it
     and the command that runs them, else the planner's reason (inconclusive)."""
     if v.text == NO_VERDICT:
-        refusals = list(dict.fromkeys(u.unit.refused for u in v.units if u.unit.refused))
+        refusals = list(dict.fromkeys(u.unit.refused.reason for u in v.units if u.unit.refused))
         return "no verdict: " + ("; ".join(refusals) or "the full-vs-scratch gap it needs gives no verdict")
     plan = v.plan
     if plan is not None and plan.trials:

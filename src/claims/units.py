@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from enum import Enum
 
 import numpy as np
 
@@ -48,6 +49,38 @@ whose majority class is near this share cannot tell a collapse from a good run: 
 that class's share."""
 
 
+class Refusal(Enum):
+    """Why a unit gives no verdict, as a kind; each value is what the report's rule says of it (verdicts.RULE names
+    them in this order)."""
+
+    DESIGN = (
+        "its test does not hold its measured calibration (size and coverage by simulation, docs/calibration.md) at "
+        "its number of trials or its crossed seed_design (src/stats/validity.py)"
+    )
+    UNDEFINED_DRAWS = "more of its bootstrap draws are undefined than report.max_undefined_share"
+    ONE_PROBE_SEED = "its probe curve comes from one probe seed, so the probe's own noise is unmeasured"
+    CROSSED_TRIALS = "its test takes the trials as independent where they come from a crossed seed_design"
+    TOO_FEW = "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"
+    ONE_RUN_PER_CELL = "an analysis of variance with one run per cell has no residual variance"
+    CHANCE_UNKNOWN = "the chance level needs the eval labels, which are missing"
+    CROSSED_COLLAPSE = (
+        "a run of its crossed seed_design (nearly) collapsed: the test of its trained runs needs every subset × "
+        "draw cell trained, and the exact test of collapses takes the trials as independent"
+    )
+    HURDLE_DISAGREES = (
+        "its two parts point opposite ways, each significant at α / 2 (the collapses favour the contrast, its "
+        "trained runs' contrast goes against it, or the reverse)"
+    )
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A unit's refusal: its kind, and its reason in the unit's own terms (printed in the report)."""
+
+    kind: Refusal
+    reason: str
+
+
 @dataclass(eq=False)  # compared and hashed by identity: a unit is one test
 class Unit:
     """One test of one claim on one unit (a task and size, a layer, a pair of conditions)."""
@@ -66,7 +99,7 @@ class Unit:
     gaps: tuple = ()  # (task, size) whose full-vs-scratch gap the unit needs
     studies: tuple = ()  # studies that report the unit's runs (for the planner's command)
     notes: list = field(default_factory=list)
-    refused: str = ""  # why no verdict comes from this unit
+    refused: Refused | None = None  # why no verdict comes from this unit
     interval_note: str = ""
     raw: bool = False  # its p comes from an exact test or a table the bootstrap does not cover
     key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
@@ -79,9 +112,10 @@ class Unit:
     hurdle: Hurdle | None = None  # a contrast tested as a hurdle (hurdle_reading): its two parts, its p's from them
 
 
-def refuse(unit: Unit, reason: str) -> Unit:
-    """`unit` with no verdict: `reason` is its refusal and its interval's note; no interval, no p."""
-    unit.refused = unit.interval_note = reason
+def refuse(unit: Unit, kind: Refusal, reason: str) -> Unit:
+    """`unit` with no verdict: refused as `kind`, `reason` its refusal's words and its interval's note; no
+    interval, no p."""
+    unit.refused, unit.interval_note = Refused(kind, reason), reason
     unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
     return unit
 
@@ -91,7 +125,7 @@ def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int,
     calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
     unit.test_type = test_type
     ok, reason = validity.decidable(test_type, n_trials, design=design)
-    return unit if ok else refuse(unit, reason)
+    return unit if ok else refuse(unit, Refusal.DESIGN, reason)
 
 
 # --- unit builders --------------------------------------------------------------------------------------------
@@ -280,6 +314,7 @@ def contrast_unit(
     if excluded.any():  # a crossed seed_design
         return refuse(
             unit,
+            Refusal.CROSSED_COLLAPSE,
             f"{CROSSED_COLLAPSE} ({int(excluded.sum())} of {excluded.size} trials): its test of the trained runs "
             "needs every subset x draw cell trained, and the exact test of collapses takes trials as independent",
         )
@@ -356,6 +391,7 @@ def hurdle_reading(
         favour = float(result.rate[0]) < float(result.rate[1])
         return refuse(
             unit,
+            Refusal.HURDLE_DISAGREES,
             f"its hurdle's parts disagree: {positive} collapse {'less' if favour else 'more'} often than {negative} "
             f"(weighted by the contrast) and the trained runs' contrast is "
             f"{'positive' if trained.estimate > 0 else 'negative'}, each significant at α / {HURDLE_PARTS}",
@@ -372,6 +408,7 @@ def refuse_trials_as_independent(unit: Unit, ev: Evidence) -> Unit:
     if crossed and not unit.reads_seed_design and not unit.refused:
         return refuse(
             unit,
+            Refusal.CROSSED_TRIALS,
             f"runs of a crossed seed_design ({', '.join(crossed)}): this test takes the trials as independent, "
             "which they are not; only paired contrasts and differences of curve statistics read the design",
         )
@@ -423,7 +460,11 @@ def bootstrap_unit(
     if design_refusal(unit, kind, n, design=design).refused:
         return unit
     if share > s.max_undefined_share:
-        return refuse(unit, f"{share:.1%} of bootstrap draws undefined (allowed ≤ {s.max_undefined_share:.0%})")
+        return refuse(
+            unit,
+            Refusal.UNDEFINED_DRAWS,
+            f"{share:.1%} of bootstrap draws undefined (allowed ≤ {s.max_undefined_share:.0%})",
+        )
     if margin is None:
         unit.p_for, unit.p_against = boot.p_greater(), boot.p_less()
     else:
@@ -439,7 +480,7 @@ def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, *
     sd = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2) if len(a) > 1 and len(b) > 1 else math.nan
     unit = Unit(claim, name, test, estimate, (math.nan, math.nan), (len(a), len(b)), result={"sd": sd}, **kw)
     if len(a) < 2 or len(b) < 2:
-        unit.refused = "fewer than 2 runs on a side"
+        unit.refused = Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side")
         return unit
     if design_refusal(unit, "welch", min(len(a), len(b))).refused:
         return unit

@@ -15,9 +15,8 @@ from src.claims.evidence import Evidence
 from src.claims.registry import CLAIMS
 from src.claims.training import TrainingCheck, training_checks, training_of
 from src.claims.units import (
-    CROSSED_COLLAPSE,
     NEAR_COLLAPSE_SHARE,
-    ONE_PROBE_SEED,
+    Refusal,
     Unit,
     refuse_trials_as_independent,
 )
@@ -28,34 +27,6 @@ from src.tasks.registry import TASKS
 
 NOT_RUN = "not run"
 NO_VERDICT = "no verdict"
-DESIGN_REFUSAL = "the design cannot decide"  # how validity.decidable's refusals begin
-# Why a unit gives no verdict: (a phrase its `refused` text contains, what the report's rule says of it).
-REFUSALS = (
-    (
-        DESIGN_REFUSAL,
-        "its test does not hold its measured calibration (size and coverage by simulation, docs/calibration.md) at "
-        "its number of trials or its crossed seed_design (src/stats/validity.py)",
-    ),
-    ("bootstrap draws undefined", "more of its bootstrap draws are undefined than report.max_undefined_share"),
-    ("one probe seed", "its probe curve comes from one probe seed, so the probe's own noise is unmeasured"),
-    (
-        "runs of a crossed seed_design",
-        "its test takes the trials as independent where they come from a crossed seed_design",
-    ),
-    ("fewer than", "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"),
-    ("one run per cell", "an analysis of variance with one run per cell has no residual variance"),
-    ("chance level unknown", "the chance level needs the eval labels, which are missing"),
-    (
-        CROSSED_COLLAPSE,
-        "a run of its crossed seed_design (nearly) collapsed: the test of its trained runs needs every subset × "
-        "draw cell trained, and the exact test of collapses takes the trials as independent",
-    ),
-    (
-        "hurdle's parts disagree",
-        "its two parts point opposite ways, each significant at α / 2 (the collapses favour the contrast, its "
-        "trained runs' contrast goes against it, or the reverse)",
-    ),
-)
 PER_CLAIM = "error rate α for this claim alone"  # intersection-union verdicts
 FAMILYWISE = "familywise error rate α across the report's Holm family"  # Holm verdicts
 RULE = (
@@ -79,7 +50,7 @@ RULE = (
     "one wrong verdict of any kind. Each unit's interval is the one its test *for* reads at α (raw): a one-sided "
     "(1 − α) bound in the claim's direction, the (1 − 2α) two-sided interval for an equivalence (TOST); exact, "
     "F and variance-ratio tests print none. A unit gives **no verdict**, with no interval and no p, where "
-    + "; or where ".join(text for _, text in REFUSALS)
+    + "; or where ".join(kind.value for kind in Refusal)
     + ". A claim is **inconclusive** when neither verdict holds, **no verdict** when refused units (its own or "
     "the gaps it needs) are all that stands between it and a verdict, and **not run** without units. Runs are "
     "never dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted. "
@@ -109,11 +80,6 @@ RULE = (
     "levels), so it enters no Holm family: it can support a universal claim (at α) but not contradict one, and its "
     "p against is printed raw."
 )
-
-
-def refusal_kind(refused: str) -> str | None:
-    """The REFUSALS phrase that `refused` (a unit's reason for no verdict) contains: the rule's entry for it."""
-    return next((phrase for phrase, _ in REFUSALS if phrase in refused), None)
 
 
 def unit_status(unit: Unit, every: bool, alpha: float, ps: tuple[float, float, float]) -> str:
@@ -210,7 +176,7 @@ def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
         1
         for units in by_claim.values()
         for u in units
-        if u.refused.startswith(DESIGN_REFUSAL) and validity.decidable_from(u.test_type)
+        if u.refused is not None and u.refused.kind is Refusal.DESIGN and validity.decidable_from(u.test_type)
     )
     judged = {
         claim.id: [judge(unit, claim.every, alpha, adjusted.get(unit, math.nan)) for unit in by_claim[claim.id]]
@@ -365,8 +331,9 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
     plan = _plan_for(unit, alpha, power, family)
     floor = validity.decidable_from(unit.test_type) if unit.test_type else None
     if unit.test_type and floor is None:
-        return hypothesis.TrialsPlan(None, None, None, unit.refused or "no number of trials calibrates its test")
-    no_power = plan.reason.startswith("no variance estimate") or (unit.result is None and unit.refused != "")
+        reason = unit.refused.reason if unit.refused else "no number of trials calibrates its test"
+        return hypothesis.TrialsPlan(None, None, None, reason)
+    no_power = plan.reason.startswith("no variance estimate") or (unit.result is None and unit.refused is not None)
     if floor is not None and plan.point is None and no_power:
         # nothing to plan power from (no SD; a refused statistic without a planner): the trials its design decides from
         return hypothesis.TrialsPlan(None, floor, None, f"{plan.reason}: its design decides from {floor} trials")
@@ -434,7 +401,7 @@ def plan_trials(
     reasons: list[str] = []
     ranges: list[str] = []
     for unit in dict.fromkeys(blocking):
-        if unit.refused == ONE_PROBE_SEED:
+        if unit.refused is not None and unit.refused.kind is Refusal.ONE_PROBE_SEED:
             reasons.append(f"{unit.name}: needs several probe seeds, not more trials")
             continue
         plan = plan_for(unit, s.alpha, s.power, family)
