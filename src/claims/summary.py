@@ -16,7 +16,7 @@ import numpy as np
 
 from src.claims.claim import SEED_001, SEED_003, SEED_004, interval_text, number
 from src.claims.training import CONFOUNDED, UNDERTRAINED
-from src.claims.verdicts import MODIFIERS, NO_VERDICT, NOT_RUN, Judged, Verdict, decided_by, flow
+from src.claims.verdicts import CONDITION_MODIFIERS, NO_VERDICT, NOT_RUN, Judged, Verdict, decided_by, flow
 from src.config.schema import StudyConfig
 
 VERDICTS = ("supported", "contradicted", "inconclusive", NO_VERDICT, NOT_RUN)
@@ -209,7 +209,7 @@ def supplying_study(v: Verdict, studies: dict[str, StudyConfig]) -> str | None:
     for name in dict.fromkeys(study for judged in units for study in judged.unit.studies):
         study = studies.get(name)
         if study is not None and study.scheme == need.scheme:
-            present = {m for m in MODIFIERS if getattr(study, m) not in (None, False, (), [])}
+            present = {m for m in CONDITION_MODIFIERS if getattr(study, m) not in (None, False, (), [])}
             if present == set(need.modifiers):
                 return name
     return None

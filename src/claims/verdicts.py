@@ -21,6 +21,7 @@ from src.claims.units import (
     refuse_trials_as_independent,
 )
 from src.config.schema import StudyConfig
+from src.schemes.registry import MODIFIERS as STUDY_MODIFIERS
 from src.stats import hypothesis, validity
 from src.stats.collapse import HURDLE_PARTS
 from src.tasks.registry import TASKS
@@ -457,7 +458,10 @@ def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence, le
 # --- what a claim that did not run needs -----------------------------------------------------------------------------
 
 
-MODIFIERS = ("reinit_lr_multiplier", "keep_layernorm", "epochs", "intermediate_tasks")
+CONDITION_MODIFIERS = tuple(key for key, modifier in STUDY_MODIFIERS.items() if modifier.figure is not None)
+"""The registry's modifiers that make a condition of their own, which a claim's Need names and a study must match:
+those with a figure of their own. seed_design crosses a study's trials and intermediate_size sizes its
+intermediate steps; neither changes what a run is compared as."""
 PAPER_SMALL = (500, 5)  # 001 App. D: the 500-example runs train five epochs (where train.small_size is 0)
 
 
@@ -479,9 +483,9 @@ def resolve(value, ev: Evidence, tasks: list[str]):
 
 
 def matching_study(studies: dict[str, StudyConfig], need: Need, ev: Evidence, tasks: list[str]) -> StudyConfig | None:
-    wanted = {m: resolve(need.modifiers.get(m), ev, tasks) for m in MODIFIERS}
+    wanted = {m: resolve(need.modifiers.get(m), ev, tasks) for m in CONDITION_MODIFIERS}
     for study in studies.values():
-        have = {m: getattr(study, m) for m in MODIFIERS}
+        have = {m: getattr(study, m) for m in CONDITION_MODIFIERS}
         have = {m: list(v) if isinstance(v, tuple) else v for m, v in have.items()}
         if study.scheme == need.scheme and {m: v or None for m, v in have.items()} == {
             m: v or None for m, v in wanted.items()

@@ -19,16 +19,25 @@ import yaml
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from src.claims.claim import Shared, interval_text, number
+from src.claims.claim import PROGRESSIVE, Shared, interval_text, number
 from src.claims.evidence import Evidence
 from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import inline_html, report_tables, unit_rows
 from src.claims.summary import VERDICTS
 from src.claims.units import ONE_PROBE_SEED, TRAINED_NOTE, Refusal, Refused, Unit
-from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, Verdict, judge_claims
+from src.claims.verdicts import (
+    CONDITION_MODIFIERS,
+    NO_VERDICT,
+    NOT_RUN,
+    RULE,
+    Verdict,
+    judge_claims,
+    matching_study,
+)
 from src.conditions.studies import all_study_conditions
 from src.config.schema import StudyConfig
 from src.params.load import read_params, validate
+from src.schemes.registry import MODIFIERS as SCHEME_MODIFIERS
 from src.stats.curves import first_reaching
 from src.stats.hypothesis import Bootstrap, Estimate
 from tests.fake_evidence import (
@@ -542,6 +551,15 @@ def test_an_existing_study_is_extended_not_added():
     assert (
         v["useful_layers_differ_by_task"].needs == "dvc exp run -S 'studies.blocks.tasks=[rt_sentiment, subjectivity]'"
     )
+
+
+def test_a_study_with_a_crossed_seed_design_or_an_intermediate_size_matches_the_plain_need_it_runs():
+    """The modifiers a claim's Need must match are the registry's that make a condition of their own: a
+    progressive study with a crossed seed_design and an intermediate size still supplies the plain curve."""
+    assert set(CONDITION_MODIFIERS) < set(SCHEME_MODIFIERS)
+    crossed = replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9, intermediate_size=64)
+    evidence = Builder().curve(RISING, trials=3).evidence(studies={"progressive": crossed})
+    assert matching_study(evidence.studies, PROGRESSIVE, evidence, ["sst2"]) is crossed
 
 
 # --- the report ---------------------------------------------------------------------------------------------
