@@ -25,7 +25,7 @@ from src.claims.summary import verdict_tally as tally_by_verdict
 from src.claims.training import CONFOUNDED
 from src.claims.verdicts import judge_claims
 from src.core.files import write_json_atomically
-from src.params.load import load_config, model_limits
+from src.params.load import load_config
 from src.params.stage import run_stage
 
 
@@ -44,8 +44,7 @@ def checkout_commit() -> str | None:
     return found.stdout.strip() or None if found.returncode == 0 else None
 
 
-def model_text(model_dir: Path) -> str:
-    base = BaseModelRecord.read(model_dir)
+def model_text(base: BaseModelRecord) -> str:
     source = base.source if base.name in base.source else f"{base.name}, {base.source}"  # a local folder names it
     return f"{source}; {base.model_type}, {base.num_layers} layers, {base.num_heads} heads"
 
@@ -58,9 +57,9 @@ def main() -> None:
     parser.add_argument("--verdicts", type=Path, required=True, help="how many claims got each verdict (JSON)")
     args = parser.parse_args()
 
-    config, limits = load_config(), model_limits(args.model)
+    config, base = load_config(), BaseModelRecord.read(args.model)
     evidence = replace(
-        read_evidence(Evidence, args.tables, args.predictions, limits.num_layers, config), num_heads=limits.num_heads
+        read_evidence(Evidence, args.tables, args.predictions, base.num_layers, config), num_heads=base.num_heads
     )
     verdicts, _ = judge_claims(evidence)
     agreement = agreement_table(evidence)
@@ -68,7 +67,7 @@ def main() -> None:
     extra, figures = report_tables(agreement, args.tables, config.report), figure_list(args.tables, args.figures)
     runs = evidence.runs
     ran = WhatRan(
-        model_text(args.model),
+        model_text(base),
         dict(config.studies),
         int((runs["status"] == "ok").sum()),
         int((runs["status"] != "ok").sum()),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -142,17 +142,14 @@ def study_summary(seed: str, verdicts: list[Verdict]) -> StudySummary:
     mine = [v for v in verdicts if v.claim.source.split()[0] == seed]
     ids = {name: [v.id for v in mine if v.text == name] for name in ("supported", "contradicted")}
     undecided = [(v.id, undecided_reason(v)) for v in mine if v.text in ("inconclusive", NO_VERDICT)]
-    not_run = [(v.id, needs_text(v.needs)) for v in mine if v.text == NOT_RUN]
-    counts = {"replicated": ids["supported"], "contradicted": ids["contradicted"], "undecided": undecided}
+    not_run = [(v.id, needs_text(v.needs)) for v in mine if v.needs is not None]  # the claims that did not run
+    counts = {"replicated": ids["supported"], "contradicted": ids["contradicted"]}
+    every_group: dict[str, Sized] = {**counts, "undecided": undecided, "not run": not_run}
     heading = f"**{STUDIES[seed]}**, {len(mine)} claims: " + ", ".join(
-        f"{len(found)} {name}" for name, found in {**counts, "not run": not_run}.items()
+        f"{len(found)} {name}" for name, found in every_group.items()
     )
     lines = [
-        *(
-            f"**{name.capitalize()}**: " + ", ".join(map(claim_link, found))
-            for name, found in list(counts.items())[:2]
-            if found
-        ),
+        *(f"**{name.capitalize()}**: " + ", ".join(map(claim_link, found)) for name, found in counts.items() if found),
         *(f"**Undecided**: {line}" for line in grouped(undecided)),
         *(
             [f"**{CONFOUNDED.capitalize()}**: " + ", ".join(claim_link(v.id) for v in hit)]

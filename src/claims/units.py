@@ -90,7 +90,7 @@ class Unit:
     test: str  # what is tested, e.g. "full − scratch > 0 (paired t)"
     estimate: float
     interval: tuple[float, float]  # 95%; NaN where none is printed (`interval_note` says why)
-    n: object  # trials (or (n_a, n_b), or points)
+    n: int | tuple[int, int]  # trials (or (n_a, n_b), or points)
     p_for: float = math.nan
     p_against: float = math.nan
     result: object = None  # the Estimate / Bootstrap behind it (for the planner)
@@ -168,9 +168,10 @@ def paired_estimate(
     if not trials:
         return Estimate(math.nan, math.nan, 0), notes, design
     metric, labels = ev.metric(task), np.asarray(ev.labels.get(task, np.zeros(1)))
-    terms = [(w, *scores_of(ev, task, size, slug, trials)) for slug, w in weights.items()]
-    if trials_only or any(predictions is None for _, predictions, _ in terms):
-        metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), s) for w, _, s in terms]
+    scored = [(w, *scores_of(ev, task, size, slug, trials)) for slug, w in weights.items()]
+    terms = [(w, predictions, s) for w, predictions, s in scored if predictions is not None]
+    if trials_only or len(terms) < len(scored):
+        metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), s) for w, _, s in scored]
         notes = notes + ["trials only" + ("" if trials_only else " (no per-example predictions)")]
     if design is not None:
         notes = [*notes, f"crossed seed_design: {design[0]} subsets x {design[1]} draws"]
@@ -211,8 +212,11 @@ class Robustness:
 def shape_p(estimate: Estimate, shape: str, margin: float | None) -> tuple[float, float]:
     """(p_for, p_against) of `estimate` by the claim's shape: greater (> 0) | within (|·| < margin) |
     below (< margin: no gain) | above (> −margin: no loss)."""
+    if shape == "greater":
+        return estimate.p_greater(), estimate.p_less()
+    if margin is None:
+        raise ValueError(f"a '{shape}' test needs a margin")
     return {
-        "greater": lambda: (estimate.p_greater(), estimate.p_less()),
         "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
         "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
         "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
@@ -277,6 +281,9 @@ def contrast_unit(
     as_hurdle = shape == "greater" and not shift and zero_sum and design is None
     on_trained = design is None and not as_hurdle
     tested = trained if on_trained else mixture
+    other, other_reading, other_excluded = (
+        (mixture, "all runs", excluded) if on_trained else (trained, "collapsed excluded", None)
+    )
     unit = estimate_test_unit(
         claim,
         name or f"{task} n={size}",
@@ -294,23 +301,14 @@ def contrast_unit(
         reads_seed_design=True,
         collapse=rates,
         collapse_comparison=comparison,
-        robustness=robustness(
-            ev,
-            task,
-            size,
-            weights,
-            *((mixture, "all runs", excluded) if on_trained else (trained, "collapsed excluded", None)),
-            shape,
-            margin,
-            shift,
-        ),
+        robustness=robustness(ev, task, size, weights, other, other_reading, other_excluded, shape, margin, shift),
     )
     if unit.refused:
         return unit
     if as_hurdle:
         return hurdle_reading(unit, flags, weights, trained, ev.settings.alpha)
     if on_trained:
-        return trained_reading(unit, flags)
+        return trained_reading(unit, flags, trained.n)
     if excluded.any():  # a crossed seed_design
         return refuse(
             unit,
@@ -336,16 +334,17 @@ TRAINED_NOTE = (
 )
 
 
-def trained_reading(unit: Unit, flags: dict[str, np.ndarray]) -> Unit:
+def trained_reading(unit: Unit, flags: dict[str, np.ndarray], trained: int) -> Unit:
     """`unit`, which tests its trained runs (contrast_unit: a margin or a chance level on independent trials), with
     what it read: a reformulation of the claim to the runs that trained, every (nearly) collapsed run counting in
     its condition's collapse rate instead. The paper's estimand, the mean over all runs, is a mixture that a few
     trials estimate badly where one condition collapses more often (docs/calibration.md): no test of it holds its
     size there, and supporting a claim of no difference over all runs would need the collapse rates shown alike,
     which takes tens of trials. The trained runs' test is valid given which trials it reads (a collapse says
-    nothing of a trained run's score); with fewer than 2 of them it has no test (p = 1 both ways)."""
+    nothing of a trained run's score); with fewer than 2 of them it has no test (p = 1 both ways). `trained`: the
+    trials its test read."""
     slugs = list(flags)
-    trained, unit.n = unit.result.n, len(flags[slugs[0]])
+    unit.n = len(flags[slugs[0]])
     what = "in both" if len(slugs) == 2 else f"in all {len(slugs)}" if len(slugs) > 2 else ""
     unit.notes = in_collapse_rates(unit.notes) + [TRAINED_NOTE, f"{trained} of {unit.n} trials trained {what}".rstrip()]
     if not trained >= 2:

@@ -294,10 +294,7 @@ def verdict(
         plan_trials(claim, units, gaps, ev, planned_family) if undecided else None,
         command_for(claim, ev) if text == NOT_RUN else None,
         tuple(training_of([u.unit for u in units], checks)),
-        {
-            reading: verdict_text(claim, units, gaps, lambda u, of=statuses: of[u])
-            for reading, statuses in readings.items()
-        }
+        {reading: verdict_text(claim, units, gaps, statuses.__getitem__) for reading, statuses in readings.items()}
         if decided
         else {},
     )
@@ -340,16 +337,16 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
         return hypothesis.TrialsPlan(None, floor, None, f"{plan.reason}: its design decides from {floor} trials")
     if floor is None or plan.point is None:
         return plan
-    raised = [None if n is None else max(n, floor) for n in (plan.low, plan.point, plan.high)]
+    low, point, high = (None if n is None else max(n, floor) for n in (plan.low, plan.point, plan.high))
     reason = plan.reason or (f"its design decides from {floor} trials" if floor > (plan.point or 0) else "")
-    return hypothesis.TrialsPlan(*raised, reason)
+    return hypothesis.TrialsPlan(low, point, high, reason)
 
 
 def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.TrialsPlan:
     result = unit.result
     alpha = alpha / hurdle_parts(unit)
     if isinstance(result, hypothesis.Estimate):
-        if unit.shape == "within":
+        if unit.shape == "within" and unit.margin is not None:  # an equivalence has its margin (shape_p)
             return hypothesis.plan_equivalence(result, unit.margin, alpha, family, power)
         distance = {
             "greater": result.estimate,
@@ -577,7 +574,8 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
     small = ev.train.small_size if ev.train else 0
     probed = sorted(set(ev.probe["task"])) if not ev.probe.empty else []
     reference = next((s for s in ev.studies.values() if s.scheme == "progressive"), None)
-    changes, every_task = {}, []
+    changes: dict[str, object] = {}
+    every_task: list[str] = []
     if any(need.sizes == "small" for need in claim.needs) and small < 1:  # no size trains small_epochs
         small = PAPER_SMALL[0]
         changes["train.small_size"], changes["train.small_epochs"] = PAPER_SMALL
@@ -594,7 +592,7 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
         modifiers = {k: resolve(v, ev, tasks) for k, v in need.modifiers.items()}
         # runs of other epochs are compared with the reference's plain runs at the same sizes and trials (the
         # other modifiers' studies train their own baselines)
-        paired = "epochs" in need.modifiers and reference is not None
+        paired = reference if "epochs" in need.modifiers else None
         if study:
             key = f"studies.{study.name}"
             if not set(tasks) <= set(study.tasks):
@@ -615,11 +613,11 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
                 **modifiers,
                 "tasks": tasks,
                 "sizes": added,
-                "trials": paired_trials(reference, added) if paired else 3,
+                "trials": paired_trials(paired, added) if paired is not None else 3,
             }
-        if paired and reference is not study:  # the reference then runs at those sizes too
-            plain = {task: sorted({*sizes_at(reference, task), *sizes[task]}) for task in tasks}
-            changes |= sizes_overrides(f"studies.{reference.name}", reference, plain)
+        if paired is not None and paired is not study:  # the reference then runs at those sizes too
+            plain = {task: sorted({*sizes_at(paired, task), *sizes[task]}) for task in tasks}
+            changes |= sizes_overrides(f"studies.{paired.name}", paired, plain)
         if need.probe and not set(tasks) <= set(probed):
             changes["probe.tasks"] = probed + [t for t in tasks if t not in probed]
         every_task += tasks + [t for t in flatten(modifiers.get("intermediate_tasks") or []) if t in TASKS]
