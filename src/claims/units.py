@@ -113,18 +113,19 @@ class Unit:
 
 
 def refuse(unit: Unit, kind: Refusal, reason: str) -> Unit:
-    """`unit` with no verdict: refused as `kind`, `reason` its refusal's words and its interval's note; no
-    interval, no p."""
-    unit.refused, unit.interval_note = Refused(kind, reason), reason
-    unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
-    return unit
+    """A copy of `unit` with no verdict: refused as `kind`, `reason` its refusal's words and its interval's note;
+    no interval, no p."""
+    nan = math.nan
+    return replace(
+        unit, refused=Refused(kind, reason), interval_note=reason, interval=(nan, nan), p_for=nan, p_against=nan
+    )
 
 
 def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int, int] | None = None) -> Unit:
-    """Refuse `unit` (no interval, no p) where validity.decidable says its test does not hold its
-    calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
-    unit.test_type = test_type
+    """A copy of `unit` tested as `test_type`, refused (no interval, no p) where validity.decidable says that test
+    does not hold its calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
     ok, reason = validity.decidable(test_type, n_trials, design=design)
+    unit = replace(unit, test_type=test_type)
     return unit if ok else refuse(unit, Refusal.DESIGN, reason)
 
 
@@ -456,7 +457,8 @@ def bootstrap_unit(
     share = boot.undefined_share
     unit = Unit(claim, name, test, boot.estimate, boot.interval(0.95), n, result=boot, margin=margin, **kw)
     unit.notes.append(f"undefined draws {share:.1%}")
-    if design_refusal(unit, kind, n, design=design).refused:
+    unit = design_refusal(unit, kind, n, design=design)
+    if unit.refused:
         return unit
     if share > s.max_undefined_share:
         return refuse(
@@ -481,7 +483,8 @@ def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, *
     if len(a) < 2 or len(b) < 2:
         unit.refused = Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side")
         return unit
-    if design_refusal(unit, "welch", min(len(a), len(b))).refused:
+    unit = design_refusal(unit, "welch", min(len(a), len(b)))
+    if unit.refused:
         return unit
     welch = hypothesis.two_sample(a, b)
     unit.interval, unit.p_for, unit.p_against = welch.interval(0.95), welch.p_greater(), welch.p_less()

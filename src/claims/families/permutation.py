@@ -85,9 +85,11 @@ def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
                     + p_text(hypothesis.exact_spearman_p(pair[a], pair[b], "greater") if n >= 3 else math.nan)
                 )
                 if not np.isfinite(rho):
-                    refuse(unit, Refusal.TOO_FEW, "ρ undefined: fewer than 2 distinct scores on a side")
-                elif not design_refusal(unit, "spearman-margin", n).refused:
-                    unit.p_for, unit.p_against = correlation.spearman_above(rho, n, RELATIVELY_HIGH)
+                    unit = refuse(unit, Refusal.TOO_FEW, "ρ undefined: fewer than 2 distinct scores on a side")
+                else:
+                    unit = design_refusal(unit, "spearman-margin", n)
+                    if not unit.refused:
+                        unit.p_for, unit.p_against = correlation.spearman_above(rho, n, RELATIVELY_HIGH)
                 units.append(unit)
     return units
 

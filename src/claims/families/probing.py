@@ -49,9 +49,7 @@ from src.stats.curves import first_reaching
 
 
 def probe_units_refused(unit: Unit, probe: ProbeCurve) -> Unit:
-    if probe.draws is None:
-        refuse(unit, Refusal.ONE_PROBE_SEED, ONE_PROBE_SEED)
-    return unit
+    return refuse(unit, Refusal.ONE_PROBE_SEED, ONE_PROBE_SEED) if probe.draws is None else unit
 
 
 def paired_draws(probe: ProbeCurve, curve: Curve) -> np.ndarray:
