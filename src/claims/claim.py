@@ -25,7 +25,7 @@ from scipy import stats
 
 from src.claims.curves import Curve, ProbeCurve, probe_curve, progressive_curve
 from src.claims.evidence import Evidence, common_trials, scores_of
-from src.claims.units import Unit, contrast_unit, welch_unit
+from src.claims.units import Refusal, Refused, Unit, contrast_unit, welch_unit
 from src.core.seeds import derive_seed
 from src.stats import hypothesis
 
@@ -188,7 +188,7 @@ def variance_ratio_unit(
     )
     unit.notes.append("estimate is the variance ratio; the F test assumes normal scores")
     if len(a) < 2 or len(b) < 2:
-        unit.refused = "fewer than 2 runs on a side"
+        unit.refused = Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side")
     return unit
 
 

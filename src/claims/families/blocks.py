@@ -18,7 +18,7 @@ from statsmodels.stats.anova import anova_lm
 
 from src.claims.claim import BLOCKS, PROBED, SEED_001, Claim, Shared
 from src.claims.evidence import Evidence, grouped
-from src.claims.units import Unit, contrast_unit
+from src.claims.units import Refusal, Refused, Unit, contrast_unit
 
 
 def highest_probing_window(ev: Evidence, shared: Shared, task: str, window: int) -> int | None:
@@ -134,7 +134,7 @@ def useful_layers_differ_by_task(ev: Evidence, shared: Shared) -> list[Unit]:
         unit.interval_note = "an F statistic: no interval"
         unit.notes.append("estimate is the F statistic; the test cannot show that the profiles are alike")
         if not np.isfinite(p):
-            unit.refused = "one run per cell: no residual variance"
+            unit.refused = Refused(Refusal.ONE_RUN_PER_CELL, "one run per cell: no residual variance")
         units.append(unit)
     return units
 

@@ -104,7 +104,7 @@ def percentile_units(ev: Evidence, claim: str, layers: Callable[[int], set]) -> 
             collapse={slug: rate for h in heads for slug, rate in h.collapse.items()},  # full's and each head's
             interval_note="a count of heads: no interval",
         )
-        unit.refused = next((h.refused for h in heads if h.refused), "")
+        unit.refused = next((h.refused for h in heads if h.refused), None)
         if not unit.refused:
             p_for, p_against = (
                 sorted(hypothesis.holm([getattr(h, side) for h in heads])) for side in ("p_for", "p_against")

@@ -13,7 +13,7 @@ import numpy as np
 
 from src.claims.claim import SEED_001, Claim, Need, Shared, p_text
 from src.claims.evidence import Evidence, grouped
-from src.claims.units import Unit, contrast_unit, design_refusal
+from src.claims.units import Refusal, Unit, contrast_unit, design_refusal, refuse
 from src.stats import correlation, hypothesis, validity
 
 PERMUTATION = Need("permutation", "permutation")
@@ -89,9 +89,11 @@ def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
                     + p_text(hypothesis.exact_spearman_p(x, y, "greater") if n >= 3 else math.nan)
                 )
                 if not np.isfinite(rho):
-                    unit.refused = unit.interval_note = "ρ undefined: fewer than 2 distinct scores on a side"
-                elif not design_refusal(unit, "spearman-margin", n).refused:
-                    unit.p_for, unit.p_against = correlation.spearman_above(rho, n, RELATIVELY_HIGH)
+                    unit = refuse(unit, Refusal.TOO_FEW, "ρ undefined: fewer than 2 distinct scores on a side")
+                else:
+                    unit = design_refusal(unit, "spearman-margin", n)
+                    if not unit.refused:
+                        unit.p_for, unit.p_against = correlation.spearman_above(rho, n, RELATIVELY_HIGH)
                 units.append(unit)
     return units
 

@@ -7,7 +7,6 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -32,16 +31,22 @@ from src.claims.curves import (
     probe_measure_curve,
 )
 from src.claims.evidence import PROBE_MEASURES, Evidence, chance_level, grouped
-from src.claims.units import ONE_PROBE_SEED, Unit, bootstrap_unit, contrast_unit, estimate_test_unit
+from src.claims.units import (
+    ONE_PROBE_SEED,
+    Refusal,
+    Refused,
+    Unit,
+    bootstrap_unit,
+    contrast_unit,
+    estimate_test_unit,
+    refuse,
+)
 from src.stats import hypothesis
 from src.stats.curves import first_reaching
 
 
 def probe_units_refused(unit: Unit, probe: ProbeCurve) -> Unit:
-    if probe.draws is None:
-        unit.refused, unit.p_for, unit.p_against = ONE_PROBE_SEED, math.nan, math.nan
-        unit.interval, unit.interval_note = (math.nan, math.nan), ONE_PROBE_SEED
-    return unit
+    return refuse(unit, Refusal.ONE_PROBE_SEED, ONE_PROBE_SEED) if probe.draws is None else unit
 
 
 def paired_draws(probe: ProbeCurve, curve: Curve) -> np.ndarray:
@@ -145,7 +150,7 @@ def probe_near_chance_units(ev: Evidence, shared: Shared, claim: str, task: str,
         )
         unit = probe_units_refused(unit, probe)
         if not np.isfinite(chance):
-            unit.refused = "chance level unknown without the eval labels"
+            unit.refused = Refused(Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels")
         units.append(unit)
     return units
 

@@ -28,7 +28,7 @@ from src.claims.claim import (
 )
 from src.claims.curves import along_draws, curves_design
 from src.claims.evidence import Evidence, chance_level, grouped, studies_of
-from src.claims.units import Unit, bootstrap_unit, contrast_unit, slope_unit
+from src.claims.units import Refusal, Refused, Unit, bootstrap_unit, contrast_unit, slope_unit
 from src.stats.curves import drop_point, first_reaching, linear_r2
 
 
@@ -301,7 +301,7 @@ def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
         )
         if not np.isfinite(chance):
             unit.refused, unit.p_for, unit.p_against = (
-                "chance level unknown without the eval labels",
+                Refused(Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels"),
                 math.nan,
                 math.nan,
             )

@@ -475,7 +475,7 @@ def test_under_the_null_a_difference_is_false_an_equivalence_true_and_chance_tru
 
 def test_a_verdict_rule_that_supports_every_claim_is_wrong_in_every_replicate_of_the_whole_report(monkeypatch):
     original = verdicts_module.verdict
-    monkeypatch.setattr(verdicts_module, "verdict", lambda *args: original(*args) | {"verdict": "supported"})
+    monkeypatch.setattr(verdicts_module, "verdict", lambda *args: replace(original(*args), text="supported"))
     run = small_run()
     broken = calibration.whole_report_table(run, calibration.common_levels(run), reps=2, seed=0)
     assert broken.any_wrong() == 2 and broken.any_wrong(lambda claim, verdict: verdict == "contradicted") == 0
