@@ -348,7 +348,7 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None) -> dict:  # noqa: C901, PLR0915
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="CPU, a tiny model, a few steps: checks the script")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "gpu.json")

@@ -1709,7 +1709,7 @@ TABLES = (
 DEFAULT_TABLES = [t for t in TABLES if t != "whole-report"]  # the whole report reads a finished run
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> None:  # noqa: C901, PLR0912, PLR0915
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=50_000, help="replicates per cell (estimate tests and Welch)")
     parser.add_argument(

@@ -33,19 +33,21 @@ def write_predictions(
 ) -> None:
     """Every run's predictions, and the probes' of `probe_tasks` (the probe stage's
     <probe_dir>/<task>.npz), with the eval labels of each task either has."""
-    arrays, tasks = {}, set(probe_tasks)
+    arrays: dict[str, np.ndarray] = {}
+    tasks = set(probe_tasks)
     for study_results in results.values():
         for r in study_results:
             c = r.cond
-            if r.predictions:
-                arrays[_run_key((c.task, c.size, c.slug, c.trial))] = r.eval_predictions()
+            predictions = r.eval_predictions()
+            if predictions is not None:
+                arrays[_run_key((c.task, c.size, c.slug, c.trial))] = predictions
                 tasks.add(c.task)
     for task in probe_tasks:
         arrays[f"probe|{task}"] = read_probe_predictions(probe_dir / f"{task}.npz")
     for task in sorted(tasks):
         arrays[f"labels|{task}"] = splits.load_split(tasks_dir / task / "tokens.npz", "eval").example_labels
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **arrays)
+    np.savez_compressed(path, allow_pickle=False, **arrays)  # numbers only: the file loads without pickle
 
 
 def read_predictions(path: Path) -> Predictions:

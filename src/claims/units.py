@@ -252,7 +252,7 @@ def estimate_unit(claim: str, name: str, test: str, estimate: Estimate, p_for: f
     )
 
 
-def contrast_unit(
+def contrast_unit(  # noqa: PLR0913
     ev: Evidence,
     claim: str,
     task: str,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from src.conditions.condition import CHAIN, Condition, crossed_streams
 from src.config.schema import Config, StudyConfig, TrainConfig
-from src.core.checks import FULL
 from src.schemes.registry import SCHEMES, scheme_of
 
 
@@ -33,7 +33,7 @@ def study_conditions(
         for size in study.sizes_of(task):
             epochs = study.epochs or train.epochs_for(size)
             for trial in range(study.trials_at(size)):
-                base = {
+                base: dict[str, Any] = {
                     "task": task,
                     "size": size,
                     "trial": trial,
@@ -63,8 +63,9 @@ def intermediate(chain: tuple[str, ...], size: int | str | None, final_size: int
     """The sequential fields of a condition: the chain, and each step's size and epochs when
     they differ from the final task's (none: today's conditions, their slugs and runs). A
     step's epochs follow its size as the final task's do (`full` counts as large)."""
-    fields = {"intermediate_task": CHAIN.join(chain)}
-    step_epochs = train.epochs if size == FULL else train.epochs_for(size or final_size)
+    fields: dict[str, int | str] = {"intermediate_task": CHAIN.join(chain)}
+    # the one size in words is "full" (core.checks.FULL): the whole training set, which counts as large
+    step_epochs = train.epochs if isinstance(size, str) else train.epochs_for(size or final_size)
     if size is not None and (size, step_epochs) != (final_size, epochs):
         fields |= {"intermediate_size": size, "intermediate_epochs": step_epochs}
     return fields

@@ -12,7 +12,9 @@ only when, something it reads changes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, make_dataclass
+from collections.abc import Set
+from dataclasses import Field, dataclass, field, fields, make_dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from src.core import checks
 from src.schemes.registry import SCHEMES, optional_study_keys
@@ -34,12 +36,12 @@ def keys_read() -> set[str]:
     return set(_KEYS_READ)
 
 
-def forget_keys_read(keep: set[str] = frozenset()) -> None:
+def forget_keys_read(keep: Set[str] = frozenset()) -> None:
     """Forget every key read so far but those in `keep`."""
     _KEYS_READ.intersection_update(keep)
 
 
-def knob(check: checks.Check, help: str, default=None):  # noqa: A002 - `help` as in argparse and HF
+def knob(check: checks.Check | None, help: str, default=None):  # noqa: A002 - `help` as in argparse and HF
     return field(default=default, metadata={"check": check, "help": help})
 
 
@@ -48,6 +50,7 @@ class Section:
 
     _key: str = ""
     _not_params: tuple[str, ...] = ()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # every section is a dataclass
 
     def __getattribute__(self, name: str):
         value = object.__getattribute__(self, name)
@@ -212,6 +215,27 @@ class _Study(Section):
 
     _not_params = ("name",)
 
+    # StudyConfig's fields as _study_config generates them, for the type checker (tests/unit/config/test_schema.py)
+    if TYPE_CHECKING:
+        name: str
+        scheme: str
+        tasks: tuple[str, ...]
+        sizes: tuple[int, ...] | dict[str, tuple[int, ...]]
+        trials: int | dict[int, int]
+        ks: tuple[int, ...] | None
+        window: int | None
+        layers: tuple[int, ...] | None
+        heads: tuple[int, ...] | None
+        removals: tuple[str | tuple[int, ...], ...] | None
+        reinit_lr_multiplier: float | None
+        keep_layernorm: bool | None
+        epochs: int | None
+        intermediate_tasks: tuple[tuple[str, ...], ...] | None
+        seed_design: tuple[int, int] | None
+        intermediate_size: int | str | None
+
+        def __init__(self, **values: Any) -> None: ...
+
     def sizes_of(self, task: str) -> tuple[int, ...]:
         """The training-set sizes `task` runs at in this study (Tamkin et al. App. B: no CoLA at 50k)."""
         return self.sizes[task] if isinstance(self.sizes, dict) else self.sizes
@@ -258,7 +282,10 @@ def _study_config() -> type[_Study]:
     return study
 
 
-StudyConfig = _study_config()
+if TYPE_CHECKING:
+    StudyConfig = _Study
+else:
+    StudyConfig = _study_config()
 
 
 @dataclass(frozen=True)

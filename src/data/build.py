@@ -84,7 +84,11 @@ def write_task(
         }
         if classes
         else None,
-        "answerable": {split: int(split_tokens.answerable.sum()) for split, split_tokens in tokenized.items()}
+        "answerable": {
+            split: int(split_tokens.answerable.sum())
+            for split, split_tokens in tokenized.items()
+            if isinstance(split_tokens, splits.SpanSplit)  # every split of a token-level task
+        }
         if spec.kind.token_level
         else None,
         "windows": {split: len(split_tokens) for split, split_tokens in tokenized.items()},

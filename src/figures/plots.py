@@ -12,6 +12,7 @@ diverged runs (non-finite loss) are left out and counted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -505,7 +506,11 @@ def plot_remove(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> l
 
 
 def plot_heads(
-    changes: pd.DataFrame, references: pd.DataFrame, path: Path, layers: list[int] = (), heads: list[int] = ()
+    changes: pd.DataFrame,
+    references: pd.DataFrame,
+    path: Path,
+    layers: Sequence[int] = (),
+    heads: Sequence[int] = (),
 ) -> list[str]:
     """Attention-head reinitialisation (Huang et al.): change in mean score against the
     un-reinitialised baseline, layers × heads, a cell for every (layer, head) the study ran

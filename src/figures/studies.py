@@ -9,6 +9,8 @@ slug. A figure with nothing to draw raises plots.NothingToDraw with the reason.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,6 +101,23 @@ def draw_study(study: StudyConfig, tables: StudyTables, path: Path) -> None:
     FIGURES[figure_of(study)](study, tables, path)
 
 
+def _draw_named_study(t: Tables, name: str, study: StudyConfig, path: Path) -> None:
+    """The figure of the study called `name`, from its rows of the tables."""
+    draw_study(
+        study,
+        StudyTables(
+            t.headline_points[t.headline_points["study"] == name],
+            t.headline[t.headline["study"] == name],
+            t.plain_points,
+            t.plain_runs,
+            t.references,
+            t.results[name],
+            t.probe,
+        ),
+        path,
+    )
+
+
 WEIGHT_COLUMNS = ["task", "size", "layer", "sublayer", "frobenius", "spectral"]
 
 
@@ -106,21 +125,8 @@ def draw_figures(config: Config, tables: Tables, folder: Path, listing: Path) ->
     """Every study's figure and the weight-change figure into `folder`; each drawn, or removed
     with the reason, as `listing` (metrics/figures.csv) says."""
     t = tables
-    figures = {
-        name: lambda path, name=name, study=study: draw_study(
-            study,
-            StudyTables(
-                t.headline_points[t.headline_points["study"] == name],
-                t.headline[t.headline["study"] == name],
-                t.plain_points,
-                t.plain_runs,
-                t.references,
-                t.results[name],
-                t.probe,
-            ),
-            path,
-        )
-        for name, study in config.studies.items()
+    figures: dict[str, Callable[[Path], object]] = {
+        name: functools.partial(_draw_named_study, t, name, study) for name, study in config.studies.items()
     }
     weights = summarise_weights(t.weights, config.train) if len(t.weights) else pd.DataFrame(columns=WEIGHT_COLUMNS)
     figures["weight_change"] = lambda path: plots.plot_weight_change(weights, path)

@@ -3,7 +3,7 @@ estimator (Song et al. 2012), as Nguyen, Raghu & Kornblith (2021) use it.
 
 The plain (biased) HSIC estimator has a positive bias of order 1/n that does not shrink
 with the features' width: two independent 32 x 384 Gaussian matrices get a biased CKA of
-about 0.2 (tests/test_measures.py shows both). The unbiased estimator is centred on 0
+about 0.2 (tests/unit/measures/test_measures.py shows both). The unbiased estimator is centred on 0
 for independent representations at any n >= 4.
 """
 

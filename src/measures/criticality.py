@@ -30,7 +30,7 @@ LayerStates = list[dict[str, torch.Tensor]]
 
 def layer_states(encoder: nn.Module) -> LayerStates:
     """A copy of every encoder layer's parameters and buffers, by position."""
-    layers = encoder.get_submodule(family_of(encoder).stack)
+    layers = family_of(encoder).layers(encoder)
     return [{name: t.detach().clone() for name, t in layer.state_dict().items()} for layer in layers]
 
 
@@ -44,11 +44,11 @@ def rewind_drops(
     """Per layer (1..L) and earlier value: the score with that layer rewound, and the drop
     `finetuned - score` (positive: finetuning's change of this layer matters). Every layer
     is restored before the next is rewound; the model leaves as it came."""
-    layers = encoder.get_submodule(family_of(encoder).stack)
+    layers = family_of(encoder).layers(encoder)
     rows = []
     for position, layer in enumerate(layers):
         kept = {name: t.detach().clone() for name, t in layer.state_dict().items()}
-        scored = {}
+        scored: dict[str, float] = {}
         for target, states in (("pretrained", pretrained), ("initial", initial)):
             state = states[position]
             if target == "initial" and same_state(state, pretrained[position]):

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from src.data.tokens import batches, collate
-from src.model.families import family_of
+from src.model.families import config_of, family_of
 from src.tasks.registry import TaskSpec
 from src.tasks.splits import TokenizedSplit
 
@@ -29,8 +29,8 @@ from src.tasks.splits import TokenizedSplit
 @contextmanager
 def head_gates(encoder: nn.Module):
     """Gates [layers, heads], all 1, on `encoder`'s heads while the context is open."""
-    family, config = family_of(encoder), encoder.config
-    layers = encoder.get_submodule(family.stack)
+    family, config = family_of(encoder), config_of(encoder)
+    layers = family.layers(encoder)
     heads = config.num_attention_heads
     device = next(encoder.parameters()).device
     gates = torch.ones(len(layers), heads, device=device)
@@ -60,7 +60,7 @@ def head_importance(model: nn.Module, task: TaskSpec, split: TokenizedSplit, bat
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    with head_gates(model.encoder) as gates:
+    with head_gates(model.get_submodule("encoder")) as gates:
         gates.requires_grad_(True)
         total = torch.zeros_like(gates)
         plan = batches(split.lengths, batch_size, None)

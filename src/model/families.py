@@ -1,7 +1,7 @@
 """Where each supported encoder family keeps the parts that reinitialisation touches.
 
 One explicit entry per `config.model_type`, checked against transformers 5.23.0's
-modeling code (tests/test_families.py builds a tiny model of each and checks that the
+modeling code (tests/unit/model/test_families.py builds a tiny model of each and checks that the
 paths below name every parameterised sublayer of a layer, and nothing else). Paths are
 relative to the base model (`AutoModel`) for `stack`, and to one layer for the rest.
 Everything that needs a family's names (reinit, permutation, head reinit, removal, weight
@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import nn
 
 from src.core.errors import ModelError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig
 
 # Models whose position ids start after the padding id (RoBERTa's embeddings): of
 # max_position_embeddings, pad_token_id + 1 are never used by a token.
@@ -66,34 +70,52 @@ class Family:
     # a permutation moves the weights and leaves these where they were.
     position_attributes: tuple[str, ...] = ()
 
-    def head_projections(self, layer: nn.Module) -> list[tuple[str, slice | None]]:
-        """(Linear path, which third of its rows: None = all rows) of every projection a
-        head's rows are taken from, in this layer."""
+    @property
+    def qkv(self) -> tuple[str, str, str]:
+        """The paths of the separate query, key and value projections (every family without fused_qkv has them)."""
+        if self.query is None or self.key is None or self.value is None:
+            raise ValueError(f"family {self.name} has no separate query, key and value projections")
+        return self.query, self.key, self.value
+
+    def layers(self, model: nn.Module) -> nn.ModuleList:
+        """The stack of encoder layers of a base model of this family."""
+        stack = model.get_submodule(self.stack)
+        if not isinstance(stack, nn.ModuleList):
+            raise ModelError(f"{self.stack} of a {self.name} model is a {type(stack).__name__}, not a ModuleList")
+        return stack
+
+    def head_projections(self, layer: nn.Module) -> list[tuple[str, str | None]]:
+        """(Linear path, which third of its rows (query, key or value; None = all rows)) of every
+        projection a head's rows are taken from, in this layer."""
         if self.fused_qkv:
             return [(self.fused_qkv, part) for part in ("query", "key", "value")]
         optional = [p for p in self.optional_head_projections if _has(layer, p)]
-        return [(p, None) for p in (self.query, self.key, self.value, *optional)]
+        return [(p, None) for p in (*self.qkv, *optional)]
 
     def sublayer_weights(self, layer: nn.Module) -> dict[str, torch.Tensor]:
         """The six weight matrices of the weight-change study (Singh & Giovanardi), by the
         names it used; a fused q/k/v matrix is cut into its three parts."""
+        names = ("query", "key", "value")
         if self.fused_qkv:
-            fused = layer.get_submodule(self.fused_qkv).weight
+            fused = linear(layer, self.fused_qkv).weight
             width = fused.shape[0] // 3
-            qkv = {name: fused[i * width : (i + 1) * width] for i, name in enumerate(("query", "key", "value"))}
+            qkv = {name: fused[i * width : (i + 1) * width] for i, name in enumerate(names)}
         else:
-            qkv = {name: layer.get_submodule(getattr(self, name)).weight for name in ("query", "key", "value")}
+            qkv = {name: linear(layer, path).weight for name, path in zip(names, self.qkv)}
         return {
             **qkv,
-            **{
-                name: layer.get_submodule(getattr(self, path)).weight
-                for name, path in (
-                    ("attention_output", "attention_output"),
-                    ("intermediate", "ffn_in"),
-                    ("output", "ffn_out"),
-                )
-            },
+            "attention_output": linear(layer, self.attention_output).weight,
+            "intermediate": linear(layer, self.ffn_in).weight,
+            "output": linear(layer, self.ffn_out).weight,
         }
+
+
+def linear(module: nn.Module, path: str) -> nn.Linear:
+    """The Linear at `path` in `module` (each projection path of a family names one; layout_problems checks it)."""
+    found = module.get_submodule(path)
+    if not isinstance(found, nn.Linear):
+        raise ModelError(f"{path} is a {type(found).__name__}, not a Linear")
+    return found
 
 
 def layout_problems(family: Family, model: nn.Module) -> list[str]:
@@ -101,9 +123,9 @@ def layout_problems(family: Family, model: nn.Module) -> list[str]:
     non-empty ModuleList, and in every layer each path resolves to a module of its kind
     (projections Linear, norms LayerNorm, or Identity where a layer has none), and the
     paths together name every parameter of the layer."""
-    if not _has(model, family.stack) or not isinstance(model.get_submodule(family.stack), nn.ModuleList):
+    stack = model.get_submodule(family.stack) if _has(model, family.stack) else None
+    if not isinstance(stack, nn.ModuleList):
         return [f"no layer stack at {family.stack}"]
-    stack = model.get_submodule(family.stack)
     problems = [] if len(stack) else [f"{family.stack} is empty"]
     for index, layer in enumerate(stack):
         linears = [
@@ -140,13 +162,19 @@ def _has(module: nn.Module, path: str) -> bool:
         return False
 
 
+def config_of(model: nn.Module) -> PreTrainedConfig:
+    """A transformers model's config (nn.Module types every attribute it does not declare as a tensor or module)."""
+    return cast("PreTrainedConfig", model.config)
+
+
 def fused_rows(part: str, head: int, width: int, hidden: int) -> slice:
     """Rows of head `head` of `part` (query, key or value) in a fused [q | k | v] weight."""
     start = ("query", "key", "value").index(part) * hidden + head * width
     return slice(start, start + width)
 
 
-_BERT_LAYER = dict(
+BERT = Family(
+    "bert",
     stack="encoder.layer",
     query="attention.self.query",
     key="attention.self.key",
@@ -161,12 +189,12 @@ _BERT_LAYER = dict(
 FAMILIES = {
     family.name: family
     for family in (
-        Family("bert", **_BERT_LAYER),
+        BERT,
         # RoBERTa / XLM-R: one segment type (type_vocab_size 1), tokenizers give no segment ids.
-        Family("roberta", **_BERT_LAYER, token_type_ids=False),
-        Family("xlm-roberta", **_BERT_LAYER, token_type_ids=False),
+        replace(BERT, name="roberta", token_type_ids=False),
+        replace(BERT, name="xlm-roberta", token_type_ids=False),
         # ELECTRA's discriminator is BERT's layer; its base model has no pooler.
-        Family("electra", **_BERT_LAYER, pooler=False),
+        replace(BERT, name="electra", pooler=False),
         Family(
             "distilbert",
             stack="transformer.layer",
@@ -253,16 +281,18 @@ def family_of(config, name: str | None = None) -> Family:
     model = config if isinstance(config, nn.Module) else None
     config = getattr(config, "config", config)
     model_type = getattr(config, "model_type", None)
+    prefix = f"params.yaml: model.name = {name!r}: " if name else ""
+    if model_type is None:  # not a transformers model or config
+        raise _not_an_encoder(prefix, model_type)
     if model_type in FAMILIES:
         return FAMILIES[model_type]
     if model_type in _MATCHED:
         return _MATCHED[model_type]
-    prefix = f"params.yaml: model.name = {name!r}: " if name else ""
     if model_type in REFUSED:
         raise UnsupportedModelError(
             f"{prefix}model_type {model_type!r} is refused: {REFUSED[model_type]}; supported: {' | '.join(FAMILIES)}"
         )
-    if model is None and model_type is not None:
+    if model is None:
         model = _skeleton(config)
     for family, *_ in LAYOUTS.values():
         if model is not None and not layout_problems(family, model):
@@ -277,11 +307,15 @@ def family_of(config, name: str | None = None) -> Family:
                 position_attributes=tuple(
                     path
                     for path in family.position_attributes
-                    if all(_has_attribute(layer, path) for layer in model.get_submodule(family.stack))
+                    if all(_has_attribute(layer, path) for layer in family.layers(model))
                 ),
             )
             return _MATCHED[model_type]
-    raise UnsupportedModelError(
+    raise _not_an_encoder(prefix, model_type)
+
+
+def _not_an_encoder(prefix: str, model_type: str | None) -> UnsupportedModelError:
+    return UnsupportedModelError(
         f"{prefix}model_type {model_type!r} is refused: it is not one of the supported encoder families "
         "(decoders such as GPT-2 are not encoders), and its modules have none of their layouts (tried: "
         f"{', '.join('/'.join(f.name for f in same) for same in LAYOUTS.values())}); supported: {' | '.join(FAMILIES)}"

@@ -10,7 +10,7 @@ from torch import nn
 from tqdm import tqdm
 
 from src.data.tokens import batches, collate
-from src.model.families import family_of
+from src.model.families import config_of, family_of, linear
 from src.model.finetuner import encode, masked_mean
 from src.tasks.splits import TokenizedSplit
 
@@ -23,7 +23,8 @@ def pool_layers(hidden_states, attention_mask: torch.Tensor, pooling: str, poole
         return torch.stack([masked_mean(h, attention_mask) for h in hidden_states], dim=1)
     first = [h[:, 0] for h in hidden_states]
     if pooler is not None:
-        first = [pooler.activation(pooler.dense(f)) for f in first]
+        dense, activation = linear(pooler, "dense"), pooler.get_submodule("activation")
+        first = [activation(dense(f)) for f in first]
     return torch.stack(first, dim=1)
 
 
@@ -34,7 +35,7 @@ def layer_features(
     """[examples, layers + 1, hidden] pooled features, float16 to halve the cache. With `desc`, a progress bar on
     a terminal (none in a log or CI); without, none: a run's worker draws nothing under its stage's live line."""
     encoder.eval()
-    config, device = encoder.config, next(encoder.parameters()).device
+    config, device = config_of(encoder), next(encoder.parameters()).device
     pooler = getattr(encoder, "pooler", None) if family_of(encoder).pooler else None
     features = np.empty((len(split), config.num_hidden_layers + 1, config.hidden_size), dtype=np.float16)
     for indices in tqdm(

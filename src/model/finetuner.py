@@ -15,7 +15,7 @@ from torch import nn
 from src.conditions.condition import Condition
 from src.model import reinit
 from src.model.base import load_encoder
-from src.model.families import family_of
+from src.model.families import config_of, family_of
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -41,8 +41,8 @@ class Finetuner(nn.Module):
         super().__init__()
         self.encoder, self.pooling, self.token_level = encoder, pooling, token_level
         self.has_pooler = family_of(encoder).pooler
-        self.dropout = nn.Dropout(getattr(encoder.config, family_of(encoder).dropout))
-        self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
+        self.dropout = nn.Dropout(getattr(config_of(encoder), family_of(encoder).dropout))
+        self.classifier = nn.Linear(config_of(encoder).hidden_size, num_labels)
 
     def forward(self, input_ids, attention_mask, token_type_ids, layer_features: list | None = None):
         """Logits (per token for span QA). With a `layer_features` list, the same pass also
@@ -94,7 +94,7 @@ def build_finetuner(
     (the depth audit: how many layers the model has and which original layers they are)."""
     encoder = load_encoder(model_dir, with_pooler=condition.pooling == "cls")
     num_layers = len(reinit.encoder_layers(encoder))
-    condition.check(num_layers, encoder.config.num_attention_heads)
+    condition.check(num_layers, config_of(encoder).num_attention_heads)
     order = condition.layer_order(num_layers, seed)
     reinit.permute_layers(encoder, order)
     manifest = reinit.reinit_layers(
@@ -108,9 +108,11 @@ def build_finetuner(
     for layer, head in condition.reinit_heads():
         manifest += reinit.reinit_head(encoder, layer, head, condition.recipe, seed, condition.stream("reinit"))
     depth = reinit.remove_layers(encoder, condition.removed_layers())
-    sigma = encoder.config.initializer_range
+    sigma = config_of(encoder).initializer_range
     if condition.pooling == "cls" and reinit.pooler_looks_untrained(encoder):
-        manifest += reinit.init_module(encoder.pooler, "pooler", "paper", sigma, seed, condition.stream("head"))
+        manifest += reinit.init_module(
+            encoder.get_submodule("pooler"), "pooler", "paper", sigma, seed, condition.stream("head")
+        )
     model = Finetuner(encoder, num_labels, condition.pooling)
     manifest += new_task_head(model, num_labels, condition, seed, sigma, token_level)
     return model, {"reinitialised": manifest, "layer_order": order, "depth": depth}

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from src.core.seeds import derive_seed
-from src.model.families import family_of, fused_rows
+from src.model.families import config_of, family_of, fused_rows, linear
 
 
 def _generator(seed: int, trial: int, name: str) -> torch.Generator:
@@ -71,7 +71,7 @@ def _entry(name: str, tensor: torch.Tensor, init: str) -> dict:
 
 def encoder_layers(encoder: nn.Module) -> nn.ModuleList:
     """The stack of transformer layers of a supported encoder (src/model/families.py; refuses others)."""
-    return encoder.get_submodule(family_of(encoder).stack)
+    return family_of(encoder).layers(encoder)
 
 
 def reinit_layers(
@@ -79,9 +79,9 @@ def reinit_layers(
 ) -> list[dict]:
     """Fresh weights for encoder layers `layers` (0-based); embeddings and other layers untouched.
     Manifest names are the base model's parameter names."""
-    stack_path = family_of(encoder).stack
-    stack = encoder.get_submodule(stack_path)
-    sigma = encoder.config.initializer_range
+    family = family_of(encoder)
+    stack_path, stack = family.stack, family.layers(encoder)
+    sigma = config_of(encoder).initializer_range
     manifest = []
     for index in layers:
         manifest += init_module(stack[index], f"{stack_path}.{index}", recipe, sigma, seed, trial, keep_layernorm)
@@ -94,20 +94,22 @@ def reinit_head(encoder: nn.Module, layer: int, head: int, recipe: str, seed: in
     q/k/v matrix, its rows of each third) and its input columns of the attention output
     projection (Huang et al. §4.3). The output bias is shared by all heads, so it stays."""
     family = family_of(encoder)
-    block = encoder.get_submodule(family.stack)[layer]
-    heads = encoder.config.num_attention_heads
+    block = family.layers(encoder)[layer]
+    config = config_of(encoder)
+    heads = config.num_attention_heads
     prefix = f"{family.stack}.{layer}"
-    targets = []  # (manifest name, which head, Linear, index of the head in its weight, its bias rows or None)
+    # (manifest name, which head, Linear, index of the head in its weight, its bias rows or None)
+    targets: list[tuple[str, str, nn.Linear, slice | tuple[slice, slice], slice | None]] = []
     for path, part in family.head_projections(block):
-        linear = block.get_submodule(path)
+        projection = linear(block, path)
         if part is None:
-            width = linear.out_features // heads
+            width = projection.out_features // heads
             rows, label = slice(head * width, (head + 1) * width), f"head {head}"
         else:
-            width = linear.out_features // (3 * heads)
+            width = projection.out_features // (3 * heads)
             rows, label = fused_rows(part, head, width, heads * width), f"{part} head {head}"
-        targets.append((f"{prefix}.{path}", label, linear, rows, rows))
-    output = block.get_submodule(family.attention_output)
+        targets.append((f"{prefix}.{path}", label, projection, rows, rows))
+    output = linear(block, family.attention_output)
     width = output.in_features // heads
     targets.append(
         (
@@ -118,20 +120,20 @@ def reinit_head(encoder: nn.Module, layer: int, head: int, recipe: str, seed: in
             None,
         )
     )
-    sigma, bound = encoder.config.initializer_range, _weight_bound(recipe, encoder.config.initializer_range)
+    sigma, bound = config.initializer_range, _weight_bound(recipe, config.initializer_range)
     written = []
     with torch.no_grad():
-        for name, label, linear, index, _ in targets:
-            fresh = torch.empty_like(linear.weight[index])
+        for name, label, projection, index, _ in targets:
+            fresh = torch.empty_like(projection.weight[index])
             nn.init.trunc_normal_(
                 fresh, 0.0, sigma, -bound, bound, generator=_generator(seed, trial, f"{name}.weight[{label}]")
             )
-            linear.weight[index] = fresh
+            projection.weight[index] = fresh
             written.append(_entry(f"{name}.weight[{label}]", fresh, f"trunc_normal(0, {sigma}, +-{bound:g})"))
-        for name, label, linear, _, bias_rows in targets:
-            if recipe == "paper" and bias_rows is not None and linear.bias is not None:
-                linear.bias[bias_rows] = 0
-                written.append(_entry(f"{name}.bias[{label}]", linear.bias[bias_rows], "zeros"))
+        for name, label, projection, _, bias_rows in targets:
+            if recipe == "paper" and bias_rows is not None and projection.bias is not None:
+                projection.bias[bias_rows] = 0
+                written.append(_entry(f"{name}.bias[{label}]", projection.bias[bias_rows], "zeros"))
     return written
 
 
@@ -140,7 +142,7 @@ def permute_layers(encoder: nn.Module, order: list[int]) -> None:
     belongs to a position rather than to weights (the family's position_attributes, e.g.
     ModernBERT's global/local attention schedule and layer index) stays at the position."""
     family = family_of(encoder)
-    stack = encoder.get_submodule(family.stack)
+    stack = family.layers(encoder)
     if sorted(order) != list(range(len(stack))):
         raise ValueError(f"layer order {order} is not a permutation of 0..{len(stack) - 1}")
     positional = [{path: getattr(*_owner(layer, path)) for path in family.position_attributes} for layer in stack]
@@ -157,13 +159,13 @@ def remove_layers(encoder: nn.Module, removed: list[int]) -> dict:
     (ModernBERT's global/local attention type), and the config's depth follows, so the model
     is a shallower encoder of the same family. Returns the depth audit, checked."""
     family = family_of(encoder)
-    stack = encoder.get_submodule(family.stack)
+    stack = family.layers(encoder)
     drop = set(removed)
     if not drop <= set(range(len(stack))) or len(drop) >= len(stack):
         raise ValueError(f"cannot remove layers {sorted(drop)} of {len(stack)}: each must exist and one must stay")
     kept = [i for i in range(len(stack)) if i not in drop]
     encoder.set_submodule(family.stack, nn.ModuleList([stack[i] for i in kept]))
-    config = encoder.config
+    config = config_of(encoder)
     config.num_hidden_layers = len(kept)
     if isinstance(getattr(config, "layer_types", None), list):  # ModernBERT's per-layer attention schedule
         config.layer_types = [config.layer_types[i] for i in kept]
@@ -174,11 +176,12 @@ def depth_audit(encoder: nn.Module, original: nn.ModuleList, kept: list[int]) ->
     """What a run's encoder is made of: its depth, and the original (1-based) index of each
     layer it has. Refuses a model whose stack is not exactly those pretrained layers, in
     that order, or whose config disagrees with its depth."""
-    stack = encoder.get_submodule(family_of(encoder).stack)
+    stack = encoder_layers(encoder)
     if [id(layer) for layer in stack] != [id(original[i]) for i in kept]:
         raise RuntimeError(f"the encoder's layers are not the kept layers {[i + 1 for i in kept]}")
-    if encoder.config.num_hidden_layers != len(stack):
-        raise RuntimeError(f"config.num_hidden_layers = {encoder.config.num_hidden_layers}, but {len(stack)} layers")
+    depth = config_of(encoder).num_hidden_layers
+    if depth != len(stack):
+        raise RuntimeError(f"config.num_hidden_layers = {depth}, but {len(stack)} layers")
     return {
         "layers": len(stack),
         "kept": [i + 1 for i in kept],
@@ -195,4 +198,4 @@ def _owner(layer: nn.Module, path: str) -> tuple[nn.Module, str]:
 def pooler_looks_untrained(encoder: nn.Module) -> bool:
     """Sentence-embedding checkpoints (MiniLM here) ship a pooler that was never trained:
     its bias is exactly zero. A `cls` head on it would start from noise, so we re-init it."""
-    return family_of(encoder).pooler and bool(torch.all(encoder.pooler.dense.bias == 0))
+    return family_of(encoder).pooler and bool(torch.all(linear(encoder, "pooler.dense").bias == 0))

@@ -14,6 +14,7 @@ import importlib.util
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TypeVar
 
 from ruamel.yaml import YAML
 
@@ -38,6 +39,8 @@ from src.core.checks import refuse, require
 from src.core.errors import ParamsError
 from src.schemes.registry import MODIFIERS, SCHEMES, study_keys
 from src.tasks.registry import GLUE_TASK_NAMES, TASKS
+
+S = TypeVar("S", bound=Section)
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def _get(node: dict, key: str, name: str):
     return node[name]
 
 
-def _section(cls: type[Section], node, key: str, overrides: dict | None = None) -> Section:
+def _section(cls: type[S], node, key: str, overrides: dict | None = None) -> S:
     """A section from its mapping: every field's check applied (`overrides`: checks that need
     other sections), then every key the section does not declare refused."""
     _mapping(node, key, cls)
@@ -228,11 +231,6 @@ WHOLE_LAYERS = (
 STUDY_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def study_configs(studies: dict, data_tasks: list[str], limits: ModelLimits = ModelLimits()) -> dict[str, StudyConfig]:
-    """The `studies:` section alone, checked against `data_tasks` (bench/cost.py projects grids so)."""
-    return _studies(studies, checks.member_of(data_tasks, f"tasks listed in data.tasks {list(data_tasks)}"), limits)
-
-
 def _studies(node, in_data, limits: ModelLimits) -> dict[str, StudyConfig]:
     require(
         isinstance(node, dict) and "progressive" in node,
@@ -278,9 +276,11 @@ def _study(name: str, node, in_data, limits: ModelLimits) -> StudyConfig:
         "trials": _trials(_get(node, f"{key}.trials", "trials"), f"{key}.trials", every_size),
     }
     for arg, study_key in scheme.keys.items():
+        assert study_key.check is not None, f"scheme key {arg} has no check"  # only a modifier's check may be None
         values[arg] = study_key.check(_get(node, f"{key}.{arg}", arg), f"{key}.{arg}")
         limit = study_key.limit
-        if limit is not None and limits.num_layers is not None:
+        # a prepared model's limits are known together (model_limits), or none of them
+        if limit is not None and limits.num_layers is not None and limits.num_heads is not None:
             bound = limit.bound(limits.num_layers, limits.num_heads)
             # a list is checked entry by entry, so the message names the one at fault
             entries = enumerate(values[arg]) if isinstance(values[arg], tuple) else [(None, values[arg])]
@@ -363,7 +363,7 @@ def model_limits(model_dir: str | Path) -> ModelLimits:
     no torch import, so the validate stage stays cheap."""
     from src.artefacts.base_model import BaseModelRecord
 
-    shape = BaseModelRecord.read(model_dir)
+    shape = BaseModelRecord.read(Path(model_dir))
     return ModelLimits(shape.num_layers, shape.num_heads, shape.max_positions)
 
 

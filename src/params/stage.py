@@ -6,7 +6,7 @@ the message already says what is wrong and what is allowed, so a traceback would
 bury it. Any other exception is a bug and keeps its traceback.
 
 With TRANSFER_RECORD_PARAMS=<folder>, the stage also writes which params keys it read
-(tests/test_dvc_params.py checks them against its dvc.yaml `params:`).
+(tests/contract/test_dvc_params.py checks them against its dvc.yaml `params:`).
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ def task_features(model_dir: Path, tokens: Path, probe: ProbeConfig) -> dict[str
         # (transformers draws one, bias 0): a frozen random projection is not what the probe
         # reads, so [CLS] is read raw, as in a family without a pooler. (The finetuner, which
         # trains it, re-initialises it instead.)
-        encoder.pooler = None
+        # nn.Module.__setattr__ takes None for a registered submodule; torch types the attribute Tensor | Module
+        encoder.pooler = None  # type: ignore[assignment]
     return {
         split: layer_features(
             encoder, splits.load_split(tokens, split), probe.batch_size, probe.pooling, desc=f"features {split}"

@@ -11,6 +11,7 @@ focus task and size, for `dvc metrics` and `dvc exp show`).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -344,7 +345,7 @@ PROBE_COLUMNS = [
 ]
 
 
-def probe_table(probe_dir: Path, tasks: list[str]) -> pd.DataFrame:
+def probe_table(probe_dir: Path, tasks: Sequence[str]) -> pd.DataFrame:
     """One row per task, layer and probe seed: the task score (`value`, the headline metric),
     the control task's score, selectivity = value - control, and the online codelength with
     compression = uniform / online bits (NaN where there is no online code: regression)."""
@@ -365,7 +366,7 @@ def probe_table(probe_dir: Path, tasks: list[str]) -> pd.DataFrame:
                     "selectivity": value - control,
                     "codelength_bits": online,
                     "uniform_bits": uniform,
-                    "compression": uniform / online if online else None,
+                    "compression": uniform / online if online and uniform is not None else None,
                     "pooling": probe.pooling,
                     "train_examples": probe.train_examples,
                 }
@@ -412,7 +413,7 @@ def extra_tables(config_studies: dict, headline: pd.DataFrame, plain_runs: pd.Da
     permutation studies, the heads summaries of head studies) and the variance components of
     crossed seed designs, with their header when no such study ran, so every table the stage
     declares is a readable CSV."""
-    parts = {name: [] for name in EXTRA_TABLE_COLUMNS}
+    parts: dict[str, list[pd.DataFrame]] = {name: [] for name in EXTRA_TABLE_COLUMNS}
     for name, study in config_studies.items():
         runs = headline[headline["study"] == name]
         scheme = SCHEMES[study.scheme]

@@ -58,7 +58,7 @@ def results_table(results: list[RunResult], study: str, num_layers: int) -> pd.D
         condition = result.cond
         refs = {f"ref_{role}": ref.slug for role, ref in condition.references(num_layers).items()}
         share = result.majority_share
-        for metric in result.scores or {result.metric: None}:
+        for metric in result.scores or [result.metric]:
             value = result.scores.get(metric, math.nan)
             rows.append(
                 {

@@ -121,14 +121,22 @@ def removal_entry(value, key):
     return tuple(sorted(checks.listing(checks.integer(1), empty_allowed=REMOVAL_ALLOWED)(value, key)))
 
 
+def _removal(entry: str) -> tuple[str, int]:
+    """(pattern, n) of a checked removal entry: "top3" -> ("top", 3)."""
+    match = REMOVAL.fullmatch(entry)
+    if match is None:
+        raise ValueError(f"{entry!r} is not a removal ({REMOVAL_ALLOWED})")
+    pattern, n = match.groups()
+    return pattern, int(n)
+
+
 def removed_layers(entry, L: int) -> tuple[int, ...]:
     """The 1-based layers `entry` removes from an L-layer encoder: top n = L-n+1..L, bottom
     n = 1..n, alternate n = L, L-2, ..., L-2(n-1) (Sajjad et al.'s alternate dropping,
     counted from the top layer), a list = those layers."""
     if not isinstance(entry, str):
         return tuple(entry)
-    pattern, n = REMOVAL.fullmatch(entry).groups()
-    n = int(n)
+    pattern, n = _removal(entry)
     spans = {"top": range(L - n + 1, L + 1), "bottom": range(1, n + 1), "alternate": range(L - 2 * (n - 1), L + 1, 2)}
     return tuple(spans[pattern])
 
@@ -139,8 +147,8 @@ def _removal_depth(entries) -> int:
     def depth(entry) -> int:
         if not isinstance(entry, str):
             return max(max(entry), len(entry) + 1)
-        pattern, n = REMOVAL.fullmatch(entry).groups()
-        return max(2 * int(n) - 1, int(n) + 1) if pattern == "alternate" else int(n) + 1
+        pattern, n = _removal(entry)
+        return max(2 * n - 1, n + 1) if pattern == "alternate" else n + 1
 
     return max(depth(entry) for entry in entries)
 
@@ -302,7 +310,7 @@ SCHEMES: dict[str, Scheme] = {
             expand=lambda study, L: [
                 {
                     "scheme": "remove",
-                    "removal": REMOVAL.fullmatch(entry).group(1) if isinstance(entry, str) else "listed",
+                    "removal": _removal(entry)[0] if isinstance(entry, str) else "listed",
                     "removed": removed_layers(entry, L),
                 }
                 for entry in study.removals
@@ -448,9 +456,9 @@ def figure_of(study) -> str:
     else a scheme with a figure of its own, else a modifier's, else the progressive curve."""
     present = [MODIFIERS[key] for key in MODIFIERS if getattr(study, key) not in (None, False)]
     scheme = SCHEMES[study.scheme]
-    first = sorted((m for m in present if m.figure_rank is not None), key=lambda m: m.figure_rank)
-    if first:
-        return first[0].figure
+    ranked = [(m.figure_rank, m.figure) for m in present if m.figure_rank is not None and m.figure is not None]
+    if ranked:
+        return min(ranked, key=lambda pair: pair[0])[1]
     if scheme.figure != "progressive":
         return scheme.figure
-    return next((m.figure for m in present if m.figure), "progressive")
+    return next((figure for m in present if (figure := m.figure)), "progressive")

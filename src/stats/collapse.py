@@ -130,7 +130,8 @@ def collapse_sides(flags, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = round(float(s), ROUNDING)
         favour[i], against[i] = probs[values <= s].sum(), probs[values >= s].sum()
         reachable[i] = min(probs[0], probs[-1])
-    return tuple(np.minimum(1.0, p).reshape(batch) for p in (favour, against, reachable))
+    favour, against, reachable = (np.minimum(1.0, p).reshape(batch) for p in (favour, against, reachable))
+    return favour, against, reachable
 
 
 HURDLE_PARTS = 2  # Bonferroni: where both parts can reject, each part's p is compared against alpha / 2

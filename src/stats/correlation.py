@@ -46,7 +46,7 @@ CORRELATION_INTERVALS = {
 
 
 # the fewest heads from which spearman_with_uncertainty reports each interval (in order of preference),
-# as calibration.correlation_table measured them (docs/calibration.md; tests/test_calibration.py
+# as calibration.correlation_table measured them (docs/calibration.md; tests/unit/stats/test_calibration.py
 # re-measures the cells)
 CORRELATION_INTERVAL_FROM = {"Fisher z, Bonett-Wright SE": 5}
 

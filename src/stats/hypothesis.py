@@ -10,7 +10,7 @@ eval-examples design (two-way random-effects mean squares on the trials' df, app
 to example-jackknife pseudo-values so that F1 and MCC get it too), the tests from that
 estimate's standard error, the curve bootstrap (with the two-way pigeonhole bootstrap of a
 crossed seed_design's subsets and draws), and the planner's range of trials. Each has a test against
-the textbook case it reduces to (tests/test_hypothesis.py), and its calibration is
+the textbook case it reduces to (tests/unit/stats/test_hypothesis.py), and its calibration is
 measured by simulation (tools/calibrate.py, docs/calibration.md). The task metric a test
 resamples over the eval examples comes from its caller (an ExampleMetric; src/tasks/metrics.py
 defines them): this module imports nothing from the project.
@@ -134,7 +134,7 @@ class Estimate:
     trial_df: float = math.nan
     fixed_se: float = 0.0
 
-    def _p(self, p_of_z, degenerate) -> float | np.ndarray:
+    def _p(self, p_of_z, degenerate) -> float:
         """p_of_z(shift -> z) mapped over the estimate (an array over batch axes, or one value): where
         se is 0 the p is 0 if `degenerate` (the estimate alone decides) holds, else 1; NaN without a test
         (fewer than 2 trials, or no finite SE)."""
@@ -142,7 +142,8 @@ class Estimate:
         with np.errstate(invalid="ignore", divide="ignore"):
             p = np.where(se > 0, p_of_z(lambda shift: (self.estimate - shift) / se), np.where(degenerate, 0.0, 1.0))
         p = np.where((self.n >= 2) & np.isfinite(se), p, math.nan)
-        return float(p) if p.ndim == 0 else p
+        # element-wise over batch axes (tools/calibrate's arrays); src/ passes one value and gets a float
+        return float(p) if p.ndim == 0 else p  # type: ignore[return-value]
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         se = np.asarray(self.se, dtype=float)
@@ -150,7 +151,8 @@ class Estimate:
             half = np.where(se > 0, stats.t.ppf(0.5 + level / 2, self.df) * se, 0.0)
         half = np.where((self.n >= 2) & np.isfinite(se), half, math.nan)
         low, high = self.estimate - half, self.estimate + half
-        return (float(low), float(high)) if np.ndim(low) == 0 else (low, high)
+        # element-wise over batch axes (tools/calibrate's arrays); src/ passes one value and gets floats
+        return (float(low), float(high)) if np.ndim(low) == 0 else (low, high)  # type: ignore[return-value]
 
     def p_zero(self) -> float:
         """Two-sided p of H0: contrast = 0."""
@@ -162,7 +164,7 @@ class Estimate:
 
     def p_less(self, bound: float = 0.0) -> float:
         """One-sided p of H0: contrast >= bound (small p: the contrast is below `bound`)."""
-        return replace(self, estimate=-np.asarray(self.estimate)).p_greater(-bound)
+        return replace(self, estimate=-self.estimate).p_greater(-bound)
 
     def p_equivalent(self, margin: float) -> float:
         """TOST p of H0: |contrast| >= margin (small p: within the margin)."""
@@ -205,7 +207,7 @@ def paired_contrast(
     the crossed subsets x draws (x examples) one, each component counted once."""
     scores = [np.asarray(s, dtype=float) for _, _, s in terms]
     n_trials = len(scores[0])
-    per_trial = sum(weight * s for (weight, _, _), s in zip(terms, scores))
+    per_trial = np.asarray(sum(weight * s for (weight, _, _), s in zip(terms, scores)))
     estimate = float(np.mean(per_trial))
     if n_trials < 2:
         return Estimate(estimate, math.nan, n_trials)
@@ -218,8 +220,11 @@ def paired_contrast(
         v = crossed_variance(per_trial.reshape(design), examples=False)  # subsets x draws, no eval examples
         se = float(np.sqrt(v.variance))
         return Estimate(estimate, se, n_trials, float(v.df), se * math.sqrt(n_trials), float(v.df))
-    contrast = sum(weight * metric.pseudo_values(np.asarray(p), labels) for weight, p, _ in terms)
-    v = crossed_variance(contrast.reshape(*design, -1), factors=3) if crossed else crossed_variance(contrast)
+    contrast = np.asarray(sum(weight * metric.pseudo_values(np.asarray(p), labels) for weight, p, _ in terms))
+    if crossed and design is not None:
+        v = crossed_variance(contrast.reshape(*design, -1), factors=3)
+    else:
+        v = crossed_variance(contrast)
     return Estimate(
         estimate,
         float(np.sqrt(v.variance)),

@@ -201,9 +201,9 @@ def read_glue_tsv(path: Path, fmt: GlueFormat) -> pd.DataFrame:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         offset = error.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)  # the decoder does not count the BOM
-        line = raw.count(b"\n", 0, offset) + 1
+        at = raw.count(b"\n", 0, offset) + 1
         raise GlueFormatError(
-            f"{path}, line {line}: not UTF-8 (byte {raw[offset]:#04x} at byte offset {offset}); GLUE files are UTF-8"
+            f"{path}, line {at}: not UTF-8 (byte {raw[offset]:#04x} at byte offset {offset}); GLUE files are UTF-8"
         ) from None
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     while lines and lines[-1] == "":  # final newline (CoLA dev has none)
@@ -211,8 +211,7 @@ def read_glue_tsv(path: Path, fmt: GlueFormat) -> pd.DataFrame:
 
     if fmt.header is None:
         n_columns = fmt.n_columns
-        text_idx = list(fmt.text_columns)
-        label_idx = fmt.label_column
+        header: list[str] = []
         body_start = 0
     else:
         if not lines:
@@ -223,9 +222,10 @@ def read_glue_tsv(path: Path, fmt: GlueFormat) -> pd.DataFrame:
             want = "exactly" if fmt.header_exact else "at least the columns"
             raise GlueFormatError(f"{path}, line 1: unexpected header {found}; expected {want} {list(fmt.header)}")
         n_columns = len(found)
-        text_idx = [found.index(c) for c in fmt.text_columns]
-        label_idx = found.index(fmt.label_column)
+        header = found
         body_start = 1
+    text_idx = [_position(c, header) for c in fmt.text_columns]
+    label_idx = _position(fmt.label_column, header)
 
     texts: list[list[str]] = [[] for _ in text_idx]
     labels: list = []
@@ -243,9 +243,14 @@ def read_glue_tsv(path: Path, fmt: GlueFormat) -> pd.DataFrame:
     if not labels:
         raise GlueFormatError(f"{path}: no data rows")
 
-    frame = dict(zip(fmt.text_fields, texts))
+    frame: dict[str, list[str] | np.ndarray] = dict(zip(fmt.text_fields, texts))
     frame["label"] = np.asarray(labels, dtype=_label_dtype(fmt))
     return pd.DataFrame(frame)
+
+
+def _position(column: str | int, header: list[str]) -> int:
+    """Where `column` is in a row: a headerless format gives the index, a named column is looked up in the header."""
+    return column if isinstance(column, int) else header.index(column)
 
 
 def _parse_label(raw: str, fmt: GlueFormat, path: Path, lineno: int):

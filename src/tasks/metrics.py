@@ -33,7 +33,7 @@ def score(metric_names: tuple[str, ...], predictions: np.ndarray, labels: np.nda
 # articles a / an / the and of extra whitespace; a question's score is the best over its gold
 # answers; an unanswerable question's gold is the empty string, and the empty prediction
 # ("no answer") scores 1 against it and 0 against any span, and vice versa. Rewritten here,
-# checked against hand-computed cases in tests/test_span_qa.py.
+# checked against hand-computed cases in tests/unit/tasks/test_span_qa.py.
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = set(string.punctuation)

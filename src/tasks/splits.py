@@ -66,9 +66,9 @@ class SpanSplit(TokenizedSplit):
     whole answer, or the question has none) and the question's index. `char_spans` maps
     every token to its characters in the context ([-1, -1] for question and special tokens)."""
 
-    char_spans: np.ndarray = None  # int32 [tokens, 2]
-    contexts: list[str] = None
-    golds: list[list[str]] = None  # gold answer texts per question ([] = unanswerable)
+    char_spans: np.ndarray  # int32 [tokens, 2]
+    contexts: list[str]
+    golds: list[list[str]]  # gold answer texts per question ([] = unanswerable)
     max_answer_tokens: int = 0  # the longest span a prediction may take (a task setting: in tokens.npz)
 
     @property
@@ -113,7 +113,7 @@ def save_splits(path: Path, splits: dict[str, TokenizedSplit]) -> None:
             arrays[f"{name}.char_spans"] = split.char_spans
             texts = {"contexts": split.contexts, "golds": split.golds, "max_answer_tokens": split.max_answer_tokens}
             arrays[f"{name}.span_texts"] = np.frombuffer(json.dumps(texts).encode(), dtype=np.uint8)
-    np.savez(path, **arrays)
+    np.savez(path, allow_pickle=False, **arrays)  # numbers only: the file loads without pickle
 
 
 def load_split(path: Path, name: str) -> TokenizedSplit:

@@ -49,7 +49,8 @@ def read_squad_json(path: Path, key: str) -> pd.DataFrame:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SquadFormatError(f"{path}: not UTF-8 JSON ({error})") from None
-    rows, seen = [], {}
+    rows = []
+    seen: dict[str, str] = {}  # question id -> where it was first asked
     try:
         for a, article in enumerate(data["data"]):
             for p, paragraph in enumerate(article["paragraphs"]):

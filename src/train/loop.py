@@ -86,7 +86,7 @@ class Member:
     layer_change: Callable[[], list[float]] | None = None
 
 
-def finetune(
+def finetune(  # noqa: PLR0913
     model: nn.Module,
     task: TaskSpec,
     train: TokenizedSplit,
@@ -108,7 +108,7 @@ def finetune(
     return train_members([member], task, train, seed, seed if dropout_seed is None else dropout_seed, eval_split)[0]
 
 
-def train_members(
+def train_members(  # noqa: C901, PLR0912, PLR0915
     members: list[Member],
     task: TaskSpec,
     train: TokenizedSplit,

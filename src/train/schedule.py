@@ -175,7 +175,7 @@ def measurable_from_weights(
     return weights.exists() and sha256_of(weights) == found.weights_sha256
 
 
-def run_all(
+def run_all(  # noqa: C901, PLR0912, PLR0915
     conditions: list[Condition],
     config: Config,
     model_dir: Path,

@@ -20,43 +20,22 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dvc.utils.serialize import dumps_yaml
 
 from src.params.load import read_params
 from tests.support import (
+    COMMENTS,
     REPO,
     build_scratch_repo,
     commit,
     dvc,
     every_output,
-    finish_with_placeholders,
+    finished_grid_repo,
     grid_params,
+    grid_params_yaml,
     ok,
     ran_stages,
     with_change,
 )
-
-# Comments as a person writes them; `dvc exp run -S` must keep every one.
-COMMENTS = {"k: 6\n": "k: 6  # keep layers 1..k pretrained\n", "lr: 2e-05\n": "lr: 2e-05  # paper: 2e-5\n"}
-
-
-def grid_params_yaml() -> str:
-    """The test grid as DVC itself writes params.yaml (so `-S k=3` changes one line), with comments."""
-    plain = json.loads(json.dumps(grid_params()))  # no shared lists, so no YAML anchors
-    text = "# the test grid (tests/support.py grid_params)\n" + dumps_yaml(plain)
-    for line, commented in COMMENTS.items():
-        assert text.count(line) == 1, line
-        text = text.replace(line, commented)
-    return text
-
-
-def finished_grid_repo(root: Path) -> list[str]:
-    """A scratch repository at `root` of the real dvc.yaml on the tiny grid's params, every output a
-    committed placeholder (finish_with_placeholders). Returns the outputs' paths."""
-    build_scratch_repo(
-        root, grid_params_yaml(), stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"], message=None
-    )
-    return finish_with_placeholders(root)
 
 
 def restore(root: Path) -> None:

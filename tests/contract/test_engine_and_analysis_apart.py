@@ -1,6 +1,6 @@
 """Training and analysis meet only through the typed artefacts (src/artefacts): the analysis
 stages run without torch, and DVC reruns neither side for an edit of the other (a stage
-reruns exactly when a dvc.yaml dep of it changes; tests/test_dvc_deps.py keeps the deps
+reruns exactly when a dvc.yaml dep of it changes; tests/contract/test_dvc_deps.py keeps the deps
 equal to each stage's imports)."""
 
 import subprocess

@@ -9,8 +9,7 @@ import shlex
 import pytest
 from dvc.utils.hydra import apply_overrides
 
-from tests.contract.test_dvc_params import finished_grid_repo
-from tests.support import REPO, commit, dvc, ok
+from tests.support import REPO, commit, dvc, finished_grid_repo, ok
 
 NAMES = {"<a>": "k3", "<b>": "k5", "main": "HEAD"}  # README's placeholders and branch, as in this repository
 

@@ -1,9 +1,9 @@
 """Every "not run" row of the default's report names the command that adds its runs. Applied to params.yaml as
-`dvc exp run -S` applies it, with every run of the design it gives faked as finished (as
-test_preset_reports.py fakes them, here on the default's 6-layer model), each claim of the row must get a verdict
-other than "not run": a command that trains for hours and leaves its claim not run is a result silently missing,
-as one that adds 6-epoch runs at a size where no plain run of the default epochs pairs with them. One aggregate and
-report per distinct command (25, about 4 minutes): `-m slow`.
+`dvc exp run -S` applies it, with every run of the design it gives faked as finished (tests/support.py
+write_finished_design, as for test_preset_reports.py, here on the default's 6-layer model), each claim of the row
+must get a verdict other than "not run": a command that trains for hours and leaves its claim not run is a result
+silently missing, as one that adds 6-epoch runs at a size where no plain run of the default epochs pairs with them.
+One aggregate and report per distinct command (25, about 4 minutes): `-m slow`.
 """
 
 import re
@@ -12,8 +12,7 @@ import pytest
 import yaml
 
 from src.params.load import read_params
-from tests.e2e import test_preset_reports as fake
-from tests.support import REPO, exp_run_params
+from tests.support import REPO, aggregate_and_report, exp_run_params, write_finished_design
 
 LAYERS = 6  # the embedded MiniLM's (12 heads, as bert-base): the commands name its ks
 NOT_RUN_ROW = re.compile(r"^- \*\*Not run\*\*: (.*): needs `(dvc exp run [^`]*)`$", re.M)
@@ -21,16 +20,15 @@ NOT_RUN_ROW = re.compile(r"^- \*\*Not run\*\*: (.*): needs `(dvc exp run [^`]*)`
 
 def verdicts_of(params: dict, root, tiny_task_dir) -> tuple[dict[str, str], str]:
     """({claim id: verdict}, report.md) of `params`' design, every run faked as finished."""
-    fake.write_finished_design(root, params, tiny_task_dir)
-    report = fake.aggregate_and_report(root)
+    write_finished_design(root, params, tiny_task_dir, LAYERS)
+    report = aggregate_and_report(root)
     # one printed line per claim: "<verdict>  <claim id>[  (decided by …)]"
     lines = [line.split("  (decided by")[0].rsplit(None, 1) for line in report.stdout.splitlines() if line.strip()]
     return {claim: verdict.strip() for verdict, claim in lines}, (root / "metrics/report.md").read_text()
 
 
 @pytest.mark.slow
-def test_every_not_run_command_of_the_default_gives_its_claims_their_runs(monkeypatch, tmp_path, tiny_task_dir):
-    monkeypatch.setattr(fake, "LAYERS", LAYERS)
+def test_every_not_run_command_of_the_default_gives_its_claims_their_runs(tmp_path, tiny_task_dir):
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["report"]["bootstrap_resamples"] = 100  # the least the schema takes: the verdicts are not the point
     before, markdown = verdicts_of(params, tmp_path / "default", tiny_task_dir)

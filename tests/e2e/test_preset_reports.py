@@ -12,32 +12,16 @@ metric from SST-2's scores, both after every run had trained.
 """
 
 import json
-import math
-import shutil
-import subprocess
-import sys
-import zlib
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
-from src.artefacts.base_model import BaseModelRecord
-from src.artefacts.probe_result import ProbeLayer, ProbeResult, write_probe_predictions
-from src.artefacts.run_result import result_path
 from src.claims.registry import CLAIMS
-from src.conditions.studies import all_study_conditions, trained_conditions
-from src.params.load import validate
-from src.tasks import splits
-from src.tasks.metrics import score
-from src.tasks.registry import get_task
-from tests.support import REPO, stage_env, stub_result
+from tests.support import REPO, aggregate_and_report, write_finished_design
 
 PRESETS = sorted((REPO / "presets").glob("*.yaml"))
-LAYERS, HEADS = 12, 12  # bert-base, the presets' model
 MAX_TRIALS = 3
-SUBLAYERS = ("query", "key", "value", "attention_output", "intermediate", "output")  # src/train/weights.py
 
 
 def tiny(preset: Path, studies: tuple[str, ...] | None = None) -> dict:
@@ -56,126 +40,6 @@ def tiny(preset: Path, studies: tuple[str, ...] | None = None) -> dict:
             else min(trials, MAX_TRIALS)
         )
     return params
-
-
-def fake_predictions(task: str, labels: np.ndarray, quality: float, rng) -> np.ndarray:
-    """Eval predictions that get `quality` of the examples right, in the task kind's form."""
-    right = rng.random(len(labels)) < quality
-    kind = get_task(task).kind.name
-    if kind == "regression":
-        return np.where(right, labels, 1 - labels).astype(np.float32) + rng.normal(0, 0.1, len(labels))
-    if kind == "span_qa":  # each question's F1
-        return right.astype(np.float32)
-    return np.where(right, labels, 1 - labels).astype(np.int64)
-
-
-def write_runs(root: Path, config, eval_labels: np.ndarray) -> None:
-    """A finished result for every run the preset's finetune stages train."""
-    reported = all_study_conditions(config, LAYERS)
-    for study in reported:
-        logs_epochs = config.studies[study].epochs is not None  # the finetune stage's log_epochs
-        for condition in trained_conditions(reported, study, LAYERS):
-            rng = np.random.default_rng([condition.trial, condition.size, zlib.crc32(condition.slug.encode())])
-            kept = LAYERS if condition.k is None else condition.k
-            predictions = fake_predictions(condition.task, eval_labels, 0.55 + 0.03 * kept, rng)
-            spec = get_task(condition.task)
-            scores = (
-                {name: float(predictions.mean()) for name in spec.metrics}
-                if spec.kind.name == "span_qa"
-                else score(spec.metrics, predictions, eval_labels)
-            )
-            stub_result(
-                condition.as_dict(),
-                metric=spec.metrics[0],
-                scores=scores,
-                majority_share=0.1 if spec.kind.name == "span_qa" else spec.kind.majority_share(predictions),
-                predictions=spec.kind.encode_predictions(predictions),
-                epoch_eval=[
-                    {"epoch": epoch, "loss": 1.0 / epoch, "scores": scores}
-                    for epoch in range(1, condition.epochs + 1)
-                    if logs_epochs
-                ],
-                weight_change=[  # the later layers move more, as in Singh & Giovanardi's Fig. 3
-                    {"layer": layer, "sublayer": sublayer, "frobenius": layer * (1 + rng.random()), "spectral": 1.0}
-                    for layer in range(1, LAYERS + 1)
-                    for sublayer in SUBLAYERS
-                ],
-                steps=(steps := condition.epochs * math.ceil(condition.size / config.train.batch_size)),
-                layer_change_by_step=[  # after steps 1, 2, 4, ... (src/train/loop.py), growing with the step
-                    {
-                        "step": step,
-                        "frobenius": [layer * step**0.5 * (1 + rng.random()) for layer in range(1, LAYERS + 1)],
-                    }
-                    for step in (2**i for i in range(steps.bit_length()))
-                ],
-            ).write(result_path(root / "data/runs/studies" / study, condition))
-
-
-def write_probes(root: Path, config, eval_labels: np.ndarray) -> None:
-    """A probe result per probed task: every layer and seed, with its eval predictions."""
-    probe = config.probe
-    for task in probe.tasks:
-        rng = np.random.default_rng(0)
-        predictions = np.stack(
-            [
-                np.stack([fake_predictions(task, eval_labels, 0.6 + 0.02 * layer, rng) for layer in range(LAYERS + 1)])
-                for _ in range(probe.seeds)
-            ]
-        )
-        metric = get_task(task).metrics[0]
-        layers = [
-            ProbeLayer(layer, seed, {metric: 0.6 + 0.02 * layer}, {metric: 0.5}, 100.0 - layer)
-            for seed in range(probe.seeds)
-            for layer in range(LAYERS + 1)
-        ]
-        result = ProbeResult(
-            task, metric, probe.pooling, 500, len(eval_labels), list(range(probe.seeds)), [], 120.0, layers
-        )
-        result.write(root / "data/runs/probe" / f"{task}.json")
-        write_probe_predictions(root / "data/runs/probe" / f"{task}.npz", predictions)
-
-
-def write_finished_design(root: Path, params: dict, tiny_task_dir: Path) -> None:
-    """`params` as root/params.yaml, a model record of LAYERS layers and HEADS heads, and every run and probe of
-    its design faked as finished, the toy task's eval labels standing in for each task's."""
-    config = validate(params)
-    (root / "data/model").mkdir(parents=True)
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    BaseModelRecord(params["model"]["name"], "test", "bert", LAYERS, 768, HEADS, "fake", 512).write(root / "data/model")
-    for task in config.data.tasks:
-        (root / "data/tasks" / task).mkdir(parents=True)
-        shutil.copy(tiny_task_dir / "tokens.npz", root / "data/tasks" / task / "tokens.npz")
-    eval_labels = splits.load_split(tiny_task_dir / "tokens.npz", "eval").example_labels
-    (root / "data/runs/probe").mkdir(parents=True)
-    write_runs(root, config, eval_labels)
-    write_probes(root, config, eval_labels)
-
-
-def run_stage(root: Path, module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=root, env=stage_env(), capture_output=True, text=True, timeout=600
-    )
-
-
-def aggregate_and_report(root: Path) -> subprocess.CompletedProcess:
-    """The aggregate and report stages on the runs under `root`, as dvc.yaml runs them; the report's process."""
-    aggregate = run_stage(
-        root,
-        "stages.aggregate",
-        *("--runs", "data/runs/studies", "--probe", "data/runs/probe", "--model", "data/model"),
-        *("--tasks", "data/tasks", "--tables", "metrics", "--figures", "plots/figures"),
-        *("--plot-data", "plots/progressive.csv", "--predictions", "data/predictions.npz"),
-    )
-    assert aggregate.returncode == 0, aggregate.stderr[-3000:]
-    report = run_stage(
-        root,
-        "stages.report",
-        *("--tables", "metrics", "--predictions", "data/predictions.npz", "--figures", "plots/figures"),
-        *("--model", "data/model", "--markdown", "metrics/report.md", "--html", "metrics/report.html"),
-        *("--agreement", "metrics/agreement.csv", "--verdicts", "metrics/verdicts.json"),
-    )
-    assert report.returncode == 0, report.stderr[-3000:]
-    return report
 
 
 # These three write every run of their whole designs and judge 447, ~300 and the many units of tamkin2020's seven

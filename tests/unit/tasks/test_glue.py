@@ -1,4 +1,4 @@
-"""Tests for src/tasks/glue.py: the real GLUE files in /work/shared/glue (skipped if absent),
+"""Tests for src/tasks/glue.py: the real GLUE files in ../shared/glue beside the clone (skipped if absent),
 tiny malformed folders under tmp_path, and the offline failure of the hub path."""
 
 import re
@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from src.tasks.glue import GLUE_TASKS, GlueFormatError, GlueSplits, load_glue, read_glue_tsv, task_format
+from tests.support import REPO
 
-REAL_GLUE = Path("/work/shared/glue")
+REAL_GLUE = REPO.parent / "shared" / "glue"
 
 needs_real_glue = pytest.mark.skipif(
     not REAL_GLUE.is_dir(), reason=f"{REAL_GLUE} (original GLUE TSV files) not present"
