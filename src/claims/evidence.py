@@ -1,7 +1,9 @@
 """What the claims are tested on (Evidence), and how a claim's builders read it: the runs of
 a task, size and set of conditions, the trials they all finished, their scores and per-example
 predictions, the studies that report them, the task's metric and chance level, and the crossed
-seed_design their trials share."""
+seed_design their trials share. The loaders here are where the tables (runs, probe, weight change, and the
+report's tables beside the claims: collapse counts, other metrics, Table 1's trials) become typed records;
+no other module of src/claims filters a table by its column names."""
 
 from __future__ import annotations
 
@@ -18,6 +20,21 @@ from src.artefacts.evidence import condition_of
 from src.conditions.condition import Condition
 from src.config.schema import DataConfig, ReportConfig, StudyConfig, TrainConfig
 
+NEAR_COLLAPSE_SHARE = 0.90
+"""A run whose most common prediction covers at least this share of the eval set has (nearly) collapsed:
+it predicts one class for (almost) everything, whatever its accuracy. Such a run's collapse is an outcome of
+its own (each condition's rate with an exact interval, compared between conditions), and every run counts in one
+of the two outcomes a contrast reads: whether it collapsed, or, where no condition's run of its trial did, its
+score (src/claims/units.py contrast_unit; docs/calibration.md measures the tests with collapses of 0.90-1 mixed
+in). A task whose majority class is near this share cannot tell a collapse from a good run: its threshold must
+exceed that class's share."""
+
+
+def nearly_collapsed(collapsed: bool, majority_share: float) -> bool:
+    """Whether a run (nearly) collapsed: its majority share reaches NEAR_COLLAPSE_SHARE (a run without a stored
+    share: its `collapsed` flag, which marks a higher share)."""
+    return collapsed or majority_share >= NEAR_COLLAPSE_SHARE
+
 
 class Run(NamedTuple):
     """One row of a condition's runs, as the claims read it."""
@@ -28,6 +45,10 @@ class Run(NamedTuple):
     value: float
     collapsed: bool  # False where not stored
     majority_share: float  # the largest class's share of its predictions (NaN: not stored)
+
+    @property
+    def nearly_collapsed(self) -> bool:
+        return nearly_collapsed(self.collapsed, self.majority_share)
 
 
 class Refs(NamedTuple):
@@ -207,6 +228,86 @@ def step_changes(layer_change: pd.DataFrame) -> dict[tuple[str, int], dict[int, 
         by_step = found.setdefault((task, int(size)), {}).setdefault(int(trial), {})
         by_step.setdefault(int(step), {})[int(layer)] = float(frobenius)
     return {key: found[key] for key in sorted(found)}
+
+
+# --- the report's tables beside the claims (src/claims/render.py report_tables) ----------------------------
+
+
+class CollapseCount(NamedTuple):
+    """A condition's finished headline runs in one study, with how many collapsed (one class for every prediction)
+    and how many nearly collapsed (nearly_collapsed: the collapsed among them), and that share of its runs
+    (rounded to 3 decimals)."""
+
+    study: str
+    task: str
+    size: int
+    slug: str
+    n: int
+    collapsed: int
+    nearly_collapsed: int
+    rate: float
+
+
+def collapse_counts(runs: pd.DataFrame) -> list[CollapseCount]:
+    """The CollapseCount of each (study, task, size, slug) of runs.csv (every headline row, each study's) with a
+    (nearly) collapsed run, in that key's order. A run without a stored flag has not collapsed (as
+    condition_table reads it)."""
+    counts: dict[tuple[str, str, int, str], list[int]] = {}
+    columns = zip(
+        runs["study"],
+        runs["task"],
+        runs["size"],
+        runs["slug"],
+        runs["headline"].astype(bool),
+        runs["status"],
+        runs["collapsed"].fillna(False).astype(bool),
+        runs["majority_share"].astype(float),
+    )
+    for study, task, size, slug, headline, status, collapsed, share in columns:
+        if headline and status == "ok":
+            count = counts.setdefault((str(study), str(task), int(size), str(slug)), [0, 0, 0])
+            count[0] += 1
+            count[1] += int(collapsed)
+            count[2] += int(nearly_collapsed(bool(collapsed), float(share)))
+    return [
+        CollapseCount(*key, n, collapsed, nearly, float(np.round(nearly / n, 3)))
+        for key, (n, collapsed, nearly) in sorted(counts.items())
+        if nearly > 0
+    ]
+
+
+class MetricPoint(NamedTuple):
+    """One metric of one condition in one study (points.csv): its mean over finished runs, 95% t interval and n."""
+
+    study: str
+    task: str
+    size: int
+    slug: str
+    metric: str
+    mean: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+def other_metrics(points: pd.DataFrame) -> list[MetricPoint]:
+    """points.csv's rows of the metrics beside each task's headline metric, in table order."""
+    columns = zip(
+        points["headline"].astype(bool),
+        *(points[name] for name in MetricPoint._fields),
+    )
+    return [
+        MetricPoint(
+            str(study), str(task), int(size), str(slug), str(metric), float(mean), float(low), float(high), int(n)
+        )
+        for headline, study, task, size, slug, metric, mean, low, high, n in columns
+        if not headline
+    ]
+
+
+def permutation_trials(correlations: pd.DataFrame) -> list[int]:
+    """The numbers of trials behind Table 1's rows (permutation_correlations.csv), each once, in order."""
+    return sorted({int(trials) for trials in correlations["trials"]})
 
 
 class RunsIndex(NamedTuple):

@@ -14,6 +14,14 @@ from pathlib import Path
 import pandas as pd
 
 from src.claims.claim import interval_text, number, p_text
+from src.claims.evidence import (
+    NEAR_COLLAPSE_SHARE,
+    CollapseCount,
+    MetricPoint,
+    collapse_counts,
+    other_metrics,
+    permutation_trials,
+)
 from src.claims.registry import CLAIMS
 from src.claims.summary import (
     STUDIES,
@@ -29,7 +37,7 @@ from src.claims.summary import (
     verdict_tally,
     what_ran_lines,
 )
-from src.claims.units import NEAR_COLLAPSE_SHARE, Unit
+from src.claims.units import Unit
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, Verdict
 from src.config.schema import ReportConfig, help_text
 from src.stats import validity
@@ -433,25 +441,9 @@ def _html_table(header: list[str], rows: list[list]) -> str:
 TEXT = re.compile(r">[^<]+")  # the text between tags: snake_case names may break after each underscore there
 
 
-def collapse_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per condition with a (nearly) collapsed run, of its finished runs: how many predicted one class (collapsed)
-    and how many one class for at least NEAR_COLLAPSE_SHARE of the eval set (nearly collapsed, the collapsed among
-    them), the rule the claims' tests read (src/claims/units.py), and that share of its runs."""
-    finished = runs[runs["headline"].astype(bool) & (runs["status"] == "ok")]
-    nearly = finished["collapsed"].astype(bool) | (finished["majority_share"] >= NEAR_COLLAPSE_SHARE)
-    table = (
-        finished.assign(nearly=nearly)
-        .groupby(["study", "task", "size", "slug"], as_index=False)
-        .agg(n=("trial", "size"), collapsed=("collapsed", "sum"), nearly_collapsed=("nearly", "sum"))
-    )
-    table = table[table["nearly_collapsed"] > 0]
-    return table.assign(rate=(table["nearly_collapsed"] / table["n"]).round(3))
-
-
 def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig) -> list[tuple[str, pd.DataFrame]]:
     """The tables the report shows after the claims: agreement, Table 1, collapse, other metrics."""
-    points = pd.read_csv(tables / "points.csv")
-    every_metric = points[~points["headline"].astype(bool)]
+    every_metric = other_metrics(pd.read_csv(tables / "points.csv"))
     table1 = pd.read_csv(tables / "permutation_correlations.csv")
     table1_title = (
         "Table 1: cross-task correlation over the same permutations, and its control (unpermuted runs by trial); "
@@ -459,9 +451,10 @@ def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig)
         + "".join(
             f"; at N = {n} trials the smallest p is 2/N! = {2 / math.factorial(n):.3g}"
             + (f", so it cannot reach {settings.alpha}" if 2 / math.factorial(n) >= settings.alpha else "")
-            for n in sorted(set(table1["trials"].astype(int)))
+            for n in permutation_trials(table1)
         )
     )
+    collapses = collapse_counts(pd.read_csv(tables / "runs.csv"))
     extra = [
         ("Probing vs finetuning agreement (p raw; interval only where valid: docs/claims.md)", agreement.round(4)),
         (table1_title + ("" if len(table1) else ": no rows (no permutation study ran)"), table1),
@@ -469,11 +462,11 @@ def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig)
             f"(Nearly) collapsed runs (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set): a contrast "
             "of conditions counts them in its collapse rates and leaves them out of its trained runs; every other "
             "test keeps them in its means",
-            collapse_rates(pd.read_csv(tables / "runs.csv")),
+            pd.DataFrame(collapses, columns=list(CollapseCount._fields)),
         ),
     ]
-    if len(every_metric):
-        shown = every_metric[["study", "task", "size", "slug", "metric", "mean", "ci_low", "ci_high", "n"]]
+    if every_metric:
+        shown = pd.DataFrame(every_metric, columns=list(MetricPoint._fields))
         extra.append(("Other metrics the tasks declare (headline metric in the tables above)", shown))
     for name, title in MEASURE_TABLES.items():
         table = pd.read_csv(tables / f"{name}.csv")

@@ -140,10 +140,10 @@ class StudySummary:
 
 def study_summary(seed: str, verdicts: list[Verdict]) -> StudySummary:
     mine = [v for v in verdicts if v.claim.source.split()[0] == seed]
-    ids = {name: [v.id for v in mine if v.text == name] for name in ("supported", "contradicted")}
+    supported, contradicted = ([v.id for v in mine if v.text == text] for text in ("supported", "contradicted"))
     undecided = [(v.id, undecided_reason(v)) for v in mine if v.text in ("inconclusive", NO_VERDICT)]
     not_run = [(v.id, needs_text(v.needs)) for v in mine if v.needs is not None]  # the claims that did not run
-    counts = {"replicated": ids["supported"], "contradicted": ids["contradicted"]}
+    counts = {"replicated": supported, "contradicted": contradicted}
     every_group: dict[str, Sized] = {**counts, "undecided": undecided, "not run": not_run}
     heading = f"**{STUDIES[seed]}**, {len(mine)} claims: " + ", ".join(
         f"{len(found)} {name}" for name, found in every_group.items()

@@ -16,9 +16,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import NamedTuple
 
 import numpy as np
 
+from src.claims.evidence import NEAR_COLLAPSE_SHARE as NEAR_COLLAPSE_SHARE  # tools/calibrate.py reads it here
 from src.claims.evidence import (
     Evidence,
     common_trials,
@@ -38,15 +40,6 @@ from src.stats.collapse import (
 )
 from src.stats.hypothesis import Bootstrap, Estimate
 from src.tasks.metrics import example_metric
-
-NEAR_COLLAPSE_SHARE = 0.90
-"""A run whose most common prediction covers at least this share of the eval set has (nearly) collapsed:
-it predicts one class for (almost) everything, whatever its accuracy. Such a run's collapse is an outcome of
-its own (each condition's rate with an exact interval, compared between conditions), and every run counts in one
-of the two outcomes a contrast reads: whether it collapsed, or, where no condition's run of its trial did, its
-score (contrast_unit; docs/calibration.md measures the tests with collapses of 0.90-1 mixed in). A task
-whose majority class is near this share cannot tell a collapse from a good run: its threshold must exceed
-that class's share."""
 
 
 class Refusal(Enum):
@@ -133,10 +126,9 @@ def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int,
 
 
 def collapsed_runs(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> np.ndarray:
-    """Per trial of `trials`, whether the run of `slug` (nearly) collapsed: its majority share reaches
-    NEAR_COLLAPSE_SHARE (a run without a stored share: its `collapsed` flag, which marks a higher share)."""
-    runs = ev.condition_runs(task, size, slug)
-    return np.array([runs.collapsed[t] or runs.majority_share[t] >= NEAR_COLLAPSE_SHARE for t in trials], dtype=bool)
+    """Per trial of `trials`, whether the run of `slug` (nearly) collapsed (Run.nearly_collapsed)."""
+    first = ev.condition_runs(task, size, slug).first
+    return np.array([first[t].nearly_collapsed for t in trials], dtype=bool)
 
 
 def collapse_flags(ev: Evidence, task: str, size: int, slugs: list[str]) -> dict[str, np.ndarray]:
@@ -473,13 +465,20 @@ def bootstrap_unit(
     return unit
 
 
+class Spread(NamedTuple):
+    """A Welch unit's result: the pooled SD of its two samples, which the planner reads
+    (hypothesis.trials_for_two_samples)."""
+
+    sd: float
+
+
 def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, **kw) -> Unit:
     """Welch's two-sample test of mean(a) − mean(b) > 0 on min(n_a, n_b) − 1 df (hypothesis.two_sample), with
     its 95% CI."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     estimate = float(np.mean(a) - np.mean(b)) if len(a) and len(b) else math.nan
     sd = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2) if len(a) > 1 and len(b) > 1 else math.nan
-    unit = Unit(claim, name, test, estimate, (math.nan, math.nan), (len(a), len(b)), result={"sd": sd}, **kw)
+    unit = Unit(claim, name, test, estimate, (math.nan, math.nan), (len(a), len(b)), result=Spread(sd), **kw)
     if len(a) < 2 or len(b) < 2:
         unit.refused = Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side")
         return unit

@@ -11,15 +11,10 @@ from typing import TypeVar
 import numpy as np
 
 from src.claims.claim import Claim, Need, Shared
-from src.claims.evidence import Evidence
+from src.claims.evidence import NEAR_COLLAPSE_SHARE, Evidence
 from src.claims.registry import CLAIMS
 from src.claims.training import TrainingCheck, training_checks, training_of
-from src.claims.units import (
-    NEAR_COLLAPSE_SHARE,
-    Refusal,
-    Unit,
-    refuse_trials_as_independent,
-)
+from src.claims.units import Refusal, Spread, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
 from src.schemes.registry import MODIFIERS as STUDY_MODIFIERS
 from src.stats import hypothesis, validity
@@ -362,8 +357,8 @@ def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis
     if isinstance(result, hypothesis.Bootstrap):
         floor = validity.decidable_from(unit.test_type) if unit.test_type else None
         return hypothesis.TrialsPlan(None, floor, None, "a bootstrap statistic: power is not computed")
-    if isinstance(result, dict) and np.isfinite(unit.estimate) and unit.estimate > 0:
-        n = hypothesis.trials_for_two_samples(unit.estimate, result["sd"], 2 * alpha / family, power)
+    if isinstance(result, Spread) and np.isfinite(unit.estimate) and unit.estimate > 0:
+        n = hypothesis.trials_for_two_samples(unit.estimate, result.sd, 2 * alpha / family, power)
         return hypothesis.TrialsPlan(
             None, n, None, "point value only (Welch)" if n else "no number of trials decides it"
         )
@@ -572,7 +567,7 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
     """The params changes (dotted key, "+" for a new study) that give `claim` its runs."""
     data_tasks = list(ev.data.tasks) if ev.data else []
     small = ev.train.small_size if ev.train else 0
-    probed = sorted(set(ev.probe["task"])) if not ev.probe.empty else []
+    probed = list(ev.probe_scores())
     reference = next((s for s in ev.studies.values() if s.scheme == "progressive"), None)
     changes: dict[str, object] = {}
     every_task: list[str] = []

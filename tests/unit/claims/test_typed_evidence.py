@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from src.claims.evidence import grouped
+from src.claims.evidence import CollapseCount, collapse_counts, grouped
 from tests.fake_evidence import RISING, Builder, probe_table
 
 
@@ -56,3 +56,24 @@ def test_the_probe_and_weight_change_tables_are_read_by_task_seed_layer_and_by_r
     assert scores.measures["selectivity"][4] == pytest.approx(0.35)  # the mean over seeds
     (output,) = ev.output_change().values()  # the full model's (k4) output sublayer, first rows, in table order
     assert output.by_trial == {0: {2: 2.0, 1: 1.0}, 1: {2: 12.0, 1: 11.0}} and output.slugs == {"k4"}
+
+
+def test_the_collapse_table_counts_each_studys_finished_headline_runs_nearly_collapsed_by_share_or_flag():
+    runs = pd.DataFrame(
+        {
+            "study": ["b", "b", "b", "a", "a", "a"],
+            "task": "cola",
+            "size": 80,
+            "slug": "k0",
+            "trial": [0, 1, 2, 0, 1, 2],
+            "headline": [True, True, True, True, True, False],
+            "status": ["ok", "ok", "diverged", "ok", "ok", "ok"],
+            "collapsed": [True, False, False, False, False, True],
+            "majority_share": [1.0, 0.9, math.nan, 0.89, 0.95, 1.0],
+        }
+    )
+    # a run two studies share counts in each; a diverged run and a row of another metric count in none
+    assert collapse_counts(runs) == [
+        CollapseCount("a", "cola", 80, "k0", 2, 0, 1, 0.5),
+        CollapseCount("b", "cola", 80, "k0", 2, 1, 2, 1.0),
+    ]
