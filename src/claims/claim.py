@@ -160,7 +160,7 @@ def one_sided_welch(ev: Evidence, claim: str, name: str, test: str, a, b, **kw) 
     unit = welch_unit(claim, name, test, a, b, **kw)
     if not unit.refused:
         ci = stats.ttest_ind(a, b, equal_var=False, alternative="greater").confidence_interval(1 - ev.settings.alpha)
-        unit.interval = (float(ci.low), math.inf)
+        return replace(unit, interval=(float(ci.low), math.inf))
     return unit
 
 
@@ -173,7 +173,7 @@ def variance_ratio_unit(
         if len(a) > 1 and len(b) > 1 and np.var(b, ddof=1) > 0
         else math.nan
     )
-    unit = Unit(
+    return Unit(
         claim,
         name,
         test,
@@ -184,12 +184,10 @@ def variance_ratio_unit(
         p_against=hypothesis.variance_ratio_p(b, a),
         studies=studies,
         reads=reads,
+        notes=("estimate is the variance ratio; the F test assumes normal scores",),
+        refused=Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side") if len(a) < 2 or len(b) < 2 else None,
         interval_note="a variance ratio: no interval printed",
     )
-    unit.notes.append("estimate is the variance ratio; the F test assumes normal scores")
-    if len(a) < 2 or len(b) < 2:
-        unit.refused = Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side")
-    return unit
 
 
 # --- the runs most claims need ---------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ and src/claims/curves.py (curves over k and probe curves).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import NamedTuple
@@ -74,9 +75,17 @@ class Refused:
     reason: str
 
 
-@dataclass(eq=False)  # compared and hashed by identity: a unit is one test
+class Spread(NamedTuple):
+    """A Welch unit's result: the pooled SD of its two samples, which the planner reads
+    (hypothesis.trials_for_two_samples)."""
+
+    sd: float
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a unit is one test
 class Unit:
-    """One test of one claim on one unit (a task and size, a layer, a pair of conditions)."""
+    """One test of one claim on one unit (a task and size, a layer, a pair of conditions), as its builder returns
+    it: a builder constructs it with its values, or takes a changed copy (dataclasses.replace; refuse)."""
 
     claim: str
     name: str  # e.g. "rt_sentiment n=256"
@@ -86,23 +95,31 @@ class Unit:
     n: int | tuple[int, int]  # trials (or (n_a, n_b), or points)
     p_for: float = math.nan
     p_against: float = math.nan
-    result: object = None  # the Estimate / Bootstrap behind it (for the planner)
+    result: Estimate | Bootstrap | Spread | None = None  # the statistic behind it (for the planner)
     margin: float | None = None
     shape: str = "greater"  # greater | within | below | above (contrasts): how the planner reads it
-    gaps: tuple = ()  # (task, size) whose full-vs-scratch gap the unit needs
-    studies: tuple = ()  # studies that report the unit's runs (for the planner's command)
-    notes: list = field(default_factory=list)
+    gaps: tuple[tuple[str, int], ...] = ()  # (task, size) whose full-vs-scratch gap the unit needs
+    studies: tuple[str, ...] = ()  # studies that report the unit's runs (for the planner's command)
+    notes: tuple[str, ...] = ()
     refused: Refused | None = None  # why no verdict comes from this unit
     interval_note: str = ""
     raw: bool = False  # its p comes from an exact test or a table the bootstrap does not cover
     key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
-    reads: tuple = ()  # every (task, size) whose runs it reads (the training-length check: src/claims/training.py)
+    reads: tuple[
+        tuple[str, int], ...
+    ] = ()  # every (task, size) whose runs it reads (the training-length check: src/claims/training.py)
     test_type: str = ""  # its validity.TEST_TYPES entry ("" for exact tests: no calibration needed)
     reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts and curve draws do)
-    collapse: dict = field(default_factory=dict)  # slug -> CollapseRate over its common trials (contrasts)
+    collapse: dict[str, CollapseRate] = field(
+        default_factory=dict
+    )  # slug -> CollapseRate over its common trials (contrasts)
     collapse_comparison: CollapseComparison | None = None  # two conditions' rates compared (two-term contrasts)
     robustness: Robustness | None = None  # its p's under the trial-only t and with collapsed runs excluded (contrasts)
     hurdle: Hurdle | None = None  # a contrast tested as a hurdle (hurdle_reading): its two parts, its p's from them
+
+    def noted(self, *notes: str) -> Unit:
+        """A copy with `notes` after its own."""
+        return replace(self, notes=(*self.notes, *notes))
 
 
 def refuse(unit: Unit, kind: Refusal, reason: str) -> Unit:
@@ -288,7 +305,7 @@ def contrast_unit(  # noqa: PLR0913
         trials=mixture.n,
         gaps=((task, size),) if gap else (),
         studies=studies_of(ev, task, size, weights),
-        notes=notes,
+        notes=tuple(notes),
         key=(task, size),
         reads=((task, size),),
         reads_seed_design=True,
@@ -315,10 +332,13 @@ def contrast_unit(  # noqa: PLR0913
 CROSSED_COLLAPSE = "(nearly) collapsed runs in a crossed seed_design"
 
 
-def in_collapse_rates(notes: list[str]) -> list[str]:
+def in_collapse_rates(notes: Iterable[str]) -> tuple[str, ...]:
     """common_trials' notes for a unit whose (nearly) collapsed runs count in their conditions' collapse rates
     rather than in a mean of scores (a hurdle, a trained runs' test)."""
-    return [note.replace(" kept", " counted in the collapse rates") for note in notes]
+    return tuple(note.replace(" kept", " counted in the collapse rates") for note in notes)
+
+
+FEW_TRAINED = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
 
 
 TRAINED_NOTE = (
@@ -337,13 +357,13 @@ def trained_reading(unit: Unit, flags: dict[str, np.ndarray], trained: int) -> U
     nothing of a trained run's score); with fewer than 2 of them it has no test (p = 1 both ways). `trained`: the
     trials its test read."""
     slugs = list(flags)
-    unit.n = len(flags[slugs[0]])
+    n = len(flags[slugs[0]])
     what = "in both" if len(slugs) == 2 else f"in all {len(slugs)}" if len(slugs) > 2 else ""
-    unit.notes = in_collapse_rates(unit.notes) + [TRAINED_NOTE, f"{trained} of {unit.n} trials trained {what}".rstrip()]
-    if not trained >= 2:
-        unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), 1.0, 1.0
-        unit.interval_note = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
-    return unit
+    notes = (*in_collapse_rates(unit.notes), TRAINED_NOTE, f"{trained} of {n} trials trained {what}".rstrip())
+    unit = replace(unit, n=n, notes=notes)
+    if trained >= 2:
+        return unit
+    return replace(unit, interval=(math.nan, math.nan), p_for=1.0, p_against=1.0, interval_note=FEW_TRAINED)
 
 
 HURDLE_NOTE = "hurdle: collapses (exact permutation within trials) and trained runs' contrast, Bonferroni"
@@ -366,17 +386,28 @@ def hurdle_reading(
     given which trials it reads (under H0 a collapse says nothing of the trained runs' scores)."""
     slugs = list(weights)
     result = hurdle([flags[slug] for slug in slugs], list(weights.values()), shape_p(trained, "greater", None), alpha)
-    unit.estimate, unit.interval, unit.result, unit.hurdle = trained.estimate, trained.interval(0.95), trained, result
-    unit.p_for, unit.p_against = float(result.p_greater), float(result.p_less)
     what = "in both" if len(slugs) == 2 else f"in all {len(slugs)}"
-    unit.notes = in_collapse_rates(unit.notes) + [
+    notes = (
+        *in_collapse_rates(unit.notes),
         HURDLE_NOTE,
         f"{trained.n} of {len(flags[slugs[0]])} trials trained {what} (the estimate's)",
-    ]
-    if not trained.n >= 2:
-        unit.interval_note = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
-    if not result.rate_counts:
-        unit.notes.append("too few collapses for their exact test to reach α: the trained part decides")
+        *(
+            []
+            if result.rate_counts
+            else ["too few collapses for their exact test to reach α: the trained part decides"]
+        ),
+    )
+    unit = replace(
+        unit,
+        estimate=trained.estimate,
+        interval=trained.interval(0.95),
+        result=trained,
+        hurdle=result,
+        p_for=float(result.p_greater),
+        p_against=float(result.p_less),
+        notes=notes,
+        interval_note=unit.interval_note if trained.n >= 2 else FEW_TRAINED,
+    )
     if result.disagree(alpha):
         positive = " and ".join(slug for slug in slugs if weights[slug] > 0)
         negative = " and ".join(slug for slug in slugs if weights[slug] < 0)
@@ -447,8 +478,8 @@ def bootstrap_unit(
     s, margin = ev.settings, kw.pop("margin", None)
     boot = Bootstrap(float(estimate), np.asarray(draws, dtype=float), n)
     share = boot.undefined_share
-    unit = Unit(claim, name, test, boot.estimate, boot.interval(0.95), n, result=boot, margin=margin, **kw)
-    unit.notes.append(f"undefined draws {share:.1%}")
+    notes = (*kw.pop("notes", ()), f"undefined draws {share:.1%}")
+    unit = Unit(claim, name, test, boot.estimate, boot.interval(0.95), n, result=boot, margin=margin, notes=notes, **kw)
     unit = design_refusal(unit, kind, n, design=design)
     if unit.refused:
         return unit
@@ -459,17 +490,8 @@ def bootstrap_unit(
             f"{share:.1%} of bootstrap draws undefined (allowed ≤ {s.max_undefined_share:.0%})",
         )
     if margin is None:
-        unit.p_for, unit.p_against = boot.p_greater(), boot.p_less()
-    else:
-        unit.p_for, unit.p_against = boot.p_equivalent(margin), boot.p_beyond(margin)
-    return unit
-
-
-class Spread(NamedTuple):
-    """A Welch unit's result: the pooled SD of its two samples, which the planner reads
-    (hypothesis.trials_for_two_samples)."""
-
-    sd: float
+        return replace(unit, p_for=boot.p_greater(), p_against=boot.p_less())
+    return replace(unit, p_for=boot.p_equivalent(margin), p_against=boot.p_beyond(margin))
 
 
 def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, **kw) -> Unit:
@@ -480,14 +502,12 @@ def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, *
     sd = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2) if len(a) > 1 and len(b) > 1 else math.nan
     unit = Unit(claim, name, test, estimate, (math.nan, math.nan), (len(a), len(b)), result=Spread(sd), **kw)
     if len(a) < 2 or len(b) < 2:
-        unit.refused = Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side")
-        return unit
+        return replace(unit, refused=Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side"))
     unit = design_refusal(unit, "welch", min(len(a), len(b)))
     if unit.refused:
         return unit
     welch = hypothesis.two_sample(a, b)
-    unit.interval, unit.p_for, unit.p_against = welch.interval(0.95), welch.p_greater(), welch.p_less()
-    return unit
+    return replace(unit, interval=welch.interval(0.95), p_for=welch.p_greater(), p_against=welch.p_less())
 
 
 def slope_unit(claim: str, name: str, test: str, x, per_trial: np.ndarray, **kw) -> Unit:

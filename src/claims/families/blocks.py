@@ -55,8 +55,7 @@ def block_units(
             shape=shape,
             margin=margin,
             gap=True,
-        )
-        unit.notes.append(
+        ).noted(
             f"block chosen by the highest mean probe score ({shared.probes[task].seeds} probe seed(s); "
             "the choice is not resampled)"
         )
@@ -130,11 +129,12 @@ def useful_layers_differ_by_task(ev: Evidence, shared: Shared) -> list[Unit]:
             p_for=p,
             studies=tuple(sorted({study for *_, study, _ in runs})),
             reads=tuple((task, size) for task in tasks),
+            notes=("estimate is the F statistic; the test cannot show that the profiles are alike",),
+            refused=None
+            if np.isfinite(p)
+            else Refused(Refusal.ONE_RUN_PER_CELL, "one run per cell: no residual variance"),
+            interval_note="an F statistic: no interval",
         )
-        unit.interval_note = "an F statistic: no interval"
-        unit.notes.append("estimate is the F statistic; the test cannot show that the profiles are alike")
-        if not np.isfinite(p):
-            unit.refused = Refused(Refusal.ONE_RUN_PER_CELL, "one run per cell: no residual variance")
         units.append(unit)
     return units
 

@@ -102,15 +102,15 @@ def percentile_units(ev: Evidence, claim: str, layers: Callable[[int], set]) -> 
             key=(task, size),
             test_type=heads[0].test_type,
             collapse={slug: rate for h in heads for slug, rate in h.collapse.items()},  # full's and each head's
+            refused=next((h.refused for h in heads if h.refused), None),
             interval_note="a count of heads: no interval",
         )
-        unit.refused = next((h.refused for h in heads if h.refused), None)
         if not unit.refused:
-            p_for, p_against = (
-                sorted(hypothesis.holm([getattr(h, side) for h in heads])) for side in ("p_for", "p_against")
+            p_for = sorted(hypothesis.holm([h.p_for for h in heads]))
+            p_against = sorted(hypothesis.holm([h.p_against for h in heads]))
+            unit = replace(unit, p_for=p_for[m - 1], p_against=p_against[count - m]).noted(
+                f"{sum(p < ev.settings.alpha for p in p_for)} of {count} heads lower it after Holm"
             )
-            unit.p_for, unit.p_against = p_for[m - 1], p_against[count - m]
-            unit.notes.append(f"{sum(p < ev.settings.alpha for p in p_for)} of {count} heads lower it after Holm")
         units.append(unit)
     return units
 

@@ -82,18 +82,19 @@ def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
                     margin=RELATIVELY_HIGH,
                     studies=tuple(sorted({run.study for _, run in finished})),
                     reads=((a, size), (b, size)),
+                    notes=(
+                        "exact permutation p of ρ > 0 (raw, one-sided) = "
+                        + p_text(hypothesis.exact_spearman_p(x, y, "greater") if n >= 3 else math.nan),
+                    ),
                     interval_note="no interval printed",
-                )
-                unit.notes.append(
-                    "exact permutation p of ρ > 0 (raw, one-sided) = "
-                    + p_text(hypothesis.exact_spearman_p(x, y, "greater") if n >= 3 else math.nan)
                 )
                 if not np.isfinite(rho):
                     unit = refuse(unit, Refusal.TOO_FEW, "ρ undefined: fewer than 2 distinct scores on a side")
                 else:
                     unit = design_refusal(unit, "spearman-margin", n)
                     if not unit.refused:
-                        unit.p_for, unit.p_against = correlation.spearman_above(rho, n, RELATIVELY_HIGH)
+                        p_for, p_against = correlation.spearman_above(rho, n, RELATIVELY_HIGH)
+                        unit = replace(unit, p_for=p_for, p_against=p_against)
                 units.append(unit)
     return units
 

@@ -76,11 +76,11 @@ def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
             margin=margin,
             gaps=((task, size),),
             studies=curve.studies,
-            notes=[
+            notes=(
                 f"{probe.seeds} probe seed(s); the draws resample the trials, the {probe.resampled}",
                 f"exact permutation p of ρ (raw) = {p_text(hypothesis.exact_spearman_p(probe.mean, curve.mean))}",
                 *secondary_probe_measures(ev, task, curve),
-            ],
+            ),
         )
         units.append(probe_units_refused(unit, probe))
     return units
@@ -124,7 +124,7 @@ def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
             reads_seed_design=read,
             gaps=((task, sizes[0]), (task, sizes[-1])),
             studies=tuple(sorted(set(small.studies + large.studies))),
-            notes=[f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}"],
+            notes=(f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}",),
         )
         units.append(probe_units_refused(unit, probe))
     return units
@@ -146,11 +146,13 @@ def probe_near_chance_units(ev: Evidence, shared: Shared, claim: str, task: str,
             replace(estimate, estimate=estimate.estimate - chance),
             shape="within",
             margin=margin,
-            notes=[f"chance level {chance:.3f}; {probe.seeds} probe seed(s) as trials"],
+            notes=(f"chance level {chance:.3f}; {probe.seeds} probe seed(s) as trials",),
         )
         unit = probe_units_refused(unit, probe)
         if not np.isfinite(chance):
-            unit.refused = Refused(Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels")
+            unit = replace(
+                unit, refused=Refused(Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels")
+            )
         units.append(unit)
     return units
 
@@ -216,7 +218,7 @@ def probe_needs_more_layers(ev: Evidence, shared: Shared) -> list[Unit]:
             kind="bootstrap",
             gaps=((task, size),),
             studies=curve.studies,
-            notes=[f"k90 probe {k_text(first_reaching(probe.mean))}, finetuning {k_text(first_reaching(curve.mean))}"],
+            notes=(f"k90 probe {k_text(first_reaching(probe.mean))}, finetuning {k_text(first_reaching(curve.mean))}",),
         )
         units.append(probe_units_refused(unit, probe))
     return units
@@ -231,10 +233,10 @@ def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
                 task,
                 f"probe(layer {L - 2}) − probe(layer {L}) > 0, paired by probe seed",
                 probe_contrast(ev, task, probe, {L - 2: 1, L: -1}),
-                notes=[
+                notes=(
                     f"{probe.seeds} probe seed(s) as trials"
-                    + (", crossed with the eval examples" if probe.eval_resampled else " (no stored predictions)")
-                ],
+                    + (", crossed with the eval examples" if probe.eval_resampled else " (no stored predictions)"),
+                ),
             ),
             probe,
         )
@@ -262,10 +264,10 @@ def sst2_probe_more_gradual(ev: Evidence, shared: Shared) -> list[Unit]:
         else np.full(1, np.nan),
         min(qnli.seeds, sst2.seeds),
         kind="bootstrap-difference",
-        notes=[
+        notes=(
             f"steepest step {steepest_probe_step(sst2.mean):.3f} (SST-2), {steepest_probe_step(qnli.mean):.3f} (QNLI); "
-            "the two tasks' eval sets and seeds are drawn independently"
-        ],
+            "the two tasks' eval sets and seeds are drawn independently",
+        ),
     )
     return [probe_units_refused(unit, sst2 if sst2.draws is None else qnli)]
 

@@ -79,8 +79,8 @@ def size_pair_units(
             b,
             studies=studies,
             reads=((task, small), (task, large)),
+            notes=("trials only: the eval set's noise, common to both sizes, is not in the variance",),
         )
-        unit.notes.append("trials only: the eval set's noise, common to both sizes, is not in the variance")
         units.append(unit)
     return units
 
@@ -123,11 +123,11 @@ def curve_shift_units(ev: Evidence, shared: Shared, claim: str, statistic, label
                 reads_seed_design=read,
                 gaps=((task, sizes[0]), (task, sizes[-1])),
                 studies=tuple(sorted(set(small.studies + large.studies))),
-                notes=[
+                notes=(
                     *small.notes,
                     *large.notes,
                     f"{label} {k_text(value[sizes[0]])} at n={sizes[0]}, {k_text(value[sizes[-1]])} at n={sizes[-1]}",
-                ],
+                ),
             )
         )
     return units
@@ -157,7 +157,7 @@ def cola_near_linear(ev: Evidence, shared: Shared) -> list[Unit]:
                 kind="bootstrap",
                 studies=curve.studies,
                 reads=(("cola", size),),
-                notes=[f"R² = {linear_r2(curve.mean):.3f}"],
+                notes=(f"R² = {linear_r2(curve.mean):.3f}",),
             )
         )
     return units
@@ -173,7 +173,7 @@ def later_reinit_costs_less(ev: Evidence, shared: Shared) -> list[Unit]:
             curve.per_trial,
             studies=curve.studies,
             reads=((task, size),),
-            notes=list(curve.notes),
+            notes=tuple(curve.notes),
         )
         for (task, size), curve in shared.curves.items()
     ]
@@ -300,13 +300,14 @@ def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
             shift=chance if np.isfinite(chance) else 0.0,
         )
         if not np.isfinite(chance):
-            unit.refused, unit.p_for, unit.p_against = (
-                Refused(Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels"),
-                math.nan,
-                math.nan,
+            unit = replace(
+                unit,
+                refused=Refused(Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels"),
+                p_for=math.nan,
+                p_against=math.nan,
             )
         else:
-            unit.notes.append(f"chance level {chance:.3f}")
+            unit = unit.noted(f"chance level {chance:.3f}")
         units.append(unit)
     return units
 

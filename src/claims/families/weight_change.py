@@ -30,10 +30,10 @@ def later_layers_move_more(ev: Evidence, shared: Shared) -> list[Unit]:
             by_trial,
             studies=studies_of(ev, task, size, changes.slugs),
             reads=((task, size),),
-        )
-        unit.notes.append(
-            "exact permutation p of ρ(layer, mean ‖ΔW‖) (raw) = "
-            + p_text(hypothesis.exact_spearman_p(layers, np.nanmean(by_trial, axis=0)))
+            notes=(
+                "exact permutation p of ρ(layer, mean ‖ΔW‖) (raw) = "
+                + p_text(hypothesis.exact_spearman_p(layers, np.nanmean(by_trial, axis=0))),
+            ),
         )
         units.append(unit)
     return units
@@ -89,8 +89,8 @@ def more_data_equal_steps(ev: Evidence, shared: Shared) -> list[Unit]:
             per_trial_total({t: by_step[step] for t, by_step in little.items() if step in by_step}),
             studies=studies_of(ev, task, large, {c.refs.full for c in ev.conditions()}),
             reads=((task, small), (task, large)),
+            notes=("equal steps: controls the number of Adam steps, not how often each example was seen",),
         )
-        unit.notes.append("equal steps: controls the number of Adam steps, not how often each example was seen")
         units.append(unit)
     return units
 
