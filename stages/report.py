@@ -65,12 +65,12 @@ def main() -> None:
     agreement = agreement_table(evidence)
     agreement.to_csv(args.agreement, index=False)
     extra, figures = report_tables(agreement, args.tables, config.report), figure_list(args.tables, args.figures)
-    runs = evidence.runs
+    conditions = evidence.conditions(plain=None)
     ran = WhatRan(
         model_text(base),
         dict(config.studies),
-        int((runs["status"] == "ok").sum()),
-        int((runs["status"] != "ok").sum()),
+        sum(len(c.finished()) for c in conditions),
+        sum(c.diverged for c in conditions),
         checkout_commit(),
     )
     write_report(verdicts, config.report, ran, extra, figures, args.markdown, args.html)
