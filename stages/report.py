@@ -11,6 +11,7 @@ The evidence it reads: src/artefacts/evidence.py.
 
 import argparse
 import subprocess
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,13 +25,14 @@ from src.claims.summary import verdict_tally as tally_by_verdict
 from src.claims.training import CONFOUNDED
 from src.claims.verdicts import judge_claims
 from src.core.files import write_json_atomically
-from src.params.load import load_config, model_limits
+from src.params.load import load_config
 from src.params.stage import run_stage
 
 
-def verdict_tally(verdicts: list[dict]) -> dict[str, int]:
-    """The tally of verdicts keyed as metric names (no spaces) for metrics/verdicts.json."""
-    return {name.replace(" ", "_"): count for name, count in tally_by_verdict(verdicts).items()}
+def verdict_tally(texts: Iterable[str]) -> dict[str, int]:
+    """The tally of verdicts (`texts`: each claim's Verdict.text) keyed as metric names (no spaces) for
+    metrics/verdicts.json."""
+    return {name.replace(" ", "_"): count for name, count in tally_by_verdict(texts).items()}
 
 
 def checkout_commit() -> str | None:
@@ -42,8 +44,7 @@ def checkout_commit() -> str | None:
     return found.stdout.strip() or None if found.returncode == 0 else None
 
 
-def model_text(model_dir: Path) -> str:
-    base = BaseModelRecord.read(model_dir)
+def model_text(base: BaseModelRecord) -> str:
     source = base.source if base.name in base.source else f"{base.name}, {base.source}"  # a local folder names it
     return f"{source}; {base.model_type}, {base.num_layers} layers, {base.num_heads} heads"
 
@@ -56,29 +57,29 @@ def main() -> None:
     parser.add_argument("--verdicts", type=Path, required=True, help="how many claims got each verdict (JSON)")
     args = parser.parse_args()
 
-    config, limits = load_config(), model_limits(args.model)
+    config, base = load_config(), BaseModelRecord.read(args.model)
     evidence = replace(
-        read_evidence(Evidence, args.tables, args.predictions, limits.num_layers, config), num_heads=limits.num_heads
+        read_evidence(Evidence, args.tables, args.predictions, base.num_layers, config), num_heads=base.num_heads
     )
     verdicts, _ = judge_claims(evidence)
     agreement = agreement_table(evidence)
     agreement.to_csv(args.agreement, index=False)
     extra, figures = report_tables(agreement, args.tables, config.report), figure_list(args.tables, args.figures)
-    runs = evidence.runs
+    conditions = evidence.conditions(plain=None)
     ran = WhatRan(
-        model_text(args.model),
+        model_text(base),
         dict(config.studies),
-        int((runs["status"] == "ok").sum()),
-        int((runs["status"] != "ok").sum()),
+        sum(len(c.finished()) for c in conditions),
+        sum(c.diverged for c in conditions),
         checkout_commit(),
     )
     write_report(verdicts, config.report, ran, extra, figures, args.markdown, args.html)
-    write_json_atomically(args.verdicts, verdict_tally(verdicts))
+    write_json_atomically(args.verdicts, verdict_tally(v.text for v in verdicts))
     for verdict in verdicts:
-        plan = verdict["plan"] or {}
-        decided = f"  (decided by {plan['trials']} trials: {plan['command']})" if plan.get("trials") else ""
-        text = verdict["verdict"] + (f", {CONFOUNDED}" if confounded(verdict) else "")
-        print(f"{text:>13}  {verdict['id']}{decided}")
+        plan = verdict.plan
+        decided = f"  (decided by {plan.trials} trials: {plan.command})" if plan is not None and plan.trials else ""
+        text = verdict.text + (f", {CONFOUNDED}" if confounded(verdict) else "")
+        print(f"{text:>13}  {verdict.id}{decided}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from src.claims.claim import Shared
-from src.claims.curves import PROBE_MEASURES, probe_measure_curve
-from src.claims.evidence import Evidence
+from src.claims.curves import probe_measure_curve
+from src.claims.evidence import PROBE_MEASURES, Evidence
 from src.stats import hypothesis, validity
 from src.stats.curves import first_reaching
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 from src.claims.curves import Curve, ProbeCurve, probe_curve, progressive_curve
 from src.claims.evidence import Evidence, common_trials, scores_of
-from src.claims.units import Unit, contrast_unit, welch_unit
+from src.claims.units import Refusal, Refused, Unit, contrast_unit, welch_unit
+from src.core.seeds import derive_seed
 from src.stats import hypothesis
 
 SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
@@ -64,36 +64,51 @@ class Claim:
     paper_value: str = ""  # the paper's own number for it, where its text or tables give one, and where
 
 
+DRAWS_SEED = 0  # every bootstrap draw of the report derives from it and from what the draw resamples
+
+
+def draws_rng(*resampled) -> np.random.Generator:
+    """The generator of the bootstrap draws of `resampled` (a task's eval set, a curve's trials, a probe's
+    seeds), keyed by it: a claim's draws depend on what it resamples, never on the claims built before it."""
+    return np.random.default_rng(derive_seed(DRAWS_SEED, "bootstrap", *resampled))
+
+
 class Shared:
-    """What several claims read, computed once per report: progressive curves and probe curves,
-    all of a task's drawn with the same draws of its eval set (they are all scored on it)."""
+    """What several claims read, computed once per report: progressive curves and probe curves. Each draws
+    from its own generator (draws_rng): a curve's trials by its task and size, a probe's seeds by its
+    task; every curve of a task takes the same draws of its eval set (they are all scored on it, so they
+    stay paired)."""
 
     def __init__(self, ev: Evidence):
-        self.ev, self.rng = ev, np.random.default_rng(0)
+        self.ev = ev
 
     @cached_property
     def eval_draws(self) -> dict[str, np.ndarray]:
         """Each task's eval-set bootstrap draws [B, N] (hypothesis.example_draws)."""
         return {
-            task: hypothesis.example_draws(len(labels), self.ev.settings.bootstrap_resamples, self.rng)
+            task: hypothesis.example_draws(
+                len(labels), self.ev.settings.bootstrap_resamples, draws_rng("eval set", task)
+            )
             for task, labels in sorted(self.ev.labels.items())
         }
 
     @cached_property
     def curves(self) -> dict[tuple[str, int], Curve]:
-        plain = self.ev.plain()
-        progressive = plain[plain["scheme"] == "progressive"]
         found = {}
-        for task, size in sorted(set(zip(progressive["task"], progressive["size"].astype(int)))):
-            curve = progressive_curve(self.ev, task, size, self.rng, self.eval_draws.get(task))
+        for task, size in ((t, s) for t, sizes in self.ev.curve_sizes().items() for s in sizes):
+            curve = progressive_curve(self.ev, task, size, draws_rng("trials", task, size), self.eval_draws.get(task))
             if curve is not None:
                 found[(task, size)] = curve
         return found
 
     @cached_property
     def probes(self) -> dict[str, ProbeCurve]:
-        tasks = sorted(set(self.ev.probe["task"])) if not self.ev.probe.empty else []
-        return {t: p for t in tasks if (p := probe_curve(self.ev, t, self.rng, self.eval_draws.get(t))) is not None}
+        found = {}
+        for task in self.ev.probe_scores():
+            probe = probe_curve(self.ev, task, draws_rng("probe seeds", task), self.eval_draws.get(task))
+            if probe is not None:
+                found[task] = probe
+        return found
 
     def sizes(self, task: str) -> list[int]:
         return sorted(s for t, s in self.curves if t == task)
@@ -110,48 +125,33 @@ class Shared:
                 yield task, size, self.probes[task], self.curves[(task, size)]
 
 
-def plain_by(ev: Evidence, scheme: str) -> pd.DataFrame:
-    plain = ev.plain()
-    return plain[plain["scheme"] == scheme]
-
-
-def refs(rows: pd.DataFrame) -> tuple[str, str]:
-    first = rows.iloc[0]
-    return first["ref_full"], first["ref_scratch"]
-
-
-def slugs_by_k(rows) -> dict[int, str]:
-    """The progressive condition (slug) of each k among `rows` (one task and size)."""
-    return dict(zip(rows["k"].astype(int), rows["slug"]))
-
-
 def curve_contrasts(
     ev: Evidence, claim: str, contrasts, tasks: tuple = (), largest_only: bool = False, **shape
 ) -> list[Unit]:
     """Paired contrasts along each progressive curve (of `tasks`, every task where empty; at each
     task's largest size only with `largest_only`): `contrasts(L)` yields (label, {k: weight}, test),
     one unit per contrast whose every k ran; `shape` as contrast_unit's."""
-    units, progressive = [], plain_by(ev, "progressive")
-    largest = progressive.groupby("task")["size"].max()
-    for (task, size), rows in progressive.groupby(["task", "size"]):
-        if (tasks and task not in tasks) or (largest_only and size != largest[task]):
-            continue
-        by_k = slugs_by_k(rows)
-        for label, weights, test in contrasts(ev.num_layers):
-            if set(weights) <= set(by_k):
-                slugs = {by_k[k]: w for k, w in weights.items()}
-                units.append(
-                    contrast_unit(ev, claim, task, int(size), slugs, test, name=f"{task} n={size}{label}", **shape)
-                )
+    units = []
+    for task, sizes in ev.curve_sizes().items():
+        for size in sizes:
+            if (tasks and task not in tasks) or (largest_only and size != sizes[-1]):
+                continue
+            by_k = ev.curve(task, size)
+            for label, weights, test in contrasts(ev.num_layers):
+                if set(weights) <= set(by_k):
+                    slugs = {by_k[k].slug: w for k, w in weights.items()}
+                    name = f"{task} n={size}{label}"
+                    units.append(contrast_unit(ev, claim, task, size, slugs, test, name=name, **shape))
     return units
 
 
 def per_trial_contrast(ev: Evidence, task: str, size: int, weights: dict[str, float]) -> np.ndarray:
     """sum_slug weight * score of each trial every slug finished at (task, size): trials only."""
     trials, _ = common_trials(ev, task, size, list(weights))
-    return (
-        sum(w * scores_of(ev, task, size, slug, trials)[1] for slug, w in weights.items()) if trials else np.array([])
-    )
+    total = np.zeros(len(trials))
+    for slug, w in weights.items():
+        total = total + w * scores_of(ev, task, size, slug, trials)[1]
+    return total
 
 
 def one_sided_welch(ev: Evidence, claim: str, name: str, test: str, a, b, **kw) -> Unit:
@@ -160,7 +160,7 @@ def one_sided_welch(ev: Evidence, claim: str, name: str, test: str, a, b, **kw) 
     unit = welch_unit(claim, name, test, a, b, **kw)
     if not unit.refused:
         ci = stats.ttest_ind(a, b, equal_var=False, alternative="greater").confidence_interval(1 - ev.settings.alpha)
-        unit.interval = (float(ci.low), math.inf)
+        return replace(unit, interval=(float(ci.low), math.inf))
     return unit
 
 
@@ -173,7 +173,7 @@ def variance_ratio_unit(
         if len(a) > 1 and len(b) > 1 and np.var(b, ddof=1) > 0
         else math.nan
     )
-    unit = Unit(
+    return Unit(
         claim,
         name,
         test,
@@ -184,12 +184,10 @@ def variance_ratio_unit(
         p_against=hypothesis.variance_ratio_p(b, a),
         studies=studies,
         reads=reads,
+        notes=("estimate is the variance ratio; the F test assumes normal scores",),
+        refused=Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side") if len(a) < 2 or len(b) < 2 else None,
         interval_note="a variance ratio: no interval printed",
     )
-    unit.notes.append("estimate is the variance ratio; the F test assumes normal scores")
-    if len(a) < 2 or len(b) < 2:
-        unit.refused = "fewer than 2 runs on a side"
-    return unit
 
 
 # --- the runs most claims need ---------------------------------------------------------------------------------

@@ -5,11 +5,11 @@ probes' secondary measures by layer; a paired contrast of probe layers."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from src.claims.evidence import Evidence, common_trials, readable_design, scores_of, studies_of
 from src.stats import hypothesis
@@ -38,9 +38,7 @@ def progressive_curve(
 ) -> Curve | None:
     """The curve of `task` at `size`; `example_counts` are the task's shared eval-set draws
     (hypothesis.example_draws), None for fresh ones."""
-    rows = ev.plain()
-    rows = rows[(rows["scheme"] == "progressive") & (rows["task"] == task) & (rows["size"] == size)]
-    by_k = {int(k): s for k, s in zip(rows["k"], rows["slug"])}
+    by_k = {k: c.slug for k, c in ev.curve(task, size).items()}
     if sorted(by_k) != list(range(ev.num_layers + 1)):
         return None
     slugs = [by_k[k] for k in range(ev.num_layers + 1)]
@@ -120,15 +118,17 @@ def probe_curve(
     trials) and, where the probes' eval predictions are stored, the eval examples by
     `example_counts`: the draws the finetuning curves of the task take, since probe and
     finetuning are scored on the same eval set, whose noise the seeds' spread does not hold."""
-    if ev.probe.empty or task not in set(ev.probe["task"]):
+    probes = ev.probe_scores().get(task)
+    if probes is None:
         return None
-    rows = ev.probe[ev.probe["task"] == task].assign(seed=lambda t: t.get("seed", 0))
-    table = rows.pivot_table(index="seed", columns="layer", values="value").reindex(columns=range(ev.num_layers + 1))
-    if table.isna().any().any():
+    layers = range(ev.num_layers + 1)
+    scores = np.array(
+        [[by_layer.get(layer, math.nan) for layer in layers] for _, by_layer in sorted(probes.scores.items())]
+    )  # [S, L+1]: the seeds as a curve's trials
+    if np.isnan(scores).any():
         return None
-    scores = table.to_numpy(dtype=float)  # [S, L+1]: the seeds as a curve's trials
     labels, predictions = ev.labels.get(task), ev.probe_predictions.get(task)
-    metric = str(rows["metric"].iloc[0]) if "metric" in rows else "trials only"
+    metric = probes.metric or "trials only"
     if (
         labels is None
         or predictions is None
@@ -154,19 +154,14 @@ def probe_curve(
     return ProbeCurve(scores, draws, predictions, metric)
 
 
-PROBE_MEASURES = {  # probe.csv columns beside the score, and what the report calls them
-    "selectivity": "selectivity (score − control task's score)",
-    "compression": "MDL compression (uniform / online codelength)",
-}
-
-
 def probe_measure_curve(ev: Evidence, task: str, column: str) -> np.ndarray | None:
     """The mean over probe seeds of a PROBE_MEASURES column by layer 0..L, None where the probe
     table lacks it (probes run without that measure, or no online code: regression)."""
-    rows = ev.probe[ev.probe["task"] == task] if column in ev.probe else pd.DataFrame()
-    if rows.empty:
+    probes = ev.probe_scores().get(task)
+    measure = probes.measures.get(column) if probes is not None else None
+    if measure is None:
         return None
-    curve = rows.groupby("layer")[column].mean().reindex(range(ev.num_layers + 1)).to_numpy(dtype=float)
+    curve = np.array([measure.get(layer, math.nan) for layer in range(ev.num_layers + 1)])
     return None if np.isnan(curve).any() else curve
 
 
@@ -177,7 +172,7 @@ def probe_contrast(ev: Evidence, task: str, probe: ProbeCurve, weights: dict[int
     (paired t) where not. One seed gives no SE."""
     labels = np.asarray(ev.labels.get(task, np.zeros(1)))
     # without stored predictions probe.metric is "trials only", which reads no predictions
-    predictions = probe.predictions if probe.eval_resampled else np.zeros((*probe.per_seed.shape, labels.size))
+    predictions = probe.predictions if probe.predictions is not None else np.zeros((*probe.per_seed.shape, labels.size))
     terms = [(w, predictions[:, layer], probe.per_seed[:, layer]) for layer, w in weights.items()]
     return hypothesis.paired_contrast(terms, labels, example_metric(probe.metric))
 

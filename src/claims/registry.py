@@ -1,8 +1,8 @@
 """The registry of the studies' claims: every family's entries (src/claims/families/, each
 family's claims beside their builders), in the report's order: by paper (001, 003, 004), and
-within a paper by family in the order the paper makes its claims. The order is also the order
-the claims are built in, so the shared curves draw their bootstrap samples in the same
-sequence (Shared's one random generator). Adding a claim is one entry in its family's
+within a paper by family in the order the paper makes its claims. The order changes no claim's
+numbers: the shared curves' bootstrap draws are keyed by what they resample (claim.py draws_rng).
+Adding a claim is one entry in its family's
 CLAIMS_<seed> tuple; a new family adds its tuple here."""
 
 from __future__ import annotations

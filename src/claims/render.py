@@ -7,14 +7,26 @@ import html
 import math
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from src.claims.claim import interval_text, number, p_text
+from src.claims.evidence import (
+    NEAR_COLLAPSE_SHARE,
+    CollapseCount,
+    MetricPoint,
+    collapse_counts,
+    other_metrics,
+    permutation_trials,
+)
 from src.claims.registry import CLAIMS
 from src.claims.summary import (
     STUDIES,
+    ClaimRow,
+    StudySummary,
     WhatRan,
     anchor,
     claim_rows,
@@ -25,8 +37,8 @@ from src.claims.summary import (
     verdict_tally,
     what_ran_lines,
 )
-from src.claims.units import NEAR_COLLAPSE_SHARE, Unit
-from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE
+from src.claims.units import Unit
+from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, Verdict
 from src.config.schema import ReportConfig, help_text
 from src.stats import validity
 
@@ -46,21 +58,22 @@ def cell(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def unit_rows(verdicts: list[dict]) -> list[list]:
+def unit_rows(verdicts: list[Verdict]) -> list[list]:
     """One row per unit: claim, unit, test, estimate, the interval its test for reads (or — and why), margin, n, the raw
     one-sided p for and against, the Holm p of the one test in the family, status, notes."""
     rows = []
     for verdict in verdicts:
-        every = verdict["claim"].every
-        for u in verdict["units"]:
+        every = verdict.claim.every
+        for judged in verdict.units:
+            u = judged.unit
             in_family = (
                 ""
                 if u.refused or u.test_type in validity.ALPHA_ONLY
-                else f"{p_text(u.adjusted)} ({'against' if every else 'for'})"
+                else f"{p_text(judged.adjusted)} ({'against' if every else 'for'})"
             )
             rows.append(
                 [
-                    verdict["id"],
+                    verdict.id,
                     u.name,
                     u.test,
                     number(u.estimate),
@@ -70,7 +83,7 @@ def unit_rows(verdicts: list[dict]) -> list[list]:
                     p_text(u.p_for) + (" (raw, exact)" if u.raw else " (raw)"),
                     p_text(u.p_against) + (" (raw, exact)" if u.raw else " (raw)"),
                     in_family,
-                    f"{NO_VERDICT}: {u.refused}" if u.refused else u.status,
+                    f"{NO_VERDICT}: {u.refused.reason}" if u.refused else judged.status,
                     "; ".join([*u.notes, *outcome_notes(u)]),
                 ]
             )
@@ -110,7 +123,7 @@ UNIT_HEADER = [
 NAMED_UNITS = 3  # units a summary cell names per distinct text; the units table lists every one
 
 
-def by_text(entries: list[str]) -> str:
+def by_text(entries: Sequence[str]) -> str:
     """The planner's "unit: text" entries as one clause per distinct text, naming its first
     NAMED_UNITS units: a study of every head (72 here, 144 in BERT-base) would otherwise fill
     the claim's cell with one line per head that says the same thing."""
@@ -125,17 +138,17 @@ def by_text(entries: list[str]) -> str:
     return "; ".join(clauses)
 
 
-def summary_rows(verdicts: list[dict]) -> list[list]:
+def summary_rows(verdicts: list[Verdict]) -> list[list]:
     rows = []
     for v in verdicts:
-        claim, plan = v["claim"], v["plan"] or {}
-        decide = f"{plan['trials']} trials: `{plan['command']}`" if plan.get("trials") else ""
-        if plan.get("ranges"):
-            decide += " [per unit, low–high (point): " + by_text(plan["ranges"]) + "]"
-        if plan.get("reasons"):
-            decide += (" " if decide else "") + "(" + by_text(plan["reasons"]) + ")"
-        verdict = f"{NOT_RUN}: {needs_text(v['needs'])}" if v["verdict"] == NOT_RUN else v["verdict"]
-        p = "" if v["verdict"] == NOT_RUN else f"{p_text(v['p'])} ({v['p_label']})"
+        claim, plan = v.claim, v.plan
+        decide = f"{plan.trials} trials: `{plan.command}`" if plan is not None and plan.trials else ""
+        if plan is not None and plan.ranges:
+            decide += " [per unit, low–high (point): " + by_text(plan.ranges) + "]"
+        if plan is not None and plan.reasons:
+            decide += (" " if decide else "") + "(" + by_text(plan.reasons) + ")"
+        verdict = f"{NOT_RUN}: {needs_text(v.needs)}" if v.needs is not None else v.text
+        p = "" if v.text == NOT_RUN else f"{p_text(v.p)} ({v.p_label})"
         rows.append(
             [
                 f"{claim.hypothesis} ({claim.id})" + (" [secondary analysis]" if claim.secondary else ""),
@@ -156,8 +169,28 @@ def declared_inputs(settings: ReportConfig) -> list[list]:
     return [[f"report.{name}", getattr(settings, name), helps[name]] for name in helps]
 
 
+Table = tuple[str, list[str], list[list]]  # heading, header, rows
+
+
+@dataclass(frozen=True)
+class Sections:
+    """What both renderings of the report show, in order: what ran, the training-length check, the tally and a
+    paragraph per study (src/claims/summary.py), one row per claim by study, the rule, the detail tables and the
+    figures (`drawn`: the ones drawn, by name)."""
+
+    ran: list[str]
+    training: list[str]
+    tally: dict[str, int]
+    studies: list[StudySummary]
+    claims: list[tuple[str, list[ClaimRow]]]
+    rule: str
+    tables: list[Table]
+    figures: list[tuple[str, Path | str]]
+    drawn: dict[str, Path]
+
+
 def write_report(
-    verdicts: list[dict],
+    verdicts: list[Verdict],
     settings: ReportConfig,
     ran: WhatRan,
     extra_tables: list[tuple[str, pd.DataFrame]],
@@ -170,19 +203,51 @@ def write_report(
     and the figures (or why each was not drawn). As Markdown (figures linked relative to md_path) and as a
     standalone HTML page built from the same rows (figures inlined as thumbnails that open full width)."""
     md_path, html_path = Path(md_path), Path(html_path)
-    family = sum(1 for v in verdicts for u in v["units"] if not u.refused and math.isfinite(u.adjusted))
-    rule = (
+    sections = report_sections(verdicts, settings, ran, extra_tables, figures)
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    md_path.write_text(markdown(sections, md_path))
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    html_path.write_text(html_page(sections))
+
+
+def report_sections(
+    verdicts: list[Verdict],
+    settings: ReportConfig,
+    ran: WhatRan,
+    extra_tables: list[tuple[str, pd.DataFrame]],
+    figures: list[tuple[str, Path | str]],
+) -> Sections:
+    drawn = {name: png for name, png in figures if isinstance(png, Path)}
+    rows = claim_rows(verdicts, set(drawn), ran.studies)
+    by_study = [(STUDIES[seed], [r for r in rows if r.seed == seed]) for seed in STUDIES]
+    return Sections(
+        what_ran_lines(ran),
+        training_lines(verdicts),
+        verdict_tally(v.text for v in verdicts),
+        study_summaries(verdicts),
+        [(study, study_rows) for study, study_rows in by_study if study_rows],
+        rule_text(verdicts, settings),
+        detail_tables(verdicts, settings, extra_tables),
+        figures,
+        drawn,
+    )
+
+
+def rule_text(verdicts: list[Verdict], settings: ReportConfig) -> str:
+    """RULE with this report's level, the size of its Holm family and its number of claims."""
+    family = sum(1 for v in verdicts for u in v.units if not u.unit.refused and math.isfinite(u.adjusted))
+    return (
         f"{RULE} Level α = {settings.alpha}; the report's Holm family has {family} tests. {len(verdicts)} claims "
         f"(of {len(CLAIMS)} in the registry). Every margin and threshold is a params.yaml `report:` input, printed "
         "below."
     )
-    drawn = {name: png for name, png in figures if isinstance(png, Path)}
-    rows = claim_rows(verdicts, set(drawn), ran.studies)
-    by_study = [(STUDIES[seed], [r for r in rows if r.seed == seed]) for seed in STUDIES]
-    by_study = [(study, rows) for study, rows in by_study if rows]
-    ran_lines, tally, studies = what_ran_lines(ran), tally_text(verdict_tally(verdicts)), study_summaries(verdicts)
-    training = training_lines(verdicts)
-    tables = [
+
+
+def detail_tables(
+    verdicts: list[Verdict], settings: ReportConfig, extra_tables: list[tuple[str, pd.DataFrame]]
+) -> list[Table]:
+    """The tables after the rule: the claims in detail, every unit's test, the declared inputs, then `extra_tables`."""
+    return [
         (
             "Claims in detail: source, operationalisation, test, p and the trials that would decide each",
             ["claim", "source", "operationalisation", "test", "verdict", "claim p", "trials that would decide it"],
@@ -196,41 +261,42 @@ def write_report(
         ],
     ]
 
+
+def markdown(sections: Sections, md_path: Path) -> str:
+    """The report as Markdown, figures linked relative to md_path's folder."""
+
     def figure_path(name: str) -> str:
-        return Path(os.path.relpath(drawn[name], md_path.parent)).as_posix()
+        return Path(os.path.relpath(sections.drawn[name], md_path.parent)).as_posix()
 
     md = [f"# {TITLE}"]
-    md += ["", "## What ran", "", "\n".join(f"- {line}" for line in ran_lines)]
-    md += ["", "## Training length", "", TRAINING_NOTE, "", "\n".join(f"- {line}" for line in training)]
-    md += ["", "## Verdicts", "", tally]
-    for study in studies:
+    md += ["", "## What ran", "", "\n".join(f"- {line}" for line in sections.ran)]
+    md += ["", "## Training length", "", TRAINING_NOTE, "", "\n".join(f"- {line}" for line in sections.training)]
+    md += ["", "## Verdicts", "", tally_text(sections.tally)]
+    for study in sections.studies:
         md += ["", study.heading, "", *(f"- {line}" for line in study.lines)]
     md += ["", "## Claims"]
-    for study, study_rows in by_study:
-        md += ["", f"### {study}", ""]
-        md.append(
-            _pipe_table(
-                CLAIM_HEADER,
-                [
-                    [
-                        f'<a id="{anchor(r.id)}"></a>{r.claim} ({r.id})',
-                        r.verdict,
-                        r.effect,
-                        f"[{r.figure}]({figure_path(r.figure)})" if r.figure else "",
-                    ]
-                    for r in study_rows
-                ],
-            )
-        )
-    md += ["", "## How a verdict is decided", "", rule]
-    for heading, header, table_rows in tables:
+    for heading, rows in sections.claims:
+        claim_cells = [
+            [
+                f'<a id="{anchor(r.id)}"></a>{r.claim} ({r.id})',
+                r.verdict,
+                r.effect,
+                f"[{r.figure}]({figure_path(r.figure)})" if r.figure else "",
+            ]
+            for r in rows
+        ]
+        md += ["", f"### {heading}", "", _pipe_table(CLAIM_HEADER, claim_cells)]
+    md += ["", "## How a verdict is decided", "", sections.rule]
+    for heading, header, table_rows in sections.tables:
         md += ["", f"## {heading}", "", _pipe_table(header, table_rows) if table_rows else "(none)"]
     md += ["", "## Figures", ""]
-    for name, png in figures:
-        md += [f"![{name.replace('_', ' ')}]({figure_path(name)})" if name in drawn else f"{name}: {png}", ""]
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    md_path.write_text("\n".join(md))
+    for name, png in sections.figures:
+        md += [f"![{name.replace('_', ' ')}]({figure_path(name)})" if name in sections.drawn else f"{name}: {png}", ""]
+    return "\n".join(md)
 
+
+def html_page(sections: Sections) -> str:
+    """The report as one standalone HTML page: the same rows, figures inlined as thumbnails that open full width."""
     page = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>",
         f"<meta name='viewport' content='width=device-width'><style>{STYLE}</style></head><body>",
@@ -238,35 +304,37 @@ def write_report(
     ]
     page += [
         "<h2>What ran</h2>",
-        _html_list(ran_lines),
+        _html_list(sections.ran),
         "<h2>Training length</h2>",
         f"<p>{inline_html(TRAINING_NOTE)}</p>",
-        _html_list(training),
+        _html_list(sections.training),
         "<h2>Verdicts</h2>",
-        _tally_chips(verdict_tally(verdicts)),
+        _tally_chips(sections.tally),
     ]
-    for study in studies:
+    for study in sections.studies:
         page += [f"<p>{inline_html(study.heading)}</p>", _html_list(study.lines)]
     page.append("<h2>Claims</h2>")
-    for study, study_rows in by_study:
-        page += [f"<h3>{html.escape(study)}</h3>", _claims_table(study_rows)]
-    page += ["<h2>How a verdict is decided</h2>", f"<p>{inline_html(rule)}</p>"]
-    for heading, header, table_rows in tables:
+    for heading, rows in sections.claims:
+        page += [f"<h3>{html.escape(heading)}</h3>", _claims_table(rows)]
+    page += ["<h2>How a verdict is decided</h2>", f"<p>{inline_html(sections.rule)}</p>"]
+    for heading, header, table_rows in sections.tables:
         page += [f"<h2>{html.escape(heading)}</h2>", _html_table(header, table_rows) if table_rows else "<p>(none)</p>"]
     page += ["<h2>Figures</h2>", "<p>Click a figure to open it full width.</p>", "<div class='figures'>"]
-    for name, png in figures:
-        title = html.escape(name.replace("_", " "))
-        if name in drawn and drawn[name].is_file():
-            data = base64.b64encode(drawn[name].read_bytes()).decode("ascii")
-            page.append(
-                f"<figure id='{FIGURE_ANCHOR}{name}'><a href='#{FIGURE_ANCHOR}{name}'><img alt='{title}' "
-                f"src='data:image/png;base64,{data}'></a><figcaption>{title}</figcaption></figure>"
-            )
-        else:
-            page.append(f"<p>{title}: {html.escape(str(png))}</p>")
+    page += [_html_figure(name, png, sections.drawn) for name, png in sections.figures]
     page.append("</div></body></html>")
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    html_path.write_text("\n".join(page))
+    return "\n".join(page)
+
+
+def _html_figure(name: str, png: Path | str, drawn: dict[str, Path]) -> str:
+    """A drawn figure inlined as a thumbnail that a click opens full width; else its name and why it is missing."""
+    title = html.escape(name.replace("_", " "))
+    if name in drawn and drawn[name].is_file():
+        data = base64.b64encode(drawn[name].read_bytes()).decode("ascii")
+        return (
+            f"<figure id='{FIGURE_ANCHOR}{name}'><a href='#{FIGURE_ANCHOR}{name}'><img alt='{title}' "
+            f"src='data:image/png;base64,{data}'></a><figcaption>{title}</figcaption></figure>"
+        )
+    return f"<p>{title}: {html.escape(str(png))}</p>"
 
 
 TRAINING_NOTE = (
@@ -373,25 +441,9 @@ def _html_table(header: list[str], rows: list[list]) -> str:
 TEXT = re.compile(r">[^<]+")  # the text between tags: snake_case names may break after each underscore there
 
 
-def collapse_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per condition with a (nearly) collapsed run, of its finished runs: how many predicted one class (collapsed)
-    and how many one class for at least NEAR_COLLAPSE_SHARE of the eval set (nearly collapsed, the collapsed among
-    them), the rule the claims' tests read (src/claims/units.py), and that share of its runs."""
-    finished = runs[runs["headline"].astype(bool) & (runs["status"] == "ok")]
-    nearly = finished["collapsed"].astype(bool) | (finished["majority_share"] >= NEAR_COLLAPSE_SHARE)
-    table = (
-        finished.assign(nearly=nearly)
-        .groupby(["study", "task", "size", "slug"], as_index=False)
-        .agg(n=("trial", "size"), collapsed=("collapsed", "sum"), nearly_collapsed=("nearly", "sum"))
-    )
-    table = table[table["nearly_collapsed"] > 0]
-    return table.assign(rate=(table["nearly_collapsed"] / table["n"]).round(3))
-
-
 def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig) -> list[tuple[str, pd.DataFrame]]:
     """The tables the report shows after the claims: agreement, Table 1, collapse, other metrics."""
-    points = pd.read_csv(tables / "points.csv")
-    every_metric = points[~points["headline"].astype(bool)]
+    every_metric = other_metrics(pd.read_csv(tables / "points.csv"))
     table1 = pd.read_csv(tables / "permutation_correlations.csv")
     table1_title = (
         "Table 1: cross-task correlation over the same permutations, and its control (unpermuted runs by trial); "
@@ -399,9 +451,10 @@ def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig)
         + "".join(
             f"; at N = {n} trials the smallest p is 2/N! = {2 / math.factorial(n):.3g}"
             + (f", so it cannot reach {settings.alpha}" if 2 / math.factorial(n) >= settings.alpha else "")
-            for n in sorted(set(table1["trials"].astype(int)))
+            for n in permutation_trials(table1)
         )
     )
+    collapses = collapse_counts(pd.read_csv(tables / "runs.csv"))
     extra = [
         ("Probing vs finetuning agreement (p raw; interval only where valid: docs/claims.md)", agreement.round(4)),
         (table1_title + ("" if len(table1) else ": no rows (no permutation study ran)"), table1),
@@ -409,11 +462,11 @@ def report_tables(agreement: pd.DataFrame, tables: Path, settings: ReportConfig)
             f"(Nearly) collapsed runs (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set): a contrast "
             "of conditions counts them in its collapse rates and leaves them out of its trained runs; every other "
             "test keeps them in its means",
-            collapse_rates(pd.read_csv(tables / "runs.csv")),
+            pd.DataFrame(collapses, columns=list(CollapseCount._fields)),
         ),
     ]
-    if len(every_metric):
-        shown = every_metric[["study", "task", "size", "slug", "metric", "mean", "ci_low", "ci_high", "n"]]
+    if every_metric:
+        shown = pd.DataFrame(every_metric, columns=list(MetricPoint._fields))
         extra.append(("Other metrics the tasks declare (headline metric in the tables above)", shown))
     for name, title in MEASURE_TABLES.items():
         table = pd.read_csv(tables / f"{name}.csv")

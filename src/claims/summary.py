@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass, fields
 
 import numpy as np
 
 from src.claims.claim import SEED_001, SEED_003, SEED_004, interval_text, number
 from src.claims.training import CONFOUNDED, UNDERTRAINED
-from src.claims.units import Unit
-from src.claims.verdicts import MODIFIERS, NO_VERDICT, NOT_RUN, decided_by, flow
+from src.claims.verdicts import CONDITION_MODIFIERS, NO_VERDICT, NOT_RUN, Judged, Verdict, decided_by, flow
 from src.config.schema import StudyConfig
 
 VERDICTS = ("supported", "contradicted", "inconclusive", NO_VERDICT, NOT_RUN)
@@ -39,10 +39,10 @@ class WhatRan:
     commit: str | None = None
 
 
-def verdict_tally(verdicts: list[dict]) -> dict[str, int]:
-    """How many claims got each verdict, every verdict named (0 too) so `dvc metrics diff` lines up;
-    a verdict outside VERDICTS is counted under its own name, never dropped."""
-    counts = Counter(v["verdict"] for v in verdicts)
+def verdict_tally(texts: Iterable[str]) -> dict[str, int]:
+    """How many claims got each verdict (`texts`: their Verdict.text), every verdict named (0 too) so `dvc metrics
+    diff` lines up; a verdict outside VERDICTS is counted under its own name, never dropped."""
+    counts = Counter(texts)
     return {name: counts[name] for name in [*VERDICTS, *(name for name in counts if name not in VERDICTS)]}
 
 
@@ -81,16 +81,16 @@ def what_ran_lines(ran: WhatRan) -> list[str]:
     ]
 
 
-def confounded(v: dict) -> bool:
+def confounded(v: Verdict) -> bool:
     """Whether a claim that ran reads a (task, size) the training-length check found undertrained (training.py)."""
-    return v["verdict"] != NOT_RUN and any(check.status == UNDERTRAINED for check in v.get("training", ()))
+    return v.text != NOT_RUN and any(check.status == UNDERTRAINED for check in v.training)
 
 
-def training_lines(verdicts: list[dict]) -> list[str]:
+def training_lines(verdicts: list[Verdict]) -> list[str]:
     """The training-length check of every (task, size) a claim reads, one line each, then the claims it confounds."""
-    checks = {(c.task, c.size): c for v in verdicts for c in v.get("training", ())}
+    checks = {(c.task, c.size): c for v in verdicts for c in v.training}
     lines = [checks[key].evidence() for key in sorted(checks)]
-    hit = [v["id"] for v in verdicts if confounded(v)]
+    hit = [v.id for v in verdicts if confounded(v)]
     if hit:
         lines.append(f"**{CONFOUNDED.capitalize()}** ({len(hit)} claims): " + ", ".join(map(claim_link, hit)))
     return lines
@@ -103,16 +103,16 @@ def tally_text(tally: dict[str, int]) -> str:
 # --- why a claim is undecided, per study ------------------------------------------------------------------------
 
 
-def undecided_reason(v: dict) -> str:
+def undecided_reason(v: Verdict) -> str:
     """Why an undecided claim has no verdict: its units' refusals (no verdict), or the trials that would decide it
     and the command that runs them, else the planner's reason (inconclusive)."""
-    if v["verdict"] == NO_VERDICT:
-        refusals = list(dict.fromkeys(u.refused for u in v["units"] if u.refused))
+    if v.text == NO_VERDICT:
+        refusals = list(dict.fromkeys(u.unit.refused.reason for u in v.units if u.unit.refused))
         return "no verdict: " + ("; ".join(refusals) or "the full-vs-scratch gap it needs gives no verdict")
-    plan = v["plan"] or {}
-    if plan.get("trials"):
-        return f"inconclusive; {plan['trials']} trials would decide it: `{plan['command']}`"
-    reasons = list(dict.fromkeys(reason.partition(": ")[2] or reason for reason in plan.get("reasons", [])))
+    plan = v.plan
+    if plan is not None and plan.trials:
+        return f"inconclusive; {plan.trials} trials would decide it: `{plan.command}`"
+    reasons = list(dict.fromkeys(reason.partition(": ")[2] or reason for reason in (plan.reasons if plan else ())))
     return "inconclusive: " + (reasons[0] if reasons else "neither test is significant")
 
 
@@ -138,24 +138,21 @@ class StudySummary:
     lines: list[str]
 
 
-def study_summary(seed: str, verdicts: list[dict]) -> StudySummary:
-    mine = [v for v in verdicts if v["claim"].source.split()[0] == seed]
-    ids = {name: [v["id"] for v in mine if v["verdict"] == name] for name in ("supported", "contradicted")}
-    undecided = [(v["id"], undecided_reason(v)) for v in mine if v["verdict"] in ("inconclusive", NO_VERDICT)]
-    not_run = [(v["id"], needs_text(v["needs"])) for v in mine if v["verdict"] == NOT_RUN]
-    counts = {"replicated": ids["supported"], "contradicted": ids["contradicted"], "undecided": undecided}
+def study_summary(seed: str, verdicts: list[Verdict]) -> StudySummary:
+    mine = [v for v in verdicts if v.claim.source.split()[0] == seed]
+    supported, contradicted = ([v.id for v in mine if v.text == text] for text in ("supported", "contradicted"))
+    undecided = [(v.id, undecided_reason(v)) for v in mine if v.text in ("inconclusive", NO_VERDICT)]
+    not_run = [(v.id, needs_text(v.needs)) for v in mine if v.needs is not None]  # the claims that did not run
+    counts = {"replicated": supported, "contradicted": contradicted}
+    every_group: dict[str, Sized] = {**counts, "undecided": undecided, "not run": not_run}
     heading = f"**{STUDIES[seed]}**, {len(mine)} claims: " + ", ".join(
-        f"{len(found)} {name}" for name, found in {**counts, "not run": not_run}.items()
+        f"{len(found)} {name}" for name, found in every_group.items()
     )
     lines = [
-        *(
-            f"**{name.capitalize()}**: " + ", ".join(map(claim_link, found))
-            for name, found in list(counts.items())[:2]
-            if found
-        ),
+        *(f"**{name.capitalize()}**: " + ", ".join(map(claim_link, found)) for name, found in counts.items() if found),
         *(f"**Undecided**: {line}" for line in grouped(undecided)),
         *(
-            [f"**{CONFOUNDED.capitalize()}**: " + ", ".join(claim_link(v["id"]) for v in hit)]
+            [f"**{CONFOUNDED.capitalize()}**: " + ", ".join(claim_link(v.id) for v in hit)]
             if (hit := [v for v in mine if confounded(v)])
             else []
         ),
@@ -164,31 +161,29 @@ def study_summary(seed: str, verdicts: list[dict]) -> StudySummary:
     return StudySummary(heading, lines)
 
 
-def study_summaries(verdicts: list[dict]) -> list[StudySummary]:
-    return [
-        study_summary(seed, verdicts) for seed in STUDIES if any(v["claim"].source.startswith(seed) for v in verdicts)
-    ]
+def study_summaries(verdicts: list[Verdict]) -> list[StudySummary]:
+    return [study_summary(seed, verdicts) for seed in STUDIES if any(v.claim.source.startswith(seed) for v in verdicts)]
 
 
 # --- one row per claim -------------------------------------------------------------------------------------------
 
 
-def deciding_unit(v: dict) -> Unit | None:
+def deciding_unit(v: Verdict) -> Judged | None:
     """The unit whose p is (or would be) the claim's: the smallest Holm p of the side that decided it where Holm
     decides, else the largest p of the intersection-union (the unit that stands between the claim and that verdict);
     None where no unit has a p (not run, or every unit refused)."""
-    units = [u for u in v["units"] if not u.refused]
+    units = [u for u in v.units if not u.unit.refused]
     if not units:
         return None
 
     def p(value: float) -> float:
         return value if np.isfinite(value) else math.inf
 
-    claim, text = v["claim"], v["verdict"]
+    claim, text = v.claim, v.text
     if decided_by(text, claim.every) == "holm":
         side = "against" if text == "contradicted" else "for"
         return min([u for u in units if u.status == side] or units, key=lambda u: p(u.adjusted))
-    return max(units, key=lambda u: p(u.p_for if claim.every else u.p_against))
+    return max(units, key=lambda u: p(u.unit.p_for if claim.every else u.unit.p_against))
 
 
 @dataclass(frozen=True)
@@ -201,69 +196,70 @@ class ClaimRow:
     figure: str | None  # the figure that shows it, where it was drawn
 
 
-def supplying_study(v: dict, studies: dict[str, StudyConfig]) -> str | None:
+def supplying_study(v: Verdict, studies: dict[str, StudyConfig]) -> str | None:
     """The study that supplied the claim's runs: of the studies reporting its units' runs (the deciding unit's
     first), the first of its first need's scheme with the same modifiers set; a plain baseline's study, which
     reports the same units, does not have them. None where no unit's runs came from such a study."""
-    need = v["claim"].needs[0]
+    need = v.claim.needs[0]
     deciding = deciding_unit(v)
-    units = ([deciding] if deciding else []) + v["units"]
-    for name in dict.fromkeys(study for unit in units for study in unit.studies):
+    units = ([deciding] if deciding else []) + list(v.units)
+    for name in dict.fromkeys(study for judged in units for study in judged.unit.studies):
         study = studies.get(name)
         if study is not None and study.scheme == need.scheme:
-            present = {m for m in MODIFIERS if getattr(study, m) not in (None, False, (), [])}
+            present = {m for m in CONDITION_MODIFIERS if getattr(study, m) not in (None, False, (), [])}
             if present == set(need.modifiers):
                 return name
     return None
 
 
-def figure_of(v: dict, studies: dict[str, StudyConfig]) -> str:
+def figure_of(v: Verdict, studies: dict[str, StudyConfig]) -> str:
     """The figure that shows a claim: its family's own, else that of the study that supplied its runs (each
     study's figure is drawn under the study's name), else that of the study the planner's command adds."""
-    claim = v["claim"]
+    claim = v.claim
     family = claim.build.__module__.rsplit(".", 1)[-1]
     if family in FIGURE_OF_FAMILY or not claim.needs:
         return FIGURE_OF_FAMILY.get(family, family)
     return supplying_study(v, studies) or claim.needs[0].study
 
 
-def effect_text(v: dict) -> str:
+def effect_text(v: Verdict) -> str:
     """The deciding unit's estimate and interval, where it is and what it estimates, or why there is none; then
     the paper's own number where the seeds give one."""
-    paper = f"; paper: {v['claim'].paper_value}" if v["claim"].paper_value else ""
-    if v["verdict"] == NOT_RUN:
+    paper = f"; paper: {v.claim.paper_value}" if v.claim.paper_value else ""
+    if v.text == NOT_RUN:
         return "—" + paper
-    unit = deciding_unit(v)
-    if unit is None:
+    deciding = deciding_unit(v)
+    if deciding is None:
         return "— (no unit gives a verdict)" + paper
-    refused = sum(1 for u in v["units"] if u.refused)
-    of = f" (the deciding unit of {len(v['units'])}" if len(v["units"]) > 1 else ""
+    unit = deciding.unit
+    refused = sum(1 for u in v.units if u.unit.refused)
+    of = f" (the deciding unit of {len(v.units)}" if len(v.units) > 1 else ""
     of += f"; {refused} give no verdict)" if refused else ")" if of else ""
     return f"{number(unit.estimate)} {interval_text(unit)} at {unit.name}{of}; {unit.test}{paper}"
 
 
-def robustness_text(v: dict) -> str:
+def robustness_text(v: Verdict) -> str:
     """Whether a decided verdict survives its contrasts' robustness readings (verdicts.ROBUSTNESS_READINGS: each
     reading's p's in place of the test's, Holm again), or what it becomes under each it does not survive."""
-    robust = v.get("robust")
+    robust = v.robust
     if not robust:
-        decided = v["verdict"] in ("supported", "contradicted")
+        decided = v.text in ("supported", "contradicted")
         return "; no robustness reading (its test is not a contrast of conditions)" if decided else ""
-    lost = [f"{reading}: {text}" for reading, text in robust.items() if text != v["verdict"]]
+    lost = [f"{reading}: {text}" for reading, text in robust.items() if text != v.text]
     return "; under the " + ", the ".join(lost) if lost else f"; survives the {' and the '.join(robust)}"
 
 
-def claim_rows(verdicts: list[dict], drawn: set[str], studies: dict[str, StudyConfig]) -> list[ClaimRow]:
+def claim_rows(verdicts: list[Verdict], drawn: set[str], studies: dict[str, StudyConfig]) -> list[ClaimRow]:
     rows = []
     for v in verdicts:
-        claim, figure = v["claim"], figure_of(v, studies)
+        claim, figure = v.claim, figure_of(v, studies)
         rows.append(
             ClaimRow(
-                v["id"],
+                v.id,
                 claim.source.split()[0],
                 f"{claim.hypothesis} ({claim.source.split(' ', 1)[1]})"
                 + (" [secondary analysis]" if claim.secondary and "secondary" not in claim.source else ""),
-                v["verdict"] + (f" ({CONFOUNDED})" if confounded(v) else "") + robustness_text(v),
+                v.text + (f" ({CONFOUNDED})" if confounded(v) else "") + robustness_text(v),
                 effect_text(v),
                 figure if figure in drawn else None,
             )

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from src.claims.claim import per_trial_contrast
-from src.claims.evidence import Evidence
+from src.claims.evidence import Evidence, grouped
 
 PLATEAU, UNDERTRAINED, NOT_CHECKED = "reached a plateau", "undertrained", "not checked"
 CONFOUNDED = "confounded by training length"
@@ -76,35 +76,21 @@ class TrainingCheck:
 
 
 def training_checks(ev: Evidence) -> dict[tuple[str, int], TrainingCheck]:
-    """The check at every (task, size) with plain runs: each unmodified condition that trained more epochs than
-    the plain run of its k (only its epochs differ), against that plain run."""
-    if ev.runs.empty:
-        return {}
-    runs, plain = ev.runs, ev.plain()
-    modified = runs[~runs["plain"]] if "plain" in runs else runs.iloc[0:0]
-    longer = modified[
-        (modified["scheme"] == "progressive")
-        & (modified["lr_multiplier"] == 1)
-        & ~modified["keep_layernorm"].astype(bool)
-        & modified["intermediate_task"].isna()
+    """The check at every (task, size) with plain runs: each unmodified progressive condition that trained more
+    epochs than the plain run of its k (only its epochs differ), against that plain run."""
+    longer = [
+        c for c in ev.conditions("progressive", plain=False) if not c.condition.modified and c.condition.k is not None
     ]
     checks = {}
-    for task, size in sorted(set(zip(plain["task"], plain["size"].astype(int)))):
+    for task, size in sorted({(c.task, c.size) for c in ev.conditions()}):
         gains = []
-        here = longer[(longer["task"] == task) & (longer["size"] == size)]
-        for (k, slug, epochs), _ in here.groupby(["k", "slug", "epochs"]):
-            base = plain[
-                (plain["scheme"] == "progressive")
-                & (plain["task"] == task)
-                & (plain["size"] == size)
-                & (plain["k"] == k)
-            ]
-            if base.empty or not epochs > base["epochs"].iloc[0]:
+        here = [c for c in longer if c.task == task and c.size == size]
+        for (k, _, epochs), (c,) in grouped(here, lambda c: (c.condition.k, c.slug, c.condition.epochs)):
+            base = ev.curve(task, size).get(k)
+            if base is None or not epochs > base.condition.epochs:
                 continue
-            per_trial = per_trial_contrast(ev, task, size, {slug: 1.0, base["slug"].iloc[0]: -1.0})
-            gains.append(
-                EpochGain(int(k), (int(base["epochs"].iloc[0]), int(epochs)), tuple(float(x) for x in per_trial))
-            )
+            per_trial = per_trial_contrast(ev, task, size, {c.slug: 1.0, base.slug: -1.0})
+            gains.append(EpochGain(k, (base.condition.epochs, epochs), tuple(float(x) for x in per_trial)))
         checks[(task, size)] = TrainingCheck(task, size, tuple(gains), ev.settings.modifier_margin)
     return checks
 

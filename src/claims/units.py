@@ -14,7 +14,10 @@ and src/claims/curves.py (curves over k and probe curves).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,72 +41,110 @@ from src.stats.collapse import (
 from src.stats.hypothesis import Bootstrap, Estimate
 from src.tasks.metrics import example_metric
 
-NEAR_COLLAPSE_SHARE = 0.90
-"""A run whose most common prediction covers at least this share of the eval set has (nearly) collapsed:
-it predicts one class for (almost) everything, whatever its accuracy. Such a run's collapse is an outcome of
-its own (each condition's rate with an exact interval, compared between conditions), and every run counts in one
-of the two outcomes a contrast reads: whether it collapsed, or, where no condition's run of its trial did, its
-score (contrast_unit; docs/calibration.md measures the tests with collapses of 0.90-1 mixed in). A task
-whose majority class is near this share cannot tell a collapse from a good run: its threshold must exceed
-that class's share."""
+
+class Refusal(Enum):
+    """Why a unit gives no verdict, as a kind; each value is what the report's rule says of it (verdicts.RULE names
+    them in this order)."""
+
+    DESIGN = (
+        "its test does not hold its measured calibration (size and coverage by simulation, docs/calibration.md) at "
+        "its number of trials or its crossed seed_design (src/stats/validity.py)"
+    )
+    UNDEFINED_DRAWS = "more of its bootstrap draws are undefined than report.max_undefined_share"
+    ONE_PROBE_SEED = "its probe curve comes from one probe seed, so the probe's own noise is unmeasured"
+    CROSSED_TRIALS = "its test takes the trials as independent where they come from a crossed seed_design"
+    TOO_FEW = "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"
+    ONE_RUN_PER_CELL = "an analysis of variance with one run per cell has no residual variance"
+    CHANCE_UNKNOWN = "the chance level needs the eval labels, which are missing"
+    CROSSED_COLLAPSE = (
+        "a run of its crossed seed_design (nearly) collapsed: the test of its trained runs needs every subset × "
+        "draw cell trained, and the exact test of collapses takes the trials as independent"
+    )
+    HURDLE_DISAGREES = (
+        "its two parts point opposite ways, each significant at α / 2 (the collapses favour the contrast, its "
+        "trained runs' contrast goes against it, or the reverse)"
+    )
 
 
-@dataclass(eq=False)  # compared and hashed by identity: a unit is one test
+@dataclass(frozen=True)
+class Refused:
+    """A unit's refusal: its kind, and its reason in the unit's own terms (printed in the report)."""
+
+    kind: Refusal
+    reason: str
+
+
+class Spread(NamedTuple):
+    """A Welch unit's result: the pooled SD of its two samples, which the planner reads
+    (hypothesis.trials_for_two_samples)."""
+
+    sd: float
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a unit is one test
 class Unit:
-    """One test of one claim on one unit (a task and size, a layer, a pair of conditions)."""
+    """One test of one claim on one unit (a task and size, a layer, a pair of conditions), as its builder returns
+    it: a builder constructs it with its values, or takes a changed copy (dataclasses.replace; refuse)."""
 
     claim: str
     name: str  # e.g. "rt_sentiment n=256"
     test: str  # what is tested, e.g. "full − scratch > 0 (paired t)"
     estimate: float
     interval: tuple[float, float]  # 95%; NaN where none is printed (`interval_note` says why)
-    n: object  # trials (or (n_a, n_b), or points)
+    n: int | tuple[int, int]  # trials (or (n_a, n_b), or points)
     p_for: float = math.nan
     p_against: float = math.nan
-    result: object = None  # the Estimate / Bootstrap behind it (for the planner)
+    result: Estimate | Bootstrap | Spread | None = None  # the statistic behind it (for the planner)
     margin: float | None = None
     shape: str = "greater"  # greater | within | below | above (contrasts): how the planner reads it
-    gaps: tuple = ()  # (task, size) whose full-vs-scratch gap the unit needs
-    studies: tuple = ()  # studies that report the unit's runs (for the planner's command)
-    notes: list = field(default_factory=list)
-    refused: str = ""  # why no verdict comes from this unit
+    gaps: tuple[tuple[str, int], ...] = ()  # (task, size) whose full-vs-scratch gap the unit needs
+    studies: tuple[str, ...] = ()  # studies that report the unit's runs (for the planner's command)
+    notes: tuple[str, ...] = ()
+    refused: Refused | None = None  # why no verdict comes from this unit
     interval_note: str = ""
     raw: bool = False  # its p comes from an exact test or a table the bootstrap does not cover
     key: tuple = ()  # full_beats_scratch: its (task, size), the gap other units look up
-    reads: tuple = ()  # every (task, size) whose runs it reads (the training-length check: src/claims/training.py)
-    adjusted: float = math.nan  # Holm-adjusted p of the one test that enters the report's family
-    status: str = "unresolved"
+    reads: tuple[
+        tuple[str, int], ...
+    ] = ()  # every (task, size) whose runs it reads (the training-length check: src/claims/training.py)
     test_type: str = ""  # its validity.TEST_TYPES entry ("" for exact tests: no calibration needed)
     reads_seed_design: bool = False  # its variance reads a crossed seed_design (paired contrasts and curve draws do)
-    collapse: dict = field(default_factory=dict)  # slug -> CollapseRate over its common trials (contrasts)
+    collapse: dict[str, CollapseRate] = field(
+        default_factory=dict
+    )  # slug -> CollapseRate over its common trials (contrasts)
     collapse_comparison: CollapseComparison | None = None  # two conditions' rates compared (two-term contrasts)
     robustness: Robustness | None = None  # its p's under the trial-only t and with collapsed runs excluded (contrasts)
     hurdle: Hurdle | None = None  # a contrast tested as a hurdle (hurdle_reading): its two parts, its p's from them
 
+    def noted(self, *notes: str) -> Unit:
+        """A copy with `notes` after its own."""
+        return replace(self, notes=(*self.notes, *notes))
 
-def refuse(unit: Unit, reason: str) -> Unit:
-    """`unit` with no verdict: `reason` is its refusal and its interval's note; no interval, no p."""
-    unit.refused = unit.interval_note = reason
-    unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), math.nan, math.nan
-    return unit
+
+def refuse(unit: Unit, kind: Refusal, reason: str) -> Unit:
+    """A copy of `unit` with no verdict: refused as `kind`, `reason` its refusal's words and its interval's note;
+    no interval, no p."""
+    nan = math.nan
+    return replace(
+        unit, refused=Refused(kind, reason), interval_note=reason, interval=(nan, nan), p_for=nan, p_against=nan
+    )
 
 
 def design_refusal(unit: Unit, test_type: str, n_trials: int, design: tuple[int, int] | None = None) -> Unit:
-    """Refuse `unit` (no interval, no p) where validity.decidable says its test does not hold its
-    calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
-    unit.test_type = test_type
+    """A copy of `unit` tested as `test_type`, refused (no interval, no p) where validity.decidable says that test
+    does not hold its calibration at `n_trials` trials ("the design cannot decide at T = n: <reason>")."""
     ok, reason = validity.decidable(test_type, n_trials, design=design)
-    return unit if ok else refuse(unit, reason)
+    unit = replace(unit, test_type=test_type)
+    return unit if ok else refuse(unit, Refusal.DESIGN, reason)
 
 
 # --- unit builders --------------------------------------------------------------------------------------------
 
 
 def collapsed_runs(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) -> np.ndarray:
-    """Per trial of `trials`, whether the run of `slug` (nearly) collapsed: its majority share reaches
-    NEAR_COLLAPSE_SHARE (a run without a stored share: its `collapsed` flag, which marks a higher share)."""
-    runs = ev.condition_runs(task, size, slug)
-    return np.array([runs.collapsed[t] or runs.majority_share[t] >= NEAR_COLLAPSE_SHARE for t in trials], dtype=bool)
+    """Per trial of `trials`, whether the run of `slug` (nearly) collapsed (Run.nearly_collapsed)."""
+    first = ev.condition_runs(task, size, slug).first
+    return np.array([first[t].nearly_collapsed for t in trials], dtype=bool)
 
 
 def collapse_flags(ev: Evidence, task: str, size: int, slugs: list[str]) -> dict[str, np.ndarray]:
@@ -136,9 +177,10 @@ def paired_estimate(
     if not trials:
         return Estimate(math.nan, math.nan, 0), notes, design
     metric, labels = ev.metric(task), np.asarray(ev.labels.get(task, np.zeros(1)))
-    terms = [(w, *scores_of(ev, task, size, slug, trials)) for slug, w in weights.items()]
-    if trials_only or any(predictions is None for _, predictions, _ in terms):
-        metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), s) for w, _, s in terms]
+    scored = [(w, *scores_of(ev, task, size, slug, trials)) for slug, w in weights.items()]
+    terms = [(w, predictions, s) for w, predictions, s in scored if predictions is not None]
+    if trials_only or len(terms) < len(scored):
+        metric, terms = "trials only", [(w, np.zeros((len(trials), labels.size)), s) for w, _, s in scored]
         notes = notes + ["trials only" + ("" if trials_only else " (no per-example predictions)")]
     if design is not None:
         notes = [*notes, f"crossed seed_design: {design[0]} subsets x {design[1]} draws"]
@@ -179,8 +221,11 @@ class Robustness:
 def shape_p(estimate: Estimate, shape: str, margin: float | None) -> tuple[float, float]:
     """(p_for, p_against) of `estimate` by the claim's shape: greater (> 0) | within (|·| < margin) |
     below (< margin: no gain) | above (> −margin: no loss)."""
+    if shape == "greater":
+        return estimate.p_greater(), estimate.p_less()
+    if margin is None:
+        raise ValueError(f"a '{shape}' test needs a margin")
     return {
-        "greater": lambda: (estimate.p_greater(), estimate.p_less()),
         "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
         "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
         "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
@@ -245,6 +290,9 @@ def contrast_unit(  # noqa: PLR0913
     as_hurdle = shape == "greater" and not shift and zero_sum and design is None
     on_trained = design is None and not as_hurdle
     tested = trained if on_trained else mixture
+    other, other_reading, other_excluded = (
+        (mixture, "all runs", excluded) if on_trained else (trained, "collapsed excluded", None)
+    )
     unit = estimate_test_unit(
         claim,
         name or f"{task} n={size}",
@@ -256,32 +304,24 @@ def contrast_unit(  # noqa: PLR0913
         trials=mixture.n,
         gaps=((task, size),) if gap else (),
         studies=studies_of(ev, task, size, weights),
-        notes=notes,
+        notes=tuple(notes),
         key=(task, size),
         reads=((task, size),),
         reads_seed_design=True,
         collapse=rates,
         collapse_comparison=comparison,
-        robustness=robustness(
-            ev,
-            task,
-            size,
-            weights,
-            *((mixture, "all runs", excluded) if on_trained else (trained, "collapsed excluded", None)),
-            shape,
-            margin,
-            shift,
-        ),
+        robustness=robustness(ev, task, size, weights, other, other_reading, other_excluded, shape, margin, shift),
     )
     if unit.refused:
         return unit
     if as_hurdle:
         return hurdle_reading(unit, flags, weights, trained, ev.settings.alpha)
     if on_trained:
-        return trained_reading(unit, flags)
+        return trained_reading(unit, flags, trained.n)
     if excluded.any():  # a crossed seed_design
         return refuse(
             unit,
+            Refusal.CROSSED_COLLAPSE,
             f"{CROSSED_COLLAPSE} ({int(excluded.sum())} of {excluded.size} trials): its test of the trained runs "
             "needs every subset x draw cell trained, and the exact test of collapses takes trials as independent",
         )
@@ -291,10 +331,13 @@ def contrast_unit(  # noqa: PLR0913
 CROSSED_COLLAPSE = "(nearly) collapsed runs in a crossed seed_design"
 
 
-def in_collapse_rates(notes: list[str]) -> list[str]:
+def in_collapse_rates(notes: Iterable[str]) -> tuple[str, ...]:
     """common_trials' notes for a unit whose (nearly) collapsed runs count in their conditions' collapse rates
     rather than in a mean of scores (a hurdle, a trained runs' test)."""
-    return [note.replace(" kept", " counted in the collapse rates") for note in notes]
+    return tuple(note.replace(" kept", " counted in the collapse rates") for note in notes)
+
+
+FEW_TRAINED = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
 
 
 TRAINED_NOTE = (
@@ -303,22 +346,23 @@ TRAINED_NOTE = (
 )
 
 
-def trained_reading(unit: Unit, flags: dict[str, np.ndarray]) -> Unit:
+def trained_reading(unit: Unit, flags: dict[str, np.ndarray], trained: int) -> Unit:
     """`unit`, which tests its trained runs (contrast_unit: a margin or a chance level on independent trials), with
     what it read: a reformulation of the claim to the runs that trained, every (nearly) collapsed run counting in
     its condition's collapse rate instead. The paper's estimand, the mean over all runs, is a mixture that a few
     trials estimate badly where one condition collapses more often (docs/calibration.md): no test of it holds its
     size there, and supporting a claim of no difference over all runs would need the collapse rates shown alike,
     which takes tens of trials. The trained runs' test is valid given which trials it reads (a collapse says
-    nothing of a trained run's score); with fewer than 2 of them it has no test (p = 1 both ways)."""
+    nothing of a trained run's score); with fewer than 2 of them it has no test (p = 1 both ways). `trained`: the
+    trials its test read."""
     slugs = list(flags)
-    trained, unit.n = unit.result.n, len(flags[slugs[0]])
+    n = len(flags[slugs[0]])
     what = "in both" if len(slugs) == 2 else f"in all {len(slugs)}" if len(slugs) > 2 else ""
-    unit.notes = in_collapse_rates(unit.notes) + [TRAINED_NOTE, f"{trained} of {unit.n} trials trained {what}".rstrip()]
-    if not trained >= 2:
-        unit.interval, unit.p_for, unit.p_against = (math.nan, math.nan), 1.0, 1.0
-        unit.interval_note = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
-    return unit
+    notes = (*in_collapse_rates(unit.notes), TRAINED_NOTE, f"{trained} of {n} trials trained {what}".rstrip())
+    unit = replace(unit, n=n, notes=notes)
+    if trained >= 2:
+        return unit
+    return replace(unit, interval=(math.nan, math.nan), p_for=1.0, p_against=1.0, interval_note=FEW_TRAINED)
 
 
 HURDLE_NOTE = "hurdle: collapses (exact permutation within trials) and trained runs' contrast, Bonferroni"
@@ -341,23 +385,35 @@ def hurdle_reading(
     given which trials it reads (under H0 a collapse says nothing of the trained runs' scores)."""
     slugs = list(weights)
     result = hurdle([flags[slug] for slug in slugs], list(weights.values()), shape_p(trained, "greater", None), alpha)
-    unit.estimate, unit.interval, unit.result, unit.hurdle = trained.estimate, trained.interval(0.95), trained, result
-    unit.p_for, unit.p_against = float(result.p_greater), float(result.p_less)
     what = "in both" if len(slugs) == 2 else f"in all {len(slugs)}"
-    unit.notes = in_collapse_rates(unit.notes) + [
+    notes = (
+        *in_collapse_rates(unit.notes),
         HURDLE_NOTE,
         f"{trained.n} of {len(flags[slugs[0]])} trials trained {what} (the estimate's)",
-    ]
-    if not trained.n >= 2:
-        unit.interval_note = "fewer than 2 trials where no run collapsed: the trained runs' contrast has no test"
-    if not result.rate_counts:
-        unit.notes.append("too few collapses for their exact test to reach α: the trained part decides")
+        *(
+            []
+            if result.rate_counts
+            else ["too few collapses for their exact test to reach α: the trained part decides"]
+        ),
+    )
+    unit = replace(
+        unit,
+        estimate=trained.estimate,
+        interval=trained.interval(0.95),
+        result=trained,
+        hurdle=result,
+        p_for=float(result.p_greater),
+        p_against=float(result.p_less),
+        notes=notes,
+        interval_note=unit.interval_note if trained.n >= 2 else FEW_TRAINED,
+    )
     if result.disagree(alpha):
         positive = " and ".join(slug for slug in slugs if weights[slug] > 0)
         negative = " and ".join(slug for slug in slugs if weights[slug] < 0)
         favour = float(result.rate[0]) < float(result.rate[1])
         return refuse(
             unit,
+            Refusal.HURDLE_DISAGREES,
             f"its hurdle's parts disagree: {positive} collapse {'less' if favour else 'more'} often than {negative} "
             f"(weighted by the contrast) and the trained runs' contrast is "
             f"{'positive' if trained.estimate > 0 else 'negative'}, each significant at α / {HURDLE_PARTS}",
@@ -374,6 +430,7 @@ def refuse_trials_as_independent(unit: Unit, ev: Evidence) -> Unit:
     if crossed and not unit.reads_seed_design and not unit.refused:
         return refuse(
             unit,
+            Refusal.CROSSED_TRIALS,
             f"runs of a crossed seed_design ({', '.join(crossed)}): this test takes the trials as independent, "
             "which they are not; only paired contrasts and differences of curve statistics read the design",
         )
@@ -420,17 +477,20 @@ def bootstrap_unit(
     s, margin = ev.settings, kw.pop("margin", None)
     boot = Bootstrap(float(estimate), np.asarray(draws, dtype=float), n)
     share = boot.undefined_share
-    unit = Unit(claim, name, test, boot.estimate, boot.interval(0.95), n, result=boot, margin=margin, **kw)
-    unit.notes.append(f"undefined draws {share:.1%}")
-    if design_refusal(unit, kind, n, design=design).refused:
+    notes = (*kw.pop("notes", ()), f"undefined draws {share:.1%}")
+    unit = Unit(claim, name, test, boot.estimate, boot.interval(0.95), n, result=boot, margin=margin, notes=notes, **kw)
+    unit = design_refusal(unit, kind, n, design=design)
+    if unit.refused:
         return unit
     if share > s.max_undefined_share:
-        return refuse(unit, f"{share:.1%} of bootstrap draws undefined (allowed ≤ {s.max_undefined_share:.0%})")
+        return refuse(
+            unit,
+            Refusal.UNDEFINED_DRAWS,
+            f"{share:.1%} of bootstrap draws undefined (allowed ≤ {s.max_undefined_share:.0%})",
+        )
     if margin is None:
-        unit.p_for, unit.p_against = boot.p_greater(), boot.p_less()
-    else:
-        unit.p_for, unit.p_against = boot.p_equivalent(margin), boot.p_beyond(margin)
-    return unit
+        return replace(unit, p_for=boot.p_greater(), p_against=boot.p_less())
+    return replace(unit, p_for=boot.p_equivalent(margin), p_against=boot.p_beyond(margin))
 
 
 def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, **kw) -> Unit:
@@ -439,15 +499,14 @@ def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, *
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     estimate = float(np.mean(a) - np.mean(b)) if len(a) and len(b) else math.nan
     sd = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2) if len(a) > 1 and len(b) > 1 else math.nan
-    unit = Unit(claim, name, test, estimate, (math.nan, math.nan), (len(a), len(b)), result={"sd": sd}, **kw)
+    unit = Unit(claim, name, test, estimate, (math.nan, math.nan), (len(a), len(b)), result=Spread(sd), **kw)
     if len(a) < 2 or len(b) < 2:
-        unit.refused = "fewer than 2 runs on a side"
-        return unit
-    if design_refusal(unit, "welch", min(len(a), len(b))).refused:
+        return replace(unit, refused=Refused(Refusal.TOO_FEW, "fewer than 2 runs on a side"))
+    unit = design_refusal(unit, "welch", min(len(a), len(b)))
+    if unit.refused:
         return unit
     welch = hypothesis.two_sample(a, b)
-    unit.interval, unit.p_for, unit.p_against = welch.interval(0.95), welch.p_greater(), welch.p_less()
-    return unit
+    return replace(unit, interval=welch.interval(0.95), p_for=welch.p_greater(), p_against=welch.p_less())
 
 
 def slope_unit(claim: str, name: str, test: str, x, per_trial: np.ndarray, **kw) -> Unit:

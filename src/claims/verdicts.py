@@ -4,56 +4,25 @@ the trials planner and the `dvc exp run -S …` command that adds what a claim n
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 
 from src.claims.claim import Claim, Need, Shared
-from src.claims.evidence import Evidence
+from src.claims.evidence import NEAR_COLLAPSE_SHARE, Evidence
 from src.claims.registry import CLAIMS
-from src.claims.training import training_checks, training_of
-from src.claims.units import (
-    CROSSED_COLLAPSE,
-    NEAR_COLLAPSE_SHARE,
-    ONE_PROBE_SEED,
-    Unit,
-    refuse_trials_as_independent,
-)
+from src.claims.training import TrainingCheck, training_checks, training_of
+from src.claims.units import Refusal, Spread, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
+from src.schemes.registry import MODIFIERS as STUDY_MODIFIERS
 from src.stats import hypothesis, validity
 from src.stats.collapse import HURDLE_PARTS
 from src.tasks.registry import TASKS
 
 NOT_RUN = "not run"
 NO_VERDICT = "no verdict"
-DESIGN_REFUSAL = "the design cannot decide"  # how validity.decidable's refusals begin
-# Why a unit gives no verdict: (a phrase its `refused` text contains, what the report's rule says of it).
-REFUSALS = (
-    (
-        DESIGN_REFUSAL,
-        "its test does not hold its measured calibration (size and coverage by simulation, docs/calibration.md) at "
-        "its number of trials or its crossed seed_design (src/stats/validity.py)",
-    ),
-    ("bootstrap draws undefined", "more of its bootstrap draws are undefined than report.max_undefined_share"),
-    ("one probe seed", "its probe curve comes from one probe seed, so the probe's own noise is unmeasured"),
-    (
-        "runs of a crossed seed_design",
-        "its test takes the trials as independent where they come from a crossed seed_design",
-    ),
-    ("fewer than", "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"),
-    ("one run per cell", "an analysis of variance with one run per cell has no residual variance"),
-    ("chance level unknown", "the chance level needs the eval labels, which are missing"),
-    (
-        CROSSED_COLLAPSE,
-        "a run of its crossed seed_design (nearly) collapsed: the test of its trained runs needs every subset × "
-        "draw cell trained, and the exact test of collapses takes the trials as independent",
-    ),
-    (
-        "hurdle's parts disagree",
-        "its two parts point opposite ways, each significant at α / 2 (the collapses favour the contrast, its "
-        "trained runs' contrast goes against it, or the reverse)",
-    ),
-)
 PER_CLAIM = "error rate α for this claim alone"  # intersection-union verdicts
 FAMILYWISE = "familywise error rate α across the report's Holm family"  # Holm verdicts
 RULE = (
@@ -77,7 +46,7 @@ RULE = (
     "one wrong verdict of any kind. Each unit's interval is the one its test *for* reads at α (raw): a one-sided "
     "(1 − α) bound in the claim's direction, the (1 − 2α) two-sided interval for an equivalence (TOST); exact, "
     "F and variance-ratio tests print none. A unit gives **no verdict**, with no interval and no p, where "
-    + "; or where ".join(text for _, text in REFUSALS)
+    + "; or where ".join(kind.value for kind in Refusal)
     + ". A claim is **inconclusive** when neither verdict holds, **no verdict** when refused units (its own or "
     "the gaps it needs) are all that stands between it and a verdict, and **not run** without units. Runs are "
     "never dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted. "
@@ -109,16 +78,11 @@ RULE = (
 )
 
 
-def refusal_kind(refused: str) -> str | None:
-    """The REFUSALS phrase that `refused` (a unit's reason for no verdict) contains: the rule's entry for it."""
-    return next((phrase for phrase, _ in REFUSALS if phrase in refused), None)
-
-
-def unit_status(unit: Unit, every: bool, alpha: float, ps: tuple[float, float, float] | None = None) -> str:
-    """for | against | unresolved | no verdict, from the unit's (p_for, p_against, Holm-adjusted p) or `ps`."""
+def unit_status(unit: Unit, every: bool, alpha: float, ps: tuple[float, float, float]) -> str:
+    """for | against | unresolved | no verdict, from the unit's (p_for, p_against, Holm-adjusted p) `ps`."""
     if unit.refused:
         return NO_VERDICT
-    p_for, p_against, adjusted = ps or (unit.p_for, unit.p_against, unit.adjusted)
+    p_for, p_against, adjusted = ps
     if (adjusted if every else p_against) < alpha:
         return "against"
     return "for" if (p_for if every else adjusted) < alpha else "unresolved"
@@ -144,8 +108,53 @@ def decision_interval(unit: Unit, alpha: float) -> tuple[float, float]:
     return {"greater": (low, math.inf), "above": (low, math.inf), "below": (-math.inf, high)}.get(shape, (low, high))
 
 
-def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
-    """Every claim's verdict (with its units, the claim's p and the planner) and every unit."""
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity, as its unit
+class Judged:
+    """A unit as the report judges it: the builder's unit with its interval replaced by the one its test *for*
+    reads at α (decision_interval), its Holm-adjusted p (NaN outside the report's family) and its status."""
+
+    unit: Unit
+    adjusted: float
+    status: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The trials that would decide an undecided claim (plan_trials): their number and the command that runs
+    them (None where no route of its units more trials can decide), the planner's reasons and per-unit ranges,
+    and the Holm family it plans at."""
+
+    trials: int | None
+    command: str | None
+    reasons: tuple[str, ...]
+    ranges: tuple[str, ...]
+    family: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One claim's verdict: its text (supported | contradicted | inconclusive | no verdict | not run), the p that
+    decides it and what that p is, its judged units, the planner (undecided claims), the command that adds its
+    runs (not run), what it becomes under each robustness reading (decided claims with a contrast unit) and the
+    training-length checks of every (task, size) it reads."""
+
+    claim: Claim
+    text: str
+    p: float
+    p_label: str  # which p it is, and the error rate the verdict it decides holds
+    units: tuple[Judged, ...]
+    plan: Plan | None
+    needs: str | None
+    training: tuple[TrainingCheck, ...]
+    robust: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.claim.id
+
+
+def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
+    """Every claim's verdict (with its judged units, the claim's p and the planner) and every unit."""
     shared, alpha = Shared(ev), ev.settings.alpha
     by_claim = {
         claim.id: [refuse_trials_as_independent(u, ev) for u in claim.build(ev, shared)] if not ev.runs.empty else []
@@ -155,35 +164,45 @@ def judge_claims(ev: Evidence) -> tuple[list[dict], list[Unit]]:
         (unit, unit.p_against if claim.every else unit.p_for)
         for claim in CLAIMS
         for unit in by_claim[claim.id]
-        if not unit.refused and unit.test_type not in validity.ALPHA_ONLY
+        if in_holm_family(unit)
     ]
-    for (unit, _), adjusted in zip(family, hypothesis.holm([p for _, p in family])):
-        unit.adjusted = adjusted
+    adjusted = dict(zip((unit for unit, _ in family), hypothesis.holm([p for _, p in family])))
     # the family of the planned design: today's tests and every unit more trials would make testable
     planned_family = sum(np.isfinite(p) for _, p in family) + sum(
         1
         for units in by_claim.values()
         for u in units
-        if u.refused.startswith(DESIGN_REFUSAL) and validity.decidable_from(u.test_type)
+        if u.refused is not None and u.refused.kind is Refusal.DESIGN and validity.decidable_from(u.test_type)
     )
-    for claim in CLAIMS:
-        for unit in by_claim[claim.id]:
-            unit.status = unit_status(unit, claim.every, alpha)
-            unit.interval = decision_interval(unit, alpha)
-    gaps = {u.key: u for u in by_claim["full_beats_scratch"]}
-    verdicts = [verdict(claim, by_claim[claim.id], gaps, ev, planned_family) for claim in CLAIMS]
-    for reading, statuses in robust_statuses(family, by_claim, alpha).items():
-        for v in verdicts:
-            if v["verdict"] in ("supported", "contradicted") and any(u.robustness for u in v["units"]):
-                v.setdefault("robust", {})[reading] = verdict_text(v["claim"], v["units"], gaps, statuses.get)
+    judged = {
+        claim.id: [judge(unit, claim.every, alpha, adjusted.get(unit, math.nan)) for unit in by_claim[claim.id]]
+        for claim in CLAIMS
+    }
+    gaps = {j.unit.key: j for j in judged["full_beats_scratch"]}
+    readings = robust_statuses(judged, alpha)
     checks = training_checks(ev)
-    for v in verdicts:
-        v["training"] = training_of(v["units"], checks)  # the training-length check of every (task, size) it reads
+    verdicts = [verdict(claim, judged[claim.id], gaps, ev, planned_family, readings, checks) for claim in CLAIMS]
     return verdicts, [u for units in by_claim.values() for u in units]
 
 
-def needed_gaps(claim: Claim, unit: Unit, gaps: dict) -> list[Unit | None]:
-    """The full-vs-scratch units `unit` needs shown (None where the progressive study has none)."""
+def in_holm_family(unit: Unit) -> bool:
+    """Whether the unit's one test enters the report's Holm family: it has a p, and its test is calibrated at the
+    Holm levels (validity.ALPHA_ONLY: not)."""
+    return not unit.refused and unit.test_type not in validity.ALPHA_ONLY
+
+
+def judge(unit: Unit, every: bool, alpha: float, adjusted: float) -> Judged:
+    """`unit` judged at `alpha` with its Holm-adjusted p (NaN outside the family), by its claim's logic (`every`)."""
+    status = unit_status(unit, every, alpha, (unit.p_for, unit.p_against, adjusted))
+    return Judged(replace(unit, interval=decision_interval(unit, alpha)), adjusted, status)
+
+
+G = TypeVar("G")
+
+
+def needed_gaps(claim: Claim, unit: Unit, gaps: Mapping[tuple, G]) -> list[G | None]:
+    """The full-vs-scratch units (as `gaps` holds them, by key) `unit` needs shown (None where the progressive
+    study has none)."""
     return [gaps.get(g) for g in unit.gaps] if claim.needs_gap else []
 
 
@@ -199,25 +218,30 @@ ROBUSTNESS_READINGS = {
 }
 
 
-def robust_statuses(family: list[tuple[Unit, float]], by_claim: dict, alpha: float) -> dict[str, dict[Unit, str]]:
+def robust_statuses(judged: dict[str, list[Judged]], alpha: float) -> dict[str, dict[Judged, str]]:
     """Per robustness reading (ROBUSTNESS_READINGS), every unit's status with each contrast unit's p's replaced by
     that reading's (Robustness) and Holm taken again over the same family: what each verdict would be under it."""
-    every = {u: claim.every for claim in CLAIMS for u in by_claim[claim.id]}
+    every = {u: claim.every for claim in CLAIMS for u in judged[claim.id]}
+    in_family = [u for u in every if in_holm_family(u.unit)]
     readings = {}
     for reading, of in ROBUSTNESS_READINGS.items():
 
         def ps(u: Unit) -> tuple[float, float]:
             return of(u.robustness) if u.robustness is not None else (u.p_for, u.p_against)
 
-        in_family = [u for u, _ in family]
-        adjusted = dict(zip(in_family, hypothesis.holm([ps(u)[1] if every[u] else ps(u)[0] for u in in_family])))
-        readings[reading] = {u: unit_status(u, every[u], alpha, (*ps(u), adjusted.get(u, math.nan))) for u in every}
+        tested = [ps(u.unit)[1] if every[u] else ps(u.unit)[0] for u in in_family]
+        adjusted = dict(zip(in_family, hypothesis.holm(tested)))
+        readings[reading] = {
+            u: unit_status(u.unit, every[u], alpha, (*ps(u.unit), adjusted.get(u, math.nan))) for u in every
+        }
     return readings
 
 
-def verdict_text(claim: Claim, units: list[Unit], gaps: dict, status) -> str:
+def verdict_text(
+    claim: Claim, units: Sequence[Judged], gaps: Mapping[tuple, Judged], status: Callable[[Judged], str]
+) -> str:
     """The claim's verdict from its units' statuses (`status`: unit -> its status) and the gaps it needs."""
-    gap_units = [g for u in units for g in needed_gaps(claim, u, gaps)]
+    gap_units = [g for u in units for g in needed_gaps(claim, u.unit, gaps)]
     statuses = [status(u) for u in units]
     blockers = statuses + [status(g) if g is not None else "missing" for g in gap_units]
     if not units:
@@ -231,7 +255,7 @@ def verdict_text(claim: Claim, units: list[Unit], gaps: dict, status) -> str:
             return NO_VERDICT
         return "inconclusive"
     shown = [u for u in units if status(u) == "for"]
-    if any(all(g is not None and status(g) == "for" for g in needed_gaps(claim, u, gaps)) for u in shown):
+    if any(all(g is not None and status(g) == "for" for g in needed_gaps(claim, u.unit, gaps)) for u in shown):
         return "supported"
     if all(s == "against" for s in statuses):
         return "contradicted"
@@ -240,24 +264,38 @@ def verdict_text(claim: Claim, units: list[Unit], gaps: dict, status) -> str:
     return "inconclusive"
 
 
-def verdict(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, planned_family: int) -> dict:
-    gap_units = [g for u in units for g in needed_gaps(claim, u, gaps)]
+def verdict(
+    claim: Claim,
+    units: list[Judged],
+    gaps: dict[tuple, Judged],
+    ev: Evidence,
+    planned_family: int,
+    readings: dict[str, dict[Judged, str]],
+    checks: dict[tuple[str, int], TrainingCheck],
+) -> Verdict:
+    """The claim's Verdict from its judged units, the gaps it needs, the robustness readings' statuses
+    (robust_statuses) and the training-length checks."""
+    gap_units = [g for u in units for g in needed_gaps(claim, u.unit, gaps)]
     text = verdict_text(claim, units, gaps, lambda u: u.status)
     p, label = claim_p(claim, text, units, gap_units)
     undecided = text in ("inconclusive", NO_VERDICT)
-    return {
-        "claim": claim,
-        "id": claim.id,
-        "verdict": text,
-        "p": p,
-        "p_label": label,  # which p it is, and the error rate the verdict it decides holds
-        "units": units,
-        "plan": plan_trials(claim, units, gaps, ev, planned_family) if undecided else None,
-        "needs": command_for(claim, ev) if text == NOT_RUN else None,
-    }
+    decided = text in ("supported", "contradicted") and any(u.unit.robustness for u in units)
+    return Verdict(
+        claim,
+        text,
+        p,
+        label,
+        tuple(units),
+        plan_trials(claim, units, gaps, ev, planned_family) if undecided else None,
+        command_for(claim, ev) if text == NOT_RUN else None,
+        tuple(training_of([u.unit for u in units], checks)),
+        {reading: verdict_text(claim, units, gaps, statuses.__getitem__) for reading, statuses in readings.items()}
+        if decided
+        else {},
+    )
 
 
-def claim_p(claim: Claim, text: str, units: list[Unit], gap_units: list) -> tuple[float, str]:
+def claim_p(claim: Claim, text: str, units: list[Judged], gap_units: list[Judged | None]) -> tuple[float, str]:
     """The p that decides (or would decide) the claim's verdict, and what it is: the smallest Holm p
     of the side that decided it, or the intersection-union p (raw, the largest) of every unit's
     test (universal: for, with the gaps it needs; existential: against)."""
@@ -268,9 +306,9 @@ def claim_p(claim: Claim, text: str, units: list[Unit], gap_units: list) -> tupl
         deciding = [u.adjusted for u in units if u.status == side] or [u.adjusted for u in units]
         return min((p for p in deciding if np.isfinite(p)), default=math.nan), f"Holm, smallest, {side}; {FAMILYWISE}"
     if claim.every:
-        every_p = [u.p_for for u in units] + [g.p_for if g is not None else math.nan for g in gap_units]
+        every_p = [u.unit.p_for for u in units] + [g.unit.p_for if g is not None else math.nan for g in gap_units]
     else:
-        every_p = [u.p_against for u in units]
+        every_p = [u.unit.p_against for u in units]
     # undefined where any part is
     return hypothesis.intersection_union(every_p), f"intersection-union, raw max, {side}; {PER_CLAIM}"
 
@@ -286,23 +324,24 @@ def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.
     plan = _plan_for(unit, alpha, power, family)
     floor = validity.decidable_from(unit.test_type) if unit.test_type else None
     if unit.test_type and floor is None:
-        return hypothesis.TrialsPlan(None, None, None, unit.refused or "no number of trials calibrates its test")
-    no_power = plan.reason.startswith("no variance estimate") or (unit.result is None and unit.refused != "")
+        reason = unit.refused.reason if unit.refused else "no number of trials calibrates its test"
+        return hypothesis.TrialsPlan(None, None, None, reason)
+    no_power = plan.reason.startswith("no variance estimate") or (unit.result is None and unit.refused is not None)
     if floor is not None and plan.point is None and no_power:
         # nothing to plan power from (no SD; a refused statistic without a planner): the trials its design decides from
         return hypothesis.TrialsPlan(None, floor, None, f"{plan.reason}: its design decides from {floor} trials")
     if floor is None or plan.point is None:
         return plan
-    raised = [None if n is None else max(n, floor) for n in (plan.low, plan.point, plan.high)]
+    low, point, high = (None if n is None else max(n, floor) for n in (plan.low, plan.point, plan.high))
     reason = plan.reason or (f"its design decides from {floor} trials" if floor > (plan.point or 0) else "")
-    return hypothesis.TrialsPlan(*raised, reason)
+    return hypothesis.TrialsPlan(low, point, high, reason)
 
 
 def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.TrialsPlan:
     result = unit.result
     alpha = alpha / hurdle_parts(unit)
     if isinstance(result, hypothesis.Estimate):
-        if unit.shape == "within":
+        if unit.shape == "within" and unit.margin is not None:  # an equivalence has its margin (shape_p)
             return hypothesis.plan_equivalence(result, unit.margin, alpha, family, power)
         distance = {
             "greater": result.estimate,
@@ -318,8 +357,8 @@ def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis
     if isinstance(result, hypothesis.Bootstrap):
         floor = validity.decidable_from(unit.test_type) if unit.test_type else None
         return hypothesis.TrialsPlan(None, floor, None, "a bootstrap statistic: power is not computed")
-    if isinstance(result, dict) and np.isfinite(unit.estimate) and unit.estimate > 0:
-        n = hypothesis.trials_for_two_samples(unit.estimate, result["sd"], 2 * alpha / family, power)
+    if isinstance(result, Spread) and np.isfinite(unit.estimate) and unit.estimate > 0:
+        n = hypothesis.trials_for_two_samples(unit.estimate, result.sd, 2 * alpha / family, power)
         return hypothesis.TrialsPlan(
             None, n, None, "point value only (Welch)" if n else "no number of trials decides it"
         )
@@ -335,7 +374,9 @@ def plan_text(plan: hypothesis.TrialsPlan) -> str:
     return f"{plan.high or plan.point}" if plan.high else f"≥ {plan.point} (no upper end)" if plan.point else ""
 
 
-def plan_trials(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, planned_family: int) -> dict:
+def plan_trials(
+    claim: Claim, units: list[Judged], gaps: dict[tuple, Judged], ev: Evidence, planned_family: int
+) -> Plan:
     """Trials that would decide the claim: at α for a universal claim (intersection-union needs no
     adjustment), at α / family for an existential one (Bonferroni, the strictest Holm step), with
     the family of the planned design (every unit that more trials would make testable). Per
@@ -347,11 +388,13 @@ def plan_trials(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, plann
     command raises that unit's studies."""
     s = ev.settings
     family = 1 if claim.every else planned_family
-    blocking = [u for u in units if u.status != "for"]
-    blocking += [g for u in units for g in needed_gaps(claim, u, gaps) if g is not None and g.status != "for"]
-    points, reasons, ranges = {}, [], []
+    blocking = [u.unit for u in units if u.status != "for"]
+    blocking += [g.unit for u in units for g in needed_gaps(claim, u.unit, gaps) if g is not None and g.status != "for"]
+    points: dict[Unit, int] = {}
+    reasons: list[str] = []
+    ranges: list[str] = []
     for unit in dict.fromkeys(blocking):
-        if unit.refused == ONE_PROBE_SEED:
+        if unit.refused is not None and unit.refused.kind is Refusal.ONE_PROBE_SEED:
             reasons.append(f"{unit.name}: needs several probe seeds, not more trials")
             continue
         plan = plan_for(unit, s.alpha, s.power, family)
@@ -366,22 +409,22 @@ def plan_trials(claim: Claim, units: list[Unit], gaps: dict, ev: Evidence, plann
         route = list(points)  # every blocking unit more trials can decide
     else:
         routes = []
-        for unit in units:
-            parts = [x for x in (unit, *needed_gaps(claim, unit, gaps)) if x is None or x.status != "for"]
-            if parts and all(x in points for x in parts):  # a missing gap or an undecidable part: no route
-                routes.append(parts)
+        for judged in units:
+            parts = [x for x in (judged, *needed_gaps(claim, judged.unit, gaps)) if x is None or x.status != "for"]
+            if parts and all(x is not None and x.unit in points for x in parts):  # a missing gap or an undecidable part
+                routes.append([x.unit for x in parts if x is not None])
         route = min(routes, key=lambda parts: max(points[x] for x in parts), default=[])
     studies = {study for unit in route for study in unit.studies}
     if not route or not studies:
-        return {"trials": None, "command": None, "reasons": reasons, "ranges": ranges, "family": family}
+        return Plan(None, None, tuple(reasons), tuple(ranges), family)
     n = max(points[unit] for unit in route)
-    sizes = set()
+    sizes: set[int] | None = set()
     for unit in route:
         unit_sizes = {size for _, size in filter(None, (unit.key, *unit.gaps))}
         sizes = None if sizes is None or not unit_sizes else sizes | unit_sizes  # None: a unit of unknown size
     levels = validity.crossed_levels({u.test_type for u in route})  # where a study has a crossed seed_design
     command = "dvc exp run " + " ".join(trials_override(study, n, sizes, ev, levels) for study in sorted(studies))
-    return {"trials": n, "command": command, "reasons": reasons, "ranges": ranges, "family": family}
+    return Plan(n, command, tuple(reasons), tuple(ranges), family)
 
 
 def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence, levels: int) -> str:
@@ -407,7 +450,10 @@ def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence, le
 # --- what a claim that did not run needs -----------------------------------------------------------------------------
 
 
-MODIFIERS = ("reinit_lr_multiplier", "keep_layernorm", "epochs", "intermediate_tasks")
+CONDITION_MODIFIERS = tuple(key for key, modifier in STUDY_MODIFIERS.items() if modifier.figure is not None)
+"""The registry's modifiers that make a condition of their own, which a claim's Need names and a study must match:
+those with a figure of their own. seed_design crosses a study's trials and intermediate_size sizes its
+intermediate steps; neither changes what a run is compared as."""
 PAPER_SMALL = (500, 5)  # 001 App. D: the 500-example runs train five epochs (where train.small_size is 0)
 
 
@@ -429,9 +475,9 @@ def resolve(value, ev: Evidence, tasks: list[str]):
 
 
 def matching_study(studies: dict[str, StudyConfig], need: Need, ev: Evidence, tasks: list[str]) -> StudyConfig | None:
-    wanted = {m: resolve(need.modifiers.get(m), ev, tasks) for m in MODIFIERS}
+    wanted = {m: resolve(need.modifiers.get(m), ev, tasks) for m in CONDITION_MODIFIERS}
     for study in studies.values():
-        have = {m: getattr(study, m) for m in MODIFIERS}
+        have = {m: getattr(study, m) for m in CONDITION_MODIFIERS}
         have = {m: list(v) if isinstance(v, tuple) else v for m, v in have.items()}
         if study.scheme == need.scheme and {m: v or None for m, v in have.items()} == {
             m: v or None for m, v in wanted.items()
@@ -521,9 +567,10 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
     """The params changes (dotted key, "+" for a new study) that give `claim` its runs."""
     data_tasks = list(ev.data.tasks) if ev.data else []
     small = ev.train.small_size if ev.train else 0
-    probed = sorted(set(ev.probe["task"])) if not ev.probe.empty else []
+    probed = list(ev.probe_scores())
     reference = next((s for s in ev.studies.values() if s.scheme == "progressive"), None)
-    changes, every_task = {}, []
+    changes: dict[str, object] = {}
+    every_task: list[str] = []
     if any(need.sizes == "small" for need in claim.needs) and small < 1:  # no size trains small_epochs
         small = PAPER_SMALL[0]
         changes["train.small_size"], changes["train.small_epochs"] = PAPER_SMALL
@@ -540,7 +587,7 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
         modifiers = {k: resolve(v, ev, tasks) for k, v in need.modifiers.items()}
         # runs of other epochs are compared with the reference's plain runs at the same sizes and trials (the
         # other modifiers' studies train their own baselines)
-        paired = "epochs" in need.modifiers and reference is not None
+        paired = reference if "epochs" in need.modifiers else None
         if study:
             key = f"studies.{study.name}"
             if not set(tasks) <= set(study.tasks):
@@ -561,11 +608,11 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
                 **modifiers,
                 "tasks": tasks,
                 "sizes": added,
-                "trials": paired_trials(reference, added) if paired else 3,
+                "trials": paired_trials(paired, added) if paired is not None else 3,
             }
-        if paired and reference is not study:  # the reference then runs at those sizes too
-            plain = {task: sorted({*sizes_at(reference, task), *sizes[task]}) for task in tasks}
-            changes |= sizes_overrides(f"studies.{reference.name}", reference, plain)
+        if paired is not None and paired is not study:  # the reference then runs at those sizes too
+            plain = {task: sorted({*sizes_at(paired, task), *sizes[task]}) for task in tasks}
+            changes |= sizes_overrides(f"studies.{paired.name}", paired, plain)
         if need.probe and not set(tasks) <= set(probed):
             changes["probe.tasks"] = probed + [t for t in tasks if t not in probed]
         every_task += tasks + [t for t in flatten(modifiers.get("intermediate_tasks") or []) if t in TASKS]

@@ -46,7 +46,7 @@ def test_each_metrics_file_has_at_most_a_handful_of_keys_however_large_the_run()
     )
     headline = headline_metrics(references, "mrpc", 1000)
     assert leaves(headline) <= MAX_KEYS and headline["full_minus_scratch"] == 0.0
-    tally = verdict_tally([{"verdict": VERDICTS[i % len(VERDICTS)]} for i in range(36)])
+    tally = verdict_tally([VERDICTS[i % len(VERDICTS)] for i in range(36)])
     assert leaves(tally) == len(VERDICTS) <= MAX_KEYS and sum(tally.values()) == 36
     assert len(dataclasses.fields(FocusSummary)) <= MAX_KEYS
     for path in declared_metrics():  # the committed outputs, where a run has written them
@@ -60,5 +60,5 @@ def test_headline_is_null_where_no_study_ran_the_focus_task_and_size():
 
 
 def test_a_verdict_outside_the_known_ones_is_counted_not_dropped():
-    tally = verdict_tally([{"verdict": "supported"}, {"verdict": "something new"}])
+    tally = verdict_tally(["supported", "something new"])
     assert tally["supported"] == 1 and tally["something_new"] == 1 and tally["not_run"] == 0

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import stats
 
-from src.claims.units import NEAR_COLLAPSE_SHARE
+from src.claims.evidence import NEAR_COLLAPSE_SHARE
 from src.stats import hypothesis
 from src.tasks.kinds import COLLAPSE_SHARE
 from tools.calibrate.nulls import ACCURACY, CHUNK, EXAMPLES, MARGIN, NULLS, TRIALS, TWO_CONDITIONS, simulate

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from src.claims.units import NEAR_COLLAPSE_SHARE
+from src.claims.evidence import NEAR_COLLAPSE_SHARE
 from src.stats.collapse import HURDLE_PARTS, hurdle
 from tools.calibrate.estimates import estimates
 from tools.calibrate.nulls import CHUNK, NULLS, TRIALS, TWO_CONDITIONS, Null, simulate

@@ -62,11 +62,11 @@ def claim_truths(expected: Evidence) -> dict[str, bool | None]:
     verdicts.needed_gaps); a universal claim holds where all its units do, an existential one where some unit does;
     None (unknown) where a deciding part is, and for a claim without units."""
     verdicts, _ = judge_claims(expected)
-    gaps = {u.key: u for v in verdicts if v["id"] == "full_beats_scratch" for u in v["units"]}
+    gaps = {u.unit.key: u.unit for v in verdicts if v.id == "full_beats_scratch" for u in v.units}
     truths = {}
     for v in verdicts:
-        claim, parts = v["claim"], []
-        for unit in v["units"]:
+        claim, parts = v.claim, []
+        for unit in (u.unit for u in v.units):
             needed = needed_gaps(claim, unit, gaps)
             parts.append(_every([unit_holds(unit, unit.estimate), *(g and unit_holds(g, g.estimate) for g in needed)]))
         truths[claim.id] = (_every(parts) if claim.every else _some(parts)) if parts else None
@@ -79,7 +79,7 @@ def replicate_verdicts(ev: Evidence, null_name: str, levels: dict, seed: int, re
     start = time.perf_counter()
     evidence = null_replicate(ev, REPORT_NULLS[null_name], levels, np.random.default_rng([seed, replicate]))
     verdicts, _ = judge_claims(evidence)
-    return {v["id"]: v["verdict"] for v in verdicts}, time.perf_counter() - start
+    return {v.id: v.text for v in verdicts}, time.perf_counter() - start
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,17 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
 
-from src.claims.claim import BLOCKS, PROBED, SEED_001, Claim, Shared, plain_by, refs
-from src.claims.evidence import Evidence
-from src.claims.units import Unit, contrast_unit
+from src.claims.claim import BLOCKS, PROBED, SEED_001, Claim, Shared
+from src.claims.evidence import Evidence, grouped
+from src.claims.units import Refusal, Refused, Unit, contrast_unit
 
 
 def highest_probing_window(ev: Evidence, shared: Shared, task: str, window: int) -> int | None:
@@ -34,27 +36,26 @@ def block_units(
     """The highest-probing block (reinitialised or alone preserved: `scheme`) against the full
     model or scratch (`against`), a paired contrast of `shape` and `margin` (contrast_unit's)."""
     units = []
-    for (task, size), rows in plain_by(ev, scheme).groupby(["task", "size"]):
-        window = int(rows["window"].iloc[0])
-        start = highest_probing_window(ev, shared, task, window)
-        chosen = rows[rows["layer"] == start]
-        if start is None or chosen.empty:
+    for (task, size), conditions in grouped(ev.conditions(scheme), lambda c: (c.task, c.size)):
+        window = conditions[0].condition.window
+        start = highest_probing_window(ev, shared, task, window) if window is not None else None
+        chosen = [c for c in conditions if c.condition.layer == start]
+        if start is None or not chosen:
             continue
-        full, scratch = refs(rows)
-        reference = full if against == "full" else scratch
+        refs = conditions[0].refs
+        reference = refs.full if against == "full" else refs.scratch
         unit = contrast_unit(
             ev,
             claim,
             task,
-            int(size),
-            {chosen["slug"].iloc[0]: 1, reference: -1},
+            size,
+            {chosen[0].slug: 1, reference: -1},
             test,
             name=f"{task} n={size} layers {start}-{start + window - 1}",
             shape=shape,
             margin=margin,
             gap=True,
-        )
-        unit.notes.append(
+        ).noted(
             f"block chosen by the highest mean probe score ({shared.probes[task].seeds} probe seed(s); "
             "the choice is not resampled)"
         )
@@ -108,28 +109,32 @@ def useful_layers_differ_by_task(ev: Evidence, shared: Shared) -> list[Unit]:
     """Two-way ANOVA (statsmodels) of block-reinit scores on task × block: the interaction's F
     test. It can show that the profiles differ, never that they are alike (no p against)."""
     units = []
-    reinit = plain_by(ev, "block_reinit")
-    for size, rows in reinit[reinit["status"] == "ok"].groupby("size"):
-        if rows["task"].nunique() < 2 or rows["layer"].nunique() < 2:
+    for (size,), conditions in grouped(ev.conditions("block_reinit"), lambda c: (c.size,)):
+        runs = [(c.task, c.condition.layer, run.study, run.value) for c in conditions for run in c.finished()]
+        tasks, cells = sorted({task for task, *_ in runs}), Counter((task, layer) for task, layer, *_ in runs)
+        if len(tasks) < 2 or len({layer for _, layer in cells}) < 2:
             continue
-        fit = smf.ols("value ~ C(task) * C(layer)", data=rows.astype({"value": float})).fit()
+        fit = smf.ols(
+            "value ~ C(task) * C(layer)", data=pd.DataFrame(runs, columns=["task", "layer", "study", "value"])
+        ).fit()
         table = anova_lm(fit, typ=2)
         p = float(table.loc["C(task):C(layer)", "PR(>F)"]) if "C(task):C(layer)" in table.index else math.nan
         unit = Unit(
             "useful_layers_differ_by_task",
-            f"n={size}: {', '.join(sorted(rows['task'].unique()))}",
+            f"n={size}: {', '.join(tasks)}",
             "task × block interaction in block-reinit scores (two-way ANOVA F)",
             float(table.loc["C(task):C(layer)", "F"]) if np.isfinite(p) else math.nan,
             (math.nan, math.nan),
-            int(rows.groupby(["task", "layer"]).size().min()),
+            min(cells.values()),
             p_for=p,
-            studies=tuple(sorted(set(rows["study"]))),
-            reads=tuple((task, int(size)) for task in sorted(rows["task"].unique())),
+            studies=tuple(sorted({study for *_, study, _ in runs})),
+            reads=tuple((task, size) for task in tasks),
+            notes=("estimate is the F statistic; the test cannot show that the profiles are alike",),
+            refused=None
+            if np.isfinite(p)
+            else Refused(Refusal.ONE_RUN_PER_CELL, "one run per cell: no residual variance"),
+            interval_note="an F statistic: no interval",
         )
-        unit.interval_note = "an F statistic: no interval"
-        unit.notes.append("estimate is the F statistic; the test cannot show that the profiles are alike")
-        if not np.isfinite(p):
-            unit.refused = "one run per cell: no residual variance"
         units.append(unit)
     return units
 
@@ -138,13 +143,13 @@ def block_pair_units(ev: Evidence, claim: str, scheme: str, pairs, tasks: tuple 
     """Two blocks of one scheme (reinitialised or alone preserved) against each other per task and
     size: `pairs(task, starts, L)` gives (block a's start, block b's start, test) for a − b > 0, or None."""
     units = []
-    for (task, size), rows in plain_by(ev, scheme).groupby(["task", "size"]):
-        by_start = dict(zip(rows["layer"].astype(int), rows["slug"]))
+    for (task, size), conditions in grouped(ev.conditions(scheme), lambda c: (c.task, c.size)):
+        by_start = {c.condition.layer: c.slug for c in conditions}
         pair = pairs(task, sorted(by_start), ev.num_layers) if not tasks or task in tasks else None
         if pair is None or pair[0] == pair[1] or not {pair[0], pair[1]} <= set(by_start):
             continue
         a, b, test = pair
-        units.append(contrast_unit(ev, claim, task, int(size), {by_start[a]: 1, by_start[b]: -1}, test, gap=gap))
+        units.append(contrast_unit(ev, claim, task, size, {by_start[a]: 1, by_start[b]: -1}, test, gap=gap))
     return units
 
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
-from src.claims.claim import SEED_004, Claim, Need, Shared, plain_by, refs
-from src.claims.evidence import Evidence
+from src.claims.claim import SEED_004, Claim, Need, Shared
+from src.claims.evidence import Evidence, grouped
 from src.claims.units import Unit, contrast_unit
 from src.stats import hypothesis
 
@@ -35,12 +36,14 @@ def head_groups(ev: Evidence, layers: Callable[[int], set], every_head: bool) ->
     with `every_head` only the layers where every head of the model ran (none where the number of
     heads is unknown)."""
     groups = {}
-    for (task, size, layer), rows in plain_by(ev, "head").groupby(["task", "size", "layer"]):
-        by_head = dict(zip(rows["head_index"].astype(int), rows["slug"]))
-        if int(layer) in layers(ev.num_layers) and (
+    for (task, size, layer), conditions in grouped(
+        ev.conditions("head"), lambda c: (c.task, c.size, c.condition.layer)
+    ):
+        by_head = {c.condition.head_index: c.slug for c in conditions}
+        if layer in layers(ev.num_layers) and (
             not every_head or (ev.num_heads and set(by_head) == set(range(ev.num_heads)))
         ):
-            groups[(task, int(size), int(layer))] = (by_head, refs(rows)[0])
+            groups[(task, size, layer)] = (by_head, conditions[0].refs.full)
     return groups
 
 
@@ -94,20 +97,20 @@ def percentile_units(ev: Evidence, claim: str, layers: Callable[[int], set]) -> 
             f"estimate: the {PERCENTILE:.0%} percentile of head reinit − full",
             float(np.percentile([-h.estimate for h in heads], 100 * PERCENTILE)),
             (math.nan, math.nan),
-            min(h.n for h in heads),
+            min(cast(int, h.n) for h in heads),  # a contrast unit's n: its trials
             studies=tuple(sorted({s for h in heads for s in h.studies})),
             key=(task, size),
             test_type=heads[0].test_type,
             collapse={slug: rate for h in heads for slug, rate in h.collapse.items()},  # full's and each head's
+            refused=next((h.refused for h in heads if h.refused), None),
             interval_note="a count of heads: no interval",
         )
-        unit.refused = next((h.refused for h in heads if h.refused), "")
         if not unit.refused:
-            p_for, p_against = (
-                sorted(hypothesis.holm([getattr(h, side) for h in heads])) for side in ("p_for", "p_against")
+            p_for = sorted(hypothesis.holm([h.p_for for h in heads]))
+            p_against = sorted(hypothesis.holm([h.p_against for h in heads]))
+            unit = replace(unit, p_for=p_for[m - 1], p_against=p_against[count - m]).noted(
+                f"{sum(p < ev.settings.alpha for p in p_for)} of {count} heads lower it after Holm"
             )
-            unit.p_for, unit.p_against = p_for[m - 1], p_against[count - m]
-            unit.notes.append(f"{sum(p < ev.settings.alpha for p in p_for)} of {count} heads lower it after Holm")
         units.append(unit)
     return units
 

@@ -6,35 +6,41 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
+
 from src.claims.claim import SEED_001, Claim, Need, Shared, variance_ratio_unit
-from src.claims.evidence import Evidence
+from src.claims.evidence import ConditionRuns, Evidence, grouped
 from src.claims.units import Unit, contrast_unit
+from src.conditions.condition import Condition
 
 LR_MULTIPLIER = Need("progressive", "lr_multiplier", {"ks": [0, 3]}, {"reinit_lr_multiplier": 5})
 
 
 def modified_units(
-    ev: Evidence, claim: str, select, shape: str, test: str, sizes=lambda size: True, sign: int = 1
+    ev: Evidence,
+    claim: str,
+    select: Callable[[Condition], bool],
+    shape: str,
+    test: str,
+    sizes: Callable[[int], bool] = lambda size: True,
+    sign: int = 1,
 ) -> list[Unit]:
-    """Each modified condition (`select` of the runs) against the plain run at the same task, size
+    """Each modified condition of a k (that `select` takes) against the plain run at the same task, size
     and k, paired by trial: sign * (modified − plain)."""
-    units, plain = [], ev.plain()
-    modified = ev.runs[~ev.runs["plain"]] if "plain" in ev.runs else ev.runs.iloc[0:0]
-    for (task, size, k, slug), _ in select(modified).groupby(["task", "size", "k", "slug"]):
-        if not sizes(int(size)):
-            continue
-        base = plain[
-            (plain["scheme"] == "progressive") & (plain["task"] == task) & (plain["size"] == size) & (plain["k"] == k)
-        ]
-        if base.empty:
+    units = []
+    for (task, size, k, slug), _ in modified_by_k(ev, select):
+        base = ev.curve(task, size).get(k)
+        if not sizes(size) or base is None:
             continue
         units.append(
             contrast_unit(
                 ev,
                 claim,
                 task,
-                int(size),
-                {slug: sign, base["slug"].iloc[0]: -sign},
+                size,
+                {slug: sign, base.slug: -sign},
                 test,
                 name=f"{task} n={size} {slug}",
                 shape=shape,
@@ -42,6 +48,12 @@ def modified_units(
             )
         )
     return units
+
+
+def modified_by_k(ev: Evidence, select: Callable[[Condition], bool]) -> list[tuple[tuple, list[ConditionRuns]]]:
+    """The modified conditions of a k that `select` takes, by (task, size, k, slug)."""
+    chosen = [c for c in ev.conditions(plain=False) if c.condition.k is not None and select(c.condition)]
+    return grouped(chosen, lambda c: (c.task, c.size, c.condition.k, c.slug))
 
 
 def default_epochs(ev: Evidence, size: int) -> int:
@@ -53,12 +65,7 @@ def longer_training(ev: Evidence, shared: Shared) -> list[Unit]:
     return modified_units(
         ev,
         "epochs_beyond_3_do_not_help_with_plenty_of_data",
-        lambda r: r[
-            (r["lr_multiplier"] == 1)
-            & ~r["keep_layernorm"].astype(bool)
-            & r["intermediate_task"].isna()
-            & (r["epochs"] > r["size"].map(lambda s: default_epochs(ev, s)))
-        ],
+        lambda c: not c.modified and c.epochs > default_epochs(ev, c.size),
         "below",
         f"longer − default epochs < {ev.settings.modifier_margin} (non-superiority)",
         sizes=lambda s: s > small,
@@ -70,12 +77,7 @@ def five_epochs_help(ev: Evidence, shared: Shared) -> list[Unit]:
     return modified_units(
         ev,
         "five_epochs_help_with_little_data",
-        lambda r: r[
-            (r["lr_multiplier"] == 1)
-            & ~r["keep_layernorm"].astype(bool)
-            & r["intermediate_task"].isna()
-            & (r["epochs"] < r["size"].map(lambda s: default_epochs(ev, s)))
-        ],
+        lambda c: not c.modified and c.epochs < default_epochs(ev, c.size),
         "greater",
         "default (small_epochs) − fewer epochs > 0",
         sizes=lambda s: s <= small,
@@ -83,42 +85,37 @@ def five_epochs_help(ev: Evidence, shared: Shared) -> list[Unit]:
     )
 
 
+def five_times_lr(c: Condition, num_layers: int) -> bool:
+    """A condition of the lr-multiplier study that reinitialises some layer (k < L)."""
+    return c.lr_multiplier != 1 and c.k is not None and c.k < num_layers
+
+
 def lr_no_gain(ev: Evidence, shared: Shared) -> list[Unit]:
     return modified_units(
         ev,
         "lr_multiplier_does_not_help",
-        lambda r: r[(r["lr_multiplier"] != 1) & (r["k"] < ev.num_layers)],
+        lambda c: five_times_lr(c, ev.num_layers),
         "below",
         f"5× lr − plain < {ev.settings.modifier_margin} (non-superiority)",
     )
 
 
 def lr_adds_variance(ev: Evidence, shared: Shared) -> list[Unit]:
-    units, plain = [], ev.plain()
-    modified = ev.runs[~ev.runs["plain"]] if "plain" in ev.runs else ev.runs.iloc[0:0]
-    modified = modified[
-        (modified["lr_multiplier"] != 1) & (modified["k"] < ev.num_layers) & (modified["status"] == "ok")
-    ]
-    for (task, size, k, slug), rows in modified.groupby(["task", "size", "k", "slug"]):
-        base = plain[
-            (plain["scheme"] == "progressive")
-            & (plain["task"] == task)
-            & (plain["size"] == size)
-            & (plain["k"] == k)
-            & (plain["status"] == "ok")
-        ]
-        a, b = rows["value"].to_numpy(float), base["value"].to_numpy(float)
-        if len(b) == 0:
+    units = []
+    for (task, size, k, slug), (modified,) in modified_by_k(ev, lambda c: five_times_lr(c, ev.num_layers)):
+        base = ev.curve(task, size).get(k)
+        finished, plain = modified.finished(), base.finished() if base is not None else []
+        if not finished or not plain:
             continue
         units.append(
             variance_ratio_unit(
                 "lr_multiplier_adds_variance",
                 f"{task} n={size} {slug}",
                 "var(5× lr) / var(plain) > 1 (F test, one-sided)",
-                a,
-                b,
-                tuple(sorted(set(rows["study"]) | set(base["study"]))),
-                reads=((task, int(size)),),
+                np.array([run.value for run in finished]),
+                np.array([run.value for run in plain]),
+                tuple(sorted({run.study for run in finished + plain})),
+                reads=((task, size),),
             )
         )
     return units
@@ -128,7 +125,7 @@ def keep_layernorm_no_help(ev: Evidence, shared: Shared) -> list[Unit]:
     return modified_units(
         ev,
         "keep_layernorm_does_not_help",
-        lambda r: r[r["keep_layernorm"].astype(bool) & (r["k"] < ev.num_layers)],
+        lambda c: c.keep_layernorm and c.k is not None and c.k < ev.num_layers,
         "below",
         f"kept LayerNorm − plain < {ev.settings.modifier_margin} (non-superiority)",
     )

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from src.claims.claim import SEED_001, Claim, Need, Shared, p_text, plain_by, refs
-from src.claims.evidence import Evidence
-from src.claims.units import Unit, contrast_unit, design_refusal
+from src.claims.claim import SEED_001, Claim, Need, Shared, p_text
+from src.claims.evidence import Evidence, grouped
+from src.claims.units import Refusal, Unit, contrast_unit, design_refusal, refuse
 from src.stats import correlation, hypothesis, validity
 
 PERMUTATION = Need("permutation", "permutation")
@@ -21,15 +21,14 @@ PERMUTATION = Need("permutation", "permutation")
 
 def permutation_lowers_accuracy(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
-    for (task, size), rows in plain_by(ev, "permutation").groupby(["task", "size"]):
-        full, _ = refs(rows)
+    for (task, size), conditions in grouped(ev.conditions("permutation"), lambda c: (c.task, c.size)):
         units.append(
             contrast_unit(
                 ev,
                 "permutation_lowers_accuracy",
                 task,
-                int(size),
-                {full: 1, rows["slug"].iloc[0]: -1},
+                size,
+                {conditions[0].refs.full: 1, conditions[0].slug: -1},
                 "full − permuted > 0",
             )
         )
@@ -38,15 +37,15 @@ def permutation_lowers_accuracy(ev: Evidence, shared: Shared) -> list[Unit]:
 
 def permuted_closer_to_scratch(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
-    for (task, size), rows in plain_by(ev, "permutation").groupby(["task", "size"]):
-        full, scratch = refs(rows)
+    for (task, size), conditions in grouped(ev.conditions("permutation"), lambda c: (c.task, c.size)):
+        refs = conditions[0].refs
         units.append(
             contrast_unit(
                 ev,
                 "permuted_closer_to_scratch",
                 task,
-                int(size),
-                {full: 0.5, scratch: 0.5, rows["slug"].iloc[0]: -1},
+                size,
+                {refs.full: 0.5, refs.scratch: 0.5, conditions[0].slug: -1},
                 "(full + scratch)/2 − permuted > 0 (below the midpoint)",
                 gap=True,
             )
@@ -59,15 +58,20 @@ RELATIVELY_HIGH = 0.5  # Table 1's "relatively high" correlations (0.72-0.83 the
 
 def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
-    permuted = plain_by(ev, "permutation")
-    permuted = permuted[permuted["status"] == "ok"]
-    for size, rows in permuted.groupby("size"):
-        by_task = rows.pivot_table(index="trial", columns="task", values="value")
-        tasks = list(by_task.columns)
+    for (size,), conditions in grouped(ev.conditions("permutation"), lambda c: (c.size,)):
+        finished = [(c.task, run) for c in conditions for run in c.finished()]
+        scores: dict[str, dict[int, list[float]]] = {}
+        for task, run in finished:
+            scores.setdefault(task, {}).setdefault(run.trial, []).append(run.value)
+        by_task = {
+            task: {trial: float(np.mean(v)) for trial, v in by_trial.items()} for task, by_trial in scores.items()
+        }
+        tasks = sorted(by_task)
         for i, a in enumerate(tasks):
             for b in tasks[i + 1 :]:
-                pair = by_task[[a, b]].dropna()
-                rho, n = hypothesis.spearman(pair[a], pair[b]), len(pair)
+                trials = sorted(by_task[a].keys() & by_task[b].keys())  # the same permutations
+                x, y = np.array([by_task[a][t] for t in trials]), np.array([by_task[b][t] for t in trials])
+                rho, n = hypothesis.spearman(x, y), len(trials)
                 unit = Unit(
                     "permutation_affects_tasks_alike",
                     f"{a} ~ {b} n={size}",
@@ -76,18 +80,21 @@ def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
                     (math.nan, math.nan),
                     n,
                     margin=RELATIVELY_HIGH,
-                    studies=tuple(sorted(set(rows["study"]))),
-                    reads=((a, int(size)), (b, int(size))),
+                    studies=tuple(sorted({run.study for _, run in finished})),
+                    reads=((a, size), (b, size)),
+                    notes=(
+                        "exact permutation p of ρ > 0 (raw, one-sided) = "
+                        + p_text(hypothesis.exact_spearman_p(x, y, "greater") if n >= 3 else math.nan),
+                    ),
                     interval_note="no interval printed",
                 )
-                unit.notes.append(
-                    "exact permutation p of ρ > 0 (raw, one-sided) = "
-                    + p_text(hypothesis.exact_spearman_p(pair[a], pair[b], "greater") if n >= 3 else math.nan)
-                )
                 if not np.isfinite(rho):
-                    unit.refused = unit.interval_note = "ρ undefined: fewer than 2 distinct scores on a side"
-                elif not design_refusal(unit, "spearman-margin", n).refused:
-                    unit.p_for, unit.p_against = correlation.spearman_above(rho, n, RELATIVELY_HIGH)
+                    unit = refuse(unit, Refusal.TOO_FEW, "ρ undefined: fewer than 2 distinct scores on a side")
+                else:
+                    unit = design_refusal(unit, "spearman-margin", n)
+                    if not unit.refused:
+                        p_for, p_against = correlation.spearman_above(rho, n, RELATIVELY_HIGH)
+                        unit = replace(unit, p_for=p_for, p_against=p_against)
                 units.append(unit)
     return units
 

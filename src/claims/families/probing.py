@@ -7,7 +7,6 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -22,11 +21,8 @@ from src.claims.claim import (
     curve_contrasts,
     k_text,
     p_text,
-    plain_by,
-    refs,
 )
 from src.claims.curves import (
-    PROBE_MEASURES,
     Curve,
     ProbeCurve,
     along_draws,
@@ -34,17 +30,23 @@ from src.claims.curves import (
     probe_contrast,
     probe_measure_curve,
 )
-from src.claims.evidence import Evidence, chance_level
-from src.claims.units import ONE_PROBE_SEED, Unit, bootstrap_unit, contrast_unit, estimate_test_unit
+from src.claims.evidence import PROBE_MEASURES, Evidence, chance_level, grouped
+from src.claims.units import (
+    ONE_PROBE_SEED,
+    Refusal,
+    Refused,
+    Unit,
+    bootstrap_unit,
+    contrast_unit,
+    estimate_test_unit,
+    refuse,
+)
 from src.stats import hypothesis
 from src.stats.curves import first_reaching
 
 
 def probe_units_refused(unit: Unit, probe: ProbeCurve) -> Unit:
-    if probe.draws is None:
-        unit.refused, unit.p_for, unit.p_against = ONE_PROBE_SEED, math.nan, math.nan
-        unit.interval, unit.interval_note = (math.nan, math.nan), ONE_PROBE_SEED
-    return unit
+    return refuse(unit, Refusal.ONE_PROBE_SEED, ONE_PROBE_SEED) if probe.draws is None else unit
 
 
 def paired_draws(probe: ProbeCurve, curve: Curve) -> np.ndarray:
@@ -74,11 +76,11 @@ def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
             margin=margin,
             gaps=((task, size),),
             studies=curve.studies,
-            notes=[
+            notes=(
                 f"{probe.seeds} probe seed(s); the draws resample the trials, the {probe.resampled}",
                 f"exact permutation p of ρ (raw) = {p_text(hypothesis.exact_spearman_p(probe.mean, curve.mean))}",
                 *secondary_probe_measures(ev, task, curve),
-            ],
+            ),
         )
         units.append(probe_units_refused(unit, probe))
     return units
@@ -122,7 +124,7 @@ def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
             reads_seed_design=read,
             gaps=((task, sizes[0]), (task, sizes[-1])),
             studies=tuple(sorted(set(small.studies + large.studies))),
-            notes=[f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}"],
+            notes=(f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}",),
         )
         units.append(probe_units_refused(unit, probe))
     return units
@@ -144,11 +146,13 @@ def probe_near_chance_units(ev: Evidence, shared: Shared, claim: str, task: str,
             replace(estimate, estimate=estimate.estimate - chance),
             shape="within",
             margin=margin,
-            notes=[f"chance level {chance:.3f}; {probe.seeds} probe seed(s) as trials"],
+            notes=(f"chance level {chance:.3f}; {probe.seeds} probe seed(s) as trials",),
         )
         unit = probe_units_refused(unit, probe)
         if not np.isfinite(chance):
-            unit.refused = "chance level unknown without the eval labels"
+            unit = replace(
+                unit, refused=Refused(Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels")
+            )
         units.append(unit)
     return units
 
@@ -156,18 +160,17 @@ def probe_near_chance_units(ev: Evidence, shared: Shared, claim: str, task: str,
 def sst2_early_layers(ev: Evidence, shared: Shared) -> list[Unit]:
     claim = "sst2_early_layers_transfer_though_probing_near_chance"
     units = probe_near_chance_units(ev, shared, claim, "sst2", range(1, 4))
-    blocks = plain_by(ev, "block_preserve")
-    for (task, size), rows in blocks[blocks["task"] == "sst2"].groupby(["task", "size"]):
-        first = rows[rows["layer"] == 1]
-        if len(first):
-            _, scratch = refs(rows)
+    sst2 = [c for c in ev.conditions("block_preserve") if c.task == "sst2"]
+    for (task, size), conditions in grouped(sst2, lambda c: (c.task, c.size)):
+        first = [c for c in conditions if c.condition.layer == 1]
+        if first:
             units.append(
                 contrast_unit(
                     ev,
                     claim,
                     task,
-                    int(size),
-                    {first["slug"].iloc[0]: 1, scratch: -1},
+                    size,
+                    {first[0].slug: 1, conditions[0].refs.scratch: -1},
                     "preserve(first block) − scratch > 0",
                     name=f"sst2 n={size} first block preserved",
                 )
@@ -215,7 +218,7 @@ def probe_needs_more_layers(ev: Evidence, shared: Shared) -> list[Unit]:
             kind="bootstrap",
             gaps=((task, size),),
             studies=curve.studies,
-            notes=[f"k90 probe {k_text(first_reaching(probe.mean))}, finetuning {k_text(first_reaching(curve.mean))}"],
+            notes=(f"k90 probe {k_text(first_reaching(probe.mean))}, finetuning {k_text(first_reaching(curve.mean))}",),
         )
         units.append(probe_units_refused(unit, probe))
     return units
@@ -230,10 +233,10 @@ def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
                 task,
                 f"probe(layer {L - 2}) − probe(layer {L}) > 0, paired by probe seed",
                 probe_contrast(ev, task, probe, {L - 2: 1, L: -1}),
-                notes=[
+                notes=(
                     f"{probe.seeds} probe seed(s) as trials"
-                    + (", crossed with the eval examples" if probe.eval_resampled else " (no stored predictions)")
-                ],
+                    + (", crossed with the eval examples" if probe.eval_resampled else " (no stored predictions)"),
+                ),
             ),
             probe,
         )
@@ -261,10 +264,10 @@ def sst2_probe_more_gradual(ev: Evidence, shared: Shared) -> list[Unit]:
         else np.full(1, np.nan),
         min(qnli.seeds, sst2.seeds),
         kind="bootstrap-difference",
-        notes=[
+        notes=(
             f"steepest step {steepest_probe_step(sst2.mean):.3f} (SST-2), {steepest_probe_step(qnli.mean):.3f} (QNLI); "
-            "the two tasks' eval sets and seeds are drawn independently"
-        ],
+            "the two tasks' eval sets and seeds are drawn independently",
+        ),
     )
     return [probe_units_refused(unit, sst2 if sst2.draws is None else qnli)]
 

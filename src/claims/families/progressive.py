@@ -24,14 +24,11 @@ from src.claims.claim import (
     k_text,
     one_sided_welch,
     per_trial_contrast,
-    plain_by,
-    refs,
-    slugs_by_k,
     variance_ratio_unit,
 )
 from src.claims.curves import along_draws, curves_design
-from src.claims.evidence import Evidence, chance_level, studies_of
-from src.claims.units import Unit, bootstrap_unit, contrast_unit, slope_unit
+from src.claims.evidence import Evidence, chance_level, grouped, studies_of
+from src.claims.units import Refusal, Refused, Unit, bootstrap_unit, contrast_unit, slope_unit
 from src.stats.curves import drop_point, first_reaching, linear_r2
 
 
@@ -48,11 +45,9 @@ def few_threshold(ev: Evidence) -> int:
 def size_pairs(ev: Evidence, tasks: tuple = (), ratio: float = 1.0):
     """(task, smallest, largest, {k: slug} at each) for every task (of `tasks`) whose progressive study
     ran two sizes at least `ratio` apart."""
-    progressive = plain_by(ev, "progressive")
-    for task, rows in progressive.groupby("task"):
-        sizes = sorted(set(rows["size"].astype(int)))
+    for task, sizes in ev.curve_sizes().items():
         if (not tasks or task in tasks) and len(sizes) > 1 and sizes[-1] >= ratio * sizes[0]:
-            at = {size: slugs_by_k(rows[rows["size"] == size]) for size in (sizes[0], sizes[-1])}
+            at = {size: {k: c.slug for k, c in ev.curve(task, size).items()} for size in (sizes[0], sizes[-1])}
             yield task, sizes[0], sizes[-1], at[sizes[0]], at[sizes[-1]]
 
 
@@ -84,8 +79,8 @@ def size_pair_units(
             b,
             studies=studies,
             reads=((task, small), (task, large)),
+            notes=("trials only: the eval set's noise, common to both sizes, is not in the variance",),
         )
-        unit.notes.append("trials only: the eval set's noise, common to both sizes, is not in the variance")
         units.append(unit)
     return units
 
@@ -128,11 +123,11 @@ def curve_shift_units(ev: Evidence, shared: Shared, claim: str, statistic, label
                 reads_seed_design=read,
                 gaps=((task, sizes[0]), (task, sizes[-1])),
                 studies=tuple(sorted(set(small.studies + large.studies))),
-                notes=[
+                notes=(
                     *small.notes,
                     *large.notes,
                     f"{label} {k_text(value[sizes[0]])} at n={sizes[0]}, {k_text(value[sizes[-1]])} at n={sizes[-1]}",
-                ],
+                ),
             )
         )
     return units
@@ -162,7 +157,7 @@ def cola_near_linear(ev: Evidence, shared: Shared) -> list[Unit]:
                 kind="bootstrap",
                 studies=curve.studies,
                 reads=(("cola", size),),
-                notes=[f"R² = {linear_r2(curve.mean):.3f}"],
+                notes=(f"R² = {linear_r2(curve.mean):.3f}",),
             )
         )
     return units
@@ -178,7 +173,7 @@ def later_reinit_costs_less(ev: Evidence, shared: Shared) -> list[Unit]:
             curve.per_trial,
             studies=curve.studies,
             reads=((task, size),),
-            notes=list(curve.notes),
+            notes=tuple(curve.notes),
         )
         for (task, size), curve in shared.curves.items()
     ]
@@ -288,16 +283,16 @@ def subsampling_variance(ev: Evidence, shared: Shared) -> list[Unit]:
 
 def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
-    for (task, size), rows in plain_by(ev, "progressive").groupby(["task", "size"]):
-        _, scratch = refs(rows)
+    for (task, size), conditions in grouped(ev.conditions("progressive"), lambda c: (c.task, c.size)):
+        scratch = conditions[0].refs.scratch
         chance = chance_level(ev, task)
-        if scratch not in set(rows["slug"]):
+        if scratch not in {c.slug for c in conditions}:
             continue
         unit = contrast_unit(
             ev,
             "all_reinit_at_chance",
             task,
-            int(size),
+            size,
             {scratch: 1},
             f"|scratch − chance| < {ev.settings.chance_margin} (TOST)",
             shape="within",
@@ -305,13 +300,14 @@ def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
             shift=chance if np.isfinite(chance) else 0.0,
         )
         if not np.isfinite(chance):
-            unit.refused, unit.p_for, unit.p_against = (
-                "chance level unknown without the eval labels",
-                math.nan,
-                math.nan,
+            unit = replace(
+                unit,
+                refused=Refused(Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels"),
+                p_for=math.nan,
+                p_against=math.nan,
             )
         else:
-            unit.notes.append(f"chance level {chance:.3f}")
+            unit = unit.noted(f"chance level {chance:.3f}")
         units.append(unit)
     return units
 

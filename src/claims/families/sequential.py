@@ -7,7 +7,7 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 from __future__ import annotations
 
 from src.claims.claim import SEED_004, Claim, Need, Shared
-from src.claims.evidence import Evidence
+from src.claims.evidence import Evidence, grouped
 from src.claims.units import Unit, contrast_unit
 
 
@@ -15,9 +15,9 @@ def sequential_units(ev: Evidence, claim: str, sign_of, intermediates: tuple = (
     """Each (final, intermediate) pair of the sequential runs (of `intermediates`, every one where
     empty) against direct finetuning: sign_of(final) * (after intermediate − direct) > 0."""
     units = []
-    runs = ev.runs[ev.runs["intermediate_task"].notna()] if "intermediate_task" in ev.runs else ev.runs.iloc[0:0]
-    for (task, size, slug), rows in runs.groupby(["task", "size", "slug"]):
-        intermediate, sign = rows["intermediate_task"].iloc[0], sign_of(task)
+    sequential = [c for c in ev.conditions(plain=None) if c.condition.intermediate_task is not None]
+    for (task, size, slug), (c,) in grouped(sequential, lambda c: (c.task, c.size, c.slug)):
+        intermediate, sign = c.condition.intermediate_task, sign_of(task)
         if intermediates and intermediate not in intermediates:
             continue
         units.append(
@@ -25,8 +25,8 @@ def sequential_units(ev: Evidence, claim: str, sign_of, intermediates: tuple = (
                 ev,
                 claim,
                 task,
-                int(size),
-                {slug: sign, rows["ref_baseline"].iloc[0]: -sign},
+                size,
+                {slug: sign, c.refs.baseline: -sign},
                 "after intermediate − direct > 0" if sign > 0 else "direct − after intermediate > 0 (the exception)",
                 name=f"{task} n={size} after {intermediate}",
             )

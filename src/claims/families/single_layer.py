@@ -6,24 +6,25 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 
 from __future__ import annotations
 
-from src.claims.claim import SEED_001, Claim, Need, Shared, plain_by, refs
-from src.claims.evidence import Evidence
+from src.claims.claim import SEED_001, Claim, Need, Shared
+from src.claims.evidence import Evidence, grouped
 from src.claims.units import Unit, contrast_unit
 
 
 def single_layer_barely_matters(ev: Evidence, shared: Shared) -> list[Unit]:
     units, margin = [], ev.settings.single_layer_margin
-    for (task, size, layer), rows in plain_by(ev, "single_layer").groupby(["task", "size", "layer"]):
-        full, _ = refs(rows)
-        name = f"{task} n={size} layer {int(layer)}"
-        if task == "cola" and int(layer) == 1:  # the paper's own exception: layer 1 matters on CoLA
+    by_layer = grouped(ev.conditions("single_layer"), lambda c: (c.task, c.size, c.condition.layer))
+    for (task, size, layer), conditions in by_layer:
+        full, slug = conditions[0].refs.full, conditions[0].slug
+        name = f"{task} n={size} layer {layer}"
+        if task == "cola" and layer == 1:  # the paper's own exception: layer 1 matters on CoLA
             units.append(
                 contrast_unit(
                     ev,
                     "single_layer_barely_matters",
                     task,
-                    int(size),
-                    {full: 1, rows["slug"].iloc[0]: -1},
+                    size,
+                    {full: 1, slug: -1},
                     "exception: full − single layer 1 > 0 on CoLA",
                     name=name,
                     gap=True,
@@ -35,8 +36,8 @@ def single_layer_barely_matters(ev: Evidence, shared: Shared) -> list[Unit]:
                 ev,
                 "single_layer_barely_matters",
                 task,
-                int(size),
-                {rows["slug"].iloc[0]: 1, full: -1},
+                size,
+                {slug: 1, full: -1},
                 f"|single layer − full| < {margin} (TOST)",
                 name=name,
                 shape="within",

@@ -6,8 +6,9 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-import pandas as pd
 
 from src.claims.claim import PROGRESSIVE, SEED_003, TWO_SIZES, Claim, Shared, one_sided_welch, p_text
 from src.claims.evidence import Evidence, studies_of
@@ -15,113 +16,97 @@ from src.claims.units import Unit, slope_unit
 from src.stats import hypothesis
 
 
-def full_model_output_change(ev: Evidence) -> pd.DataFrame:
-    """End-of-training ‖ΔW‖ (Frobenius: the paper's L2 distance) of the output sublayer of the
-    unmodified full model, per task, size, trial and layer."""
-    w = ev.weight_change
-    if w.empty:
-        return pd.DataFrame(columns=["task", "size", "slug", "trial", "layer", "frobenius"])
-    plain = ev.plain()
-    full = plain[(plain["slug"] == plain["ref_full"]) & (plain["status"] == "ok")][["task", "size", "slug", "trial"]]
-    rows = w[(w["sublayer"] == "output") & (w["status"] == "ok")].merge(
-        full.drop_duplicates(), on=["task", "size", "slug", "trial"]
-    )
-    return rows.drop_duplicates(["task", "size", "trial", "layer"])
-
-
 def later_layers_move_more(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
-    for (task, size), rows in full_model_output_change(ev).groupby(["task", "size"]):
-        by_trial = rows.pivot_table(index="trial", columns="layer", values="frobenius")
-        layers = by_trial.columns.to_numpy(dtype=float)
+    for (task, size), changes in ev.output_change().items():
+        trials = sorted(changes.by_trial)
+        layers = np.array(sorted({layer for by_layer in changes.by_trial.values() for layer in by_layer}), dtype=float)
+        by_trial = np.array([[changes.by_trial[t].get(int(layer), math.nan) for layer in layers] for t in trials])
         unit = slope_unit(
             "later_layers_move_more",
             f"{task} n={size}",
             "per-trial slope of end-of-training ‖ΔW_output‖ over layers > 0 (t over trials)",
             layers,
-            by_trial.to_numpy(),
-            studies=studies_of(ev, task, size, set(rows["slug"])),
-            reads=((task, int(size)),),
-        )
-        unit.notes.append(
-            "exact permutation p of ρ(layer, mean ‖ΔW‖) (raw) = "
-            + p_text(hypothesis.exact_spearman_p(layers, by_trial.mean().to_numpy()))
+            by_trial,
+            studies=studies_of(ev, task, size, changes.slugs),
+            reads=((task, size),),
+            notes=(
+                "exact permutation p of ρ(layer, mean ‖ΔW‖) (raw) = "
+                + p_text(hypothesis.exact_spearman_p(layers, np.nanmean(by_trial, axis=0))),
+            ),
         )
         units.append(unit)
     return units
 
 
-def per_trial_output_total(rows: pd.DataFrame) -> np.ndarray:
-    return rows.groupby("trial")["frobenius"].apply(lambda f: float(np.sqrt((f**2).sum()))).to_numpy()
+def per_trial_total(by_trial: dict[int, dict[int, float]]) -> np.ndarray:
+    """Each trial's ‖ΔW‖ over all its layers (the root of the sum of squares), trials in order."""
+    return np.array([float(np.sqrt((np.array(list(by_trial[t].values())) ** 2).sum())) for t in sorted(by_trial)])
 
 
-def size_pairs(rows: pd.DataFrame):
-    for task, task_rows in rows.groupby("task"):
-        sizes = sorted(set(task_rows["size"]))
-        if len(sizes) >= 2:
-            yield (
-                task,
-                sizes[0],
-                sizes[-1],
-                task_rows[task_rows["size"] == sizes[0]],
-                task_rows[task_rows["size"] == sizes[-1]],
-            )
+def size_pairs(keys) -> list[tuple[str, int, int]]:
+    """(task, smallest size, largest size) of every task (in order) with two sizes at least among `keys`."""
+    sizes: dict[str, list[int]] = {}
+    for task, size in sorted(keys):
+        sizes.setdefault(task, []).append(size)
+    return [(task, s[0], s[-1]) for task, s in sizes.items() if len(s) >= 2]
 
 
-def change_studies(ev: Evidence, task: str, sizes, rows: pd.DataFrame) -> tuple:
-    return tuple(sorted({s for size in sizes for s in studies_of(ev, task, size, set(rows["slug"]))}))
+def change_studies(ev: Evidence, task: str, sizes, slugs: frozenset[str]) -> tuple:
+    return tuple(sorted({s for size in sizes for s in studies_of(ev, task, size, slugs)}))
 
 
 def more_data_moves_weights_more(ev: Evidence, shared: Shared) -> list[Unit]:
+    changes = ev.output_change()
     return [
         one_sided_welch(
             ev,
             "more_data_moves_weights_more",
             f"{task} n={large} vs n={small}",
             "Welch t: end-of-training ‖ΔW_output‖ (all layers) at the largest size − at the smallest > 0",
-            per_trial_output_total(big),
-            per_trial_output_total(little),
-            studies=change_studies(ev, task, (small, large), big),
+            per_trial_total(changes[(task, large)].by_trial),
+            per_trial_total(changes[(task, small)].by_trial),
+            studies=change_studies(ev, task, (small, large), changes[(task, large)].slugs),
             reads=((task, small), (task, large)),
         )
-        for task, small, large, little, big in size_pairs(full_model_output_change(ev))
+        for task, small, large in size_pairs(changes)
     ]
 
 
 def more_data_equal_steps(ev: Evidence, shared: Shared) -> list[Unit]:
     """Secondary: all sublayers' ‖ΔW‖ at the largest step count both sizes reached."""
-    units = []
-    changes = ev.layer_change
-    if changes.empty:
-        return units
-    for task, small, large, little, big in size_pairs(changes):
-        step = min(little.groupby("trial")["step"].max().min(), big.groupby("trial")["step"].max().min())
+    units: list[Unit] = []
+    changes = ev.step_change()
+    for task, small, large in size_pairs(changes):
+        little, big = changes[(task, small)], changes[(task, large)]
+        step = min(min(max(by_step) for by_step in runs.values()) for runs in (little, big))
         unit = one_sided_welch(
             ev,
             "more_data_moves_weights_more_at_equal_steps",
             f"{task} n={large} vs n={small}",
             f"Welch t: ‖ΔW‖ (all sublayers) at step {step} at the largest size − at the smallest > 0",
-            per_trial_output_total(big[big["step"] == step]),
-            per_trial_output_total(little[little["step"] == step]),
-            studies=studies_of(ev, task, large, set(ev.plain()["ref_full"])),
+            per_trial_total({t: by_step[step] for t, by_step in big.items() if step in by_step}),
+            per_trial_total({t: by_step[step] for t, by_step in little.items() if step in by_step}),
+            studies=studies_of(ev, task, large, {c.refs.full for c in ev.conditions()}),
             reads=((task, small), (task, large)),
+            notes=("equal steps: controls the number of Adam steps, not how often each example was seen",),
         )
-        unit.notes.append("equal steps: controls the number of Adam steps, not how often each example was seen")
         units.append(unit)
     return units
 
 
 def weight_change_interaction(ev: Evidence, shared: Shared) -> list[Unit]:
     units = []
-    for task, small, large, little, big in size_pairs(full_model_output_change(ev)):
+    changes = ev.output_change()
+    for task, small, large in size_pairs(changes):
         slopes = [
             np.array(
                 [
-                    np.polyfit(r["layer"].to_numpy(float), r["frobenius"].to_numpy(float), 1)[0]
-                    for _, r in rows.groupby("trial")
+                    np.polyfit(np.array(list(by_layer), dtype=float), np.array(list(by_layer.values())), 1)[0]
+                    for _, by_layer in sorted(changes[(task, size)].by_trial.items())
                 ]
             )
-            for rows in (big, little)
+            for size in (large, small)
         ]
         units.append(
             one_sided_welch(
@@ -130,7 +115,7 @@ def weight_change_interaction(ev: Evidence, shared: Shared) -> list[Unit]:
                 f"{task} n={large} vs n={small}",
                 "Welch t: per-trial slope of ‖ΔW_output‖ over layers at the largest size − at the smallest > 0",
                 *slopes,
-                studies=change_studies(ev, task, (small, large), big),
+                studies=change_studies(ev, task, (small, large), changes[(task, large)].slugs),
                 reads=((task, small), (task, large)),
             )
         )

@@ -19,16 +19,25 @@ import yaml
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from src.claims.claim import Shared, interval_text, number
+from src.claims.claim import PROGRESSIVE, Shared, interval_text, number
 from src.claims.evidence import Evidence
 from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import inline_html, report_tables, unit_rows
 from src.claims.summary import VERDICTS
-from src.claims.units import CROSSED_COLLAPSE, ONE_PROBE_SEED, TRAINED_NOTE
-from src.claims.verdicts import DESIGN_REFUSAL, NO_VERDICT, NOT_RUN, RULE, judge_claims
+from src.claims.units import ONE_PROBE_SEED, TRAINED_NOTE, Refusal, Refused, Unit
+from src.claims.verdicts import (
+    CONDITION_MODIFIERS,
+    NO_VERDICT,
+    NOT_RUN,
+    RULE,
+    Verdict,
+    judge_claims,
+    matching_study,
+)
 from src.conditions.studies import all_study_conditions
 from src.config.schema import StudyConfig
 from src.params.load import read_params, validate
+from src.schemes.registry import MODIFIERS as SCHEME_MODIFIERS
 from src.stats.curves import first_reaching
 from src.stats.hypothesis import Bootstrap, Estimate
 from tests.fake_evidence import (
@@ -45,8 +54,13 @@ from tests.fake_evidence import (
 from tests.support import REPO, exp_run_params, grid_params
 
 
-def verdicts(evidence) -> dict:
-    return {v["id"]: v for v in judge_claims(evidence)[0]}
+def verdicts(evidence) -> dict[str, Verdict]:
+    return {v.id: v for v in judge_claims(evidence)[0]}
+
+
+def units_of(verdict: Verdict) -> list[Unit]:
+    """The units the claim's builders made (each judged unit's, its interval the one its test for reads)."""
+    return [judged.unit for judged in verdict.units]
 
 
 # --- claims glue, against hand-worked cases ------------------------------------------------------------------
@@ -63,34 +77,34 @@ def test_first_reaching_by_hand():
 
 def test_a_planted_effect_is_supported_and_its_reverse_contradicted():
     v = verdicts(Builder().curve(RISING, trials=6).evidence())
-    assert v["full_beats_scratch"]["verdict"] == "supported"
-    (unit,) = v["full_beats_scratch"]["units"]
+    assert v["full_beats_scratch"].text == "supported"
+    (unit,) = units_of(v["full_beats_scratch"])
     assert unit.estimate == pytest.approx(0.40, abs=0.02) and unit.n == 6 and unit.p_for < 0.05
-    assert v["later_reinit_costs_less"]["verdict"] == "supported"
+    assert v["later_reinit_costs_less"].text == "supported"
     v = verdicts(Builder().curve(RISING[::-1], trials=6).evidence())
-    assert v["full_beats_scratch"]["verdict"] == "contradicted"
-    assert v["later_reinit_costs_less"]["verdict"] == "contradicted"
+    assert v["full_beats_scratch"].text == "contradicted"
+    assert v["later_reinit_costs_less"].text == "contradicted"
 
 
 def test_one_trial_cannot_decide_a_wide_interval_is_inconclusive_and_the_planner_names_the_trials():
     one = verdicts(Builder().curve(RISING, trials=1).evidence())["full_beats_scratch"]
-    assert one["verdict"] == NO_VERDICT and one["units"][0].refused.startswith("the design cannot decide at T = 1:")
-    assert math.isnan(one["units"][0].p_for) and math.isnan(one["units"][0].interval[0])
-    assert one["plan"]["trials"] == 3  # no SD to plan from: the trials from which the design decides
+    assert one.text == NO_VERDICT and units_of(one)[0].refused.reason.startswith("the design cannot decide at T = 1:")
+    assert math.isnan(units_of(one)[0].p_for) and math.isnan(units_of(one)[0].interval[0])
+    assert one.plan.trials == 3  # no SD to plan from: the trials from which the design decides
     v = verdicts(Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08).evidence())["full_beats_scratch"]
-    assert v["units"][0].estimate > 0 and v["verdict"] == "inconclusive"
-    assert v["plan"]["trials"] > 3
+    assert units_of(v)[0].estimate > 0 and v.text == "inconclusive"
+    assert v.plan.trials > 3
     # the range from the trial SD's interval on its df (plan_difference), with its point
-    (text,) = v["plan"]["ranges"]
+    (text,) = v.plan.ranges
     low, high, point = map(int, re.fullmatch(r"\S+ n=\d+: (\d+)–(\d+) \(point (\d+)\)", text).groups())
-    assert low <= point <= high and v["plan"]["trials"] == max(point, 4)
-    assert v["plan"]["command"] == f"dvc exp run -S studies.progressive.trials={v['plan']['trials']}"
+    assert low <= point <= high and v.plan.trials == max(point, 4)
+    assert v.plan.command == f"dvc exp run -S studies.progressive.trials={v.plan.trials}"
     # trials per size: the whole mapping comes back, the blocking unit's size raised, the others kept
     per_size = replace(CONFIG.studies["progressive"], trials={500: 3, 64: 7})
     b = Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08)
     v = verdicts(b.evidence(studies={"progressive": per_size}))["full_beats_scratch"]
-    n = v["plan"]["trials"]
-    assert v["plan"]["command"] == f"dvc exp run -S 'studies.progressive.trials={{500: {n}, 64: 7}}'"
+    n = v.plan.trials
+    assert v.plan.command == f"dvc exp run -S 'studies.progressive.trials={{500: {n}, 64: 7}}'"
 
 
 def test_a_summary_cell_names_a_few_units_per_planner_reason_not_every_head():
@@ -132,12 +146,12 @@ def test_a_crossed_seed_designs_contrast_gives_no_verdict_where_one_of_its_runs_
     # collapsed: no verdict, since the crossed test needs every subset x draw cell and the exact test of
     # collapses takes trials as independent (a refusal is never a wrong verdict)
     crossed = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
-    (trained,) = verdicts(crossed_study((3, 3)).evidence(studies=crossed))["full_beats_scratch"]["units"]
+    (trained,) = units_of(verdicts(crossed_study((3, 3)).evidence(studies=crossed))["full_beats_scratch"])
     assert not trained.refused and trained.n == 9
     v = verdicts(crossed_with_a_collapse())["full_beats_scratch"]
-    (unit,) = v["units"]
-    assert unit.refused.startswith("(nearly) collapsed runs in a crossed seed_design (1 of 9 trials)")
-    assert v["verdict"] == NO_VERDICT and unit.collapse["k0"].collapsed == 1
+    (unit,) = units_of(v)
+    assert unit.refused.reason.startswith("(nearly) collapsed runs in a crossed seed_design (1 of 9 trials)")
+    assert v.text == NO_VERDICT and unit.collapse["k0"].collapsed == 1
 
 
 def test_a_crossed_seed_design_is_read_by_paired_contrasts_and_refused_by_tests_of_independent_trials():
@@ -148,25 +162,25 @@ def test_a_crossed_seed_design_is_read_by_paired_contrasts_and_refused_by_tests_
     crossed = replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)
     independent = verdicts(crossed_study((3, 3)).evidence())
     v = verdicts(crossed_study((3, 3)).evidence(studies={"progressive": crossed}))
-    (unit,) = v["full_beats_scratch"]["units"]
-    (naive,) = independent["full_beats_scratch"]["units"]
+    (unit,) = units_of(v["full_beats_scratch"])
+    (naive,) = units_of(independent["full_beats_scratch"])
     assert unit.estimate == pytest.approx(naive.estimate) and unit.n == 9
     assert unit.result.se > 1.5 * naive.result.se and unit.result.df < 4  # the subset effect on 2 df
-    assert independent["full_beats_scratch"]["verdict"] == "supported"
-    assert v["full_beats_scratch"]["verdict"] == "inconclusive"
+    assert independent["full_beats_scratch"].text == "supported"
+    assert v["full_beats_scratch"].text == "inconclusive"
     assert "crossed seed_design: 3 subsets x 3 draws" in unit.notes
-    n = v["full_beats_scratch"]["plan"]["trials"]  # more trials means more subsets and draws (trials = their product)
+    n = v["full_beats_scratch"].plan.trials  # more trials means more subsets and draws (trials = their product)
     (command,) = re.findall(
         r"seed_design=\{subsets: (\d+), seeds: (\d+)\}' -S studies.progressive.trials=(\d+)",
-        v["full_beats_scratch"]["plan"]["command"],
+        v["full_beats_scratch"].plan.command,
     )
     subsets, draws, trials = map(int, command)
     assert trials == subsets * draws >= n and abs(subsets - draws) <= 1
-    (slope,) = v["later_reinit_costs_less"]["units"]
-    assert slope.refused.startswith("runs of a crossed seed_design (progressive): this test takes the trials")
+    (slope,) = units_of(v["later_reinit_costs_less"])
+    assert slope.refused.reason.startswith("runs of a crossed seed_design (progressive): this test takes the trials")
     two = replace(crossed, seed_design=(2, 3), trials=6)
-    (unit,) = verdicts(crossed_study((2, 3)).evidence(studies={"progressive": two}))["full_beats_scratch"]["units"]
-    assert unit.refused.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 3 draws")
+    (unit,) = units_of(verdicts(crossed_study((2, 3)).evidence(studies={"progressive": two}))["full_beats_scratch"])
+    assert unit.refused.reason.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 3 draws")
 
 
 EARLY = [0.50, 0.78, 0.79, 0.795, 0.80]  # reaches 90% of its gain at k = 1, its steepest step k = 1
@@ -195,28 +209,27 @@ def test_a_crossed_seed_designs_curve_differences_resample_subsets_and_draws():
     crossed = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(4, 4), trials=16)}
     v = verdicts(crossed_curves((4, 4), late_subsets=(0, 1, 2, 3)).evidence(studies=crossed))
     for claim in ("k90_grows_as_data_shrinks", "drop_point_shifts_with_data_size"):
-        (unit,) = v[claim]["units"]
+        (unit,) = units_of(v[claim])
         assert not unit.refused and unit.reads_seed_design and unit.n == 16
-        assert v[claim]["verdict"] == "supported", (claim, unit.p_for)
-    (unit,) = v["k90_grows_as_data_shrinks"]["units"]
+        assert v[claim].text == "supported", (claim, unit.p_for)
+    (unit,) = units_of(v["k90_grows_as_data_shrinks"])
     assert "crossed seed_design: 4 subsets x 4 draws" in unit.notes
     one_late = crossed_curves((4, 4), late_subsets=(3,))
-    (unit,) = verdicts(one_late.evidence(studies=crossed))["k90_grows_as_data_shrinks"]["units"]
-    (naive,) = verdicts(one_late.evidence())["k90_grows_as_data_shrinks"]["units"]
+    (unit,) = units_of(verdicts(one_late.evidence(studies=crossed))["k90_grows_as_data_shrinks"])
+    (naive,) = units_of(verdicts(one_late.evidence())["k90_grows_as_data_shrinks"])
     assert unit.estimate == naive.estimate == 3
     assert not unit.refused and unit.p_for > 0.2 and unit.interval[0] <= 0
     assert naive.p_for < 0.05 and naive.interval[0] > 0
     three = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
     v = verdicts(crossed_curves((3, 3), (0, 1, 2)).evidence(studies=three))["k90_grows_as_data_shrinks"]
-    (unit,) = v["units"]
-    assert unit.refused.startswith("the design cannot decide with a crossed seed_design of 3 subsets x 3 draws")
-    assert (
-        "-S 'studies.progressive.seed_design={subsets: 4, seeds: 4}' -S studies.progressive.trials=16"
-        in (v["plan"]["command"])
+    (unit,) = units_of(v)
+    assert unit.refused.reason.startswith("the design cannot decide with a crossed seed_design of 3 subsets x 3 draws")
+    assert "-S 'studies.progressive.seed_design={subsets: 4, seeds: 4}' -S studies.progressive.trials=16" in (
+        v.plan.command
     )
     two = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(2, 5), trials=10)}
-    (unit,) = verdicts(crossed_curves((2, 5), (1,)).evidence(studies=two))["k90_grows_as_data_shrinks"]["units"]
-    assert unit.refused.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 5 draws")
+    (unit,) = units_of(verdicts(crossed_curves((2, 5), (1,)).evidence(studies=two))["k90_grows_as_data_shrinks"])
+    assert unit.refused.reason.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 5 draws")
 
 
 def permutation_study(permuted: float, curve=RISING, trials=6):
@@ -230,23 +243,23 @@ def test_a_contradicting_unit_counts_even_where_the_gap_is_unresolved():
     # a task at chance (full = scratch): no gap. A permuted model far above both contradicts
     # "closer to scratch"; a gate that dropped such units would print "inconclusive".
     v = verdicts(permutation_study(0.9, curve=[0.5] * (L + 1)).evidence())
-    assert v["full_beats_scratch"]["verdict"] != "supported"
-    assert v["permuted_closer_to_scratch"]["verdict"] == "contradicted"
+    assert v["full_beats_scratch"].text != "supported"
+    assert v["permuted_closer_to_scratch"].text == "contradicted"
 
 
 def test_without_the_gap_a_claim_that_needs_it_is_not_supported():
     v = verdicts(permutation_study(0.2, curve=[0.5] * (L + 1)).evidence())["permuted_closer_to_scratch"]
-    (unit,) = v["units"]
-    assert unit.status == "for" and v["verdict"] == "inconclusive"
+    (judged,) = v.units
+    assert judged.status == "for" and v.text == "inconclusive"
     v = verdicts(permutation_study(0.55).evidence())  # with the gap: supported, and the main claim too
-    assert v["permuted_closer_to_scratch"]["verdict"] == "supported"
-    assert v["permutation_lowers_accuracy"]["verdict"] == "supported"
+    assert v["permuted_closer_to_scratch"].text == "supported"
+    assert v["permutation_lowers_accuracy"].text == "supported"
 
 
 def test_supported_at_every_unit_is_an_intersection_union_test_with_the_largest_p():
     b = Builder().curve(RISING, trials=6).curve([0.5, 0.6, 0.7, 0.75, 0.8], trials=6, task="qnli")
     v = verdicts(b.evidence())["full_beats_scratch"]
-    assert v["verdict"] == "supported" and v["p"] == max(u.p_for for u in v["units"])
+    assert v.text == "supported" and v.p == max(u.p_for for u in units_of(v))
 
 
 def test_an_existential_claim_is_supported_by_one_unit_after_holm():
@@ -264,8 +277,8 @@ def test_an_existential_claim_is_supported_by_one_unit_after_holm():
                 study="sequential",
             )
     v = verdicts(b.evidence())["some_intermediate_task_beats_direct"]
-    assert v["verdict"] == "supported" and v["p"] == min(u.adjusted for u in v["units"])
-    assert sorted(u.status for u in v["units"]) == ["for", "unresolved"]
+    assert v.text == "supported" and v.p == min(u.adjusted for u in v.units)
+    assert sorted(u.status for u in v.units) == ["for", "unresolved"]
 
 
 def test_the_holm_family_is_one_one_sided_test_per_unit():
@@ -273,12 +286,15 @@ def test_the_holm_family_is_one_one_sided_test_per_unit():
     b = permutation_study(0.55, curve=RISING[::-1])  # small p against, and small p for (existential)
     verdict_list, _ = judge_claims(b.evidence())
     family = [
-        (u, u.p_against if v["claim"].every else u.p_for) for v in verdict_list for u in v["units"] if not u.refused
+        (u, u.unit.p_against if v.claim.every else u.unit.p_for)
+        for v in verdict_list
+        for u in v.units
+        if not u.unit.refused
     ]
     expected = multipletests([p for _, p in family if np.isfinite(p)], method="holm")[1]
     assert [u.adjusted for u, p in family if np.isfinite(p)] == pytest.approx(list(expected))
-    assert len(family) == sum(len(v["units"]) for v in verdict_list) - sum(
-        u.refused != "" for v in verdict_list for u in v["units"]
+    assert len(family) == sum(len(units_of(v)) for v in verdict_list) - sum(
+        u.refused is not None for v in verdict_list for u in units_of(v)
     )
 
 
@@ -300,22 +316,22 @@ def single_layer_study(drops: dict, trials: int, spread: float, task="sst2"):
 
 def test_equivalence_within_the_margin_is_supported_and_a_large_drop_contradicts():
     v = verdicts(single_layer_study({2: 0.0}, trials=12, spread=0.0005).evidence(single_layer_margin=0.03))
-    assert v["single_layer_barely_matters"]["verdict"] == "supported"
+    assert v["single_layer_barely_matters"].text == "supported"
     v = verdicts(single_layer_study({2: 0.2}, trials=12, spread=0.001).evidence())
-    assert v["single_layer_barely_matters"]["verdict"] == "contradicted"
+    assert v["single_layer_barely_matters"].text == "contradicted"
 
 
 def test_the_papers_exception_layer_1_on_cola_is_tested_as_a_drop():
     b = single_layer_study({1: 0.2, 2: 0.0}, trials=12, spread=0.0005, task="cola")
     v = verdicts(b.evidence(single_layer_margin=0.03))["single_layer_barely_matters"]
-    assert v["verdict"] == "supported"
-    assert any("exception" in u.test for u in v["units"])
+    assert v.text == "supported"
+    assert any("exception" in u.test for u in units_of(v))
 
 
 def test_a_small_mean_with_a_wide_interval_does_not_show_that_a_layer_barely_matters():
     v = verdicts(single_layer_study({2: 0.005}, trials=3, spread=0.06).evidence())["single_layer_barely_matters"]
-    (unit,) = v["units"]
-    assert abs(unit.estimate) < SETTINGS.single_layer_margin and v["verdict"] == "inconclusive"
+    (unit,) = units_of(v)
+    assert abs(unit.estimate) < SETTINGS.single_layer_margin and v.text == "inconclusive"
 
 
 # --- refusals: bootstrap validity, undefined draws, probe noise, exact tests ---------------------------------------
@@ -326,18 +342,18 @@ def test_a_bootstrap_below_its_calibrated_trials_gives_no_verdict_no_interval_an
     # design cannot decide; at 3 it does, a collapsed run included (measured under the collapse null)
     b = Builder().curve(RISING, trials=2).curve(RISING, trials=2, size=100)
     v = verdicts(b.evidence())["k90_grows_as_data_shrinks"]
-    (unit,) = v["units"]
-    assert v["verdict"] == NO_VERDICT and math.isnan(unit.interval[0]) and math.isnan(unit.p_for)
-    assert unit.refused.startswith("the design cannot decide at T = 2:")
+    (unit,) = units_of(v)
+    assert v.text == NO_VERDICT and math.isnan(unit.interval[0]) and math.isnan(unit.p_for)
+    assert unit.refused.reason.startswith("the design cannot decide at T = 2:")
     md = render(b.evidence(), tmp_path)
     assert re.search(
         r"\| k90_grows_as_data_shrinks \| [^|]+ \| [^|]+ \| [^|]+ \| — \(the design cannot decide at T = 2", md
     )
     three = Builder().curve(RISING, trials=3).curve(RISING, trials=3, size=100)
-    (unit,) = verdicts(three.evidence())["k90_grows_as_data_shrinks"]["units"]
+    (unit,) = units_of(verdicts(three.evidence())["k90_grows_as_data_shrinks"])
     assert not unit.refused and math.isfinite(unit.p_for)
     three.rows[0]["collapsed"] = True  # k0 at n=500 collapsed in 1 of its 3 runs
-    (unit,) = verdicts(three.evidence())["k90_grows_as_data_shrinks"]["units"]
+    (unit,) = units_of(verdicts(three.evidence())["k90_grows_as_data_shrinks"])
     assert not unit.refused
 
 
@@ -346,25 +362,26 @@ def test_a_bootstrap_with_too_many_undefined_draws_gives_no_verdict():
     flat = [0.5, 0.5, 0.5, 0.5, 0.5]
     b = Builder().curve(flat, trials=12, spread=0.02).curve(RISING, trials=12, size=100)
     v = verdicts(b.evidence())["k90_grows_as_data_shrinks"]
-    (unit,) = v["units"]
-    assert "bootstrap draws undefined" in unit.refused and unit.status == NO_VERDICT
+    (judged,) = v.units
+    unit = judged.unit
+    assert "bootstrap draws undefined" in unit.refused.reason and judged.status == NO_VERDICT
     # the claim is inconclusive, not "no verdict": its gap at n=500 (a flat curve) is unresolved too
-    assert v["verdict"] == "inconclusive"
+    assert v.text == "inconclusive"
     assert any(note.startswith("undefined draws") for note in unit.notes)
-    assert verdicts(b.evidence(max_undefined_share=0.99))["k90_grows_as_data_shrinks"]["units"][0].refused == ""
+    assert verdicts(b.evidence(max_undefined_share=0.99))["k90_grows_as_data_shrinks"].units[0].unit.refused is None
 
 
 def test_one_probe_seed_gives_no_verdict_several_seeds_are_resampled():
     b = Builder().curve(RISING, trials=12)
     one = verdicts(b.evidence(probe=probe_table([[0.6, 0.61, 0.6, 0.62, 0.9]])))["probes_do_not_predict_finetuning"]
-    assert one["verdict"] == NO_VERDICT and one["units"][0].refused == ONE_PROBE_SEED
+    assert one.text == NO_VERDICT and units_of(one)[0].refused == Refused(Refusal.ONE_PROBE_SEED, ONE_PROBE_SEED)
     # probes that fall while finetuning rises: ρ = −1 beyond the margin at every seed draw
     seeds = [[0.9, 0.8, 0.7, 0.6, 0.5 + 0.01 * s] for s in range(4)]
     several = verdicts(b.evidence(probe=probe_table(seeds)))["probes_do_not_predict_finetuning"]
-    assert "4 probe seed(s); the draws resample the trials, the probe seeds" in several["units"][0].notes
+    assert "4 probe seed(s); the draws resample the trials, the probe seeds" in units_of(several)[0].notes
     # the seeds are resampled, but a percentile-bootstrap rho against a fixed margin under-covers at
     # every T measured (docs/calibration.md): the design, not the probe seeds, refuses it
-    assert several["verdict"] == NO_VERDICT and several["units"][0].refused.startswith("the design cannot decide")
+    assert several.text == NO_VERDICT and units_of(several)[0].refused.reason.startswith("the design cannot decide")
 
 
 def test_a_probe_and_a_finetuning_curve_resample_their_shared_eval_set_jointly():
@@ -392,19 +409,19 @@ def test_a_contrast_of_probe_layers_is_paired_by_probe_seed_and_decides_from_thr
     b = Builder().curve(RISING, trials=3)
     falling_top = [0.6, 0.7, 0.8, 0.75, 0.7]  # layer L-2 = 2 beats layer L = 4 by 0.1 at every seed
     v = verdicts(probe_evidence(b, falling_top, seeds=3))["top_two_layers_hurt_probing"]
-    (unit,) = v["units"]
+    (unit,) = units_of(v)
     assert unit.n == 3 and unit.estimate == pytest.approx(0.1) and "paired by probe seed" in unit.test
-    assert v["verdict"] == "supported" and unit.p_for < 0.05
+    assert v.text == "supported" and unit.p_for < 0.05
     # a drop of 0.01 at every seed is within the eval set's noise (200 examples): the seeds agreeing
     # exactly says nothing about the examples they share
     small = verdicts(probe_evidence(b, [0.6, 0.7, 0.8, 0.8, 0.79], seeds=3))["top_two_layers_hurt_probing"]
-    assert small["verdict"] == "inconclusive" and small["units"][0].interval[0] < 0
+    assert small.text == "inconclusive" and units_of(small)[0].interval[0] < 0
     # contradicted after Holm: on the seeds' df (T - 1), 3 seeds cannot reach the report's Holm level; 5 seeds
     # and a rise of 0.2 do
     v = verdicts(probe_evidence(b, [0.6, 0.7, 0.6, 0.75, 0.8], seeds=5))["top_two_layers_hurt_probing"]
-    assert v["verdict"] == "contradicted"
+    assert v.text == "contradicted"
     one = verdicts(probe_evidence(b, falling_top, seeds=1))["top_two_layers_hurt_probing"]
-    assert one["verdict"] == NO_VERDICT and one["units"][0].refused == ONE_PROBE_SEED
+    assert one.text == NO_VERDICT and units_of(one)[0].refused == Refused(Refusal.ONE_PROBE_SEED, ONE_PROBE_SEED)
 
 
 def permuted_pairs(trials: int, qnli_of) -> Builder:
@@ -424,18 +441,18 @@ def test_relatively_high_correlations_are_tested_against_the_registrys_margin_no
     from src.claims.families.permutation import RELATIVELY_HIGH
     from src.stats.validity import MIN_TRIALS
 
-    (unit,) = verdicts(permuted_pairs(3, lambda s, t: s + 0.01).evidence())["permutation_affects_tasks_alike"]["units"]
-    assert unit.refused.startswith("the design cannot decide at T = 3: the Fisher-z test of a Spearman rho")
-    assert f"needs >= {MIN_TRIALS['spearman-margin'][0]}" in unit.refused
+    (unit,) = units_of(verdicts(permuted_pairs(3, lambda s, t: s + 0.01).evidence())["permutation_affects_tasks_alike"])
+    assert unit.refused.reason.startswith("the design cannot decide at T = 3: the Fisher-z test of a Spearman rho")
+    assert f"needs >= {MIN_TRIALS['spearman-margin'][0]}" in unit.refused.reason
     assert any(note.startswith("exact permutation p of ρ > 0") for note in unit.notes)
     high = permuted_pairs(30, lambda s, t: s + 0.02 * ((t * 5) % 3))
     v = verdicts(high.evidence())["permutation_affects_tasks_alike"]
-    assert v["units"][0].estimate > 0.9 and v["verdict"] == "supported"
+    assert units_of(v)[0].estimate > 0.9 and v.text == "supported"
     # a correlation clearly above 0 but not "relatively high" is not supported (ρ > 0 would be)
     moderate = permuted_pairs(30, lambda s, t: 0.3 * s + 0.25 * ((t * 11) % 7) / 7)
     v = verdicts(moderate.evidence())["permutation_affects_tasks_alike"]
-    (unit,) = v["units"]
-    assert 0 < unit.estimate < RELATIVELY_HIGH and v["verdict"] != "supported"
+    (unit,) = units_of(v)
+    assert 0 < unit.estimate < RELATIVELY_HIGH and v.text != "supported"
     assert unit.margin == RELATIVELY_HIGH
 
 
@@ -460,11 +477,11 @@ def test_weight_change_is_read_at_the_end_of_training_and_equal_steps_is_seconda
                 ]
     b = Builder().curve(RISING, trials=4, size=64).curve(RISING, trials=4, size=256)
     v = verdicts(b.evidence(weight_change=pd.DataFrame(weights), layer_change=pd.DataFrame(steps)))
-    assert v["more_data_moves_weights_more"]["verdict"] == "supported"
-    assert v["later_layers_move_more"]["verdict"] == "supported"
-    assert v["weight_change_grows_more_in_later_layers_with_more_data"]["verdict"] == "supported"
+    assert v["more_data_moves_weights_more"].text == "supported"
+    assert v["later_layers_move_more"].text == "supported"
+    assert v["weight_change_grows_more_in_later_layers_with_more_data"].text == "supported"
     secondary = v["more_data_moves_weights_more_at_equal_steps"]
-    assert secondary["units"][0].estimate == pytest.approx(0.0, abs=1e-9) and secondary["verdict"] == "inconclusive"
+    assert units_of(secondary)[0].estimate == pytest.approx(0.0, abs=1e-9) and secondary.text == "inconclusive"
     assert BY_ID["more_data_moves_weights_more_at_equal_steps"].secondary
 
 
@@ -484,13 +501,13 @@ def test_a_missing_study_is_not_run_with_a_command_the_schema_accepts(tmp_path):
     studies = {"progressive": CONFIG.studies["progressive"]}
     v = verdicts(Builder().curve(RISING, trials=3).evidence(studies=studies))
     lr = v["lr_multiplier_does_not_help"]
-    assert lr["verdict"] == NOT_RUN
-    assert "-S '+studies.lr_multiplier={scheme: progressive, ks: [0, 3], reinit_lr_multiplier: 5" in lr["needs"]
-    cola = v["cola_near_linear_drop"]["needs"]
+    assert lr.text == NOT_RUN
+    assert "-S '+studies.lr_multiplier={scheme: progressive, ks: [0, 3], reinit_lr_multiplier: 5" in lr.needs
+    cola = v["cola_near_linear_drop"].needs
     assert "data.glue_dir=" in cola and "studies.progressive.tasks=[rt_sentiment, cola]" in cola
     for claim in v.values():
-        if claim["verdict"] == NOT_RUN:
-            validate(not_run_params(claim["needs"], grid_params(), tmp_path))  # ParamsError on a refused key or value
+        if claim.text == NOT_RUN:
+            validate(not_run_params(claim.needs, grid_params(), tmp_path))  # ParamsError on a refused key or value
 
 
 def test_a_condition_is_read_from_the_runs_table_it_is_asked_of_with_every_row_counted():
@@ -514,7 +531,7 @@ def test_a_condition_is_read_from_the_runs_table_it_is_asked_of_with_every_row_c
 
 
 def test_every_claim_is_not_run_without_rows_and_the_registry_is_large_and_unique():
-    assert {claim["verdict"] for claim in verdicts(Builder().evidence()).values()} == {NOT_RUN}
+    assert {claim.text for claim in verdicts(Builder().evidence()).values()} == {NOT_RUN}
     assert len(CLAIMS) >= 25 and len(BY_ID) == len(CLAIMS)
     assert {c.source.split()[0] for c in CLAIMS} == {"001", "003", "004"}
 
@@ -523,9 +540,8 @@ def test_a_study_the_command_adds_runs_on_the_progressive_studys_task_not_the_fi
     progressive = StudyConfig(name="progressive", scheme="progressive", tasks=("subjectivity",), sizes=(8,), trials=3)
     v = verdicts(Builder().curve(RISING, trials=3).evidence(studies={"progressive": progressive}))
     assert CONFIG.data.tasks[0] != "subjectivity"
-    assert (
-        "-S '+studies.permutation={scheme: permutation, tasks: [subjectivity], sizes: [8]"
-        in (v["permutation_lowers_accuracy"]["needs"])
+    assert "-S '+studies.permutation={scheme: permutation, tasks: [subjectivity], sizes: [8]" in (
+        v["permutation_lowers_accuracy"].needs
     )
 
 
@@ -533,9 +549,17 @@ def test_an_existing_study_is_extended_not_added():
     blocks = StudyConfig(name="blocks", scheme="block", window=3, tasks=("rt_sentiment",), sizes=(8,), trials=2)
     v = verdicts(Builder().curve(RISING, trials=3).evidence(studies={**dict(CONFIG.studies), "blocks": blocks}))
     assert (
-        v["useful_layers_differ_by_task"]["needs"]
-        == "dvc exp run -S 'studies.blocks.tasks=[rt_sentiment, subjectivity]'"
+        v["useful_layers_differ_by_task"].needs == "dvc exp run -S 'studies.blocks.tasks=[rt_sentiment, subjectivity]'"
     )
+
+
+def test_a_study_with_a_crossed_seed_design_or_an_intermediate_size_matches_the_plain_need_it_runs():
+    """The modifiers a claim's Need must match are the registry's that make a condition of their own: a
+    progressive study with a crossed seed_design and an intermediate size still supplies the plain curve."""
+    assert set(CONDITION_MODIFIERS) < set(SCHEME_MODIFIERS)
+    crossed = replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9, intermediate_size=64)
+    evidence = Builder().curve(RISING, trials=3).evidence(studies={"progressive": crossed})
+    assert matching_study(evidence.studies, PROGRESSIVE, evidence, ["sst2"]) is crossed
 
 
 # --- the report ---------------------------------------------------------------------------------------------
@@ -560,24 +584,22 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     first, rest = md.split("## How a verdict is decided")
     assert RULE[:80] not in first and RULE[:80] in rest and "## Tests, per unit" in rest
     assert "tiny-bert" in first and "`abc1234`" in first and "**progressive**: progressive (ks [0, 6])" in first
-    tally = {name: sum(x["verdict"] == name for x in v.values()) for name in VERDICTS}
+    tally = {name: sum(x.text == name for x in v.values()) for name in VERDICTS}
     assert ", ".join(f"**{n}** {name}" for name, n in tally.items()) in first
     assert tally["supported"] and tally["contradicted"] and tally["not run"] and tally[NO_VERDICT]
     tamkin = first.split("**Tamkin et al. 2020**")[1].split("**Singh & Giovanardi**")[0]
     assert "- **Replicated**: [full_beats_scratch](#claim-full_beats_scratch)\n" in tamkin
-    (refused,) = v["early_layers_help_most"]["units"]
-    assert v["early_layers_help_most"]["verdict"] == NO_VERDICT and refused.refused
-    assert (
-        f"- **Undecided**: [early_layers_help_most](#claim-early_layers_help_most): no verdict: {refused.refused}"
-        in tamkin
-    )
+    (refused,) = units_of(v["early_layers_help_most"])
+    assert v["early_layers_help_most"].text == NO_VERDICT and refused.refused
+    why = refused.refused.reason
+    assert f"- **Undecided**: [early_layers_help_most](#claim-early_layers_help_most): no verdict: {why}" in tamkin
     lr = v["lr_multiplier_does_not_help"]
     assert "[lr_multiplier_does_not_help](#claim-lr_multiplier_does_not_help), " in tamkin
-    assert f": needs `{lr['needs']}`" in tamkin
+    assert f": needs `{lr.needs}`" in tamkin
     huang = first.split("**Huang, Lin & Zhou**")[1].split("## Claims")[0]
     assert "- **Contradicted**: [reinit_curve_not_monotone](#claim-reinit_curve_not_monotone)\n" in huang
-    plan = v["reinit_curve_change_not_constant"]["plan"]
-    assert f"inconclusive; {plan['trials']} trials would decide it: `{plan['command']}`" in huang
+    plan = v["reinit_curve_change_not_constant"].plan
+    assert f"inconclusive; {plan.trials} trials would decide it: `{plan.command}`" in huang
     claims = first.split("## Claims")[1]
     for claim in CLAIMS:
         assert f'<a id="claim-{claim.id}"></a>{claim.hypothesis}' in claims
@@ -586,13 +608,13 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     }
     papers = [claim for claim in CLAIMS if claim.paper_value]  # the paper's own number beside the effect
     assert len(papers) >= 9 and all(f"; paper: {claim.paper_value} |" in rows[claim.id] for claim in papers)
-    (gap,) = v["full_beats_scratch"]["units"]
+    (gap,) = units_of(v["full_beats_scratch"])
     assert (
         f"| supported; survives the trial-only t and the collapse reading | {number(gap.estimate)} "
         f"{interval_text(gap)} at sst2 n=500; {gap.test} |" in rows["full_beats_scratch"]
     )
     # an existential claim contradicted by intersection-union: the unit with the largest p against decides
-    units = v["reinit_curve_not_monotone"]["units"]
+    units = units_of(v["reinit_curve_not_monotone"])
     deciding = max(units, key=lambda u: u.p_against)
     assert (
         f"{number(deciding.estimate)} {interval_text(deciding)} at {deciding.name} (the deciding unit of 4)"
@@ -638,7 +660,7 @@ def test_a_claims_figure_is_the_one_drawn_for_the_study_that_supplied_its_runs(t
         **({"intermediate_tasks": ("qnli",)} if "intermediate_task" in modifiers else modifiers),
     )
     evidence = builder.evidence(studies={"progressive": CONFIG.studies["progressive"], name: study})
-    assert verdicts(evidence)[claim]["units"]
+    assert verdicts(evidence)[claim].units
     png = tmp_path / f"{name}.png"
     png.write_bytes(b"\x89PNG fake")
     md = render(evidence, tmp_path, figures=[("progressive", tmp_path / "progressive.png"), (name, png)])
@@ -700,7 +722,7 @@ def test_a_collapsed_run_counts_in_the_hurdles_rate_part_is_reported_as_an_outco
     b = Builder().curve(RISING, trials=4)
     b.add("k0", 0.5, trial=4, k=0, collapsed=True).add(f"k{L}", 0.9, trial=4, k=L)
     b.add("k0", 0.55, trial=5, k=0, majority_share=0.93).add(f"k{L}", 0.9, trial=5, k=L, majority_share=0.5)
-    (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
+    (unit,) = units_of(verdicts(b.evidence())["full_beats_scratch"])
     # full − scratch > 0 is a hurdle: every run counts in one part. The collapsed (flag) and nearly collapsed (share
     # 0.93) runs count in the collapse rates (2 of 6 scratch runs, none of the full model's: McNemar one-sided 1/4,
     # which 2 discordant trials cannot bring below α), the 4 trials where neither collapsed in the trained runs'
@@ -710,7 +732,7 @@ def test_a_collapsed_run_counts_in_the_hurdles_rate_part_is_reported_as_an_outco
     assert unit.n == 6 and not unit.refused and unit.estimate == pytest.approx(differences[:4].mean())
     assert "1 collapsed run(s) counted in the collapse rates" in unit.notes
     assert "4 of 6 trials trained in both (the estimate's)" in unit.notes
-    (without,) = verdicts(Builder().curve(RISING, trials=4).evidence())["full_beats_scratch"]["units"]
+    (without,) = units_of(verdicts(Builder().curve(RISING, trials=4).evidence())["full_beats_scratch"])
     assert unit.hurdle.rate == pytest.approx((0.25, 1.0)) and unit.hurdle.trained == pytest.approx(
         without.hurdle.trained
     )
@@ -730,7 +752,7 @@ def test_a_collapsed_run_counts_in_the_hurdles_rate_part_is_reported_as_an_outco
     b = Builder().curve(RISING, trials=4)
     b.rows = [r for r in b.rows if not (r["trial"] == 3 and r["slug"] == "k0")]
     b.add("k0", 0.0, trial=3, k=0, status="diverged")
-    (unit,) = verdicts(b.evidence())["full_beats_scratch"]["units"]
+    (unit,) = units_of(verdicts(b.evidence())["full_beats_scratch"])
     assert unit.n == 3 and "1 diverged run(s) left out" in unit.notes
 
 
@@ -740,14 +762,15 @@ def test_a_condition_collapsing_in_2_of_3_trials_is_decided_by_the_collapse_rate
         for k, value in enumerate(RISING):
             b.add(f"k{k}", 0.5 if k == 0 else value, trial=trial, k=k, collapsed=k == 0)
     verdict = verdicts(b.evidence())["full_beats_scratch"]
-    (unit,) = verdict["units"]
+    (judged,) = verdict.units
+    unit = judged.unit
     # a t on the mixture (every run's score, collapsed or not) finds the full model ahead (raw one-sided p < 0.05)
     assert unit.robustness.trial_only[0] < 0.05
     # the hurdle: one trial trained in both cannot test the trained runs, and 2 of 2 discordant trials give the rate
     # part one-sided p 1/4, which 3 trials can never bring below α (1/8 at best): nothing decides at 3 trials
     assert unit.p_for == 1.0 and unit.p_against == 1.0 and not unit.refused
     assert unit.hurdle.rate[0] == pytest.approx(0.25) and np.isnan(unit.hurdle.trained[0])
-    assert unit.status != "supported" and verdict["verdict"] == "inconclusive"
+    assert judged.status != "supported" and verdict.text == "inconclusive"
     assert "the trained runs' contrast has no test" in unit.interval_note
 
 
@@ -757,15 +780,16 @@ def test_a_second_difference_whose_middle_condition_collapsed_in_every_trial_is_
     for trial in range(3):  # k = 2 collapses in every trial: each trial's step from k=1 to 2 drops, to 3 jumps
         b.add("k2", 0.5, trial=trial, k=2, collapsed=True)
     verdict = verdicts(b.evidence())["reinit_curve_change_not_constant"]
-    (unit,) = [u for u in verdict["units"] if u.name == "sst2 n=500 steps at k=1,2 grow"]
+    (judged,) = [u for u in verdict.units if u.unit.name == "sst2 n=500 steps at k=1,2 grow"]
+    unit = judged.unit
     # the trials agree on the mixture's second difference (+0.55 each, ±0.02): its t over 3 trials is tiny
     assert unit.robustness.trial_only[0] < 1e-3
     # the hurdle: no trial trained in all three conditions, and the exact permutation of one collapse per trial
     # over 3 conditions gives the middle every time with probability (1/3)^3: Bonferroni 2/27, not below α
     assert unit.hurdle.rate[0] == pytest.approx(1 / 27) and np.isnan(unit.hurdle.trained[0])
-    assert unit.p_for == pytest.approx(2 / 27) and unit.status != "for"
+    assert unit.p_for == pytest.approx(2 / 27) and judged.status != "for"
     assert "0 of 3 trials trained in all 3 (the estimate's)" in unit.notes
-    assert verdict["verdict"] != "supported"
+    assert verdict.text != "supported"
 
 
 def top_two_with_a_collapse(trials: int) -> Builder:
@@ -782,7 +806,7 @@ def test_a_margin_contrast_tests_its_trained_runs_and_reports_the_collapses_and_
     # over all runs the top two layers' contrast is +0.08 (0.4 / 5), beyond the margin; over the 4 trials that
     # trained in both it is 0
     verdict = verdicts(top_two_with_a_collapse(4).evidence())["top_two_layers_negligible_in_finetuning"]
-    (unit,) = verdict["units"]
+    (unit,) = units_of(verdict)
     assert unit.n == 5 and unit.estimate == pytest.approx(0.0) and unit.result.n == 4
     assert TRAINED_NOTE in unit.notes and "4 of 5 trials trained in both" in unit.notes
     assert "1 collapsed run(s) counted in the collapse rates" in unit.notes
@@ -798,8 +822,8 @@ def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp
     # collapse reading beside a trained-runs test) the contrast is +0.03, and the claim is inconclusive there
     evidence = top_two_with_a_collapse(12).evidence()
     verdict = verdicts(evidence)["top_two_layers_negligible_in_finetuning"]
-    assert verdict["verdict"] == "supported"
-    assert verdict["robust"] == {"trial-only t": "supported", "collapse reading": "inconclusive"}
+    assert verdict.text == "supported"
+    assert verdict.robust == {"trial-only t": "supported", "collapse reading": "inconclusive"}
     report = render(evidence, tmp_path).splitlines()
     row = next(line for line in report if '<a id="claim-top_two_layers_negl' in line)
     assert "| supported; under the collapse reading: inconclusive |" in row
@@ -813,9 +837,10 @@ def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_
     b.rows = [r for r in b.rows if not (r["slug"] == "k0" and r["trial"] > 0)]
     for trial in (1, 2):
         b.add("k0", 0.5, trial=trial, k=0, collapsed=True)
-    (unit,) = verdicts(b.evidence())["all_reinit_at_chance"]["units"]
+    (judged,) = verdicts(b.evidence())["all_reinit_at_chance"].units
+    unit = judged.unit
     # one trial trained: the trained runs' test has none (p = 1 both ways), whatever the collapses say
-    assert (unit.p_for, unit.p_against) == (1.0, 1.0) and not unit.refused and unit.status == "unresolved"
+    assert (unit.p_for, unit.p_against) == (1.0, 1.0) and not unit.refused and judged.status == "unresolved"
     assert "the trained runs' contrast has no test" in unit.interval_note and unit.collapse["k0"].collapsed == 2
     # its trial-only reading reads the same one trained trial: no test, and the notes say so rather than "nan"
     assert "trial-only t p for n/a (no test), against n/a (no test)" in unit.robustness.text()
@@ -841,12 +866,12 @@ def test_a_refused_unit_beside_an_unresolved_gap_is_inconclusive_not_no_verdict(
     """early_layers_help_most's unit is refused at T = 1; where the full-vs-scratch gap it needs is
     unresolved too, more trials of the refused unit alone would not decide the claim: inconclusive."""
     flat = verdicts(block_preserve_study(0.8, 0.6, trials=1, curve=[0.5] * (L + 1)).evidence())
-    (unit,) = flat["early_layers_help_most"]["units"]
-    assert unit.status == NO_VERDICT and flat["full_beats_scratch"]["units"][0].status == "unresolved"
-    assert flat["early_layers_help_most"]["verdict"] == "inconclusive"
+    (judged,) = flat["early_layers_help_most"].units
+    assert judged.status == NO_VERDICT and flat["full_beats_scratch"].units[0].status == "unresolved"
+    assert flat["early_layers_help_most"].text == "inconclusive"
     shown = verdicts(block_preserve_study(0.8, 0.6, trials=1).evidence())
-    assert shown["full_beats_scratch"]["verdict"] == "supported"
-    assert shown["early_layers_help_most"]["verdict"] == NO_VERDICT  # the refused unit is all that stands
+    assert shown["full_beats_scratch"].text == "supported"
+    assert shown["early_layers_help_most"].text == NO_VERDICT  # the refused unit is all that stands
 
 
 def test_the_planner_of_an_existential_claim_asks_for_the_unit_that_needs_fewest_trials():
@@ -855,38 +880,36 @@ def test_the_planner_of_an_existential_claim_asks_for_the_unit_that_needs_fewest
     # two non-monotone steps: a large one (k=1 -> 2) and a small one (k=3 -> 4), neither shown at 3 trials
     b = Builder().curve([0.5, 0.75, 0.70, 0.80, 0.79], trials=3, spread=0.03)
     verdict_list, _ = judge_claims(b.evidence())
-    v = next(v for v in verdict_list if v["id"] == "reinit_curve_not_monotone")
-    assert v["verdict"] == "inconclusive"
+    v = next(v for v in verdict_list if v.id == "reinit_curve_not_monotone")
+    assert v.text == "inconclusive"
     needs = {}
-    for unit in v["units"]:
-        plan = plan_for(unit, SETTINGS.alpha, SETTINGS.power, v["plan"]["family"])
+    for unit in units_of(v):
+        plan = plan_for(unit, SETTINGS.alpha, SETTINGS.power, v.plan.family)
         if plan.point is not None:
             needs[unit.name] = max(plan.point, unit.n + 1)
     assert len(needs) >= 2 and len(set(needs.values())) >= 2, needs
-    assert v["plan"]["trials"] == min(needs.values()) < max(needs.values())
-    assert v["plan"]["command"] == f"dvc exp run -S studies.progressive.trials={min(needs.values())}"
+    assert v.plan.trials == min(needs.values()) < max(needs.values())
+    assert v.plan.command == f"dvc exp run -S studies.progressive.trials={min(needs.values())}"
 
 
 def test_a_contradicted_claim_prints_the_holm_p_that_decided_it_and_each_verdict_its_error_rate(tmp_path):
     evidence = Builder().curve(RISING[::-1], trials=6).evidence()
     v = verdicts(evidence)
     contradicted, supported = v["full_beats_scratch"], v["permutation_lowers_accuracy"]
-    assert contradicted["verdict"] == "contradicted"
-    (unit,) = contradicted["units"]
-    assert contradicted["p"] == unit.adjusted < SETTINGS.alpha and unit.status == "against"
-    assert contradicted["p_label"].startswith("Holm, smallest, against") and "familywise" in contradicted["p_label"]
+    assert contradicted.text == "contradicted"
+    (judged,) = contradicted.units
+    assert contradicted.p == judged.adjusted < SETTINGS.alpha and judged.status == "against"
+    assert contradicted.p_label.startswith("Holm, smallest, against") and "familywise" in contradicted.p_label
     md = render(evidence, tmp_path)
     details = md.split("## Claims in detail")[1]
     row = next(line for line in details.splitlines() if "(full_beats_scratch)" in line)
-    assert f"{unit.adjusted:.3g} (Holm, smallest, against; familywise error rate" in row
-    assert supported["verdict"] == NOT_RUN
+    assert f"{judged.adjusted:.3g} (Holm, smallest, against; familywise error rate" in row
+    assert supported.text == NOT_RUN
     v = verdicts(Builder().curve(RISING, trials=6).evidence())["full_beats_scratch"]
-    assert v["verdict"] == "supported" and "intersection-union" in v["p_label"] and "this claim alone" in v["p_label"]
+    assert v.text == "supported" and "intersection-union" in v.p_label and "this claim alone" in v.p_label
 
 
 def test_the_rule_names_every_refusal_the_units_make_and_the_error_rate_of_each_verdict_kind():
-    from src.claims.verdicts import REFUSALS, RULE, refusal_kind
-
     scenarios = [
         Builder().curve(RISING, trials=1).evidence(),  # the design cannot decide at T = 1
         Builder().curve([0.5] * 5, trials=12, spread=0.02).curve(RISING, trials=12, size=100).evidence(),
@@ -897,11 +920,9 @@ def test_the_rule_names_every_refusal_the_units_make_and_the_error_rate_of_each_
         crossed_with_a_collapse(),
         permutation_study(0.55, trials=2).evidence(),
     ]
-    refused = {u.refused for e in scenarios for u in judge_claims(e)[1] if u.refused}
-    assert len(refused) >= 4
-    assert all(refusal_kind(text) for text in refused), [t for t in refused if not refusal_kind(t)]
-    assert {refusal_kind(text) for text in refused} >= {DESIGN_REFUSAL, CROSSED_COLLAPSE}
-    assert all(text in RULE for _, text in REFUSALS)
+    kinds = {u.refused.kind for e in scenarios for u in judge_claims(e)[1] if u.refused}
+    assert len(kinds) >= 4 and kinds >= {Refusal.DESIGN, Refusal.CROSSED_COLLAPSE}
+    assert all(kind.value in RULE for kind in Refusal)
     assert "declared minimum trials" not in RULE  # not a refusal the code makes
     assert "familywise" in RULE and "for this claim alone" in RULE
 
@@ -925,7 +946,7 @@ def test_a_one_sided_test_prints_the_one_sided_bound_it_reads(tmp_path):
     evidence = b.evidence(single_layer_margin=0.03)
     alpha, checked = SETTINGS.alpha, 0
     for v in judge_claims(evidence)[0]:
-        for u in v["units"]:
+        for u in units_of(v):
             if u.refused or not isinstance(u.result, (Estimate, Bootstrap)):
                 continue
             (low, high), margin = u.interval, u.margin or 0
@@ -951,7 +972,7 @@ def test_weight_change_welch_units_print_a_one_sided_bound():
         for layer in range(1, L + 1)
     ]
     b = Builder().curve(RISING, trials=4, size=64).curve(RISING, trials=4, size=256)
-    (unit,) = verdicts(b.evidence(weight_change=pd.DataFrame(weights)))["more_data_moves_weights_more"]["units"]
+    (unit,) = units_of(verdicts(b.evidence(weight_change=pd.DataFrame(weights)))["more_data_moves_weights_more"])
     assert unit.interval[1] == math.inf and unit.interval[0] > 0 and unit.p_for < SETTINGS.alpha
 
 
@@ -962,11 +983,11 @@ def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
     params["studies"] = {"progressive": {**params["studies"]["progressive"], "sizes": {"rt_sentiment": [32]}}}
     per_task = validate(params).studies
     v = verdicts(Builder().curve(RISING, trials=3).evidence(studies=dict(per_task)))
-    assert "sizes: [32]" in v["lr_multiplier_does_not_help"]["needs"]
-    assert "-S 'studies.progressive.sizes.rt_sentiment=[32, 64]'" in v["k90_grows_as_data_shrinks"]["needs"]
+    assert "sizes: [32]" in v["lr_multiplier_does_not_help"].needs
+    assert "-S 'studies.progressive.sizes.rt_sentiment=[32, 64]'" in v["k90_grows_as_data_shrinks"].needs
     for claim in v.values():
-        if claim["verdict"] == NOT_RUN:
-            validate(not_run_params(claim["needs"], params, tmp_path))
+        if claim.text == NOT_RUN:
+            validate(not_run_params(claim.needs, params, tmp_path))
 
 
 # --- each claim as the paper states it --------------------------------------------------------------------------------
@@ -977,12 +998,12 @@ def test_the_first_few_layers_give_more_than_half_the_gain_at_the_largest_size()
 
     assert [few_threshold(replace(Builder().evidence(), num_layers=n)) for n in (4, 6, 12)] == [1, 2, 3]
     v = verdicts(Builder().curve(EARLY, trials=6).evidence())["few_layers_suffice_with_plenty_of_data"]
-    (unit,) = v["units"]
-    assert unit.estimate == pytest.approx(0.78 - 0.65, abs=0.01) and v["verdict"] == "supported"
+    (unit,) = units_of(v)
+    assert unit.estimate == pytest.approx(0.78 - 0.65, abs=0.01) and v.text == "supported"
     v = verdicts(Builder().curve(LATE, trials=6).evidence())["few_layers_suffice_with_plenty_of_data"]
-    (unit,) = v["units"]  # k = 1 keeps 0.02 of a 0.30 gain
+    (unit,) = units_of(v)  # k = 1 keeps 0.02 of a 0.30 gain
     assert unit.estimate == pytest.approx(0.52 - 0.65, abs=0.01) and unit.p_against < SETTINGS.alpha
-    assert v["verdict"] != "supported"
+    assert v.text != "supported"
 
 
 def blocks_with_probe(preserved: float, trials: int = 6) -> Evidence:
@@ -1000,12 +1021,12 @@ def test_high_probing_layers_are_not_sufficient_for_the_full_models_accuracy():
     """The abstract's 'not sufficient for high accuracy': the preserved block below the full model by
     more than the margin; §4's 'higher than scratch' is its own, secondary entry."""
     v = verdicts(blocks_with_probe(0.70))
-    (unit,) = v["high_probing_layers_not_sufficient"]["units"]
+    (unit,) = units_of(v["high_probing_layers_not_sufficient"])
     assert unit.name == "sst2 n=500 layers 2-4" and unit.margin == -SETTINGS.block_margin
-    assert v["high_probing_layers_not_sufficient"]["verdict"] == "supported"  # 0.70 against 0.90
-    assert v["high_probing_layers_not_sufficient_by_section_4"]["verdict"] == "contradicted"  # 0.20 above scratch
+    assert v["high_probing_layers_not_sufficient"].text == "supported"  # 0.70 against 0.90
+    assert v["high_probing_layers_not_sufficient_by_section_4"].text == "contradicted"  # 0.20 above scratch
     assert BY_ID["high_probing_layers_not_sufficient_by_section_4"].secondary
-    assert verdicts(blocks_with_probe(0.96))["high_probing_layers_not_sufficient"]["verdict"] == "contradicted"
+    assert verdicts(blocks_with_probe(0.96))["high_probing_layers_not_sufficient"].text == "contradicted"
 
 
 def head_study(drops: dict, trials: int = 10, heads=range(H), layers=(1, 2, L - 1, L)) -> Builder:
@@ -1029,28 +1050,28 @@ def test_the_first_two_layers_heads_hurt_up_to_the_75th_percentile_with_every_he
     nine = {(layer, head): 0.1 for layer in (1, 2) for head in range(9)}  # 9 of 12 heads: ⌈0.75 × 12⌉
     # 8 trials: at 3, each head's paired t on the trials' 2 df gives p ≈ 0.02, which Holm over 12 heads never passes
     v = verdicts(head_study(nine, trials=8).evidence(studies=HEADS_STUDIES))["head_reinit_in_first_two_layers_hurts"]
-    assert [u.name for u in v["units"]] == ["sst2 n=500 layer 1 (12 heads)", "sst2 n=500 layer 2 (12 heads)"]
+    assert [u.name for u in units_of(v)] == ["sst2 n=500 layer 1 (12 heads)", "sst2 n=500 layer 2 (12 heads)"]
     # the estimate is the paper's 75th percentile of head reinit − full (numpy's, interpolated)
-    assert v["verdict"] == "supported" and v["units"][0].estimate == pytest.approx(-0.075, abs=0.005)
+    assert v.text == "supported" and units_of(v)[0].estimate == pytest.approx(-0.075, abs=0.005)
     eight = {(layer, head): 0.1 for layer in (1, 2) for head in range(8)}
     v = verdicts(head_study(eight, trials=8).evidence(studies=HEADS_STUDIES))["head_reinit_in_first_two_layers_hurts"]
-    assert v["verdict"] != "supported"  # every head run lowering it is not required, 9 of 12 is
+    assert v.text != "supported"  # every head run lowering it is not required, 9 of 12 is
     one_head = head_study({(1, 0): 0.1, (2, 0): 0.1}, heads=[0]).evidence(studies=HEADS_STUDIES)
     v = verdicts(one_head)["head_reinit_in_first_two_layers_hurts"]
-    assert v["verdict"] == NOT_RUN and f"studies.heads.heads={list(range(H))}".replace("'", "") in v["needs"]
+    assert v.text == NOT_RUN and f"studies.heads.heads={list(range(H))}".replace("'", "") in v.needs
 
 
 def test_heads_4_and_9_are_the_papers_and_certain_top_heads_suffice():
     paper = {(layer, head): 0.1 for layer in (1, 2, L - 1, L) for head in (3, 8)}
     top = {(L, 5): -0.1}  # one head of the top layer beats the full model
     v = verdicts(head_study(paper | top, trials=8, heads=[0, 3, 5, 8]).evidence(studies=HEADS_STUDIES))
-    assert {u.name.split(" head ")[1] for u in v["specific_heads_matter"]["units"]} == {"3", "8"}
-    assert v["specific_heads_matter"]["verdict"] == "supported"
-    assert v["head_reinit_in_last_two_layers_helps"]["verdict"] == "supported"  # existential: certain heads
-    assert v["any_head_reinit_in_last_two_layers_helps"]["verdict"] == NOT_RUN  # needs every head of the layers
+    assert {u.name.split(" head ")[1] for u in units_of(v["specific_heads_matter"])} == {"3", "8"}
+    assert v["specific_heads_matter"].text == "supported"
+    assert v["head_reinit_in_last_two_layers_helps"].text == "supported"  # existential: certain heads
+    assert v["any_head_reinit_in_last_two_layers_helps"].text == NOT_RUN  # needs every head of the layers
     v = verdicts(head_study({}, heads=[0]).evidence(studies=HEADS_STUDIES))
-    assert v["specific_heads_matter"]["verdict"] == NOT_RUN
-    assert "-S 'studies.heads.heads=[0, 3, 8, 11]'" in v["specific_heads_matter"]["needs"]  # the study had [0, 11]
+    assert v["specific_heads_matter"].text == NOT_RUN
+    assert "-S 'studies.heads.heads=[0, 3, 8, 11]'" in v["specific_heads_matter"].needs  # the study had [0, 11]
 
 
 # --- twelve claims beyond the first reading of the papers -------------------------------------------------------------
@@ -1070,42 +1091,42 @@ def test_gains_shrink_and_spread_grows_as_data_shrink_and_little_data_beats_scra
         "sst2_middle_layers_matter_more_with_less_data",  # k=3 − k=1: 0.30 at n=50, 0.04 at n=500
         "subsampling_variance_larger_with_less_data",  # spread 0.05 against 0.005
     ):
-        (unit,) = v[claim]["units"]
-        assert unit.name == "sst2 n=50 vs n=500" and v[claim]["verdict"] == "supported", (claim, unit.p_for)
-    (unit,) = v["pretraining_gain_shrinks_as_data_grow"]["units"]
+        (unit,) = units_of(v[claim])
+        assert unit.name == "sst2 n=50 vs n=500" and v[claim].text == "supported", (claim, unit.p_for)
+    (unit,) = units_of(v["pretraining_gain_shrinks_as_data_grow"])
     assert unit.estimate == pytest.approx(0.15, abs=0.02) and unit.interval[1] == math.inf
     reversed_gain = verdicts(
         two_sizes([0.6, 0.8, 0.82, 0.84, 0.85], [0.5, 0.55, 0.6, 0.85, 0.9], 0.005, 0.005).evidence()
     )
-    assert reversed_gain["pretraining_gain_shrinks_as_data_grow"]["verdict"] == "contradicted"
+    assert reversed_gain["pretraining_gain_shrinks_as_data_grow"].text == "contradicted"
     twofold = verdicts(two_sizes(RISING, RISING, large=100).evidence())[
         "full_at_little_data_beats_scratch_with_tenfold"
     ]
-    assert twofold["verdict"] == NOT_RUN and "studies.progressive.sizes=[8, 16, 80]" in twofold["needs"]
+    assert twofold.text == NOT_RUN and "studies.progressive.sizes=[8, 16, 80]" in twofold.needs
 
 
 def test_the_top_two_layers_are_negligible_and_the_curves_steps_not_constant():
     flat_top = [0.5, 0.7, 0.85, 0.85, 0.85]
     v = verdicts(Builder().curve(flat_top, trials=12, spread=0.002).evidence(single_layer_margin=0.05))
-    assert v["top_two_layers_negligible_in_finetuning"]["verdict"] == "supported"
+    assert v["top_two_layers_negligible_in_finetuning"].text == "supported"
     v = verdicts(Builder().curve(RISING, trials=12, spread=0.002).evidence(single_layer_margin=0.05))
-    assert v["top_two_layers_negligible_in_finetuning"]["verdict"] == "contradicted"  # k=2 0.80, k=4 0.90
-    assert v["reinit_curve_change_not_constant"]["verdict"] == "supported"  # steps 0.2, 0.1, 0.05, 0.05
-    assert len(v["reinit_curve_change_not_constant"]["units"]) == 2 * (L - 1)  # both signs at each k
+    assert v["top_two_layers_negligible_in_finetuning"].text == "contradicted"  # k=2 0.80, k=4 0.90
+    assert v["reinit_curve_change_not_constant"].text == "supported"  # steps 0.2, 0.1, 0.05, 0.05
+    assert len(units_of(v["reinit_curve_change_not_constant"])) == 2 * (L - 1)  # both signs at each k
     linear = verdicts(Builder().curve([0.5, 0.6, 0.7, 0.8, 0.9], trials=6, spread=0.002).evidence())
-    assert linear["reinit_curve_change_not_constant"]["verdict"] != "supported"
+    assert linear["reinit_curve_change_not_constant"].text != "supported"
 
 
 def test_rte_gains_from_reinitialising_its_top_layers_and_mrpc_does_not_care():
     b = Builder().curve([0.5, 0.55, 0.6, 0.7, 0.62], trials=6, spread=0.002, task="rte")
     b.curve([0.7] * (L + 1), trials=12, spread=0.002, task="mrpc")
     v = verdicts(b.evidence(single_layer_margin=0.05))
-    (unit,) = v["rte_top_layer_reinit_beats_full"]["units"]  # k = ⌈7 L / 12⌉ = 3 .. L − 1 = 3
-    assert unit.name == "rte n=500 k=3" and v["rte_top_layer_reinit_beats_full"]["verdict"] == "supported"
-    assert len(v["mrpc_insensitive_to_reinit"]["units"]) == L
-    assert v["mrpc_insensitive_to_reinit"]["verdict"] == "supported"
+    (unit,) = units_of(v["rte_top_layer_reinit_beats_full"])  # k = ⌈7 L / 12⌉ = 3 .. L − 1 = 3
+    assert unit.name == "rte n=500 k=3" and v["rte_top_layer_reinit_beats_full"].text == "supported"
+    assert len(units_of(v["mrpc_insensitive_to_reinit"])) == L
+    assert v["mrpc_insensitive_to_reinit"].text == "supported"
     default = verdicts(Builder().curve(RISING, trials=3).evidence())
-    assert "studies.progressive.tasks=[rt_sentiment, rte]" in default["rte_top_layer_reinit_beats_full"]["needs"]
+    assert "studies.progressive.tasks=[rt_sentiment, rte]" in default["rte_top_layer_reinit_beats_full"].needs
 
 
 def test_sst2_needs_middle_blocks_and_qnli_early_ones():
@@ -1116,8 +1137,8 @@ def test_sst2_needs_middle_blocks_and_qnli_early_ones():
                 b.add(f"reinit{start}", value + 0.002 * (t % 3 - 1), task=task, trial=t, scheme="block_reinit")
                 b.rows[-1] |= {"layer": start, "window": 3, "study": "blocks"}
     v = verdicts(b.evidence())["sst2_needs_middle_qnli_needs_early_layers"]
-    assert sorted(u.test.split(" on ")[1] for u in v["units"]) == ["QNLI", "SST-2"]
-    assert v["verdict"] == "supported"
+    assert sorted(u.test.split(" on ")[1] for u in units_of(v)) == ["QNLI", "SST-2"]
+    assert v.text == "supported"
 
 
 def test_sst2_probing_declines_more_gradually_than_qnli():
@@ -1132,8 +1153,8 @@ def test_sst2_probing_declines_more_gradually_than_qnli():
     v = verdicts(Builder().curve(RISING, trials=3).evidence(probe=probe))[
         "sst2_probe_declines_more_gradually_than_qnli"
     ]
-    (unit,) = v["units"]
-    assert unit.estimate == pytest.approx(0.3) and v["verdict"] == "supported"
+    (unit,) = units_of(v)
+    assert unit.estimate == pytest.approx(0.3) and v.text == "supported"
 
 
 def test_wnli_as_intermediate_task_helps_every_final_task_but_rte():
@@ -1143,23 +1164,21 @@ def test_wnli_as_intermediate_task_helps_every_final_task_but_rte():
             b.add(f"k{L}_after_wnli", RISING[-1] + gain + 0.002 * (t % 3 - 1), task=task, trial=t, k=L)
             b.rows[-1] |= {"intermediate_task": "wnli", "ref_baseline": f"k{L}", "plain": False, "study": "sequential"}
     v = verdicts(b.evidence())["wnli_intermediate_helps_every_task_but_rte"]
-    assert [u.test for u in v["units"]] == [
+    assert [u.test for u in units_of(v)] == [
         "after intermediate − direct > 0",
         "direct − after intermediate > 0 (the exception)",
     ]
-    assert v["verdict"] == "supported"
-    needs = verdicts(Builder().curve(RISING, trials=3).evidence())["wnli_intermediate_helps_every_task_but_rte"][
-        "needs"
-    ]
+    assert v.text == "supported"
+    needs = verdicts(Builder().curve(RISING, trials=3).evidence())["wnli_intermediate_helps_every_task_but_rte"].needs
     assert "intermediate_tasks: [wnli]" in needs and "wnli]" in needs.split("data.tasks=")[1]
 
 
 def test_head_reinitialisation_has_no_significant_impact_within_the_margin():
     v = verdicts(head_study({}, trials=12, heads=[0, 1]).evidence(single_layer_margin=0.05))
-    assert len(v["head_reinit_no_significant_impact"]["units"]) == 2 * 4  # two heads at each of the 4 layers
-    assert v["head_reinit_no_significant_impact"]["verdict"] == "supported"
+    assert len(units_of(v["head_reinit_no_significant_impact"])) == 2 * 4  # two heads at each of the 4 layers
+    assert v["head_reinit_no_significant_impact"].text == "supported"
     v = verdicts(head_study({(1, 0): 0.2}, trials=12, heads=[0, 1]).evidence(single_layer_margin=0.05))
-    assert v["head_reinit_no_significant_impact"]["verdict"] == "contradicted"
+    assert v["head_reinit_no_significant_impact"].text == "contradicted"
 
 
 PRESETS = sorted((Path(__file__).parents[3] / "presets").glob("*.yaml"))
@@ -1173,10 +1192,10 @@ def test_every_presets_not_run_commands_build_and_the_schema_accepts_them(preset
     evidence = replace(
         Builder().curve(RISING, trials=3).evidence(studies=dict(config.studies)), data=config.data, train=config.train
     )
-    not_run = [v for v in verdicts(evidence).values() if v["verdict"] == NOT_RUN]
+    not_run = [v for v in verdicts(evidence).values() if v.text == NOT_RUN]
     assert not_run
     for claim in not_run:
-        validate(not_run_params(claim["needs"], yaml.safe_load(preset.read_text()), tmp_path))
+        validate(not_run_params(claim.needs, yaml.safe_load(preset.read_text()), tmp_path))
 
 
 @pytest.mark.parametrize("design", [REPO / "params.yaml", *PRESETS], ids=["default", *(p.stem for p in PRESETS)])
@@ -1194,18 +1213,18 @@ def test_a_not_run_command_that_trains_longer_also_trains_the_plain_runs_it_is_c
     longer = [
         claim
         for claim in verdicts(evidence).values()
-        if claim["verdict"] == NOT_RUN and any("epochs" in need.modifiers for need in BY_ID[claim["id"]].needs)
+        if claim.text == NOT_RUN and any("epochs" in need.modifiers for need in BY_ID[claim.id].needs)
     ]
     for claim in longer:
-        after = validate(not_run_params(claim["needs"], yaml.safe_load(design.read_text()), tmp_path))
+        after = validate(not_run_params(claim.needs, yaml.safe_load(design.read_text()), tmp_path))
         conditions = {c for study in all_study_conditions(after, L).values() for c in study}
         trained_longer = [
             c for c in conditions if c.scheme == "progressive" and c.epochs != after.train.epochs_for(c.size)
         ]
-        assert trained_longer, claim["needs"]
+        assert trained_longer, claim.needs
         for condition in trained_longer:
             plain = replace(condition, epochs=after.train.epochs_for(condition.size))
-            assert plain in conditions, (claim["id"], condition.slug, condition.size, claim["needs"])
+            assert plain in conditions, (claim.id, condition.slug, condition.size, claim.needs)
 
 
 def test_only_a_study_paired_with_the_reference_takes_its_trials():
@@ -1214,26 +1233,27 @@ def test_only_a_study_paired_with_the_reference_takes_its_trials():
     from."""
     studies = {"progressive": replace(CONFIG.studies["progressive"], trials=2)}
     v = verdicts(Builder().curve(RISING, trials=2).evidence(studies=studies))
-    assert "trials: 2}" in v["five_epochs_help_with_little_data"]["needs"]
-    assert "trials: 3}" in v["lr_multiplier_does_not_help"]["needs"]
+    assert "trials: 2}" in v["five_epochs_help_with_little_data"].needs
+    assert "trials: 3}" in v["lr_multiplier_does_not_help"].needs
 
 
 def test_a_refused_head_percentile_asks_for_the_trials_its_design_decides_from():
     v = verdicts(head_study({}, trials=1, layers=(1,)).evidence(studies=HEADS_STUDIES))
     claim = v["head_reinit_in_first_two_layers_hurts"]
-    (unit,) = claim["units"]
-    assert unit.refused.startswith("the design cannot decide at T = 1") and claim["plan"]["trials"] == 3
+    (unit,) = units_of(claim)
+    assert unit.refused.reason.startswith("the design cannot decide at T = 1") and claim.plan.trials == 3
 
 
 def test_a_bootstrap_difference_is_calibrated_at_alpha_only_so_it_supports_but_never_contradicts():
     # k90 at n=100 is 1 and at n=500 is 4: the reverse of "k90 grows as data shrink", far beyond any Holm level
     early = Builder().curve([0.5, 0.9, 0.9, 0.9, 0.9], trials=6, size=100)
     v = verdicts(early.curve([0.5, 0.55, 0.6, 0.65, 0.9], trials=6).evidence())["k90_grows_as_data_shrinks"]
-    (unit,) = v["units"]
+    (judged,) = v.units
+    unit = judged.unit
     assert unit.test_type == "bootstrap-difference" and unit.p_against < SETTINGS.alpha / 10
-    assert math.isnan(unit.adjusted) and unit.status == "unresolved" and v["verdict"] == "inconclusive"
+    assert math.isnan(judged.adjusted) and judged.status == "unresolved" and v.text == "inconclusive"
     late = Builder().curve([0.5, 0.55, 0.6, 0.65, 0.9], trials=6, size=100)
     assert (
-        verdicts(late.curve([0.5, 0.9, 0.9, 0.9, 0.9], trials=6).evidence())["k90_grows_as_data_shrinks"]["verdict"]
+        verdicts(late.curve([0.5, 0.9, 0.9, 0.9, 0.9], trials=6).evidence())["k90_grows_as_data_shrinks"].text
         == "supported"
     )

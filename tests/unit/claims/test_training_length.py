@@ -47,9 +47,9 @@ def test_without_longer_training_runs_nothing_is_checked_and_nothing_is_marked(t
 def test_a_claim_reading_an_undertrained_size_is_marked_confounded_with_the_evidence(tmp_path):
     evidence = with_longer_training(0.10, 0.0).evidence()
     verdicts, _ = judge_claims(evidence)
-    by_id = {v["id"]: v for v in verdicts}
+    by_id = {v.id: v for v in verdicts}
     rows = {r.id: r for r in claim_rows(verdicts, set(), evidence.studies)}
-    assert by_id["full_beats_scratch"]["verdict"] == "supported"
+    assert by_id["full_beats_scratch"].text == "supported"
     assert rows["full_beats_scratch"].verdict.startswith(f"supported ({CONFOUNDED}); survives")
     assert rows["head_reinit_in_first_two_layers_hurts"].verdict == "not run"  # a claim without runs is not marked
     report = render(evidence, tmp_path)

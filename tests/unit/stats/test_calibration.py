@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import src.claims.verdicts as verdicts_module
-from src.claims.units import NEAR_COLLAPSE_SHARE
+from src.claims.evidence import NEAR_COLLAPSE_SHARE
 from src.stats import hypothesis, validity
 from src.stats.collapse import hurdle
 from src.stats.correlation import correlation_interval
@@ -512,7 +512,7 @@ def test_under_the_null_a_difference_is_false_an_equivalence_true_and_chance_tru
 
 def test_a_verdict_rule_that_supports_every_claim_is_wrong_in_every_replicate_of_the_whole_report(monkeypatch):
     original = verdicts_module.verdict
-    monkeypatch.setattr(verdicts_module, "verdict", lambda *args: original(*args) | {"verdict": "supported"})
+    monkeypatch.setattr(verdicts_module, "verdict", lambda *args: replace(original(*args), text="supported"))
     run = small_run()
     broken = whole_report_table(run, common_levels(run), reps=2, seed=0)
     assert broken.any_wrong() == 2 and broken.any_wrong(lambda claim, verdict: verdict == "contradicted") == 0
