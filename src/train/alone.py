@@ -93,7 +93,8 @@ class AlonePath:
         return torch.stack(losses)
 
     def leave(self, i: int) -> None:
-        self.optimizers[i] = self.scalers[i] = None  # its Adam state is freed
+        # its Adam state is freed; a member that left is never stepped, saved or loaded again
+        self.optimizers[i] = self.scalers[i] = None  # type: ignore[call-overload]
 
     def state(self, i: int) -> dict:
         return {

@@ -112,6 +112,7 @@ class Progress:
             self._refresh()
 
     def _refresh(self) -> None:
+        assert self.bar is not None  # only a live bar polls or refreshes
         self.bar.update(min(self.steps.value, self.total_steps) - self.bar.n)
 
     def finished(self, run: int, line: str, failed: bool = False) -> None:
@@ -129,14 +130,14 @@ class Progress:
 
     def runs(self) -> str:
         runs = f"runs {self.done}/{len(self.examples)}" + (f", {self.failed} failed" if self.failed else "")
-        return runs + (f"; {self.after()}" if self.later and self.later.runs else "")
+        return runs + (f"; {self.after(self.later)}" if self.later and self.later.runs else "")
 
-    def after(self) -> str:
+    def after(self, later: LaterWork) -> str:
         """The finetune stages after this one, and the ETA to the end of them at this stage's examples/s."""
         elapsed = time.monotonic() - self.start
         rate = self.trained / elapsed if elapsed > 0 else 0.0
-        eta = _duration((self.left_examples + self.later.examples) / rate) if rate > 0 else "-"
-        return f"then {self.later.runs} runs in {self.later.stages} finetune stage(s), ETA to their end {eta}"
+        eta = _duration((self.left_examples + later.examples) / rate) if rate > 0 else "-"
+        return f"then {later.runs} runs in {later.stages} finetune stage(s), ETA to their end {eta}"
 
     def status(self) -> str:
         left = len(self.examples) - self.done
@@ -146,7 +147,7 @@ class Progress:
         eta = f"ETA {_duration(self.left_examples / rate)}" if rate > 0 and left else "ETA -"
         counts = f"{self.done - self.failed} done, {running} running, {self.failed} failed, {left - running} queued"
         steps = f"steps {min(self.steps.value, self.total_steps)}/{self.total_steps}; " if self.total_steps else ""
-        after = f"; {self.after()}" if self.later and self.later.runs else ""
+        after = f"; {self.after(self.later)}" if self.later and self.later.runs else ""
         return f"{counts}; {steps}{rate:.1f} examples/s, {eta}{after}"
 
 

@@ -18,7 +18,7 @@ def layer_weights(encoder: nn.Module) -> dict[tuple[int, str], torch.Tensor]:
     """A copy of every sublayer weight (query, key, value, attention_output, intermediate,
     output: the study's names), keyed by (1-based position, sublayer)."""
     family = family_of(encoder)
-    layers = encoder.get_submodule(family.stack)
+    layers = family.layers(encoder)
     return {
         (i + 1, name): weight.detach().clone()
         for i, layer in enumerate(layers)
