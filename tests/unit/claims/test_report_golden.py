@@ -198,7 +198,7 @@ def report(root: Path, monkeypatch) -> tuple[str, str]:
     write_probes(root, config)
     tables = build_tables(config, all_study_conditions(config, LAYERS), root / "runs", root / "probe", LAYERS)
     write_tables(tables, config, root / "metrics", root / "plots" / "progressive.csv", LAYERS)
-    write_measures(config.studies, tables, root / "metrics", LAYERS)
+    write_measures(config.studies, tables, root / "metrics", LAYERS, root / "runs")
     write_predictions(root / "predictions.npz", tables.results, root / "tasks", root / "probe", config.probe.tasks)
     pd.DataFrame({"figure": list(config.studies), "status": "not run: no figures in this test"}).to_csv(
         root / "metrics" / "figures.csv", index=False
