@@ -415,6 +415,37 @@ def result_files(out: Path) -> dict[str, Path]:
     return {str(p.relative_to(out)): p for p in sorted(out.rglob("trial*.json"))}
 
 
+def run_stage_in_process(cwd: Path, module: str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m <module> <args>` run in `cwd` in this process, through the stage's own entry point
+    (`run_stage`, under `__main__`): its exit code, stdout and stderr, as a subprocess would give them,
+    without the seconds a fresh interpreter spends importing torch. The parent-death watch is left out:
+    this process is pytest, not a stage that DVC started."""
+    import contextlib
+    import io
+    import runpy
+    from unittest import mock
+
+    from src.config.schema import forget_keys_read
+
+    forget_keys_read()  # a stage process starts having read no params
+    stdout, stderr, code = io.StringIO(), io.StringIO(), 0
+    previous = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with (
+            mock.patch.object(sys, "argv", [module, *args]),
+            mock.patch("src.params.stage.die_with_parent"),
+            contextlib.redirect_stdout(stdout),
+            contextlib.redirect_stderr(stderr),
+        ):
+            runpy.run_module(module, run_name="__main__", alter_sys=False)
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    finally:
+        os.chdir(previous)
+    return subprocess.CompletedProcess([module, *args], code, stdout.getvalue(), stderr.getvalue())
+
+
 # --- scratch git + DVC repositories and the commands run in them -----------------------------------
 
 
