@@ -423,6 +423,7 @@ def run_stage_in_process(cwd: Path, module: str, *args: str) -> subprocess.Compl
     import contextlib
     import io
     import runpy
+    from importlib.util import find_spec
     from unittest import mock
 
     from src.config.schema import forget_keys_read
@@ -433,7 +434,7 @@ def run_stage_in_process(cwd: Path, module: str, *args: str) -> subprocess.Compl
     os.chdir(cwd)
     try:
         with (
-            mock.patch.object(sys, "argv", [module, *args]),
+            mock.patch.object(sys, "argv", [find_spec(module).origin, *args]),  # as `python -m` sets it
             mock.patch("src.params.stage.die_with_parent"),
             contextlib.redirect_stdout(stdout),
             contextlib.redirect_stderr(stderr),
