@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from src.params.load import ModelLimits
+from src.params.load import ModelLimits, read_params
 
 REPO = Path(__file__).resolve().parents[1]
 GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
@@ -525,11 +525,12 @@ def finish_with_placeholders(root: Path) -> list[str]:
         file = path if path.suffix else path / "placeholder"
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(f"{out}\n")
-    # the prepared default model, as validate reads it: shape and positions of all-MiniLM-L6-v2
+    # the prepared model params.yaml names, as validate reads it: shape and positions of all-MiniLM-L6-v2
     (root / "data/model/config.json").write_text(
         '{"model_type": "bert", "num_hidden_layers": 6, "num_attention_heads": 12, "max_position_embeddings": 512}\n'
     )
-    BaseModelRecord("embedded", "test", "bert", 6, 384, 12, "placeholder", 512).write(root / "data/model")
+    name = read_params(root / "params.yaml")["model"]["name"]
+    BaseModelRecord(name, "test", "bert", 6, 384, 12, "placeholder", 512).write(root / "data/model")
     ok(dvc(root, "commit", "-f", "-q"))
     commit(root, "finished pipeline (placeholders)")
     return outs
@@ -538,7 +539,8 @@ def finish_with_placeholders(root: Path) -> list[str]:
 def placeholder_pipeline(root: Path, model: Path) -> list[str]:
     """The real dvc.yaml in a scratch repository at `root`, on an SST-2-layout task written from
     the tiny vocabulary (so the tiny tokenizer spells all of it), model.name = `model`, every
-    output a committed placeholder (finish_with_placeholders). Returns the outputs' paths."""
+    output a committed placeholder (finish_with_placeholders). Returns the outputs' paths. Built
+    once per session (the placeholder_template fixture); a test works in a copy of it (exp_run)."""
     from dvc.utils.serialize import dumps_yaml
 
     params = on_tasks(grid_params(), ["sst2"])
@@ -560,12 +562,17 @@ def placeholder_pipeline(root: Path, model: Path) -> list[str]:
     return finish_with_placeholders(root)
 
 
+def copy_repo(source: Path, workspace: Path) -> Path:
+    """A copy of the scratch repository `source` at workspace/repo (git, DVC's cache and state included)."""
+    return Path(shutil.copytree(source, workspace / "repo", symlinks=True))
+
+
 def exp_run(template: tuple[Path, list[str]], workspace: Path, *args: str, prepare=None):
     """`dvc exp run <args>` in a copy (under `workspace`) of a placeholder_pipeline `template`
     (its root and outputs), after `prepare(copy)` if given (a bad input file written into it);
     returns the run, the outputs before it and the copy."""
     source, outs = template
-    root = Path(shutil.copytree(source, workspace / "repo", symlinks=True))
+    root = copy_repo(source, workspace)
     if prepare is not None:
         prepare(root)
     before = every_output(root, outs)

@@ -2,10 +2,10 @@
 lets through, the validate stage that stops `dvc repro` before any output is removed, and
 the params each stage reads against those its dvc.yaml stage declares.
 
-Two scratch git + DVC repositories with a params.yaml written from the test grid, so
-nothing trains: one whose dvc.yaml is the real validate stage alone, and one with the real
-dvc.yaml whose outputs are placeholders recorded with `dvc commit` (a finished pipeline of
-the real shape). A `dvc exp run` costs seconds of DVC and interpreter start-up, so only the cases
+Two scratch git + DVC repositories, so nothing trains: one whose dvc.yaml is the real validate
+stage alone, with a params.yaml written from the test grid, and copies of the real pipeline whose
+outputs are placeholders recorded with `dvc commit` (a finished pipeline of the real shape: the
+placeholder_template fixture). A `dvc exp run` costs seconds of DVC and interpreter start-up, so only the cases
 that need DVC itself (the one-line diff, a refusal that keeps every output) run it; the sweeps and
 refused keys go through DVC's own override function and the validate stage's entry point in
 process, as do the stages that train nothing, on the tiny model.
@@ -13,7 +13,6 @@ process, as do the stages that train nothing, on the tiny model.
 
 import json
 import shlex
-import shutil
 import subprocess
 from importlib.util import find_spec
 from pathlib import Path
@@ -27,10 +26,10 @@ from tests.support import (
     REPO,
     build_scratch_repo,
     commit,
+    copy_repo,
     dvc,
     every_output,
     exp_run_params,
-    finish_with_placeholders,
     grid_params,
     ok,
     ran_stages,
@@ -50,15 +49,6 @@ def grid_params_yaml() -> str:
         assert text.count(line) == 1, line
         text = text.replace(line, commented)
     return text
-
-
-def finished_grid_repo(root: Path) -> list[str]:
-    """A scratch repository at `root` of the real dvc.yaml on the tiny grid's params, every output a
-    committed placeholder (finish_with_placeholders). Returns the outputs' paths."""
-    build_scratch_repo(
-        root, grid_params_yaml(), stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"], message=None
-    )
-    return finish_with_placeholders(root)
 
 
 def restore(root: Path) -> None:
@@ -150,12 +140,6 @@ def test_exp_run_with_a_key_or_value_the_schema_refuses_fails_in_validate(overri
 # --- the real pipeline, finished with placeholders: a refusal removes nothing ----------------------
 
 
-@pytest.fixture(scope="module")
-def finished_repo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("placeholders")
-    return root, finished_grid_repo(root)
-
-
 BACKENDS = (("slurm", "submitit"), ("ray", "ray"))  # executor.kind and the package its backend imports
 
 
@@ -223,13 +207,15 @@ def test_an_executor_whose_package_is_missing_is_refused_in_one_line(kind, modul
         ),
     ],
 )
-def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(finished_repo, command, override, message, tmp_path):
+def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(
+    placeholder_template, command, override, message, tmp_path
+):
     from dvc.utils.hydra import apply_overrides
 
-    template, outs = finished_repo
+    template, outs = placeholder_template
     # a copy per case: a failed `dvc exp run` leaves experiment state that the next one in
     # the same repo would pick up (its -S values applied again)
-    root = Path(shutil.copytree(template, tmp_path / "repo", symlinks=True))
+    root = copy_repo(template, tmp_path)
     before = every_output(root, outs)
     assert "metrics/focus.json" in before and len(before) == len(outs), sorted(set(outs) - set(before))
     try:
