@@ -1,7 +1,7 @@
 """Every preset reports: its studies' runs, faked as finished results of a
 bert-base-shaped model (a score per run that rises with the pretrained layers kept, per-example
 predictions against the eval labels), go through the aggregate and report stages as
-`dvc repro` runs them (python -m stages.<name>, the preset as params.yaml), and the report is
+`dvc repro` runs them (their entry points, the preset as params.yaml), and the report is
 written with a verdict row for every claim. So no preset can train for days and then fail to
 report, as the per-task sizes form did (`sizes: {rte: [2490]}` crashed the report's not-run
 commands). Trials are capped at 3 per size and the report's bootstrap at 100 resamples to keep it
@@ -15,7 +15,6 @@ import json
 import math
 import shutil
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from src.params.load import validate
 from src.tasks import splits
 from src.tasks.metrics import score
 from src.tasks.registry import get_task
-from tests.support import REPO, stage_env, stub_result
+from tests.support import REPO, run_stage_in_process, stub_result
 
 PRESETS = sorted((REPO / "presets").glob("*.yaml"))
 LAYERS, HEADS = 12, 12  # bert-base, the presets' model
@@ -151,15 +150,10 @@ def write_finished_design(root: Path, params: dict, tiny_task_dir: Path) -> None
     write_probes(root, config, eval_labels)
 
 
-def run_stage(root: Path, module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=root, env=stage_env(), capture_output=True, text=True, timeout=600
-    )
-
-
 def aggregate_and_report(root: Path) -> subprocess.CompletedProcess:
-    """The aggregate and report stages on the runs under `root`, as dvc.yaml runs them; the report's process."""
-    aggregate = run_stage(
+    """The aggregate and report stages on the runs under `root`, by dvc.yaml's commands, each through its entry
+    point in this process (tests/support.py run_stage_in_process); the report's run."""
+    aggregate = run_stage_in_process(
         root,
         "stages.aggregate",
         *("--runs", "data/runs/studies", "--probe", "data/runs/probe", "--model", "data/model"),
@@ -167,7 +161,7 @@ def aggregate_and_report(root: Path) -> subprocess.CompletedProcess:
         *("--plot-data", "plots/progressive.csv", "--predictions", "data/predictions.npz"),
     )
     assert aggregate.returncode == 0, aggregate.stderr[-3000:]
-    report = run_stage(
+    report = run_stage_in_process(
         root,
         "stages.report",
         *("--tables", "metrics", "--predictions", "data/predictions.npz", "--figures", "plots/figures"),
