@@ -141,6 +141,7 @@ def test_exp_run_with_a_key_or_value_the_schema_refuses_fails_in_validate(overri
 
 
 BACKENDS = (("slurm", "submitit"), ("ray", "ray"))  # executor.kind and the package its backend imports
+PAST_THE_MODEL = "params.yaml: k = 7 is invalid; allowed: 0..6 (the model has 6 encoder layers)"
 
 
 def missing_backend(kind: str, module: str) -> str:
@@ -176,14 +177,15 @@ def test_an_executor_whose_package_is_missing_is_refused_in_one_line(kind, modul
             "params.yaml: trials = 0 is invalid; allowed: an integer >= 1",
             id="exp-run-focus-trials-zero",
         ),
+        # A value checked against the prepared model, and each missing backend, through DVC with `-m slow`
+        # (a `dvc exp run` each); their messages through the validate stage in process below.
         pytest.param(
             "exp run",
             "k=7",
-            "params.yaml: k = 7 is invalid; allowed: 0..6 (the model has 6 encoder layers)",
+            PAST_THE_MODEL,
             id="exp-run-focus-k-beyond-the-prepared-model",
+            marks=pytest.mark.slow,
         ),
-        # One backend through DVC in the default run, the other (the same check) with `-m slow`; both messages in
-        # process below.
         *(
             pytest.param(
                 "exp run",
@@ -192,7 +194,7 @@ def test_an_executor_whose_package_is_missing_is_refused_in_one_line(kind, modul
                 id=f"exp-run-{kind}-without-{module}",
                 marks=[
                     pytest.mark.skipif(find_spec(module) is not None, reason=f"{module} is installed here"),
-                    *([pytest.mark.slow] if kind == "ray" else []),
+                    pytest.mark.slow,
                 ],
             )
             for kind, module in BACKENDS
@@ -231,6 +233,17 @@ def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(
         assert every_output(root, outs) == before
     finally:
         restore(root)
+
+
+def test_a_focus_k_beyond_the_prepared_model_stops_the_validate_stage(placeholder_template, tmp_path):
+    # the limits of the prepared model params.yaml names (data/model: a placeholder of 6 layers)
+    from dvc.utils.hydra import apply_overrides
+
+    root = copy_repo(placeholder_template[0], tmp_path)
+    apply_overrides(root / "params.yaml", ["k=7"])  # what `dvc exp run -S k=7` writes
+    command = shlex.split(yaml.safe_load((root / "dvc.yaml").read_text())["stages"]["validate"]["cmd"])
+    run = run_stage_in_process(root, *command[2:])
+    assert run.returncode == 1 and f"error: {PAST_THE_MODEL}" in run.stderr, run.stderr[-3000:]
 
 
 # --- the params a stage reads: each one within its dvc.yaml stage's `params:` ---------------------
