@@ -426,9 +426,12 @@ def run_stage_in_process(cwd: Path, module: str, *args: str) -> subprocess.Compl
     from importlib.util import find_spec
     from unittest import mock
 
+    import torch
+
     from src.config.schema import forget_keys_read
 
     forget_keys_read()  # a stage process starts having read no params
+    threads = torch.get_num_threads()  # a training stage sets its own (train.threads); the tests after it keep theirs
     stdout, stderr, code = io.StringIO(), io.StringIO(), 0
     previous = Path.cwd()
     os.chdir(cwd)
@@ -444,6 +447,7 @@ def run_stage_in_process(cwd: Path, module: str, *args: str) -> subprocess.Compl
         code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
     finally:
         os.chdir(previous)
+        torch.set_num_threads(threads)
     return subprocess.CompletedProcess([module, *args], code, stdout.getvalue(), stderr.getvalue())
 
 
