@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.support import WORDS, grid_params, toy_sentiment, write_checkpoint
+from tests.support import WORDS, grid_params, placeholder_pipeline, toy_sentiment, write_checkpoint
 
 
 @pytest.fixture(scope="session")
@@ -74,6 +74,16 @@ def tiny_tasks_root(tmp_path_factory, tiny_task_dir):
         json.dumps({"task": "rt_sentiment", "train_examples": 200, "eval_examples": 60})
     )
     return root
+
+
+@pytest.fixture(scope="session")
+def placeholder_template(tmp_path_factory, tiny_model_dir):
+    """(root, outputs) of the real pipeline in a scratch git + DVC repository on the tiny model, every
+    output a committed placeholder (support.placeholder_pipeline): built once, as building one takes
+    DVC and git seconds; tests work in copies of it (support.exp_run, copy_repo), never in it."""
+    root = tmp_path_factory.mktemp("placeholders") / "repo"
+    root.mkdir()
+    return root, placeholder_pipeline(root, tiny_model_dir)
 
 
 @pytest.fixture

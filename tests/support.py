@@ -25,7 +25,7 @@ from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.probe_result import ProbeLayer, ProbeResult, write_probe_predictions
 from src.artefacts.run_result import result_path
 from src.conditions.studies import all_study_conditions, trained_conditions
-from src.params.load import ModelLimits, validate
+from src.params.load import ModelLimits, read_params, validate
 from src.tasks import splits
 from src.tasks.metrics import score
 from src.tasks.registry import get_task
@@ -425,6 +425,42 @@ def result_files(out: Path) -> dict[str, Path]:
     return {str(p.relative_to(out)): p for p in sorted(out.rglob("trial*.json"))}
 
 
+def run_stage_in_process(cwd: Path, module: str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m <module> <args>` run in `cwd` in this process, through the stage's own entry point
+    (`run_stage`, under `__main__`): its exit code, stdout and stderr, as a subprocess would give them,
+    without the seconds a fresh interpreter spends importing torch. The parent-death watch is left out:
+    this process is pytest, not a stage that DVC started."""
+    import contextlib
+    import io
+    import runpy
+    from importlib.util import find_spec
+    from unittest import mock
+
+    import torch
+
+    from src.config.schema import forget_keys_read
+
+    forget_keys_read()  # a stage process starts having read no params
+    threads = torch.get_num_threads()  # a training stage sets its own (train.threads); the tests after it keep theirs
+    stdout, stderr, code = io.StringIO(), io.StringIO(), 0
+    previous = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with (
+            mock.patch.object(sys, "argv", [find_spec(module).origin, *args]),  # as `python -m` sets it
+            mock.patch("src.params.stage.die_with_parent"),
+            contextlib.redirect_stdout(stdout),
+            contextlib.redirect_stderr(stderr),
+        ):
+            runpy.run_module(module, run_name="__main__", alter_sys=False)
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    finally:
+        os.chdir(previous)
+        torch.set_num_threads(threads)
+    return subprocess.CompletedProcess([module, *args], code, stdout.getvalue(), stderr.getvalue())
+
+
 # --- scratch git + DVC repositories and the commands run in them -----------------------------------
 
 
@@ -503,11 +539,12 @@ def finish_with_placeholders(root: Path) -> list[str]:
         file = path if path.suffix else path / "placeholder"
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(f"{out}\n")
-    # the prepared default model, as validate reads it: shape and positions of all-MiniLM-L6-v2
+    # the prepared model params.yaml names, as validate reads it: shape and positions of all-MiniLM-L6-v2
     (root / "data/model/config.json").write_text(
         '{"model_type": "bert", "num_hidden_layers": 6, "num_attention_heads": 12, "max_position_embeddings": 512}\n'
     )
-    BaseModelRecord("embedded", "test", "bert", 6, 384, 12, "placeholder", 512).write(root / "data/model")
+    name = read_params(root / "params.yaml")["model"]["name"]
+    BaseModelRecord(name, "test", "bert", 6, 384, 12, "placeholder", 512).write(root / "data/model")
     ok(dvc(root, "commit", "-f", "-q"))
     commit(root, "finished pipeline (placeholders)")
     return outs
@@ -516,7 +553,8 @@ def finish_with_placeholders(root: Path) -> list[str]:
 def placeholder_pipeline(root: Path, model: Path) -> list[str]:
     """The real dvc.yaml in a scratch repository at `root`, on an SST-2-layout task written from
     the tiny vocabulary (so the tiny tokenizer spells all of it), model.name = `model`, every
-    output a committed placeholder (finish_with_placeholders). Returns the outputs' paths."""
+    output a committed placeholder (finish_with_placeholders). Returns the outputs' paths. Built
+    once per session (the placeholder_template fixture); a test works in a copy of it (exp_run)."""
     from dvc.utils.serialize import dumps_yaml
 
     params = on_tasks(grid_params(), ["sst2"])
@@ -538,12 +576,17 @@ def placeholder_pipeline(root: Path, model: Path) -> list[str]:
     return finish_with_placeholders(root)
 
 
+def copy_repo(source: Path, workspace: Path) -> Path:
+    """A copy of the scratch repository `source` at workspace/repo (git, DVC's cache and state included)."""
+    return Path(shutil.copytree(source, workspace / "repo", symlinks=True))
+
+
 def exp_run(template: tuple[Path, list[str]], workspace: Path, *args: str, prepare=None):
     """`dvc exp run <args>` in a copy (under `workspace`) of a placeholder_pipeline `template`
     (its root and outputs), after `prepare(copy)` if given (a bad input file written into it);
     returns the run, the outputs before it and the copy."""
     source, outs = template
-    root = Path(shutil.copytree(source, workspace / "repo", symlinks=True))
+    root = copy_repo(source, workspace)
     if prepare is not None:
         prepare(root)
     before = every_output(root, outs)
@@ -689,15 +732,6 @@ def grid_params_yaml() -> str:
     return text
 
 
-def finished_grid_repo(root: Path) -> list[str]:
-    """A scratch repository at `root` of the real dvc.yaml on the tiny grid's params, every output a
-    committed placeholder (finish_with_placeholders). Returns the outputs' paths."""
-    build_scratch_repo(
-        root, grid_params_yaml(), stages=yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"], message=None
-    )
-    return finish_with_placeholders(root)
-
-
 # --- a design's runs faked as finished (tests/e2e/test_preset_reports.py, test_not_run_commands.py) ------------
 
 PRESET_LAYERS, PRESET_HEADS = 12, 12  # bert-base, the presets' model
@@ -800,16 +834,10 @@ def write_finished_design(root: Path, params: dict, tiny_task_dir: Path, layers:
     write_probes(root, config, eval_labels, layers)
 
 
-def run_stage_subprocess(root: Path, module: str, *args: str) -> subprocess.CompletedProcess:
-    """`python -m <module> <args>` in `root`, as a dvc.yaml stage runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=root, env=stage_env(), capture_output=True, text=True, timeout=600
-    )
-
-
 def aggregate_and_report(root: Path) -> subprocess.CompletedProcess:
-    """The aggregate and report stages on the runs under `root`, as dvc.yaml runs them; the report's process."""
-    aggregate = run_stage_subprocess(
+    """The aggregate and report stages on the runs under `root`, by dvc.yaml's commands, each through its entry
+    point in this process (run_stage_in_process); the report's run."""
+    aggregate = run_stage_in_process(
         root,
         "stages.aggregate",
         *("--runs", "data/runs/studies", "--probe", "data/runs/probe", "--model", "data/model"),
@@ -817,7 +845,7 @@ def aggregate_and_report(root: Path) -> subprocess.CompletedProcess:
         *("--plot-data", "plots/progressive.csv", "--predictions", "data/predictions.npz"),
     )
     assert aggregate.returncode == 0, aggregate.stderr[-3000:]
-    report = run_stage_subprocess(
+    report = run_stage_in_process(
         root,
         "stages.report",
         *("--tables", "metrics", "--predictions", "data/predictions.npz", "--figures", "plots/figures"),

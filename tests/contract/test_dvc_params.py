@@ -2,19 +2,18 @@
 lets through, the validate stage that stops `dvc repro` before any output is removed, and
 the params each stage reads against those its dvc.yaml stage declares.
 
-Two scratch git + DVC repositories with a params.yaml written from the test grid, so
-nothing trains: one whose dvc.yaml is the real validate stage alone, and one with the real
-dvc.yaml whose outputs are placeholders recorded with `dvc commit` (a finished pipeline of
-the real shape); the stages that train nothing run for real on the tiny model. About 90 s
-on a loaded 2-core machine.
+Two scratch git + DVC repositories, so nothing trains: one whose dvc.yaml is the real validate
+stage alone, with a params.yaml written from the test grid, and copies of the real pipeline whose
+outputs are placeholders recorded with `dvc commit` (a finished pipeline of the real shape: the
+placeholder_template fixture). A `dvc exp run` costs seconds of DVC and interpreter start-up, so only the cases
+that need DVC itself (the one-line diff, a refusal that keeps every output) run it; the sweeps and
+refused keys go through DVC's own override function and the validate stage's entry point in
+process, as do the stages that train nothing, on the tiny model.
 """
 
 import json
-import os
 import shlex
-import shutil
 import subprocess
-import sys
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -27,13 +26,15 @@ from tests.support import (
     REPO,
     build_scratch_repo,
     commit,
+    copy_repo,
     dvc,
     every_output,
-    finished_grid_repo,
+    exp_run_params,
     grid_params,
     grid_params_yaml,
     ok,
     ran_stages,
+    run_stage_in_process,
     with_change,
 )
 
@@ -68,16 +69,16 @@ def validate_repo(tmp_path_factory):
         pytest.param("probe.lr=3e-5", ("probe", "lr"), 3e-5, id="probe-lr-scientific"),
     ],
 )
-def test_a_float_sweep_in_either_notation_passes_validation(validate_repo, override, key, value):
-    try:
-        out = ok(
-            dvc(validate_repo, "exp", "run", "--force", "-S", override)
-        )  # --force: run it, even if DVC's run cache has these params
-        assert ran_stages(out) == ["Running stage 'validate':"]
-        section, name = key
-        assert read_params(validate_repo / "params.yaml")[section][name] == value
-    finally:
-        restore(validate_repo)
+def test_a_float_sweep_in_either_notation_passes_validation(override, key, value, tmp_path):
+    # params.yaml as `dvc exp run -S` writes it (DVC's CLI parser and its override function, in process), then
+    # the validate stage's entry point; a real `dvc exp run` of that stage is the one-line test below.
+    start = tmp_path / "start.yaml"
+    start.write_text(grid_params_yaml())
+    params = exp_run_params(f"dvc exp run -S {override}", start, tmp_path)
+    run = run_stage_in_process(tmp_path, "stages.validate", "--model", "data/model", "--out", "valid.txt")
+    assert run.returncode == 0 and (tmp_path / "valid.txt").exists(), run.stderr[-3000:]
+    section, name = key
+    assert read_params(params)[section][name] == value
 
 
 def test_exp_run_with_one_value_changes_one_line_of_params_yaml(validate_repo):
@@ -113,25 +114,22 @@ def test_exp_run_with_one_value_changes_one_line_of_params_yaml(validate_repo):
         ),
     ],
 )
-def test_exp_run_with_a_key_or_value_the_schema_refuses_fails_in_validate(validate_repo, override, message):
-    try:
-        run = dvc(validate_repo, "exp", "run", "-S", override)
-        assert run.returncode != 0 and f"error: {message}" in run.stderr + run.stdout, run.stderr[-3000:]
-        assert "Traceback" not in run.stderr + run.stdout
-    finally:
-        restore(validate_repo)
+def test_exp_run_with_a_key_or_value_the_schema_refuses_fails_in_validate(override, message, tmp_path):
+    # DVC's override function writes the new key (in process, as in the float sweeps); the validate stage refuses it.
+    # Through `dvc exp run` itself a refusal is test_a_bad_value_stops_dvc_in_validate_and_every_output_stays.
+    start = tmp_path / "start.yaml"
+    start.write_text(grid_params_yaml())
+    exp_run_params(f"dvc exp run -S {override}", start, tmp_path)
+    run = run_stage_in_process(tmp_path, "stages.validate", "--model", "data/model", "--out", "valid.txt")
+    assert run.returncode == 1 and f"error: {message}" in run.stderr, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr + run.stdout and not (tmp_path / "valid.txt").exists()
 
 
 # --- the real pipeline, finished with placeholders: a refusal removes nothing ----------------------
 
 
-@pytest.fixture(scope="module")
-def finished_repo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("placeholders")
-    return root, finished_grid_repo(root)
-
-
 BACKENDS = (("slurm", "submitit"), ("ray", "ray"))  # executor.kind and the package its backend imports
+PAST_THE_MODEL = "params.yaml: k = 7 is invalid; allowed: 0..6 (the model has 6 encoder layers)"
 
 
 def missing_backend(kind: str, module: str) -> str:
@@ -167,14 +165,15 @@ def test_an_executor_whose_package_is_missing_is_refused_in_one_line(kind, modul
             "params.yaml: trials = 0 is invalid; allowed: an integer >= 1",
             id="exp-run-focus-trials-zero",
         ),
+        # A value checked against the prepared model, and each missing backend, through DVC with `-m slow`
+        # (a `dvc exp run` each); their messages through the validate stage in process below.
         pytest.param(
             "exp run",
             "k=7",
-            "params.yaml: k = 7 is invalid; allowed: 0..6 (the model has 6 encoder layers)",
+            PAST_THE_MODEL,
             id="exp-run-focus-k-beyond-the-prepared-model",
+            marks=pytest.mark.slow,
         ),
-        # One backend through DVC in the default run, the other (the same check) with `-m slow`; both messages in
-        # process below.
         *(
             pytest.param(
                 "exp run",
@@ -183,7 +182,7 @@ def test_an_executor_whose_package_is_missing_is_refused_in_one_line(kind, modul
                 id=f"exp-run-{kind}-without-{module}",
                 marks=[
                     pytest.mark.skipif(find_spec(module) is not None, reason=f"{module} is installed here"),
-                    *([pytest.mark.slow] if kind == "ray" else []),
+                    pytest.mark.slow,
                 ],
             )
             for kind, module in BACKENDS
@@ -198,13 +197,15 @@ def test_an_executor_whose_package_is_missing_is_refused_in_one_line(kind, modul
         ),
     ],
 )
-def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(finished_repo, command, override, message, tmp_path):
+def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(
+    placeholder_template, command, override, message, tmp_path
+):
     from dvc.utils.hydra import apply_overrides
 
-    template, outs = finished_repo
+    template, outs = placeholder_template
     # a copy per case: a failed `dvc exp run` leaves experiment state that the next one in
     # the same repo would pick up (its -S values applied again)
-    root = Path(shutil.copytree(template, tmp_path / "repo", symlinks=True))
+    root = copy_repo(template, tmp_path)
     before = every_output(root, outs)
     assert "metrics/focus.json" in before and len(before) == len(outs), sorted(set(outs) - set(before))
     try:
@@ -220,6 +221,17 @@ def test_a_bad_value_stops_dvc_in_validate_and_every_output_stays(finished_repo,
         assert every_output(root, outs) == before
     finally:
         restore(root)
+
+
+def test_a_focus_k_beyond_the_prepared_model_stops_the_validate_stage(placeholder_template, tmp_path):
+    # the limits of the prepared model params.yaml names (data/model: a placeholder of 6 layers)
+    from dvc.utils.hydra import apply_overrides
+
+    root = copy_repo(placeholder_template[0], tmp_path)
+    apply_overrides(root / "params.yaml", ["k=7"])  # what `dvc exp run -S k=7` writes
+    command = shlex.split(yaml.safe_load((root / "dvc.yaml").read_text())["stages"]["validate"]["cmd"])
+    run = run_stage_in_process(root, *command[2:])
+    assert run.returncode == 1 and f"error: {PAST_THE_MODEL}" in run.stderr, run.stderr[-3000:]
 
 
 # --- the params a stage reads: each one within its dvc.yaml stage's `params:` ---------------------
@@ -238,7 +250,7 @@ def covered(key: str, declared: list[str]) -> bool:
     return any(d == "" or key == d or key.startswith(f"{d}.") for d in declared)
 
 
-def test_each_untrained_stage_reads_only_the_params_it_declares(tmp_path, tiny_model_dir):
+def test_each_untrained_stage_reads_only_the_params_it_declares(tmp_path, tiny_model_dir, monkeypatch):
     params = grid_params()
     params.update(task="sst2", size=8, k=3, trials=1)
     params["model"].update(name=str(tiny_model_dir), max_length=32)
@@ -255,17 +267,14 @@ def test_each_untrained_stage_reads_only_the_params_it_declares(tmp_path, tiny_m
 
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     reads = tmp_path / "reads"
-    env = dict(
-        os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFER_RECORD_PARAMS=str(reads)
-    )
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFER_RECORD_PARAMS", str(reads))
     module_of = {}
     for name in UNTRAINED:  # in pipeline order: each stage's outputs are the next one's inputs
         command = shlex.split(stages[name]["cmd"].replace("${item.task}", "sst2"))
         assert command[:2] == ["python", "-m"], command
         module_of[command[2].split(".")[-1]] = name
-        run = subprocess.run(
-            [sys.executable, *command[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-        )
+        run = run_stage_in_process(tmp_path, *command[2:])  # the stage's entry point, which records the keys it read
         assert run.returncode == 0, f"{name}: {run.stderr[-3000:]}"
 
     read = {}

@@ -23,23 +23,15 @@ from tests.support import (
     assert_kept,
     exp_run,
     ok,
-    placeholder_pipeline,
     ran_stages,
 )
 
 # --- model folders, through `dvc exp run -S model.name=<folder>` ----------------------------------
-# One scratch repository holds the real pipeline, finished with placeholders (test_dvc_params);
-# each case runs in a copy of it, so a refused model is seen exactly as a user sees it, with
+# One scratch repository holds the real pipeline, finished with placeholders (the placeholder_template
+# fixture); each case runs in a copy of it, so a refused model is seen exactly as a user sees it, with
 # every output that was there before still there.
 
 TINY_WORDS = ("the", "a")  # the vocabulary of the tokenizer that cannot spell the task's text
-
-
-@pytest.fixture(scope="module")
-def pipeline_template(tmp_path_factory, tiny_model_dir):
-    root = tmp_path_factory.mktemp("model_folders") / "repo"
-    root.mkdir()
-    return root, placeholder_pipeline(root, tiny_model_dir)
 
 
 def copy_of_tiny_model(folder: Path, tiny_model_dir: Path) -> Path:
@@ -151,11 +143,11 @@ THROUGH_DVC_SLOW = [without_tokenizer, with_a_larger_vocabulary, truncated, no_m
     "make_bad", [*(pytest.param(make, marks=pytest.mark.slow) for make in THROUGH_DVC_SLOW), a_pickle_that_runs_code]
 )
 def test_a_bad_model_folder_stops_prepare_model_in_one_line_and_every_output_stays(
-    pipeline_template, tiny_model_dir, tmp_path, make_bad
+    placeholder_template, tiny_model_dir, tmp_path, make_bad
 ):
     folder = copy_of_tiny_model(tmp_path / "model", tiny_model_dir)
     message = f"params.yaml: model.name = {str(folder)!r}: {make_bad(folder)}"
-    run, before, root = exp_run(pipeline_template, tmp_path, "-S", f"model.name={folder}", "prepare_model")
+    run, before, root = exp_run(placeholder_template, tmp_path, "-S", f"model.name={folder}", "prepare_model")
     output = run.stdout + run.stderr
     assert run.returncode != 0 and "Traceback" not in output, output[-3000:]
     assert [line for line in output.splitlines() if line.startswith("error: ")] == [f"error: {message}"], output[-3000:]
@@ -184,7 +176,9 @@ def test_a_bad_model_folder_is_refused_by_the_export_before_anything_is_written(
 
 
 @pytest.mark.slow  # a second model format through prepare_model and data (13 s)
-def test_a_checkpoint_with_only_pytorch_model_bin_is_stored_as_safetensors(pipeline_template, tiny_model_dir, tmp_path):
+def test_a_checkpoint_with_only_pytorch_model_bin_is_stored_as_safetensors(
+    placeholder_template, tiny_model_dir, tmp_path
+):
     from safetensors.torch import load_file
     from transformers import BertForPreTraining, BertModel
 
@@ -195,7 +189,7 @@ def test_a_checkpoint_with_only_pytorch_model_bin_is_stored_as_safetensors(pipel
     (folder / "model.safetensors").unlink()
     torch.save(pretraining.state_dict(), folder / "pytorch_model.bin")
 
-    run, _, root = exp_run(pipeline_template, tmp_path, "-S", f"model.name={folder}", "prepare_model")
+    run, _, root = exp_run(placeholder_template, tmp_path, "-S", f"model.name={folder}", "prepare_model")
     assert ran_stages(ok(run)) == ["Running stage 'validate':", "Running stage 'prepare_model':"]
     stored = root / "data" / "model"
     assert (stored / "model.safetensors").exists() and not (stored / "pytorch_model.bin").exists()
@@ -209,11 +203,11 @@ def test_a_checkpoint_with_only_pytorch_model_bin_is_stored_as_safetensors(pipel
 
 @pytest.mark.slow  # the data stage's unk check through dvc (18 s); its rule has a unit test
 def test_a_tokenizer_that_cannot_spell_the_task_stops_the_data_stage_with_its_unk_rate(
-    pipeline_template, tiny_model_dir, tmp_path
+    placeholder_template, tiny_model_dir, tmp_path
 ):
     folder = copy_of_tiny_model(tmp_path / "model", tiny_model_dir)
     tokenizer_of(folder, list(TINY_WORDS))
-    root = pipeline_template[0]
+    root = placeholder_template[0]
     words = [
         w
         for name in ("train.tsv", "dev.tsv")
@@ -221,7 +215,7 @@ def test_a_tokenizer_that_cannot_spell_the_task_stops_the_data_stage_with_its_un
         for w in s.split()
     ]
     unknown = [w for w in words if w not in TINY_WORDS]
-    run, before, root = exp_run(pipeline_template, tmp_path, "-S", f"model.name={folder}", "data")
+    run, before, root = exp_run(placeholder_template, tmp_path, "-S", f"model.name={folder}", "data")
     output = run.stdout + run.stderr
     assert run.returncode != 0 and "Traceback" not in output, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error: ")]

@@ -1,7 +1,9 @@
-"""Bad input stops a stage run as a subprocess (python -m stages.<name>) in one line, before any
-compute, and a bug keeps its traceback: the validate, build_data and finetune stages, and a
-result that cannot be written. Part of the bad-input tests (unit/params/test_bad_params.py
-lists the others)."""
+"""Bad input stops a stage (python -m stages.<name>) in one line, before any compute, and a bug
+keeps its traceback: the validate, build_data and finetune stages, and a result that cannot be
+written. Each stage runs through its entry point in this process (tests/support.py
+run_stage_in_process: the same exit code and output, without an interpreter that imports torch per
+case); one refusal runs as a subprocess, the way DVC starts a stage. Part of the bad-input tests
+(unit/params/test_bad_params.py lists the others)."""
 
 import json
 import os
@@ -14,7 +16,7 @@ import pytest
 import yaml
 
 from src.tasks import splits
-from tests.support import REPO, stage_command, stage_env, stage_params
+from tests.support import REPO, run_stage_in_process, stage_command, stage_params
 
 
 def test_the_validate_stage_checks_max_length_against_the_prepared_model(tmp_path, tiny_model_dir):
@@ -23,7 +25,7 @@ def test_the_validate_stage_checks_max_length_against_the_prepared_model(tmp_pat
         name="tiny", max_length=128
     )  # base.json of the tiny model names it "tiny"; it has 64 positions
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    run = run_module(tmp_path, "stages.validate", "--model", str(tiny_model_dir), "--out", "valid.txt")
+    run = run_stage_in_process(tmp_path, "stages.validate", "--model", str(tiny_model_dir), "--out", "valid.txt")
     assert_one_line_error(
         run, "params.yaml: model.max_length = 128 is invalid; allowed: 8..64 (the model has 64 positions)"
     )
@@ -31,13 +33,6 @@ def test_the_validate_stage_checks_max_length_against_the_prepared_model(tmp_pat
 
 
 # --- one line for a user error, a traceback for a bug -------------------------------------------------
-
-
-def run_module(cwd: Path, module: str, *args: str, **env) -> subprocess.CompletedProcess:
-    environment = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", **env)
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=300
-    )
 
 
 def assert_one_line_error(run: subprocess.CompletedProcess, message: str) -> None:
@@ -50,7 +45,14 @@ def assert_one_line_error(run: subprocess.CompletedProcess, message: str) -> Non
 def test_a_bad_value_stops_the_validate_stage_in_one_line(tmp_path, params):
     params["tirals"] = params.pop("trials")
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    run = run_module(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
+    run = subprocess.run(  # as DVC starts a stage: `python -m`, a process of its own (the other cases run in process)
+        [sys.executable, "-m", "stages.validate", "--model", "no_model_yet", "--out", "valid.txt"],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     known = "data, executor, k, model, pooling, probe, recipe, report, seed, size, studies, task, train, trials"
     assert_one_line_error(
         run, f"params.yaml: tirals = 2 is invalid; allowed: the keys known here: {known} (did you mean trials?)"
@@ -62,7 +64,7 @@ def test_the_validate_stage_warns_in_one_line_of_a_study_below_the_calibrated_tr
     params = stage_params({"trials": 1})  # valid, but no test of its claims is calibrated at one trial
     params["studies"] = {"progressive": params["studies"]["progressive"]}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    run = run_module(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
+    run = run_stage_in_process(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
     assert run.returncode == 0 and (tmp_path / "valid.txt").exists(), run.stderr[-3000:]
     assert [line for line in run.stderr.splitlines() if line.startswith("warning: ")] == [
         "warning: studies.progressive.trials = 1 is below 3, the fewest trials the report's tests are calibrated at "
@@ -84,7 +86,7 @@ def test_a_non_utf8_glue_file_names_file_line_and_byte_offset_in_one_line(tmp_pa
     params.update(task="sst2")
     params["studies"]["progressive"]["tasks"] = ["sst2"]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    run = run_module(tmp_path, "stages.build_data", "--model", str(tiny_model_dir), "--out", "tasks")
+    run = run_stage_in_process(tmp_path, "stages.build_data", "--model", str(tiny_model_dir), "--out", "tasks")
     assert_one_line_error(
         run, f"{Path('glue/SST-2/train.tsv')}, line 3: not UTF-8 (byte 0xe9 at byte offset 31); GLUE files are UTF-8"
     )
@@ -111,9 +113,7 @@ def test_the_stage_refuses_a_size_larger_than_the_pool_before_training(tmp_path,
     pool = len(splits.load_split(task / "tokens.npz", "train"))
     (task / "info.json").write_text(json.dumps({"task": "rt_sentiment", "train_examples": pool}))
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(stage_params({"sizes": [40, pool + 1]})))
-    run = subprocess.run(
-        stage_command(tiny_model_dir), cwd=tmp_path, env=stage_env(), capture_output=True, text=True, timeout=300
-    )
+    run = run_stage_in_process(tmp_path, *stage_command(tiny_model_dir)[2:])
     message = (
         f"params.yaml: studies.progressive asks for {pool + 1} "
         f"training examples of task 'rt_sentiment', which has {pool}"

@@ -1,6 +1,6 @@
 """README's commands that compare experiments, run as printed on a repository with two experiments: each
 prints whole in an 80-column terminal (no column cut to "…", no line wider) and shows what the two changed.
-The real dvc.yaml with placeholder outputs (tests/support.py finish_with_placeholders) and small real
+A copy of the real dvc.yaml with placeholder outputs (the placeholder_template fixture) and small real
 metrics files; the experiments are `dvc exp save`d, so nothing trains. About a minute on 2 loaded cores."""
 
 import json
@@ -9,7 +9,7 @@ import shlex
 import pytest
 from dvc.utils.hydra import apply_overrides
 
-from tests.support import REPO, commit, dvc, finished_grid_repo, ok
+from tests.support import REPO, commit, copy_repo, dvc, ok
 
 NAMES = {"<a>": "k3", "<b>": "k5", "main": "HEAD"}  # README's placeholders and branch, as in this repository
 
@@ -33,9 +33,8 @@ def write_metrics(root, k: int, mean: float, supported: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def two_experiments(tmp_path_factory):
-    root = tmp_path_factory.mktemp("compare")
-    finished_grid_repo(root)
+def two_experiments(tmp_path_factory, placeholder_template):
+    root = copy_repo(placeholder_template[0], tmp_path_factory.mktemp("compare"))
     write_metrics(root, 6, 0.69, 5)
     commit(root, "the baseline's metrics")
     for name, k, mean, supported in (("k3", 3, 0.71, 6), ("k5", 5, 0.74, 7)):

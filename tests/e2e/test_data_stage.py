@@ -1,5 +1,6 @@
 """The data stage (python -m stages.build_data) run twice on the embedded tasks builds the same
-files every time."""
+files every time: once through its entry point in this process, once in a fresh interpreter (another
+hash seed, no state shared with the first)."""
 
 import json
 import os
@@ -9,7 +10,7 @@ import sys
 import pandas as pd
 import yaml
 
-from tests.support import REPO, grid_params
+from tests.support import REPO, grid_params, run_stage_in_process
 
 
 def test_the_data_stage_builds_the_new_tasks_the_same_every_time(tmp_path, tiny_model_dir):
@@ -26,8 +27,19 @@ def test_the_data_stage_builds_the_new_tasks_the_same_every_time(tmp_path, tiny_
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
     outputs = []
     for out in ("first", "second"):
-        command = [sys.executable, "-m", "stages.build_data", "--model", str(tiny_model_dir), "--out", out]
-        run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        args = ("--model", str(tiny_model_dir), "--out", out)
+        run = (
+            run_stage_in_process(tmp_path, "stages.build_data", *args)
+            if out == "first"
+            else subprocess.run(
+                [sys.executable, "-m", "stages.build_data", *args],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        )
         assert run.returncode == 0, run.stderr[-3000:]
         outputs.append(
             {p.relative_to(tmp_path / out): p.read_bytes() for p in sorted((tmp_path / out).rglob("*")) if p.is_file()}

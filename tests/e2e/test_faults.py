@@ -2,9 +2,11 @@
 runs that fail inside the workers, a study that shrinks, and a fingerprint that must follow
 exactly what shapes a result.
 
-The stage runs for real (`python -m stages.finetune`) on the tiny 3-layer model of
-conftest.py in scratch folders, so the kill, the resume and the cleanup are the
-pipeline's own code paths. About 30 s on 2 cores.
+The stage runs for real on the tiny 3-layer model of conftest.py in scratch folders, so the
+kill, the resume and the cleanup are the pipeline's own code paths: as `python -m
+stages.finetune` where a process of its own matters (a kill, a pool of worker processes), else
+through its entry point in this process (tests/support.py run_stage_in_process), which spares an
+interpreter importing torch.
 """
 
 import copy
@@ -43,6 +45,7 @@ from tests.support import (
     TINY_STUDY,
     finetune_workspace,
     result_files,
+    run_stage_in_process,
     stage_command,
     stage_env,
     stub_result,
@@ -347,7 +350,9 @@ def test_conditions_no_longer_asked_for_are_removed_and_the_rest_reused(tmp_path
     before = {name: (p.stat().st_mtime_ns, p.read_bytes()) for name, p in result_files(out).items()}
     (root / "params.yaml").write_text(yaml.safe_dump(tiny_params({**TINY_STUDY, "ks": [0, 3]}), sort_keys=False))
 
-    stdout = run_stage(root, tiny_model_dir)
+    run = run_stage_in_process(root, *stage_command(tiny_model_dir)[2:])  # nothing to train: no worker starts
+    assert run.returncode == 0, run.stderr[-3000:]
+    stdout = run.stdout
     assert len(kept_lines(stdout)) == 4 and not trained_lines(stdout), stdout
     after = result_files(out)
     assert sorted(after) == sorted(name for name in reference if "/k0_e1/" in name or "/k3_e1/" in name)
@@ -460,8 +465,8 @@ def test_the_focus_stage_copies_a_study_run_with_its_kept_weights_and_trains_one
     focus += ["--out", "focus", "--reuse", "runs"]
     study = [*stage_command(tiny_model_dir)[:-1], "runs/progressive"]
 
-    def run(command) -> str:
-        done = subprocess.run(command, cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300)
+    def run(command) -> str:  # one worker: the stage trains in its own process, here this one
+        done = run_stage_in_process(root, *command[2:])
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
 
@@ -509,15 +514,18 @@ def test_kept_weights_give_a_sequential_run_only_the_measurements_that_read_no_s
 
 def test_one_worker_and_two_workers_give_the_same_results(tmp_path, tiny_model_dir, tiny_task_dir, uninterrupted):
     # The reference ran with the train.workers of the params.yaml it wrote (a pool of worker
-    # processes); this one runs every condition in the stage's own process.
+    # processes); this one runs every condition in the stage's own process, the stage run in
+    # this one (no second interpreter importing torch), on half the study: k = 0 and 3, both trials.
     source, reference = uninterrupted
     params = yaml.safe_load((source / "params.yaml").read_text())
     assert params["train"]["workers"] > 1, "the reference must have run in a pool of worker processes"
     params["train"]["workers"] = 1
+    params["studies"]["progressive"]["ks"] = [0, 3]
     root = finetune_workspace(tmp_path / "one_worker", tiny_task_dir, params)
-    run_stage(root, tiny_model_dir)
+    run = run_stage_in_process(root, *stage_command(tiny_model_dir)[2:])
+    assert run.returncode == 0, run.stderr[-3000:]
     results = {name: json.loads(p.read_text()) for name, p in result_files(root / "out").items()}
-    assert results.keys() == reference.keys()
+    assert sorted(results) == sorted(name for name in reference if "/k0_e1/" in name or "/k3_e1/" in name)
     for name, result in results.items():  # everything but the clock: scores, losses, weight changes
         assert {**result, "train_seconds": None} == {**reference[name], "train_seconds": None}, name
 
@@ -616,9 +624,7 @@ def test_a_damaged_checkpoint_is_discarded_with_a_warning_and_the_run_restarts(t
     checkpoint = Path("out/rt_sentiment/n40/k3_e1/trial0.ckpt")
     (root / checkpoint).parent.mkdir(parents=True)
     (root / checkpoint).write_bytes(b"PK\x03\x04 garbage: a zip cut short")
-    run = subprocess.run(
-        stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300
-    )
+    run = run_stage_in_process(root, *stage_command(tiny_model_dir)[2:])  # one run: the stage trains it in process
     assert run.returncode == 0, run.stderr[-3000:]
     warning = [line for line in run.stderr.splitlines() if line.startswith("warning: checkpoint")]
     assert (
@@ -735,11 +741,12 @@ def test_the_stage_exits_non_zero_naming_every_failed_condition_and_keeps_the_fi
         (p.with_suffix(".log")).read_text().count("epoch 1/1") == 1 for p in result_files(out).values()
     )  # per-run detail
 
-    # Repaired: the rerun keeps both finished runs, trains the two failed ones, and drops their records.
+    # Repaired: the rerun keeps both finished runs, trains the two failed ones, and drops their records. One
+    # worker (not part of a run's fingerprint): the stage trains in its own process, run here in this one.
     shutil.copy(root / "tasks" / "rt_sentiment" / "tokens.npz", root / "tasks" / "bigram_shift" / "tokens.npz")
-    rerun = subprocess.run(
-        stage_command(tiny_model_dir), cwd=root, env=stage_env(), capture_output=True, text=True, timeout=300
-    )
+    params["train"]["workers"] = 1
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    rerun = run_stage_in_process(root, *stage_command(tiny_model_dir)[2:])
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert (
         rerun.stdout.count("finished earlier, kept") == 2

