@@ -715,8 +715,7 @@ def write_family_checkpoint(kind: str, folder, tokenizer_dir) -> None:
     write_checkpoint(tiny_config(kind, len(tokenizer)), folder, tokenizer)
 
 
-# --- the test grid as a scratch repository of the real dvc.yaml (tests/contract/test_dvc_params.py,
-# tests/e2e/test_compare_experiments.py) ----------------------------------------------------------------------------
+# --- the test grid's params.yaml as DVC writes it, with comments (tests/contract/test_dvc_params.py) ----------------
 
 # Comments as a person writes them; `dvc exp run -S` must keep every one.
 COMMENTS = {"k: 6\n": "k: 6  # keep layers 1..k pretrained\n", "lr: 2e-05\n": "lr: 2e-05  # paper: 2e-5\n"}
