@@ -384,7 +384,7 @@ class Evidence:
         return {task: sorted(sizes[task]) for task in sorted(sizes)}
 
     def plain(self) -> pd.DataFrame:
-        """The rows of the plain conditions (tools/calibrate.py reads them)."""
+        """The rows of the plain conditions (tools/calibrate reads them)."""
         index = self._runs_index()
         keep = {key for key, c in index.conditions.items() if c.plain}
         return index.runs[

@@ -20,6 +20,7 @@ from src.core.codehash import code_digest, code_files
 from src.measures import MEASUREMENTS, Measurement
 
 MEASUREMENTS_MODULE = "src.measures"
+MEASUREMENT_CODE = MEASUREMENTS_MODULE.replace(".", "/") + "/"  # its files, as code_files names them
 
 
 def measurement_files(measurement: Measurement) -> list[str]:
@@ -43,8 +44,8 @@ def measurement_files(measurement: Measurement) -> list[str]:
                 todo.append(value)
             elif inspect.isfunction(value) and value.__module__.startswith(f"{MEASUREMENTS_MODULE}."):
                 modules.add(value.__module__)
-    files = {f for module in modules for f in code_files(module) if f.startswith("src/measures/")}
-    return ["src/measures/__init__.py", *sorted(files)]
+    files = {f for module in modules for f in code_files(module) if f.startswith(MEASUREMENT_CODE)}
+    return [f"{MEASUREMENT_CODE}__init__.py", *sorted(files)]
 
 
 @functools.cache

@@ -38,7 +38,7 @@ from src.tasks import splits
 from src.tasks.registry import TaskSpec, get_task
 from src.train.device import autocast
 from src.train.loop import Member, RunSettings, evaluate, finetune, fit_null_threshold, train_members
-from src.train.reuse import made_now, measured_as, missing_measurements
+from src.train.reuse import MEASUREMENT_CODE, made_now, measured_as, missing_measurements
 from src.train.weights import layer_change_tracker, layer_weights, weight_change
 
 if TYPE_CHECKING:  # annotations only
@@ -60,7 +60,6 @@ NOT_RECIPE = {
     "src/core/files.py": "writes and checksums files",
     "src/train/reuse.py": "which finished result a run may reuse",
 }
-MEASUREMENT_CODE = "src/measures/"
 
 
 def _recipe(module: str) -> tuple[str, ...]:
