@@ -15,7 +15,8 @@ from src.tasks.kinds import COLLAPSE_SHARE
 from tools.calibrate.nulls import ACCURACY, CHUNK, EXAMPLES, MARGIN, NULLS, TRIALS, TWO_CONDITIONS, simulate
 from tools.calibrate.row import ALPHA, HOLM_LEVEL, LEVEL, Row
 
-ESTIMATORS = ("new", "before", "trial-only t", "collapsed excluded")
+T_ALONE = "T-1 df alone"  # the t test on the trials' df without the variance-bound test beside it
+ESTIMATORS = ("new", T_ALONE, "before", "trial-only t", "collapsed excluded")
 TRAINED = "trained runs"  # "collapsed excluded" as the test of a margin or chance level (trained_table), not a reading
 
 
@@ -50,15 +51,16 @@ def estimates(
 ) -> tuple[hypothesis.Estimate, np.ndarray]:
     """The accuracy contrast sum_c weights[c] * accuracy_c (A - B by default) of each replicate as
     `estimator` tests it, over a batch: an Estimate of arrays [R] (NaN where refused) and the refused mask.
-    "new" (the claims' test) and "trial-only t" keep every run, (nearly) collapsed ones included, as
-    src/claims/units.py does; "collapsed excluded", the robustness reading, reads the trials where no
+    "new" (the claims' test: the t test on T - 1 df joined by the variance-bound test, hypothesis.Estimate),
+    T_ALONE (the same variance, the t test on T - 1 df alone) and "trial-only t" keep every run, (nearly) collapsed
+    ones included, as src/claims/units.py does; "collapsed excluded", the robustness reading, reads the trials where no
     condition's run (nearly) collapsed (majority share >= NEAR_COLLAPSE_SHARE), with no p below 2 of them;
     "before" kept every run and refused where (1 - q)^T > ALPHA for the largest share q of runs collapsed
     (share >= COLLAPSE_SHARE) in the replicate's own conditions."""
     # accuracy's pseudo-values are the correctness
     d = np.tensordot(np.asarray(weights, dtype=np.float32), correct.astype(np.float32), axes=1)
-    reps, n_trials, _ = d.shape
-    estimate, se, df, n = (np.full(reps, math.nan) for _ in range(4))
+    reps, n_trials, n_examples = d.shape
+    estimate, se, df, n, trial_sd, fixed_se = (np.full(reps, math.nan) for _ in range(6))
     kept: np.ndarray = np.ones((reps, n_trials), dtype=bool)
     refused = np.zeros(reps, dtype=bool)
     if estimator == "before":
@@ -77,11 +79,17 @@ def estimates(
             se[rows], df[rows] = table.mean(axis=2).std(axis=1, ddof=1) / math.sqrt(k), k - 1
             continue
         v = hypothesis.crossed_variance(table)
-        se[rows] = np.sqrt(v.variance)
+        se[rows], trial_sd[rows], fixed_se[rows] = (
+            np.sqrt(v.variance),
+            np.sqrt(v.trial_variance),
+            np.sqrt(v.fixed_variance),
+        )
         df[rows] = dropped_component_df(table) if estimator == "before" else v.df
+    # the variance-bound test joins the t test where paired_contrast gives it the eval set's df
+    fixed_df = n_examples - 1.0 if estimator in ("new", "collapsed excluded", TRAINED) else math.nan
     # Estimate holds one array over the batch per field (its p and interval are vectorised); its fields are
     # annotated for one value
-    batch = hypothesis.Estimate(estimate, se, np.where(refused, 0, n), df)  # type: ignore[arg-type]
+    batch = hypothesis.Estimate(estimate, se, np.where(refused, 0, n), df, trial_sd, df, fixed_se, fixed_df)  # type: ignore[arg-type]
     return batch, refused
 
 
