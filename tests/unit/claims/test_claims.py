@@ -157,8 +157,8 @@ def test_a_crossed_seed_designs_contrast_gives_no_verdict_where_one_of_its_runs_
 def test_a_crossed_seed_design_is_read_by_paired_contrasts_and_refused_by_tests_of_independent_trials():
     """The 9 runs of 3 subsets x 3 draws are not 9 independent trials: the contrast's variance is
     the crossed one (3 subsets, not 9 trials, carry the subset effect), so a gap that depends on
-    the subset is not shown; a test that takes the trials as independent (the slope over k) is
-    refused; 2 subsets are refused (1 df for the subset effect, measured to under-cover)."""
+    the subset is not shown, and the slope over k, a contrast, is read the same way; 2 subsets are refused (1 df
+    for the subset effect, measured to under-cover)."""
     crossed = replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)
     independent = verdicts(crossed_study((3, 3)).evidence())
     v = verdicts(crossed_study((3, 3)).evidence(studies={"progressive": crossed}))
@@ -176,8 +176,8 @@ def test_a_crossed_seed_design_is_read_by_paired_contrasts_and_refused_by_tests_
     )
     subsets, draws, trials = map(int, command)
     assert trials == subsets * draws >= n and abs(subsets - draws) <= 1
-    (slope,) = units_of(v["later_reinit_costs_less"])
-    assert slope.refused.reason.startswith("runs of a crossed seed_design (progressive): this test takes the trials")
+    (slope,) = units_of(v["later_reinit_costs_less"])  # the slope over k is a contrast: read by the crossed variance
+    assert slope.refused is None and "crossed seed_design: 3 subsets x 3 draws" in slope.notes
     two = replace(crossed, seed_design=(2, 3), trials=6)
     (unit,) = units_of(verdicts(crossed_study((2, 3)).evidence(studies={"progressive": two}))["full_beats_scratch"])
     assert unit.refused.reason.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 3 draws")
@@ -827,9 +827,9 @@ def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp
     report = render(evidence, tmp_path).splitlines()
     row = next(line for line in report if '<a id="claim-top_two_layers_negl' in line)
     assert "| supported; under the collapse reading: inconclusive |" in row
-    # a slope over k is a t over trials of no conditions' contrast: it has no robustness reading, and says so
+    # a slope over k is a contrast of the conditions at each k: it has both robustness readings
     row = next(line for line in report if '<a id="claim-later_reinit_costs_less' in line)
-    assert "| supported; no robustness reading (its test is not a contrast of conditions) |" in row
+    assert "| supported; survives the trial-only t and the collapse reading |" in row
 
 
 def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_test():
