@@ -16,7 +16,7 @@ from src.claims.evidence import Evidence
 from src.core.errors import UserError
 from tools.calibrate.crossed import crossed_table
 from tools.calibrate.curves import CROSSED_CURVE_DESIGNS, CROSSED_CURVE_NULLS, crossed_curve_table, curve_table
-from tools.calibrate.estimates import estimate_table
+from tools.calibrate.estimates import ESTIMATORS, estimate_table, power_table
 from tools.calibrate.heads import (
     CORRELATION_HEADER,
     HEAD_DESIGNS,
@@ -36,7 +36,7 @@ from tools.calibrate.hurdle import (
 from tools.calibrate.nulls import EXAMPLES, NULLS, TRIALS
 from tools.calibrate.run_null import REPORT_NULL, REPORT_NULLS, common_levels, read_run_evidence
 from tools.calibrate.spearman_margin import spearman_margin_table
-from tools.calibrate.table import HEADER, estimate_summary, markdown_row, row_from_markdown
+from tools.calibrate.table import HEADER, estimate_summary, markdown_row, power_markdown, row_from_markdown
 from tools.calibrate.trained import CHANCE_NULLS, TRAINED_NULLS, trained_table
 from tools.calibrate.training_check import TRAINING_HEADER, training_check_table, training_markdown_row
 from tools.calibrate.welch import welch_table
@@ -49,6 +49,8 @@ class Options:
 
     reps: int
     margin_reps: int | None
+    estimators: list[str]
+    power_reps: int
     examples: int
     trials: list[int]
     nulls: list[str] | None
@@ -81,9 +83,13 @@ def estimates(o: Options) -> None:
     for name in [n for n in (o.nulls or NULLS) if n in NULLS]:
         for n_trials in o.trials:
             rows = estimate_table(
-                o.reps, o.seed, (n_trials,), (name,), n_examples=o.examples, margin_reps=o.margin_reps
+                o.reps, o.seed, (n_trials,), (name,), o.estimators, n_examples=o.examples, margin_reps=o.margin_reps
             )
             printed(markdown_row(row) for row in rows)
+
+
+def power(o: Options) -> None:
+    printed([power_markdown(power_table(o.power_reps, o.seed, o.trials))])
 
 
 def trained(o: Options) -> None:
@@ -147,6 +153,7 @@ def correlation(o: Options) -> None:
 # every table but the whole report, which reads a finished run, in the order they are printed
 SIMULATED: dict[str, Callable[[Options], None]] = {
     "estimates": estimates,
+    "power": power,
     "trained": trained,
     "hurdle": hurdle,
     "welch": welch,
@@ -169,8 +176,12 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         help="replicates per cell of the tests at the margin (TOST, p_beyond; default --reps)",
     )
+    parser.add_argument(
+        "--estimators", nargs="+", choices=ESTIMATORS, default=list(ESTIMATORS), help="estimators (estimate tests)"
+    )
+    parser.add_argument("--power-reps", type=int, default=10_000, help="replicates per cell (power)")
     parser.add_argument("--examples", type=int, default=EXAMPLES, help="eval examples (estimate tests)")
-    parser.add_argument("--trials", type=int, nargs="+", default=list(TRIALS), help="trials (estimate tests)")
+    parser.add_argument("--trials", type=int, nargs="+", default=list(TRIALS), help="trials (estimate tests, power)")
     parser.add_argument(
         "--nulls",
         nargs="+",

@@ -197,3 +197,42 @@ def estimate_table(
                     )
                 )
     return rows
+
+
+POWER_NULLS = ("trial-dominated", "trial + example", "example-dominated")
+POWER_EFFECTS = (0.02, 0.05, 0.10)  # true A - B in accuracy: the order of the papers' reported effects
+POWER_ESTIMATORS = ("new", T_ALONE)
+
+
+@dataclass(frozen=True)
+class PowerRow:
+    """The one-sided test's rejection rate of "A beats B" at a true contrast `effect` (no collapse), at ALPHA and
+    at HOLM_LEVEL, per estimator."""
+
+    null: str
+    trials: int
+    effect: float
+    reps: int
+    rates: dict[str, tuple[float, float]]
+
+
+def power_table(
+    reps: int, seed: int = 0, trials=TRIALS, nulls=POWER_NULLS, effects=POWER_EFFECTS, estimators=POWER_ESTIMATORS
+) -> list[PowerRow]:
+    """Power of the one-sided test (p_greater) at each true contrast of `effects`, under each null's variance
+    components (NULLS; no collapse) at every T, by each estimator on the same replicates, in chunks of CHUNK."""
+    rng = np.random.default_rng(seed)
+    levels = np.array([ALPHA, HOLM_LEVEL])
+    rows = []
+    for name in nulls:
+        for n_trials in trials:
+            for effect in effects:
+                rejected = {m: np.zeros(2) for m in estimators}
+                for start in range(0, reps, CHUNK):
+                    correct, majority = simulate(NULLS[name], n_trials, min(CHUNK, reps - start), rng, effect)
+                    for method in estimators:
+                        e, _ = estimates(correct, majority, method)
+                        rejected[method] += np.sum(np.asarray(e.p_greater())[:, None] < levels, axis=0)
+                rates = {m: (float(r[0] / reps), float(r[1] / reps)) for m, r in rejected.items()}
+                rows.append(PowerRow(name, n_trials, effect, reps, rates))
+    return rows

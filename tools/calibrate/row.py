@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from scipy import stats
+
 from tools.calibrate.nulls import TRIALS
 
 ALPHA = 0.05
@@ -40,6 +42,16 @@ class Row:
 
     def mc_se(self, rate: float) -> float:
         return math.sqrt(max(rate * (1 - rate), 1e-6) / (self.reps * self.tails))
+
+    def holm_upper(self) -> float:
+        """The one-sided 95% Clopper-Pearson upper bound of the size at HOLM_LEVEL, from its count of rejections
+        over reps x tails draws (two tails of one replicate taken as two draws: they are negatively correlated, so
+        the bound errs wide)."""
+        if math.isnan(self.size_holm):
+            return math.nan
+        draws = self.reps * self.tails
+        hits = round(self.size_holm * draws)
+        return float(stats.binomtest(hits, draws, alternative="less").proportion_ci(0.95).high)
 
     def size_ok(self, sigmas: float = 0.0) -> bool:
         return all(

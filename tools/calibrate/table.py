@@ -8,7 +8,7 @@ import math
 
 from src.stats.validity import decidable
 from tools.calibrate.curves import CURVE_DIFFERENCES
-from tools.calibrate.estimates import ESTIMATORS, TRAINED
+from tools.calibrate.estimates import ESTIMATORS, TRAINED, PowerRow
 from tools.calibrate.nulls import NULLS, Null
 from tools.calibrate.row import ALPHA, HOLM_LEVEL, Row, shown, targets_missed
 from tools.calibrate.trained import CHANCE_NULLS, TRAINED_NULLS
@@ -108,13 +108,36 @@ def estimate_summary(rows: list[Row]) -> str:
         )
     if tested == TRAINED:
         return "\n".join(lines)
+    measured = [m for m in ESTIMATORS if any(r.estimator == m for r in rows)]
     lines += [
         "",
-        "| null | T | " + " | ".join(f"{m}: size at {levels}" for m in ESTIMATORS) + " |",
-        "|---" * (2 + len(ESTIMATORS)) + "|",
+        f"| null | T | reps | {' | '.join(f'{m}: size at {levels} (≤ 95% CP bound at Holm)' for m in measured)} |",
+        "|---" * (3 + len(measured)) + "|",
     ]
     for null, trials in cases:
-        by = [cells.get((m, "one-sided", null, trials)) for m in ESTIMATORS]
-        sizes = [f"{shown(r.size)} / {shown(r.size_holm, '.5f')}" if r else "–" for r in by]
-        lines.append(f"| {null} | {trials} | {' | '.join(sizes)} |")
+        by = [cells.get((m, "one-sided", null, trials)) for m in measured]
+        sizes = [
+            f"{shown(r.size)} / {shown(r.size_holm, '.5f')} (≤ {shown(r.holm_upper(), '.5f')})" if r else "–"
+            for r in by
+        ]
+        reps = next((f"{r.reps * r.tails:,}" for r in by if r), "–")
+        lines.append(f"| {null} | {trials} | {reps} | {' | '.join(sizes)} |")
+    return "\n".join(lines)
+
+
+def power_markdown(rows: list[PowerRow]) -> str:
+    """The power table: per null, T and true contrast, each estimator's rejection rate of the one-sided test at
+    ALPHA, then at HOLM_LEVEL, with the largest Monte Carlo SE of a rate (sqrt(0.25 / reps))."""
+    estimators = list(rows[0].rates) if rows else []
+    columns = [f"{m} at {level}" for level in (ALPHA, f"{HOLM_LEVEL:.5f}") for m in estimators]
+    lines = [
+        f"| null | T | true A − B | reps (MC SE ≤) | {' | '.join(columns)} |",
+        "|---" * (4 + len(columns)) + "|",
+    ]
+    for r in rows:
+        rates = [shown(r.rates[m][i]) for i in (0, 1) for m in estimators]
+        lines.append(
+            f"| {r.null} | {r.trials} | {r.effect:.2f} | {r.reps:,} ({math.sqrt(0.25 / r.reps):.3f}) | "
+            f"{' | '.join(rates)} |"
+        )
     return "\n".join(lines)
