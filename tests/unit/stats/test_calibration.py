@@ -46,7 +46,8 @@ from tools.calibrate.welch import welch_table
 from tools.calibrate.whole_report import claim_truths, whole_report_markdown, whole_report_table
 
 SIGMAS = 3  # Monte Carlo slack on size and coverage
-# the fast subset: where the dropped-component df failed worst (three agreeing trials), and the trial + example null
+# the fast subset: where the dropped-component df failed worst (three agreeing trials) and where a variance-bound test
+# without its chi-square limit fails, and the trial + example null
 FAST_NULLS = ["trial-dominated", "trial + example"]
 # collapses of either condition (the full model included), mixed with near-collapses: the test keeps every run there
 COLLAPSE_NULLS = ["A, the full model, collapses (0.2)", "collapses and near-collapses mixed"]
@@ -158,6 +159,17 @@ def test_the_fast_subset_fails_the_estimator_it_replaced():
     # the dropped-component df: 10-25x nominal at the Holm level here, which the subset above must catch
     rows = fast_estimate_rows("before")
     assert any(not row.size_ok(SIGMAS) for row in rows if row.null == "trial-dominated")
+    assert sum(not row.size_ok(SIGMAS) for row in rows) >= 4, rows
+
+
+def test_the_fast_subset_fails_a_variance_bound_test_without_its_chi_square_limit(monkeypatch):
+    # the bound test reading the trial variance as estimated, on the eval set's df: 23x nominal at the Holm level
+    # where the trials dominate, which the subset above must catch (the new test: 0 there)
+    def estimated(self, level):
+        return np.sqrt(np.square(self.trial_sd) / self.n + np.square(self.fixed_se))
+
+    monkeypatch.setattr(hypothesis.Estimate, "_bound_se", estimated)
+    rows = fast_estimate_rows("new")
     assert sum(not row.size_ok(SIGMAS) for row in rows) >= 4, rows
 
 
