@@ -17,9 +17,9 @@ TEST_TYPES = (*ESTIMATE_TESTS, "bootstrap-difference", "bootstrap", "welch", "sp
 # the correlation), and what fewer do to them, as measured (spearman_margin_table, docs/calibration.md)
 MIN_TRIALS = {
     "spearman-margin": (
-        15,
-        "the Fisher-z test of a Spearman rho against a margin exceeds its size below 15 pairs "
-        "(10 pairs: 1.2x nominal at the Holm level; 4 pairs: 0.133 at any level)",
+        4,
+        "the test of a Spearman rho against a margin by its simulated null is measured from 4 pairs (3 give rho "
+        "four values)",
     ),
 }
 
@@ -82,9 +82,11 @@ def decidable(test_type: str, n_trials: int, design: tuple[int, int] | None = No
       probe 0.86-0.91 example-dominated; max(curve) - max(probe) 0.81 and k90(probe) - k90(curve)
       0.90 trial-dominated at T = 10; k90 0.83-0.87 at T = 3-5), so no T here decides it.
     - "welch": Welch's test holds from 3 trials per group.
-    - "spearman-margin": Fisher's z of a Spearman rho with Bonett & Wright's variance, tested against a
-      margin at the boundary (population rho = the margin, Gaussian copula): size <= 0.039 at 0.05 and
-      <= 0.78x nominal at the Holm level from 15 pairs (MIN_TRIALS; 200,000 replicates).
+    - "spearman-margin": a Spearman rho against a margin, its p the share of a simulated null at the boundary
+      (population rho = the margin, Gaussian copula; correlation.spearman_above) at or beyond the observed rho:
+      exact under that copula at any number of pairs up to the simulation's resolution, measured from 4 pairs
+      (MIN_TRIALS; docs/calibration.md). Fisher's z with Bonett & Wright's variance, which it replaced, exceeded
+      its size below 15 pairs (1.2x nominal at the Holm level at Table 1's 10).
     - An estimate test on a crossed seed_design (`design` = (subsets, draws)) decides with at least
       3 of each (CROSSED_LEVELS): its df are min(subsets, draws) - 1, so with 2 levels of a factor it
       holds its size on 1 df but its intervals are 5-6x the oracle (crossed_table).

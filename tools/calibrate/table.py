@@ -46,7 +46,7 @@ def markdown_row(row: Row) -> str:
         f"| {row.estimator} | {row.test} | {row.null} | {row.trials} | {row.reps * row.tails:,} | {shown(row.size)} | "
         f"{shown(row.size_holm, '.5f')} | {shown(row.coverage)} | {shown(row.half_width, '.2f')} | "
         f"{shown(row.undefined, '.2f')} | {shown(row.refused, '.2f')} | {'yes' if decidable_row(row)[0] else 'no'} | "
-        f"{targets_missed(row) if row.estimator in ('new', TRAINED) else '(baseline)'} |"
+        f"{targets_missed(row) if row.estimator in ('new', TRAINED) else f'({row.estimator})'} |"
     )
 
 

@@ -75,7 +75,7 @@ def permutation_affects_tasks_alike(ev: Evidence, shared: Shared) -> list[Unit]:
                 unit = Unit(
                     "permutation_affects_tasks_alike",
                     f"{a} ~ {b} n={size}",
-                    f"Spearman ρ over the same permutations > {RELATIVELY_HIGH} (Fisher z, Bonett-Wright variance)",
+                    f"Spearman ρ over the same permutations > {RELATIVELY_HIGH} (its simulated null at the margin)",
                     rho,
                     (math.nan, math.nan),
                     n,
@@ -128,7 +128,7 @@ CLAIMS_001 = (
         f"'Relatively high': Spearman ρ between two tasks' scores over the same permutations (trial n uses "
         f"permutation n on every task) above {RELATIVELY_HIGH}, a minimum effect stated here (Table 1: 0.72-0.83). "
         "The exact permutation p of ρ > 0 is in the unit's notes.",
-        f"Fisher-z test of ρ > {RELATIVELY_HIGH} (Bonett-Wright variance), "
+        f"test of ρ > {RELATIVELY_HIGH} by its simulated null at ρ = {RELATIVELY_HIGH} (Gaussian copula), "
         f"from {validity.MIN_TRIALS['spearman-margin'][0]} pairs",
         (replace(PERMUTATION, min_tasks=2),),
         permutation_affects_tasks_alike,

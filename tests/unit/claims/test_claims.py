@@ -435,14 +435,14 @@ def permuted_pairs(trials: int, qnli_of) -> Builder:
 
 
 def test_relatively_high_correlations_are_tested_against_the_registrys_margin_not_zero():
-    """Table 1's "relatively high": ρ above the registry's RELATIVELY_HIGH, by Fisher's z, which holds
-    its size from validity's "spearman-margin" floor; below that the unit is refused, the exact p of ρ > 0 in
-    its notes."""
+    """Table 1's "relatively high": ρ above the registry's RELATIVELY_HIGH, by its simulated null at the margin,
+    which holds its size from validity's "spearman-margin" floor; below that the unit is refused, the exact p of
+    ρ > 0 in its notes."""
     from src.claims.families.permutation import RELATIVELY_HIGH
     from src.stats.validity import MIN_TRIALS
 
     (unit,) = units_of(verdicts(permuted_pairs(3, lambda s, t: s + 0.01).evidence())["permutation_affects_tasks_alike"])
-    assert unit.refused.reason.startswith("the design cannot decide at T = 3: the Fisher-z test of a Spearman rho")
+    assert unit.refused.reason.startswith("the design cannot decide at T = 3: the test of a Spearman rho")
     assert f"needs >= {MIN_TRIALS['spearman-margin'][0]}" in unit.refused.reason
     assert any(note.startswith("exact permutation p of ρ > 0") for note in unit.notes)
     high = permuted_pairs(30, lambda s, t: s + 0.02 * ((t * 5) % 3))
