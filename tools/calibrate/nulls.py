@@ -22,10 +22,11 @@ CHUNK = 2000  # replicates simulated at once
 class Null:
     """A data-generating design: the SDs (probit scale) of a condition's per-trial and per-example
     effects, and the shares of each condition's runs that collapse (`collapse_a`, `collapse`: A's, B's;
-    in the curves, `collapse` is that of the COLLAPSING_KS conditions) or nearly collapse (`near_a`,
-    `near_b`). On a crossed seed_design (simulate_curve's `design`) a trial's effect is its subset's
-    (SD `subset_sd`) plus its draw's (SD sqrt(trial_sd^2 - subset_sd^2)), so the expected accuracy is
-    the same as with independent trials."""
+    in the curves, `collapse` is that of the COLLAPSING_KS conditions), nearly collapse (`near_a`,
+    `near_b`) or degrade just below the near-collapse flag (`degrade_a`, `degrade_b`: a share DEGRADE_SHARE
+    of the run's eval set predicted as one class, so no flag sees it). On a crossed seed_design
+    (simulate_curve's `design`) a trial's effect is its subset's (SD `subset_sd`) plus its draw's (SD
+    sqrt(trial_sd^2 - subset_sd^2)), so the expected accuracy is the same as with independent trials."""
 
     trial_sd: float
     example_sd: float
@@ -34,11 +35,13 @@ class Null:
     collapse_a: float = 0.0
     near_a: float = 0.0
     near_b: float = 0.0
+    degrade_a: float = 0.0
+    degrade_b: float = 0.0
 
     @property
     def symmetric(self) -> bool:
         """A and B alike, so both one-sided tests measure one size (their rates are averaged)."""
-        return (self.collapse_a, self.near_a) == (self.collapse, self.near_b)
+        return (self.collapse_a, self.near_a, self.degrade_a) == (self.collapse, self.near_b, self.degrade_b)
 
 
 NULLS = {
@@ -53,6 +56,10 @@ NULLS = {
     "collapses and near-collapses mixed": Null(
         trial_sd=0.15, example_sd=0.3, collapse=0.1, collapse_a=0.05, near_a=0.1, near_b=0.15
     ),
+    # sub-threshold degradation: B's runs degrade just below the near-collapse flag, its other runs compensating
+    # (CoLA, 69% one class, is where this band lives); no flag sees them, so every test reads them as trained runs
+    "B degrades below the flag (0.2)": Null(trial_sd=0.05, example_sd=0.2, degrade_b=0.2),
+    "B degrades below the flag (1/3)": Null(trial_sd=0.05, example_sd=0.2, degrade_b=1 / 3),
 }
 # the curve statistics' nulls: B's low-k conditions collapse, their trained runs compensating so that the
 # expected curves stay equal (a curve statistic keeps every run)
@@ -75,6 +82,15 @@ def mean_for(accuracy: float, null: Null, collapse: float = 0.0, chance: float =
 
 
 NEAR_PUSH = (0.8, 0.98)  # the share of a nearly collapsed run's examples pushed to its one class
+# a degraded run's majority share, U(0.82, 0.88), just below the near-collapse flag (NEAR_COLLAPSE_SHARE, 0.90): a
+# share 2s - 1 of its examples pushed to its one class, the rest predicted about half each way, gives share s
+DEGRADE_SHARE = (0.82, 0.88)
+
+
+def one_class_share(collapse: float, near: float, degrade: float) -> float:
+    """The expected share of a condition's predictions pushed to one class when its runs collapse, nearly collapse
+    and degrade at these rates (a pushed example scores 0.5 in expectation: mean_for's `collapse`)."""
+    return collapse + float(np.mean(NEAR_PUSH)) * near + (2 * float(np.mean(DEGRADE_SHARE)) - 1) * degrade
 
 
 def simulate(
@@ -89,21 +105,20 @@ def simulate(
 ):
     """(correct [C, R, T, N], majority share [C, R, T]) of conditions A and B in `reps` replicates
     whose expected accuracy over all their runs, (nearly) collapsed ones included, differs by exactly
-    `contrast` (A - B): each condition's runs collapse and nearly collapse (onto a class drawn per run) at
-    the null's shares, and its trained runs' mu compensates (a pushed example scores 0.5 in expectation, so
-    a nearly collapsed run counts as mean(NEAR_PUSH) of a collapse). Without `compensate` (the hurdle's
-    nulls) it is the trained runs' expected accuracy that differs by `contrast`, whatever the collapses.
-    With more `conditions` (C) than 2, conditions 2.. are more draws of B (the hurdle's contrasts of three
-    conditions)."""
+    `contrast` (A - B): each condition's runs collapse, nearly collapse and degrade below the flag (onto a
+    class drawn per run) at the null's shares, and its trained runs' mu compensates (one_class_share). Without
+    `compensate` (the hurdle's nulls) it is the trained runs' expected accuracy that differs by `contrast`,
+    whatever the collapses. With more `conditions` (C) than 2, conditions 2.. are more draws of B (the hurdle's
+    contrasts of three conditions)."""
     labels = rng.integers(0, 2, (reps, 1, n_examples), dtype=np.int8)
     shared = SHARED_EXAMPLE_SD * rng.standard_normal((reps, 1, n_examples), dtype=np.float32)
     correct, majority = [], []
-    for accuracy, collapse, near in (
-        (ACCURACY, null.collapse_a, null.near_a),
-        *[(ACCURACY - contrast, null.collapse, null.near_b)] * (conditions - 1),
+    for accuracy, collapse, near, degrade in (
+        (ACCURACY, null.collapse_a, null.near_a, null.degrade_a),
+        *[(ACCURACY - contrast, null.collapse, null.near_b, null.degrade_b)] * (conditions - 1),
     ):
         latent = (
-            np.float32(mean_for(accuracy, null, (collapse + float(np.mean(NEAR_PUSH)) * near) if compensate else 0.0))
+            np.float32(mean_for(accuracy, null, one_class_share(collapse, near, degrade) if compensate else 0.0))
             + null.trial_sd * rng.standard_normal((reps, n_trials, 1), dtype=np.float32)
             + null.example_sd * rng.standard_normal((reps, 1, n_examples), dtype=np.float32)
             + shared
@@ -115,7 +130,10 @@ def simulate(
         if near:
             pushed = rng.random((reps, n_trials, n_examples)) < rng.uniform(*NEAR_PUSH, (reps, n_trials, 1))
             one_class = one_class | ((draw >= collapse) & (draw < collapse + near) & pushed)
-        if collapse or near:
+        if degrade:
+            pushed = rng.random((reps, n_trials, n_examples)) < 2 * rng.uniform(*DEGRADE_SHARE, (reps, n_trials, 1)) - 1
+            one_class = one_class | ((draw >= collapse + near) & (draw < collapse + near + degrade) & pushed)
+        if collapse or near or degrade:
             # a (nearly) collapsed run predicts one class, either, as real runs do: onto class 1 alone, every
             # collapse would share one pattern of right and wrong examples, which the eval set's variance would see
             onto = rng.integers(0, 2, (reps, n_trials, 1), dtype=np.int8)

@@ -316,6 +316,19 @@ def test_simulated_contrast_over_all_runs_is_exactly_the_requested_one():
     assert correct[1][trained].mean() == pytest.approx((0.78 - 0.2 * 0.5) / 0.8, abs=0.003)
 
 
+@pytest.mark.parametrize("rate", [0.2, 1 / 3])
+def test_degraded_runs_stay_below_the_flag_and_the_others_compensate(rate):
+    # sub-threshold degradation: B's degraded runs predict one class for a share U(0.82, 0.88) of the eval set, so
+    # the near-collapse flag (0.90) misses nearly all of them, and the contrast over all runs is still exactly 0
+    name = f"B degrades below the flag ({'0.2' if rate == 0.2 else '1/3'})"
+    correct, majority = simulate(NULLS[name], 10, 2000, np.random.default_rng(4))
+    assert correct[0].mean() - correct[1].mean() == pytest.approx(0, abs=0.003)
+    degraded = majority[1] > 0.8
+    assert degraded.mean() == pytest.approx(rate, abs=0.015) and (majority[0] > 0.8).mean() == 0
+    assert np.median(majority[1][degraded]) == pytest.approx(0.85, abs=0.005)
+    assert (majority[1] >= NEAR_COLLAPSE_SHARE).mean() < 0.01
+
+
 def test_decidable_rules():
     assert validity.decidable("difference", 3) == (True, "")
     assert not validity.decidable("bootstrap", 10)[0]
