@@ -30,6 +30,9 @@ from src.core.seeds import derive_seed
 from src.stats import hypothesis
 
 SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
+# The papers by seed number, in the report's order: a claim's paper is the first word of its source (Claim.paper),
+# and each paper's claims are one Holm family (src/claims/verdicts.py).
+PAPERS = {seed.split()[0]: seed.split(" ", 1)[1] for seed in (SEED_001, SEED_003, SEED_004)}
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,11 @@ class Claim:
     needs_gap: bool = False  # supported only where full beats scratch at each of its units
     secondary: bool = False  # a labelled secondary analysis, not the paper's statement
     paper_value: str = ""  # the paper's own number for it, where its text or tables give one, and where
+
+    @property
+    def paper(self) -> str:
+        """The seed number of the claim's paper (a key of PAPERS): the first word of its source."""
+        return self.source.split()[0]
 
 
 DRAWS_SEED = 0  # every bootstrap draw of the report derives from it and from what the draw resamples

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from src.claims.claim import interval_text, number, p_text
+from src.claims.claim import PAPERS, interval_text, number, p_text
 from src.claims.evidence import (
     NEAR_COLLAPSE_SHARE,
     CollapseCount,
@@ -24,7 +24,6 @@ from src.claims.evidence import (
 )
 from src.claims.registry import CLAIMS
 from src.claims.summary import (
-    STUDIES,
     ClaimRow,
     StudySummary,
     WhatRan,
@@ -38,7 +37,7 @@ from src.claims.summary import (
     what_ran_lines,
 )
 from src.claims.units import Unit
-from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, Verdict
+from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, Verdict, holm_families
 from src.config.schema import ReportConfig, help_text
 from src.stats import validity
 
@@ -60,7 +59,7 @@ def cell(value) -> str:
 
 def unit_rows(verdicts: list[Verdict]) -> list[list]:
     """One row per unit: claim, unit, test, estimate, the interval its test for reads (or — and why), margin, n, the raw
-    one-sided p for and against, the Holm p of the one test in the family, status, notes."""
+    one-sided p for and against, the Holm p of the one test in its paper's family, status, notes."""
     rows = []
     for verdict in verdicts:
         every = verdict.claim.every
@@ -114,7 +113,7 @@ UNIT_HEADER = [
     "n",
     "p for",
     "p against",
-    "Holm p (in the family)",
+    "Holm p (in its paper's family)",
     "status",
     "notes",
 ]
@@ -219,7 +218,7 @@ def report_sections(
 ) -> Sections:
     drawn = {name: png for name, png in figures if isinstance(png, Path)}
     rows = claim_rows(verdicts, set(drawn), ran.studies)
-    by_study = [(STUDIES[seed], [r for r in rows if r.seed == seed]) for seed in STUDIES]
+    by_study = [(PAPERS[seed], [r for r in rows if r.seed == seed]) for seed in PAPERS]
     return Sections(
         what_ran_lines(ran),
         training_lines(verdicts),
@@ -234,10 +233,10 @@ def report_sections(
 
 
 def rule_text(verdicts: list[Verdict], settings: ReportConfig) -> str:
-    """RULE with this report's level, the size of its Holm family and its number of claims."""
-    family = sum(1 for v in verdicts for u in v.units if not u.unit.refused and math.isfinite(u.adjusted))
+    """RULE with this report's level, the size of each paper's Holm family and its number of claims."""
+    families = "; ".join(f"{paper} {PAPERS[paper]}: {n} tests" for paper, n in holm_families(verdicts).items())
     return (
-        f"{RULE} Level α = {settings.alpha}; the report's Holm family has {family} tests. {len(verdicts)} claims "
+        f"{RULE} Level α = {settings.alpha}; the Holm families, one per paper: {families}. {len(verdicts)} claims "
         f"(of {len(CLAIMS)} in the registry). Every margin and threshold is a params.yaml `report:` input, printed "
         "below."
     )

@@ -14,14 +14,12 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from src.claims.claim import SEED_001, SEED_003, SEED_004, interval_text, number
+from src.claims.claim import PAPERS, interval_text, number
 from src.claims.training import CONFOUNDED, UNDERTRAINED
 from src.claims.verdicts import CONDITION_MODIFIERS, NO_VERDICT, NOT_RUN, Judged, Verdict, decided_by, flow
 from src.config.schema import StudyConfig
 
 VERDICTS = ("supported", "contradicted", "inconclusive", NO_VERDICT, NOT_RUN)
-# the studies by seed number (a claim's source begins with it), in the report's order
-STUDIES = {seed.split()[0]: seed.split(" ", 1)[1] for seed in (SEED_001, SEED_003, SEED_004)}
 # The figures drawn for claims beyond each study's own (src/figures/studies.py draws every study's under its
 # name): weight change, read from the progressive runs, has its own.
 FIGURE_OF_FAMILY = {"weight_change": "weight_change"}
@@ -139,13 +137,13 @@ class StudySummary:
 
 
 def study_summary(seed: str, verdicts: list[Verdict]) -> StudySummary:
-    mine = [v for v in verdicts if v.claim.source.split()[0] == seed]
+    mine = [v for v in verdicts if v.claim.paper == seed]
     supported, contradicted = ([v.id for v in mine if v.text == text] for text in ("supported", "contradicted"))
     undecided = [(v.id, undecided_reason(v)) for v in mine if v.text in ("inconclusive", NO_VERDICT)]
     not_run = [(v.id, needs_text(v.needs)) for v in mine if v.needs is not None]  # the claims that did not run
     counts = {"replicated": supported, "contradicted": contradicted}
     every_group: dict[str, Sized] = {**counts, "undecided": undecided, "not run": not_run}
-    heading = f"**{STUDIES[seed]}**, {len(mine)} claims: " + ", ".join(
+    heading = f"**{PAPERS[seed]}**, {len(mine)} claims: " + ", ".join(
         f"{len(found)} {name}" for name, found in every_group.items()
     )
     lines = [
@@ -162,7 +160,7 @@ def study_summary(seed: str, verdicts: list[Verdict]) -> StudySummary:
 
 
 def study_summaries(verdicts: list[Verdict]) -> list[StudySummary]:
-    return [study_summary(seed, verdicts) for seed in STUDIES if any(v.claim.source.startswith(seed) for v in verdicts)]
+    return [study_summary(seed, verdicts) for seed in PAPERS if any(v.claim.paper == seed for v in verdicts)]
 
 
 # --- one row per claim -------------------------------------------------------------------------------------------
@@ -256,7 +254,7 @@ def claim_rows(verdicts: list[Verdict], drawn: set[str], studies: dict[str, Stud
         rows.append(
             ClaimRow(
                 v.id,
-                claim.source.split()[0],
+                claim.paper,
                 f"{claim.hypothesis} ({claim.source.split(' ', 1)[1]})"
                 + (" [secondary analysis]" if claim.secondary and "secondary" not in claim.source else ""),
                 v.text + (f" ({CONFOUNDED})" if confounded(v) else "") + robustness_text(v),

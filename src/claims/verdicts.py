@@ -1,4 +1,4 @@
-"""From units to verdicts: the rule (RULE, printed in the report), the report's Holm family,
+"""From units to verdicts: the rule (RULE, printed in the report), the Holm family of each paper,
 the trials planner and the `dvc exp run -S …` command that adds what a claim needs."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from src.claims.claim import Claim, Need, Shared
+from src.claims.claim import PAPERS, Claim, Need, Shared
 from src.claims.evidence import NEAR_COLLAPSE_SHARE, Evidence
 from src.claims.registry import CLAIMS
 from src.claims.training import TrainingCheck, training_checks, training_of
@@ -24,26 +24,32 @@ from src.tasks.registry import TASKS
 NOT_RUN = "not run"
 NO_VERDICT = "no verdict"
 PER_CLAIM = "error rate α for this claim alone"  # intersection-union verdicts
-FAMILYWISE = "familywise error rate α across the report's Holm family"  # Holm verdicts
+FAMILYWISE = "familywise error rate α across its paper's Holm family"  # Holm verdicts
 RULE = (
     "Each unit of a claim has two one-sided tests: *for* the claim (H0: it fails there) and *against* it (H0: it "
     "holds there). A universal claim ('at every task and size') is **supported** when every unit's test *for* is "
     "significant at α with no adjustment across its units (an intersection-union test; the claim's p is the "
     "largest, raw); for a claim that needs the full-vs-scratch gap, the gap's own test at each unit is part of "
     "that intersection, so a unit without a shown gap cannot support it. It is **contradicted** when any unit's "
-    "test *against* is significant after Holm across the report (the claim's p is the smallest Holm p against); "
+    "test *against* is significant after Holm across its paper's family (the claim's p is the smallest Holm p "
+    "against); "
     "no unit is ever left out, whether or not its gap is shown. An existential claim ('some intermediate task', "
-    "'certain heads') is **supported** when some unit's test *for* is significant after Holm across the report "
+    "'certain heads') is **supported** when some unit's test *for* is significant after Holm across its paper's "
+    "family "
     "(the claim's p is the smallest Holm p for), and **contradicted** when every unit's test *against* is "
-    "significant at α (intersection-union; the claim's p is the largest, raw). The report's Holm family holds "
-    "exactly one one-sided test per unit with a p: *against* for universal claims, *for* for existential ones; "
-    "every other p printed is raw, and says so. **Error rates**: the verdicts decided by Holm (a universal claim "
-    f"contradicted, an existential one supported) hold a {FAMILYWISE}: under the nulls of their units, the chance "
-    "that any of them in this report is wrong is at most α (docs/calibration.md simulates the whole report under "
-    "global nulls, collapses included). The verdicts decided by intersection-union (a "
-    f"universal claim supported, an existential one contradicted) hold an {PER_CLAIM}: each is wrong with "
-    "probability at most α, and with m of them up to m·α may be wrong, so the report bounds no rate of at least "
-    "one wrong verdict of any kind. Each unit's interval is the one its test *for* reads at α (raw): a one-sided "
+    "significant at α (intersection-union; the claim's p is the largest, raw). **Holm families**: one per paper "
+    "(its claims are those whose source is that paper's seed), since a replication report of three papers is read "
+    "as three replications, each referee reading one paper's claims; one family across the report would make each "
+    "paper's verdicts pay for the other papers' claims. A paper's family holds exactly one one-sided test per unit "
+    "of its claims with a p: *against* for universal claims, *for* for existential ones; every other p printed is "
+    "raw, and says so. **Error rates**: the verdicts decided by Holm (a universal claim contradicted, an "
+    f"existential one supported) hold a {FAMILYWISE}: under the nulls of their units, the chance that any of that "
+    "paper's Holm-decided verdicts is wrong is at most α (docs/calibration.md simulates the whole report under "
+    "global nulls, collapses included). The verdicts decided by intersection-union (a universal claim supported, "
+    f"an existential one contradicted) hold an {PER_CLAIM}: each is wrong with probability at most α, and with m "
+    "of them up to m·α may be wrong. The chance that at least one of a paper's verdicts is wrong is therefore at "
+    "most α (its Holm family) plus α per intersection-union verdict its design can reach, capped at 1 (the union "
+    "bound). Each unit's interval is the one its test *for* reads at α (raw): a one-sided "
     "(1 − α) bound in the claim's direction, the (1 − 2α) two-sided interval for an equivalence (TOST); exact, "
     "F and variance-ratio tests print none. A unit gives **no verdict**, with no interval and no p, where "
     + "; or where ".join(kind.value for kind in Refusal)
@@ -111,7 +117,7 @@ def decision_interval(unit: Unit, alpha: float) -> tuple[float, float]:
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity, as its unit
 class Judged:
     """A unit as the report judges it: the builder's unit with its interval replaced by the one its test *for*
-    reads at α (decision_interval), its Holm-adjusted p (NaN outside the report's family) and its status."""
+    reads at α (decision_interval), its Holm-adjusted p (NaN outside its paper's family) and its status."""
 
     unit: Unit
     adjusted: float
@@ -161,19 +167,24 @@ def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
         for claim in CLAIMS
     }
     family = [
-        (unit, unit.p_against if claim.every else unit.p_for)
+        (claim.paper, unit, unit.p_against if claim.every else unit.p_for)
         for claim in CLAIMS
         for unit in by_claim[claim.id]
         if in_holm_family(unit)
     ]
-    adjusted = dict(zip((unit for unit, _ in family), hypothesis.holm([p for _, p in family])))
-    # the family of the planned design: today's tests and every unit more trials would make testable
-    planned_family = sum(np.isfinite(p) for _, p in family) + sum(
-        1
-        for units in by_claim.values()
-        for u in units
-        if u.refused is not None and u.refused.kind is Refusal.DESIGN and validity.decidable_from(u.test_type)
-    )
+    adjusted = holm_by_paper(family)
+    # each paper's family on the planned design: today's tests and every unit more trials would make testable
+    planned_family = {
+        paper: sum(1 for of, _, p in family if of == paper and np.isfinite(p))
+        + sum(
+            1
+            for claim in CLAIMS
+            if claim.paper == paper
+            for u in by_claim[claim.id]
+            if u.refused is not None and u.refused.kind is Refusal.DESIGN and validity.decidable_from(u.test_type)
+        )
+        for paper in PAPERS
+    }
     judged = {
         claim.id: [judge(unit, claim.every, alpha, adjusted.get(unit, math.nan)) for unit in by_claim[claim.id]]
         for claim in CLAIMS
@@ -181,12 +192,36 @@ def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
     gaps = {j.unit.key: j for j in judged["full_beats_scratch"]}
     readings = robust_statuses(judged, alpha)
     checks = training_checks(ev)
-    verdicts = [verdict(claim, judged[claim.id], gaps, ev, planned_family, readings, checks) for claim in CLAIMS]
+    verdicts = [
+        verdict(claim, judged[claim.id], gaps, ev, planned_family[claim.paper], readings, checks) for claim in CLAIMS
+    ]
     return verdicts, [u for units in by_claim.values() for u in units]
 
 
+K = TypeVar("K")
+
+
+def holm_by_paper(family: Sequence[tuple[str, K, float]]) -> dict[K, float]:
+    """Holm-adjusted p of each (paper, key, p) of `family`, Holm taken within each paper's tests (PAPERS): a
+    replication report of three papers holds one family per paper, as a referee reads each paper's replication.
+    NaN p's stay NaN and do not count toward their family's size."""
+    adjusted: dict[K, float] = {}
+    for paper in dict.fromkeys(of for of, _, _ in family):
+        members = [(key, p) for of, key, p in family if of == paper]
+        adjusted |= dict(zip((key for key, _ in members), hypothesis.holm([p for _, p in members])))
+    return adjusted
+
+
+def holm_families(verdicts: Sequence[Verdict]) -> dict[str, int]:
+    """The size of each paper's Holm family (PAPERS order): the units of its claims with a Holm-adjusted p."""
+    return {
+        paper: sum(1 for v in verdicts if v.claim.paper == paper for u in v.units if math.isfinite(u.adjusted))
+        for paper in PAPERS
+    }
+
+
 def in_holm_family(unit: Unit) -> bool:
-    """Whether the unit's one test enters the report's Holm family: it has a p, and its test is calibrated at the
+    """Whether the unit's one test enters its paper's Holm family: it has a p, and its test is calibrated at the
     Holm levels (validity.ALPHA_ONLY: not)."""
     return not unit.refused and unit.test_type not in validity.ALPHA_ONLY
 
@@ -220,19 +255,25 @@ ROBUSTNESS_READINGS = {
 
 def robust_statuses(judged: dict[str, list[Judged]], alpha: float) -> dict[str, dict[Judged, str]]:
     """Per robustness reading (ROBUSTNESS_READINGS), every unit's status with each contrast unit's p's replaced by
-    that reading's (Robustness) and Holm taken again over the same family: what each verdict would be under it."""
-    every = {u: claim.every for claim in CLAIMS for u in judged[claim.id]}
-    in_family = [u for u in every if in_holm_family(u.unit)]
+    that reading's (Robustness) and Holm taken again within the same per-paper families: what each verdict would
+    be under it."""
+    claim_of = {u: claim for claim in CLAIMS for u in judged[claim.id]}
     readings = {}
     for reading, of in ROBUSTNESS_READINGS.items():
 
         def ps(u: Unit) -> tuple[float, float]:
             return of(u.robustness) if u.robustness is not None else (u.p_for, u.p_against)
 
-        tested = [ps(u.unit)[1] if every[u] else ps(u.unit)[0] for u in in_family]
-        adjusted = dict(zip(in_family, hypothesis.holm(tested)))
+        adjusted = holm_by_paper(
+            [
+                (claim.paper, u, ps(u.unit)[1] if claim.every else ps(u.unit)[0])
+                for u, claim in claim_of.items()
+                if in_holm_family(u.unit)
+            ]
+        )
         readings[reading] = {
-            u: unit_status(u.unit, every[u], alpha, (*ps(u.unit), adjusted.get(u, math.nan))) for u in every
+            u: unit_status(u.unit, claim.every, alpha, (*ps(u.unit), adjusted.get(u, math.nan)))
+            for u, claim in claim_of.items()
         }
     return readings
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from src.claims.claim import PAPERS
 from src.claims.evidence import Evidence
 from src.claims.registry import CLAIMS
 from src.claims.units import Unit
@@ -91,6 +92,7 @@ class WholeReport:
     seed: int
     truths: dict  # claim id: True / False / None (unknown)
     every: dict  # claim id: universal (True) or existential
+    papers: dict  # claim id: its paper (Claim.paper), whose Holm family it is in
     verdicts: list  # per replicate, {claim id: verdict}
     seconds: list  # per replicate, its wall time (in its process)
     wall: float  # the whole table's wall time
@@ -104,6 +106,10 @@ class WholeReport:
         truth = self.truths.get(claim)
         return (verdict == "supported" and truth is False) or (verdict == "contradicted" and truth is True)
 
+    def holm(self, claim: str, verdict: str) -> bool:
+        """Whether `verdict` of `claim` is decided by Holm (verdicts.decided_by)."""
+        return decided_by(verdict, self.every[claim]) == "holm"
+
     def any_wrong(self, keep=lambda claim, verdict: True) -> int:
         """Replicates with at least one wrong verdict among those `keep(claim, verdict)` selects."""
         return sum(any(self.wrong(c, v) and keep(c, v) for c, v in verdicts.items()) for verdicts in self.verdicts)
@@ -114,9 +120,22 @@ class WholeReport:
             any(v in DECIDED and self.truths.get(c) is None for c, v in verdicts.items()) for verdicts in self.verdicts
         )
 
-    def could_be_wrong_by_iut(self) -> list[str]:
-        """Claims whose intersection-union verdict would be wrong here: universal ones false, existential ones true."""
-        return [c for c, truth in self.truths.items() if truth is (not self.every[c])]
+    def papers_run(self) -> dict[str, list[str]]:
+        """Each paper (PAPERS order) with claims that ran in some replicate: those claims."""
+        ran = {
+            paper: [c for c, of in self.papers.items() if of == paper and any(v[c] != "not run" for v in self.verdicts)]
+            for paper in PAPERS
+        }
+        return {paper: claims for paper, claims in ran.items() if claims}
+
+    def could_be_wrong_by_iut(self, paper: str | None = None) -> list[str]:
+        """Claims (of `paper`; of every paper where None) whose intersection-union verdict would be wrong here:
+        universal ones false, existential ones true."""
+        return [
+            c
+            for c, truth in self.truths.items()
+            if truth is (not self.every[c]) and (paper is None or self.papers[c] == paper)
+        ]
 
 
 def design_text(ev: Evidence) -> str:
@@ -153,6 +172,7 @@ def whole_report_table(
         results = [work(r) for r in range(reps)]
     wall = time.perf_counter() - start
     every = {claim.id: claim.every for claim in CLAIMS}
+    papers = {claim.id: claim.paper for claim in CLAIMS}
     level_text = ", ".join(f"{kind} of {task}: {level:.3f}" for (kind, task), level in sorted(levels.items()))
     return WholeReport(
         f"{design_text(ev)}; common expected accuracy: {level_text}",
@@ -160,6 +180,7 @@ def whole_report_table(
         seed,
         truths,
         every,
+        papers,
         [v for v, _ in results],
         [s for _, s in results],
         wall,
@@ -179,9 +200,9 @@ def _null_text(null: Null) -> str:
 
 
 def whole_report_markdown(result: WholeReport, alpha: float = ALPHA) -> str:
-    """The table of the whole report's wrong verdicts under the global null, against what the rules promise."""
-    n, iut = result.reps, result.could_be_wrong_by_iut()
-    holm = lambda c, v: decided_by(v, result.every[c]) == "holm"  # noqa: E731
+    """The table of the whole report's wrong verdicts under the global null, against what the rules promise: over
+    the report, then per paper (its Holm family, its intersection-union verdicts, any of its verdicts)."""
+    n, iut, papers = result.reps, result.could_be_wrong_by_iut(), result.papers_run()
     lines = [
         f"Design: {result.design}.",
         "",
@@ -194,16 +215,23 @@ def whole_report_markdown(result: WholeReport, alpha: float = ALPHA) -> str:
         "| wrong verdicts | replicates with at least one | rate | exact 95% interval | what the rules promise |",
         "|---|---|---|---|---|",
         f"| any | {_exact(result.any_wrong(), n)} | ≤ α per intersection-union claim that could be wrong "
-        f"({len(iut)}) plus α for the Holm family: ≤ {min(1, (len(iut) + 1) * alpha):.2f} by the union bound |",
+        f"({len(iut)}) plus α per paper's Holm family ({len(papers)}): "
+        f"≤ {min(1, (len(iut) + len(papers)) * alpha):.2f} by the union bound |",
         f'| a wrong "supported" | {_exact(result.any_wrong(lambda c, v: v == "supported"), n)} | – |',
         f'| a wrong "contradicted" | {_exact(result.any_wrong(lambda c, v: v == "contradicted"), n)} | – |',
-        f"| decided by Holm (universal contradicted, existential supported) | {_exact(result.any_wrong(holm), n)} | "
-        f"≤ α = {alpha} familywise |",
+        f"| decided by Holm (universal contradicted, existential supported) | "
+        f"{_exact(result.any_wrong(result.holm), n)} | ≤ α = {alpha} per paper's family, "
+        f"≤ {min(1, len(papers) * alpha):.2f} across the {len(papers)} |",
         f"| decided by intersection-union (universal supported, existential contradicted) | "
-        f"{_exact(result.any_wrong(lambda c, v: not holm(c, v)), n)} | ≤ α = {alpha} for each claim alone, "
+        f"{_exact(result.any_wrong(lambda c, v: not result.holm(c, v)), n)} | ≤ α = {alpha} for each claim alone, "
         f"≤ {min(1, len(iut) * alpha):.2f} for the {len(iut)} that could be wrong |",
         f"| (decided, truth under the null unknown: counted as right) | "
         f"{result.unknown()} / {n} | {result.unknown() / n:.3f} | – | – |",
+        "",
+        "| paper | wrong verdicts | replicates with at least one | rate | exact 95% interval | what the rules "
+        "promise |",
+        "|---|---|---|---|---|---|",
+        *_paper_lines(result, alpha),
         "",
         "| claim | universal | true under the null | supported | contradicted | undecided | wrong | rate | "
         "exact 95% interval |",
@@ -221,3 +249,25 @@ def whole_report_markdown(result: WholeReport, alpha: float = ALPHA) -> str:
             f"{_exact(wrong, n)} |"
         )
     return "\n".join(lines)
+
+
+def _paper_lines(result: WholeReport, alpha: float) -> list[str]:
+    """Per paper that ran: the replicates with a wrong verdict of its claims decided by Holm (its family's promise:
+    ≤ α), by intersection-union (≤ α per claim) and of any kind (the union bound)."""
+    n, lines = result.reps, []
+    for paper, ran in result.papers_run().items():
+        iut = result.could_be_wrong_by_iut(paper)
+
+        def mine(keep):
+            return lambda c, v: result.papers[c] == paper and keep(c, v)
+
+        lines += [
+            f"| {paper} ({len(ran)} claims ran) | decided by Holm | {_exact(result.any_wrong(mine(result.holm)), n)} "
+            f"| ≤ α = {alpha} familywise |",
+            f"| {paper} | decided by intersection-union | "
+            f"{_exact(result.any_wrong(mine(lambda c, v: not result.holm(c, v))), n)} | ≤ α for each claim alone, "
+            f"≤ {min(1, len(iut) * alpha):.2f} for the {len(iut)} that could be wrong |",
+            f"| {paper} | any | {_exact(result.any_wrong(mine(lambda c, v: True)), n)} | "
+            f"≤ {min(1, (len(iut) + 1) * alpha):.2f} by the union bound |",
+        ]
+    return lines

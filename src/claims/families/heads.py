@@ -171,7 +171,7 @@ CLAIMS_004 = (
         f"{SEED_004} abstract",
         "Reinitialising certain attention heads at top layers can even improve the model performance.",
         "Some head reinitialised in layers L−1 and L beats the full model; existential over the heads run there.",
-        "paired contrast head reinit − full > 0, Holm across the report",
+        "paired contrast head reinit − full > 0, Holm across its paper's claims",
         (HEADS,),
         late_heads_help,
         every=False,

@@ -437,7 +437,7 @@ CLAIMS_004 = (
         f"{SEED_004} §6.2, abstract",
         "The change in performance does not decrease monotonically as the next upstream layer is reinitialised.",
         "Somewhere along the progressive curve, keeping one more layer lowers the score; existential over adjacent k.",
-        "paired contrast score(k) − score(k+1) > 0, Holm across the report",
+        "paired contrast score(k) − score(k+1) > 0, Holm across its paper's claims",
         (PROGRESSIVE,),
         reinit_curve_not_monotone,
         every=False,
@@ -458,7 +458,7 @@ CLAIMS_004 = (
         "reinit_curve_not_monotone: neither monotone nor constant).",
         "Somewhere along the progressive curve one step differs from the next: a second difference score(k) − "
         "2 score(k+1) + score(k+2) above or below 0; existential over k and sign.",
-        "paired contrast ±(second difference) > 0, Holm across the report",
+        "paired contrast ±(second difference) > 0, Holm across its paper's claims",
         (PROGRESSIVE,),
         reinit_curve_change_not_constant,
         every=False,

@@ -49,7 +49,7 @@ CLAIMS_004 = (
         f"{SEED_004} §6.1, abstract",
         "There are cases where finetuning on an intermediate task first beats finetuning directly on the final task.",
         "Every (final, intermediate) pair of the sequential study against direct finetuning; existential.",
-        "paired contrast after intermediate − direct > 0, Holm across the report",
+        "paired contrast after intermediate − direct > 0, Holm across its paper's claims",
         (Need("progressive", "sequential", {"ks": ["L"]}, {"intermediate_tasks": "data.tasks"}, min_tasks=2),),
         intermediate_beats_direct,
         every=False,

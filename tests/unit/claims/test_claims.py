@@ -19,7 +19,7 @@ import yaml
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from src.claims.claim import PROGRESSIVE, Shared, interval_text, number
+from src.claims.claim import PAPERS, PROGRESSIVE, Shared, interval_text, number
 from src.claims.evidence import Evidence
 from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import inline_html, report_tables, unit_rows
@@ -30,9 +30,12 @@ from src.claims.verdicts import (
     NO_VERDICT,
     NOT_RUN,
     RULE,
+    Judged,
     Verdict,
+    holm_families,
     judge_claims,
     matching_study,
+    robust_statuses,
 )
 from src.conditions.studies import all_study_conditions
 from src.config.schema import StudyConfig
@@ -262,6 +265,22 @@ def test_supported_at_every_unit_is_an_intersection_union_test_with_the_largest_
     assert v.text == "supported" and v.p == max(u.p_for for u in units_of(v))
 
 
+def test_a_robustness_reading_takes_holm_again_within_each_papers_family():
+    """A unit of 004 with p 0.02, alone in its paper's family, is "for" under each reading; ten units of 001 beside
+    it would push it past α in one family across the report (11 × 0.02)."""
+
+    def judged(claim: str, p_for: float, p_against: float) -> Judged:
+        unit = Unit(claim, claim, "test", 0.1, (0.0, 1.0), 3, p_for, p_against, test_type="one-sided")
+        return Judged(unit, math.nan, "unresolved")
+
+    units = {claim.id: [] for claim in CLAIMS}
+    units["some_intermediate_task_beats_direct"] = [judged("some_intermediate_task_beats_direct", 0.02, 0.9)]
+    units["full_beats_scratch"] = [judged("full_beats_scratch", 0.01, 0.5) for _ in range(10)]
+    for reading in robust_statuses(units, SETTINGS.alpha).values():
+        assert reading[units["some_intermediate_task_beats_direct"][0]] == "for"
+        assert {reading[u] for u in units["full_beats_scratch"]} == {"for"}
+
+
 def test_an_existential_claim_is_supported_by_one_unit_after_holm():
     b = Builder().curve(RISING, trials=6)
     for t in range(6):
@@ -281,21 +300,26 @@ def test_an_existential_claim_is_supported_by_one_unit_after_holm():
     assert sorted(u.status for u in v.units) == ["for", "unresolved"]
 
 
-def test_the_holm_family_is_one_one_sided_test_per_unit():
-    # against for universal claims, for for existential ones; refused units stay out
+def test_each_papers_holm_family_is_one_one_sided_test_per_unit_of_its_claims():
+    # against for universal claims, for for existential ones; refused units stay out; Holm within each paper only
     b = permutation_study(0.55, curve=RISING[::-1])  # small p against, and small p for (existential)
     verdict_list, _ = judge_claims(b.evidence())
     family = [
-        (u, u.unit.p_against if v.claim.every else u.unit.p_for)
+        (v.claim.paper, u, u.unit.p_against if v.claim.every else u.unit.p_for)
         for v in verdict_list
         for u in v.units
         if not u.unit.refused
     ]
-    expected = multipletests([p for _, p in family if np.isfinite(p)], method="holm")[1]
-    assert [u.adjusted for u, p in family if np.isfinite(p)] == pytest.approx(list(expected))
+    tested = {paper for paper, _, p in family if np.isfinite(p)}
+    assert tested == set(PAPERS), tested  # the scenario tests claims of every paper
+    for paper in PAPERS:
+        mine = [(u, p) for of, u, p in family if of == paper and np.isfinite(p)]
+        expected = multipletests([p for _, p in mine], method="holm")[1]
+        assert [u.adjusted for u, _ in mine] == pytest.approx(list(expected)), paper
     assert len(family) == sum(len(units_of(v)) for v in verdict_list) - sum(
         u.refused is not None for v in verdict_list for u in units_of(v)
     )
+    assert holm_families(verdict_list) == {paper: sum(of == paper for of, _, _ in family) for paper in PAPERS}
 
 
 def single_layer_study(drops: dict, trials: int, spread: float, task="sst2"):
@@ -570,7 +594,8 @@ def test_the_report_lists_every_claim_its_test_p_family_and_declared_inputs(tmp_
     claims_section = md.split("## Claims in detail")[1].split("## Tests")[0]
     for claim in CLAIMS:
         assert f"({claim.id})" in claims_section
-    assert "dvc exp run -S studies.progressive.trials=" in md and "Holm family has" in md
+    assert "dvc exp run -S studies.progressive.trials=" in md
+    assert "the Holm families, one per paper: 001 Tamkin et al. 2020: " in md and "; 004 Huang, Lin & Zhou: " in md
     assert "| report.modifier_margin | 0.02 |" in md and "before the runs" not in md
     assert "heads: not run: no rows to plot" in md and "base64," in (tmp_path / "r.html").read_text()
 

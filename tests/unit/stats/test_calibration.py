@@ -550,6 +550,26 @@ def test_a_verdict_rule_that_supports_every_claim_is_wrong_in_every_replicate_of
     assert "| any | 2 / 2 | 1.000 |" in whole_report_markdown(broken)
 
 
+def test_the_whole_report_counts_each_papers_wrong_verdicts_apart(monkeypatch):
+    """A rule that supports every claim of 001 and decides nothing elsewhere: 001's intersection-union verdicts
+    are wrong in every replicate, no other paper's, and no Holm-decided one."""
+    original = verdicts_module.verdict
+
+    def only_001(claim, *args):
+        judged = original(claim, *args)
+        decided = "supported" if claim.paper == "001" else "inconclusive"
+        return judged if judged.text == "not run" else replace(judged, text=decided)
+
+    monkeypatch.setattr(verdicts_module, "verdict", only_001)
+    run = small_run()
+    table = whole_report_markdown(whole_report_table(run, common_levels(run), reps=2, seed=0))
+    ran = [line.split(" | ")[0] for line in table.splitlines() if " claims ran) | " in line]
+    assert ran == ["| 001 (3 claims ran)", "| 003 (5 claims ran)", "| 004 (4 claims ran)"], ran
+    assert "| 001 | decided by intersection-union | 2 / 2 | 1.000 |" in table and "| 001 | any | 2 / 2 |" in table
+    assert "| 003 | any | 0 / 2 |" in table and "| 004 | any | 0 / 2 |" in table
+    assert "| 001 (3 claims ran) | decided by Holm | 0 / 2 |" in table
+
+
 def test_the_whole_report_names_a_missing_run_in_one_line_before_any_compute(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
         main(["--tables", "whole-report", "--run-metrics", str(tmp_path)])
