@@ -56,6 +56,10 @@ class Refusal(Enum):
     TOO_FEW = "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"
     ONE_RUN_PER_CELL = "an analysis of variance with one run per cell has no residual variance"
     CHANCE_UNKNOWN = "the chance level needs the eval labels, which are missing"
+    OUT_OF_SCOPE = (
+        "it lies outside the paper's scope: the paper states the claim for other tasks or data regimes "
+        "(plentiful data: 5,000 examples and up)"
+    )
     CROSSED_COLLAPSE = (
         "a run of its crossed seed_design (nearly) collapsed: the test of its trained runs needs every subset × "
         "draw cell trained, and the exact test of collapses takes the trials as independent"

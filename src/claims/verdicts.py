@@ -275,24 +275,31 @@ def verdict(
 ) -> Verdict:
     """The claim's Verdict from its judged units, the gaps it needs, the robustness readings' statuses
     (robust_statuses) and the training-length checks."""
-    gap_units = [g for u in units for g in needed_gaps(claim, u.unit, gaps)]
-    text = verdict_text(claim, units, gaps, lambda u: u.status)
-    p, label = claim_p(claim, text, units, gap_units)
+    scoped = [u for u in units if not outside_scope(u)]  # the others decide nothing; none: not run in the scope
+    gap_units = [g for u in scoped for g in needed_gaps(claim, u.unit, gaps)]
+    text = verdict_text(claim, scoped, gaps, lambda u: u.status)
+    p, label = claim_p(claim, text, scoped, gap_units)
     undecided = text in ("inconclusive", NO_VERDICT)
-    decided = text in ("supported", "contradicted") and any(u.unit.robustness for u in units)
+    decided = text in ("supported", "contradicted") and any(u.unit.robustness for u in scoped)
     return Verdict(
         claim,
         text,
         p,
         label,
         tuple(units),
-        plan_trials(claim, units, gaps, ev, planned_family) if undecided else None,
+        plan_trials(claim, scoped, gaps, ev, planned_family) if undecided else None,
         command_for(claim, ev) if text == NOT_RUN else None,
-        tuple(training_of([u.unit for u in units], checks)),
-        {reading: verdict_text(claim, units, gaps, statuses.__getitem__) for reading, statuses in readings.items()}
+        tuple(training_of([u.unit for u in scoped], checks)),
+        {reading: verdict_text(claim, scoped, gaps, statuses.__getitem__) for reading, statuses in readings.items()}
         if decided
         else {},
     )
+
+
+def outside_scope(judged: Judged) -> bool:
+    """Whether a unit lies outside its paper's scope (Refusal.OUT_OF_SCOPE): it decides nothing, and a claim with
+    no other unit is not run where the paper states it (its command adds runs there)."""
+    return judged.unit.refused is not None and judged.unit.refused.kind is Refusal.OUT_OF_SCOPE
 
 
 def claim_p(claim: Claim, text: str, units: list[Judged], gap_units: list[Judged | None]) -> tuple[float, str]:

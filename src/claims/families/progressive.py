@@ -27,8 +27,8 @@ from src.claims.claim import (
     variance_ratio_unit,
 )
 from src.claims.curves import along_draws, curves_design
-from src.claims.evidence import Evidence, chance_level, grouped, studies_of
-from src.claims.units import Refusal, Refused, Unit, bootstrap_unit, contrast_unit, slope_unit
+from src.claims.evidence import Evidence, chance_level, grouped, outside_scope, studies_of
+from src.claims.units import Refusal, Unit, bootstrap_unit, contrast_unit, refuse, slope_unit
 from src.stats.curves import drop_point, first_reaching, linear_r2
 
 
@@ -281,7 +281,18 @@ def subsampling_variance(ev: Evidence, shared: Shared) -> list[Unit]:
     return units
 
 
+HUANG_TASKS = (
+    "cola",
+    "mrpc",
+    "rte",
+    "stsb",
+    "squad_v2",
+)  # 004's tasks (§5.1): GLUE's CoLA, MRPC, RTE, STS-B; SQuAD 2.0
+
+
 def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
+    """|scratch − chance| < margin per task and size, the chance level the best constant prediction's score
+    (evidence.chance_level); on tasks other than 004's the unit is outside the paper's scope."""
     units = []
     for (task, size), conditions in grouped(ev.conditions("progressive"), lambda c: (c.task, c.size)):
         scratch = conditions[0].refs.scratch
@@ -299,16 +310,11 @@ def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
             margin=ev.settings.chance_margin,
             shift=chance if np.isfinite(chance) else 0.0,
         )
-        if not np.isfinite(chance):
-            unit = replace(
-                unit,
-                refused=Refused(Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels"),
-                p_for=math.nan,
-                p_against=math.nan,
-            )
-        else:
-            unit = unit.noted(f"chance level {chance:.3f}")
-        units.append(unit)
+        if task not in HUANG_TASKS:
+            unit = refuse(unit, Refusal.OUT_OF_SCOPE, outside_scope(SEED_004, "CoLA, MRPC, RTE, STS-B and SQuAD 2.0"))
+        elif not np.isfinite(chance):
+            unit = refuse(unit, Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels")
+        units.append(unit.noted(f"chance level {chance:.3f} ({ev.metric(task)}: the best constant prediction)"))
     return units
 
 
@@ -448,9 +454,12 @@ CLAIMS_004 = (
         "all_reinit_at_chance",
         f"{SEED_004} §6.2",
         "Every task exhibits random-guessing behaviour when all layers are reinitialised.",
-        "k = 0 within report.chance_margin of the chance level (majority class share; MCC 0).",
+        "k = 0 within report.chance_margin of the chance level, the best constant prediction's score (accuracy: "
+        "the majority class's share; binary F1: always positive, 2p / (1 + p), MRPC's 0.812; SQuAD 2.0 F1: always "
+        "'no answer', the unanswerable share; MCC and correlations: 0), on 004's tasks (CoLA, MRPC, RTE, STS-B, "
+        "SQuAD 2.0); elsewhere outside the paper's scope.",
         "TOST |scratch − chance| < margin",
-        (PROGRESSIVE,),
+        (replace(PROGRESSIVE, tasks=("cola", "mrpc", "rte")),),
         all_reinit_at_chance,
     ),
     Claim(

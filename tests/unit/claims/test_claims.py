@@ -833,10 +833,10 @@ def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp
 
 
 def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_test():
-    b = Builder().curve(RISING, trials=3)
+    b = Builder().curve(RISING, trials=3, task="cola")
     b.rows = [r for r in b.rows if not (r["slug"] == "k0" and r["trial"] > 0)]
     for trial in (1, 2):
-        b.add("k0", 0.5, trial=trial, k=0, collapsed=True)
+        b.add("k0", 0.5, task="cola", trial=trial, k=0, collapsed=True)
     (judged,) = verdicts(b.evidence())["all_reinit_at_chance"].units
     unit = judged.unit
     # one trial trained: the trained runs' test has none (p = 1 both ways), whatever the collapses say
@@ -1257,3 +1257,23 @@ def test_a_bootstrap_difference_is_calibrated_at_alpha_only_so_it_supports_but_n
         verdicts(late.curve([0.5, 0.9, 0.9, 0.9, 0.9], trials=6).evidence())["k90_grows_as_data_shrinks"].text
         == "supported"
     )
+
+
+def test_all_reinit_at_chance_reads_the_best_constant_predictions_score_on_004s_tasks_only():
+    at_chance = [0.555, 0.7, 0.8, 0.85, 0.9]  # LABELS' majority class is 0.555 of them: accuracy's chance level
+    b = Builder().curve(at_chance, trials=6, spread=0.002, task="cola").curve(at_chance, trials=6, spread=0.002)
+    v = verdicts(b.evidence())["all_reinit_at_chance"]
+    by_task = {u.name.split()[0]: u for u in units_of(v)}
+    assert by_task["cola"].notes[-1].startswith("chance level 0.555") and not by_task["cola"].refused
+    # sst2 is not one of 004's tasks: outside the paper's scope, deciding nothing
+    assert by_task["sst2"].refused.kind is Refusal.OUT_OF_SCOPE and "CoLA, MRPC, RTE" in by_task["sst2"].interval_note
+    assert v.text != NOT_RUN and v.p == by_task["cola"].p_for  # decided by the unit in the scope alone
+    only_sst2 = verdicts(Builder().curve(at_chance, trials=6, spread=0.002).evidence())["all_reinit_at_chance"]
+    assert only_sst2.text == NOT_RUN and "studies.progressive.tasks=[rt_sentiment, cola, mrpc, rte]" in only_sst2.needs
+    mrpc = replace(
+        Builder().curve(at_chance, trials=3, task="mrpc").evidence(), labels={"mrpc": np.array([1] * 279 + [0] * 129)}
+    )
+    mrpc.runs["metric"] = "f1"
+    from src.claims.evidence import chance_level
+
+    assert chance_level(mrpc, "mrpc") == pytest.approx(0.812, abs=0.001)  # always "paraphrase", 004 §5.6's F1
