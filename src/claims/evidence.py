@@ -38,6 +38,10 @@ for the subsamples of 5k"). A claim about plentiful data is tested at sizes from
 paper's scope below."""
 
 
+PLENTIFUL = "plentiful data, 5,000 examples and up"
+SST2_QNLI = ("sst2", "qnli")  # 003 states its SST-2 and QNLI findings apart from CoLA's (§6.1.4, App. B)
+
+
 def outside_scope(paper: str, scope: str) -> str:
     """The words of a unit outside its paper's scope (units.Refusal.OUT_OF_SCOPE): which paper, and where it
     states the claim."""

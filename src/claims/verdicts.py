@@ -11,7 +11,7 @@ from typing import TypeVar
 import numpy as np
 
 from src.claims.claim import Claim, Need, Shared
-from src.claims.evidence import NEAR_COLLAPSE_SHARE, Evidence
+from src.claims.evidence import NEAR_COLLAPSE_SHARE, PLENTIFUL_SIZE, Evidence
 from src.claims.registry import CLAIMS
 from src.claims.training import TrainingCheck, training_checks, training_of
 from src.claims.units import Refusal, Spread, Unit, refuse_trials_as_independent
@@ -511,8 +511,9 @@ def flow(value) -> str:
 
 def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[int]:
     """The sizes `have` with what `need` asks for added: a second size ("two"), one at least 10 times
-    the smallest ("tenfold"), one at most train.small_size ("small"), one above it ("large"); in a study
-    that is `added`, "small" and "large" replace `have` (its runs at the other sizes would train for nothing)."""
+    the smallest ("tenfold"), one at most train.small_size ("small"), one above it ("large"), one of at least
+    PLENTIFUL_SIZE ("plentiful"); in a study that is `added`, "small", "large" and "plentiful" replace `have` (its
+    runs at the other sizes would train for nothing)."""
     sizes = list(have)
     if need.sizes == "two" and len(sizes) < 2:
         sizes.append(2 * max(sizes))
@@ -522,6 +523,8 @@ def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[i
         sizes = [small] if added else sizes + [small]
     if need.sizes == "large" and not any(s > small for s in sizes):
         sizes = [2 * small] if added else sizes + [2 * small]
+    if need.sizes == "plentiful" and not any(s >= PLENTIFUL_SIZE for s in sizes):
+        sizes = [PLENTIFUL_SIZE] if added else sizes + [PLENTIFUL_SIZE]
     return sorted(sizes)
 
 
@@ -542,6 +545,7 @@ def added_sizes(reference: StudyConfig | None, tasks: list[str], need: Need, sma
     else:
         have = sizes_at(reference, next((t for t in tasks if t in reference.tasks), tasks[0] if tasks else ""))
     fits = [s for s in have if (s <= small) == (need.sizes == "small")] if need.sizes in ("small", "large") else []
+    fits = [s for s in have if s >= PLENTIFUL_SIZE] if need.sizes == "plentiful" else fits
     if fits:
         return [max(fits) if need.sizes == "small" else min(fits)]
     return needed_sizes(have[:1], need, small, added=True)

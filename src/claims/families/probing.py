@@ -19,6 +19,7 @@ from src.claims.claim import (
     Claim,
     Shared,
     curve_contrasts,
+    in_scope,
     k_text,
     p_text,
 )
@@ -30,7 +31,7 @@ from src.claims.curves import (
     probe_contrast,
     probe_measure_curve,
 )
-from src.claims.evidence import PROBE_MEASURES, Evidence, chance_level, grouped
+from src.claims.evidence import PROBE_MEASURES, SST2_QNLI, Evidence, chance_level, grouped, outside_scope
 from src.claims.units import (
     ONE_PROBE_SEED,
     Refusal,
@@ -226,7 +227,7 @@ def probe_needs_more_layers(ev: Evidence, shared: Shared) -> list[Unit]:
 
 def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
     L = ev.num_layers
-    return [
+    units = [
         probe_units_refused(
             estimate_test_unit(
                 "top_two_layers_hurt_probing",
@@ -242,6 +243,7 @@ def top_two_hurt_probing(ev: Evidence, shared: Shared) -> list[Unit]:
         )
         for task, probe in shared.probes.items()
     ]
+    return in_scope(units, lambda u: u.name in SST2_QNLI, outside_scope(SEED_003, "SST-2 and QNLI"))
 
 
 def steepest_probe_step(curve: np.ndarray) -> float:
@@ -344,9 +346,10 @@ CLAIMS_003 = (
         "top_two_layers_hurt_probing",
         f"{SEED_003} §6.2",
         "The highest two layers hurt probing performance.",
-        "Probe score at layer L−2 against layer L.",
+        "Probe score at layer L−2 against layer L, on SST-2 and QNLI (the paper states CoLA's probing apart: App. B); "
+        "elsewhere outside the paper's scope.",
         "paired contrast of probe(L−2) − probe(L) > 0, the probe seeds as trials crossed with the eval examples",
-        (PROBED,),
+        (replace(PROBED, tasks=SST2_QNLI),),
         top_two_hurt_probing,
     ),
     Claim(

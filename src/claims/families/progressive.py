@@ -21,13 +21,22 @@ from src.claims.claim import (
     Claim,
     Shared,
     curve_contrasts,
+    in_scope,
     k_text,
     one_sided_welch,
     per_trial_contrast,
+    plentiful_only,
     variance_ratio_unit,
 )
 from src.claims.curves import along_draws, curves_design
-from src.claims.evidence import Evidence, chance_level, grouped, outside_scope, studies_of
+from src.claims.evidence import (
+    SST2_QNLI,
+    Evidence,
+    chance_level,
+    grouped,
+    outside_scope,
+    studies_of,
+)
 from src.claims.units import Refusal, Unit, bootstrap_unit, contrast_unit, refuse, slope_unit
 from src.stats.curves import drop_point, first_reaching, linear_r2
 
@@ -88,12 +97,10 @@ def size_pair_units(
 def few_layers_suffice(ev: Evidence, shared: Shared) -> list[Unit]:
     few = few_threshold(ev)
     test = f"score(k={few}) − (full + scratch)/2 > 0: the first {few} layers give more than half the gain"
-    return curve_contrasts(
-        ev,
-        "few_layers_suffice_with_plenty_of_data",
-        lambda L: [("", {few: 1, L: -0.5, 0: -0.5}, test)],
-        largest_only=True,
-        gap=True,
+    return plentiful_only(
+        curve_contrasts(
+            ev, "few_layers_suffice_with_plenty_of_data", lambda L: [("", {few: 1, L: -0.5, 0: -0.5}, test)], gap=True
+        )
     )
 
 
@@ -205,14 +212,15 @@ def reinit_curve_change_not_constant(ev: Evidence, shared: Shared) -> list[Unit]
 
 
 def top_two_negligible(ev: Evidence, shared: Shared) -> list[Unit]:
-    m = ev.settings.single_layer_margin
-    return curve_contrasts(
+    m, reason = ev.settings.single_layer_margin, outside_scope(SEED_003, "SST-2 and QNLI")
+    units = curve_contrasts(
         ev,
         "top_two_layers_negligible_in_finetuning",
         lambda L: [("", {L: 1, L - 2: -1}, f"|score(k=L) − score(k=L−2)| < {m} (TOST)")],
         shape="within",
         margin=m,
     )
+    return in_scope(units, lambda u: u.key[0] in SST2_QNLI, reason)
 
 
 def rte_top_reinit_beats_full(ev: Evidence, shared: Shared) -> list[Unit]:
@@ -281,13 +289,8 @@ def subsampling_variance(ev: Evidence, shared: Shared) -> list[Unit]:
     return units
 
 
-HUANG_TASKS = (
-    "cola",
-    "mrpc",
-    "rte",
-    "stsb",
-    "squad_v2",
-)  # 004's tasks (§5.1): GLUE's CoLA, MRPC, RTE, STS-B; SQuAD 2.0
+HUANG_TASKS = ("cola", "mrpc", "rte", "stsb", "squad_v2")  # 004's layer-by-layer tasks (§5.6, §6.2)
+HUANG_SCOPE = "CoLA, MRPC, RTE, STS-B and SQuAD 2.0"
 
 
 def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
@@ -310,12 +313,10 @@ def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
             margin=ev.settings.chance_margin,
             shift=chance if np.isfinite(chance) else 0.0,
         )
-        if task not in HUANG_TASKS:
-            unit = refuse(unit, Refusal.OUT_OF_SCOPE, outside_scope(SEED_004, "CoLA, MRPC, RTE, STS-B and SQuAD 2.0"))
-        elif not np.isfinite(chance):
+        if not np.isfinite(chance):
             unit = refuse(unit, Refusal.CHANCE_UNKNOWN, "chance level unknown without the eval labels")
         units.append(unit.noted(f"chance level {chance:.3f} ({ev.metric(task)}: the best constant prediction)"))
-    return units
+    return in_scope(units, lambda u: u.key[0] in HUANG_TASKS, outside_scope(SEED_004, HUANG_SCOPE))
 
 
 CLAIMS_001 = (
@@ -335,9 +336,9 @@ CLAIMS_001 = (
         "when finetuning data is plentiful ('first three BERT layers', Fig. 1 caption).",
         "'The majority of the improvement': more than half of the full model's gain over scratch; 'the first few "
         "layers': k = ⌈report.few_layers_fraction × L⌉ pretrained layers (the caption's three of 12 is 0.25); "
-        "'plentiful': each task's largest size.",
+        "'plentiful': every size of 5,000 examples and up (001's 5k and 50k); below, outside the paper's scope.",
         "paired contrast score(k=few) − (full + scratch)/2 > 0; needs the gap",
-        (PROGRESSIVE,),
+        (replace(PROGRESSIVE, sizes="plentiful"),),
         few_layers_suffice,
         needs_gap=True,
     ),
@@ -422,9 +423,10 @@ CLAIMS_003 = (
         f"{SEED_003} §6.2",
         "In partial reinitialisation the highest two layers have a negligible effect on accuracy.",
         "Keeping the top two layers pretrained (k = L) against reinitialising them (k = L − 2), within "
-        "report.single_layer_margin (the margin of 'a single layer barely matters').",
+        "report.single_layer_margin (the margin of 'a single layer barely matters'), on SST-2 and QNLI (the paper "
+        "states CoLA's findings apart: §6.1.4, App. B); elsewhere outside the paper's scope.",
         "TOST |score(L) − score(L−2)| < margin",
-        (PROGRESSIVE,),
+        (replace(PROGRESSIVE, tasks=SST2_QNLI),),
         top_two_negligible,
     ),
 )

@@ -993,14 +993,19 @@ def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
 # --- each claim as the paper states it --------------------------------------------------------------------------------
 
 
-def test_the_first_few_layers_give_more_than_half_the_gain_at_the_largest_size():
+def test_the_first_few_layers_give_more_than_half_the_gain_with_plentiful_data_only():
     from src.claims.families.progressive import few_threshold
 
     assert [few_threshold(replace(Builder().evidence(), num_layers=n)) for n in (4, 6, 12)] == [1, 2, 3]
+    b = Builder().curve(EARLY, trials=6, size=5000).curve(LATE, trials=6, size=500)
+    v = verdicts(b.evidence())["few_layers_suffice_with_plenty_of_data"]
+    plentiful, scarce = units_of(v)[::-1] if units_of(v)[0].key[1] == 500 else units_of(v)
+    assert plentiful.estimate == pytest.approx(0.78 - 0.65, abs=0.01) and v.text == "supported"
+    # 500 examples are not plentiful (001: 5k and up): outside the paper's scope, its contradiction decides nothing
+    assert scarce.refused.kind is Refusal.OUT_OF_SCOPE and "plentiful data" in scarce.interval_note
     v = verdicts(Builder().curve(EARLY, trials=6).evidence())["few_layers_suffice_with_plenty_of_data"]
-    (unit,) = units_of(v)
-    assert unit.estimate == pytest.approx(0.78 - 0.65, abs=0.01) and v.text == "supported"
-    v = verdicts(Builder().curve(LATE, trials=6).evidence())["few_layers_suffice_with_plenty_of_data"]
+    assert v.text == NOT_RUN and "studies.progressive.sizes=[8, 16, 5000]" in v.needs  # the params add 5k
+    v = verdicts(Builder().curve(LATE, trials=6, size=5000).evidence())["few_layers_suffice_with_plenty_of_data"]
     (unit,) = units_of(v)  # k = 1 keeps 0.02 of a 0.30 gain
     assert unit.estimate == pytest.approx(0.52 - 0.65, abs=0.01) and unit.p_against < SETTINGS.alpha
     assert v.text != "supported"
@@ -1277,3 +1282,24 @@ def test_all_reinit_at_chance_reads_the_best_constant_predictions_score_on_004s_
     from src.claims.evidence import chance_level
 
     assert chance_level(mrpc, "mrpc") == pytest.approx(0.812, abs=0.001)  # always "paraphrase", 004 §5.6's F1
+
+
+def test_003s_sst2_and_qnli_claims_and_001s_plentiful_data_claims_ask_for_runs_in_their_papers_scope():
+    flat_top = [0.5, 0.7, 0.85, 0.85, 0.85]
+    cola = Builder().curve(flat_top, trials=12, spread=0.002, task="cola")
+    probed = probe_evidence(cola, [0.5, 0.6, 0.8, 0.9, 0.7], seeds=3)
+    v = verdicts(
+        replace(
+            probed,
+            probe=probed.probe.assign(task="cola"),
+            probe_predictions={"cola": probed.probe_predictions["sst2"]},
+        )
+    )
+    for claim in ("top_two_layers_negligible_in_finetuning", "top_two_layers_hurt_probing"):
+        (unit,) = units_of(v[claim])
+        assert unit.refused.kind is Refusal.OUT_OF_SCOPE and "SST-2 and QNLI" in unit.interval_note, claim
+        assert v[claim].text == NOT_RUN and "qnli" in v[claim].needs, claim
+    epochs = verdicts(Builder().curve(RISING, trials=3).evidence())["epochs_beyond_3_do_not_help_with_plenty_of_data"]
+    assert "'+studies.epochs={scheme: progressive, ks: [0, 4], epochs: 6, tasks: [rt_sentiment], sizes: [5000]" in (
+        epochs.needs
+    )
