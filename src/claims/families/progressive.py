@@ -233,15 +233,15 @@ def rte_top_reinit_beats_full(ev: Evidence, shared: Shared) -> list[Unit]:
 
 
 def mrpc_insensitive(ev: Evidence, shared: Shared) -> list[Unit]:
+    """Every k < L scores alike: each k's score within the margin of the mean over the k < L (a TOST per k)."""
     m = ev.settings.single_layer_margin
-    return curve_contrasts(
-        ev,
-        "mrpc_insensitive_to_reinit",
-        lambda L: [(f" k={k}", {k: 1, L: -1}, f"|score(k={k}) − full| < {m} (TOST)") for k in range(L)],
-        tasks=("mrpc",),
-        shape="within",
-        margin=m,
-    )
+
+    def alike(L: int):
+        for k in range(L):
+            weights = {j: (1.0 if j == k else 0.0) - 1 / L for j in range(L)}
+            yield f" k={k}", weights, f"|score(k={k}) − mean score(k < L)| < {m} (TOST)"
+
+    return curve_contrasts(ev, "mrpc_insensitive_to_reinit", alike, tasks=("mrpc",), shape="within", margin=m)
 
 
 def pretraining_gain_shrinks(ev: Evidence, shared: Shared) -> list[Unit]:
@@ -491,8 +491,10 @@ CLAIMS_004 = (
         "mrpc_insensitive_to_reinit",
         f"{SEED_004} §5.6",
         "For MRPC, the performance does not change with reinitialising different layers.",
-        "On MRPC, every k < L within report.single_layer_margin of the full model.",
-        "TOST |score(k) − full| < margin per k",
+        "On MRPC, every k < L scores alike: each k < L within report.single_layer_margin of the mean over the "
+        "k < L (a reformulation: 'does not change with reinitialising different layers' compares the reinitialised "
+        "models with each other, not with the full model, which §5.6's own table puts 0.09 above them).",
+        "TOST |score(k) − mean score(k < L)| < margin per k < L",
         (replace(PROGRESSIVE, tasks=("mrpc",)),),
         mrpc_insensitive,
         paper_value="accuracy 0.776 with no layer reinitialised, 0.683 with any k layers; F1 0.848 vs 0.812 (§5.6)",

@@ -1130,6 +1130,11 @@ def test_rte_gains_from_reinitialising_its_top_layers_and_mrpc_does_not_care():
     assert unit.name == "rte n=500 k=3" and v["rte_top_layer_reinit_beats_full"].text == "supported"
     assert len(units_of(v["mrpc_insensitive_to_reinit"])) == L
     assert v["mrpc_insensitive_to_reinit"].text == "supported"
+    # 004 §5.6's table: every k < L at 0.683, the full model at 0.776: the k < L score alike, whatever the full model
+    paper = Builder().curve([0.683] * L + [0.776], trials=12, spread=0.002, task="mrpc")
+    assert verdicts(paper.evidence(single_layer_margin=0.05))["mrpc_insensitive_to_reinit"].text == "supported"
+    apart = Builder().curve([0.5, 0.6, 0.7, 0.8, 0.8], trials=12, spread=0.002, task="mrpc")
+    assert verdicts(apart.evidence(single_layer_margin=0.05))["mrpc_insensitive_to_reinit"].text == "contradicted"
     default = verdicts(Builder().curve(RISING, trials=3).evidence())
     assert "studies.progressive.tasks=[rt_sentiment, rte]" in default["rte_top_layer_reinit_beats_full"].needs
 
