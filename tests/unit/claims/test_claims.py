@@ -1139,16 +1139,25 @@ def test_rte_gains_from_reinitialising_its_top_layers_and_mrpc_does_not_care():
     assert "studies.progressive.tasks=[rt_sentiment, rte]" in default["rte_top_layer_reinit_beats_full"].needs
 
 
-def test_sst2_needs_middle_blocks_and_qnli_early_ones():
+def blocks_of_sst2_and_qnli(sst2: dict, qnli: dict) -> Evidence:
     b = Builder().curve(RISING, trials=6).curve(RISING, trials=6, task="qnli")
-    for task, values in (("sst2", {1: 0.85, 2: 0.70, 3: 0.88}), ("qnli", {1: 0.60, 2: 0.85, 3: 0.88})):
+    for task, values in (("sst2", sst2), ("qnli", qnli)):
         for t in range(6):
             for start, value in values.items():
                 b.add(f"reinit{start}", value + 0.002 * (t % 3 - 1), task=task, trial=t, scheme="block_reinit")
                 b.rows[-1] |= {"layer": start, "window": 3, "study": "blocks"}
-    v = verdicts(b.evidence())["sst2_needs_middle_qnli_needs_early_layers"]
-    assert sorted(u.test.split(" on ")[1] for u in units_of(v)) == ["QNLI", "SST-2"]
-    assert v.text == "supported"
+    return b.evidence()
+
+
+def test_sst2_needs_middle_blocks_and_qnli_early_ones_compared_between_the_tasks():
+    v = verdicts(blocks_of_sst2_and_qnli({1: 0.85, 2: 0.70, 3: 0.88}, {1: 0.60, 2: 0.85, 3: 0.88}))
+    (unit,) = units_of(v["sst2_needs_middle_qnli_needs_early_layers"])
+    # SST-2's first − middle share (+0.375 of its gap) − QNLI's (−0.625)
+    assert unit.name == "sst2 n=500 vs qnli n=500" and unit.estimate == pytest.approx(1.0, abs=0.02)
+    assert v["sst2_needs_middle_qnli_needs_early_layers"].text == "supported"
+    # both tasks hurt alike by the middle block: SST-2 is not damaged more than QNLI, whatever each task's own order
+    alike = verdicts(blocks_of_sst2_and_qnli({1: 0.85, 2: 0.70, 3: 0.88}, {1: 0.85, 2: 0.70, 3: 0.88}))
+    assert alike["sst2_needs_middle_qnli_needs_early_layers"].text != "supported"
 
 
 def test_sst2_probing_declines_more_gradually_than_qnli():
@@ -1308,3 +1317,25 @@ def test_003s_sst2_and_qnli_claims_and_001s_plentiful_data_claims_ask_for_runs_i
     assert "'+studies.epochs={scheme: progressive, ks: [0, 4], epochs: 6, tasks: [rt_sentiment], sizes: [5000]" in (
         epochs.needs
     )
+
+
+def blocks_on_two_scales(cola_shares) -> Evidence:
+    """Block-reinit runs (blocks at 1, 2, 3) on SST-2 (scratch 0.5, full 0.9) at shares 0.2, 0.5, 0.8 of the gap,
+    and on CoLA (an MCC-like scale: scratch 0.0, full 0.2) at `cola_shares` of its gap."""
+    b = Builder().curve([0.5, 0.6, 0.7, 0.8, 0.9], trials=6, spread=0.002)
+    b.curve([0.0, 0.05, 0.1, 0.15, 0.2], trials=6, spread=0.002, task="cola")
+    for task, low, gap, shares in (("sst2", 0.5, 0.4, (0.2, 0.5, 0.8)), ("cola", 0.0, 0.2, cola_shares)):
+        for t in range(6):
+            for start, share in zip((1, 2, 3), shares):
+                noise = 0.004 * ((t + start) % 3 - 1)
+                b.add(f"reinit{start}", low + share * gap + noise, task=task, trial=t, scheme="block_reinit")
+                b.rows[-1] |= {"layer": start, "window": 1, "study": "blocks"}
+    return b.evidence()
+
+
+def test_useful_layers_differ_by_task_on_gap_normalised_profiles_so_a_metrics_scale_cannot_make_it_significant():
+    alike = verdicts(blocks_on_two_scales((0.2, 0.5, 0.8)))["useful_layers_differ_by_task"]
+    (unit,) = units_of(alike)  # the raw scores' profiles differ by the scales alone (steps 0.12 against 0.06)
+    assert unit.p_for > 0.2 and alike.text == "inconclusive"
+    differ = verdicts(blocks_on_two_scales((0.8, 0.5, 0.2)))["useful_layers_differ_by_task"]
+    assert differ.text == "supported"
