@@ -224,7 +224,7 @@ class Robustness:
 
 def shape_p(estimate: Estimate, shape: str, margin: float | None) -> tuple[float, float]:
     """(p_for, p_against) of `estimate` by the claim's shape: greater (> 0) | within (|·| < margin) |
-    below (< margin: no gain) | above (> −margin: no loss)."""
+    below (< margin: no gain) | above (> −margin: no loss) | beyond (|·| > margin: apart, either way)."""
     if shape == "greater":
         return estimate.p_greater(), estimate.p_less()
     if margin is None:
@@ -233,6 +233,7 @@ def shape_p(estimate: Estimate, shape: str, margin: float | None) -> tuple[float
         "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
         "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
         "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
+        "beyond": lambda: (estimate.p_beyond(margin), estimate.p_equivalent(margin)),
     }[shape]()
 
 

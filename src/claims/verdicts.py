@@ -354,6 +354,7 @@ def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis
             "greater": result.estimate,
             "below": (unit.margin or 0) - result.estimate,
             "above": result.estimate + (unit.margin or 0),
+            "beyond": abs(result.estimate) - (unit.margin or 0),
         }[unit.shape]
         if not distance > 0:
             return hypothesis.TrialsPlan(

@@ -375,13 +375,18 @@ def test_one_probe_seed_gives_no_verdict_several_seeds_are_resampled():
     b = Builder().curve(RISING, trials=12)
     one = verdicts(b.evidence(probe=probe_table([[0.6, 0.61, 0.6, 0.62, 0.9]])))["probes_do_not_predict_finetuning"]
     assert one.text == NO_VERDICT and units_of(one)[0].refused == Refused(Refusal.ONE_PROBE_SEED, ONE_PROBE_SEED)
-    # probes that fall while finetuning rises: ρ = −1 beyond the margin at every seed draw
-    seeds = [[0.9, 0.8, 0.7, 0.6, 0.5 + 0.01 * s] for s in range(4)]
-    several = verdicts(b.evidence(probe=probe_table(seeds)))["probes_do_not_predict_finetuning"]
-    assert "4 probe seed(s); the draws resample the trials, the probe seeds" in units_of(several)[0].notes
-    # the seeds are resampled, but a percentile-bootstrap rho against a fixed margin under-covers at
-    # every T measured (docs/calibration.md): the design, not the probe seeds, refuses it
-    assert several.text == NO_VERDICT and units_of(several)[0].refused.reason.startswith("the design cannot decide")
+    # probes that gain at the top layers while finetuning gains at the first: the gain centres lie 1.9 layers apart,
+    # a difference the finetuning trials and the probe seeds (Welch) show from their spread, where a correlation of
+    # the two rising curves (ρ = 1) could not
+    late = [[0.5, 0.5, 0.5, 0.6 + 0.01 * s, 0.9] for s in range(4)]
+    several = verdicts(b.evidence(probe=probe_table(late)))["probes_do_not_predict_finetuning"]
+    (unit,) = units_of(several)
+    assert unit.estimate == pytest.approx(1.875 - 3.74, abs=0.03) and several.text == "supported"
+    assert any(note.startswith("Welch over 12 finetuning trials and 4 probe seeds") for note in unit.notes)
+    # the probe's gain arriving where finetuning's does is the claim's negation: the test against it rejects
+    alike = [[v + 0.002 * s for v in RISING] for s in range(4)]
+    negation = verdicts(b.evidence(probe=probe_table(alike)))["probes_do_not_predict_finetuning"]
+    assert negation.text != "supported" and units_of(negation)[0].p_against < SETTINGS.alpha
 
 
 def test_a_probe_and_a_finetuning_curve_resample_their_shared_eval_set_jointly():
@@ -1339,3 +1344,18 @@ def test_useful_layers_differ_by_task_on_gap_normalised_profiles_so_a_metrics_sc
     assert unit.p_for > 0.2 and alike.text == "inconclusive"
     differ = verdicts(blocks_on_two_scales((0.8, 0.5, 0.2)))["useful_layers_differ_by_task"]
     assert differ.text == "supported"
+
+
+def test_curve_statistics_are_per_trial_statistics_that_decide_from_three_trials():
+    """CoLA's near-linear drop (R² per trial, t over trials) and the probe-vs-finetuning peaks and gain centres
+    (Welch over finetuning trials and probe seeds) decide from 3 trials, where a percentile bootstrap never did."""
+    linear, early = [0.0, 0.1, 0.2, 0.3, 0.4], [0.0, 0.3, 0.35, 0.38, 0.4]  # R² 1.0 and 0.72
+    for curve, text in ((linear, "supported"), (early, "contradicted")):
+        b = Builder().curve(curve, trials=3, spread=0.005, task="cola")
+        v = verdicts(b.evidence())["cola_near_linear_drop"]
+        (unit,) = units_of(v)
+        assert unit.n == 3 and not unit.refused and v.text == text, (curve, unit.p_for, unit.p_against)
+    probed = verdicts(probe_evidence(Builder().curve(RISING, trials=3), [0.5, 0.5, 0.55, 0.7, 0.75], seeds=3))
+    for claim in ("probe_peaks_lower_than_finetuning", "probe_needs_more_layers"):
+        (unit,) = units_of(probed[claim])  # peaks 0.90 against 0.75; gain centres 1.9 against 2.8
+        assert not unit.refused and probed[claim].text == "supported", (claim, unit.p_for)
