@@ -24,8 +24,8 @@ import numpy as np
 from scipy import stats
 
 from src.claims.curves import Curve, ProbeCurve, probe_curve, progressive_curve
-from src.claims.evidence import Evidence, common_trials, scores_of
-from src.claims.units import Refusal, Refused, Unit, contrast_unit, welch_unit
+from src.claims.evidence import PLENTIFUL, PLENTIFUL_SIZE, Evidence, common_trials, outside_scope, scores_of
+from src.claims.units import Refusal, Refused, Unit, contrast_unit, refuse, welch_unit
 from src.core.seeds import derive_seed
 from src.stats import hypothesis
 
@@ -40,7 +40,8 @@ class Need:
     """Runs a claim needs: a study of `scheme` with `modifiers` (named `study` when it has to be
     added, with `args`), on `tasks` (empty: any), with `sizes` ("two": at least two sizes;
     "tenfold": two at least 10 times apart; "small": one at most train.small_size; "large": one
-    above it), `min_tasks` tasks, and probes of its tasks when `probe`."""
+    above it; "plentiful": one of at least evidence.PLENTIFUL_SIZE), `min_tasks` tasks, and probes of its tasks
+    when `probe`."""
 
     scheme: str
     study: str
@@ -151,6 +152,18 @@ def curve_contrasts(
                     name = f"{task} n={size}{label}"
                     units.append(contrast_unit(ev, claim, task, size, slugs, test, name=name, **shape))
     return units
+
+
+def in_scope(units: list[Unit], inside: Callable[[Unit], bool], reason: str) -> list[Unit]:
+    """`units` with each that `inside` rejects refused as outside its paper's scope (Refusal.OUT_OF_SCOPE, with
+    `reason`: evidence.outside_scope): such a unit decides nothing."""
+    return [u if inside(u) else refuse(u, Refusal.OUT_OF_SCOPE, reason) for u in units]
+
+
+def plentiful_only(units: list[Unit]) -> list[Unit]:
+    """`units` (each keyed by its (task, size)) refused below PLENTIFUL_SIZE: 001 states its plentiful-data claims
+    at 5k examples and up."""
+    return in_scope(units, lambda u: u.key[1] >= PLENTIFUL_SIZE, outside_scope(SEED_001, PLENTIFUL))
 
 
 def per_trial_contrast(ev: Evidence, task: str, size: int, weights: dict[str, float]) -> np.ndarray:

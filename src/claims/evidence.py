@@ -19,6 +19,7 @@ import pandas as pd
 from src.artefacts.evidence import condition_of
 from src.conditions.condition import Condition
 from src.config.schema import DataConfig, ReportConfig, StudyConfig, TrainConfig
+from src.tasks.metrics import chance_score
 
 NEAR_COLLAPSE_SHARE = 0.90
 """A run whose most common prediction covers at least this share of the eval set has (nearly) collapsed:
@@ -28,6 +29,23 @@ of the two outcomes a contrast reads: whether it collapsed, or, where no conditi
 score (src/claims/units.py contrast_unit; docs/calibration.md measures the tests with collapses of 0.90-1 mixed
 in). A task whose majority class is near this share cannot tell a collapse from a good run: its threshold must
 exceed that class's share."""
+
+
+PLENTIFUL_SIZE = 5_000
+"""The smallest training-set size the papers call plentiful: 001 subsamples 500, 5k and 50k examples (§2) and
+states its plentiful-data findings at 5k and up (App. D: "minimal effects of training longer than three epochs
+for the subsamples of 5k"). A claim about plentiful data is tested at sizes from here up and is outside the
+paper's scope below."""
+
+
+PLENTIFUL = "plentiful data, 5,000 examples and up"
+SST2_QNLI = ("sst2", "qnli")  # 003 states its SST-2 and QNLI findings apart from CoLA's (§6.1.4, App. B)
+
+
+def outside_scope(paper: str, scope: str) -> str:
+    """The words of a unit outside its paper's scope (units.Refusal.OUT_OF_SCOPE): which paper, and where it
+    states the claim."""
+    return f"outside the paper's scope: {paper} states it for {scope}"
 
 
 def nearly_collapsed(collapsed: bool, majority_share: float) -> bool:
@@ -458,13 +476,10 @@ def studies_of(ev: Evidence, task: str, size: int, slugs) -> tuple:
 
 
 def chance_level(ev: Evidence, task: str) -> float:
-    """The score of a constant prediction: the majority class share (accuracy, F1's is not
-    chance) or 0 (MCC, correlations); NaN for accuracy without the eval labels."""
-    metric = ev.metric(task)
-    if metric == "accuracy":
-        labels = ev.labels.get(task)
-        return float(np.bincount(np.asarray(labels, dtype=int)).max() / len(labels)) if labels is not None else math.nan
-    return 0.0
+    """`task`'s chance level: the best constant prediction's score on its eval labels (src/tasks/metrics.py
+    chance_score, per metric); NaN for a metric scored on labels where its eval labels are missing."""
+    labels = ev.labels.get(task)
+    return chance_score(ev.metric(task), np.zeros(0) if labels is None else np.asarray(labels))
 
 
 def seed_design_of(ev: Evidence, task: str, size: int, slugs) -> tuple[int, int] | None | str:

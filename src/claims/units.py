@@ -56,6 +56,10 @@ class Refusal(Enum):
     TOO_FEW = "the test does not exist at its n (fewer than 2 runs on a side, fewer than 3 points)"
     ONE_RUN_PER_CELL = "an analysis of variance with one run per cell has no residual variance"
     CHANCE_UNKNOWN = "the chance level needs the eval labels, which are missing"
+    OUT_OF_SCOPE = (
+        "it lies outside the paper's scope: the paper states the claim for other tasks or data regimes "
+        "(plentiful data: 5,000 examples and up)"
+    )
     CROSSED_COLLAPSE = (
         "a run of its crossed seed_design (nearly) collapsed: the test of its trained runs needs every subset × "
         "draw cell trained, and the exact test of collapses takes the trials as independent"
@@ -220,7 +224,7 @@ class Robustness:
 
 def shape_p(estimate: Estimate, shape: str, margin: float | None) -> tuple[float, float]:
     """(p_for, p_against) of `estimate` by the claim's shape: greater (> 0) | within (|·| < margin) |
-    below (< margin: no gain) | above (> −margin: no loss)."""
+    below (< margin: no gain) | above (> −margin: no loss) | beyond (|·| > margin: apart, either way)."""
     if shape == "greater":
         return estimate.p_greater(), estimate.p_less()
     if margin is None:
@@ -229,6 +233,7 @@ def shape_p(estimate: Estimate, shape: str, margin: float | None) -> tuple[float
         "within": lambda: (estimate.p_equivalent(margin), estimate.p_beyond(margin)),
         "below": lambda: (estimate.p_less(margin), estimate.p_greater(margin)),
         "above": lambda: (estimate.p_greater(-margin), estimate.p_less(-margin)),
+        "beyond": lambda: (estimate.p_beyond(margin), estimate.p_equivalent(margin)),
     }[shape]()
 
 

@@ -11,7 +11,7 @@ from typing import TypeVar
 import numpy as np
 
 from src.claims.claim import PAPERS, Claim, Need, Shared
-from src.claims.evidence import NEAR_COLLAPSE_SHARE, Evidence
+from src.claims.evidence import NEAR_COLLAPSE_SHARE, PLENTIFUL_SIZE, Evidence
 from src.claims.registry import CLAIMS
 from src.claims.training import TrainingCheck, training_checks, training_of
 from src.claims.units import Refusal, Spread, Unit, refuse_trials_as_independent
@@ -316,24 +316,31 @@ def verdict(
 ) -> Verdict:
     """The claim's Verdict from its judged units, the gaps it needs, the robustness readings' statuses
     (robust_statuses) and the training-length checks."""
-    gap_units = [g for u in units for g in needed_gaps(claim, u.unit, gaps)]
-    text = verdict_text(claim, units, gaps, lambda u: u.status)
-    p, label = claim_p(claim, text, units, gap_units)
+    scoped = [u for u in units if not outside_scope(u)]  # the others decide nothing; none: not run in the scope
+    gap_units = [g for u in scoped for g in needed_gaps(claim, u.unit, gaps)]
+    text = verdict_text(claim, scoped, gaps, lambda u: u.status)
+    p, label = claim_p(claim, text, scoped, gap_units)
     undecided = text in ("inconclusive", NO_VERDICT)
-    decided = text in ("supported", "contradicted") and any(u.unit.robustness for u in units)
+    decided = text in ("supported", "contradicted") and any(u.unit.robustness for u in scoped)
     return Verdict(
         claim,
         text,
         p,
         label,
         tuple(units),
-        plan_trials(claim, units, gaps, ev, planned_family) if undecided else None,
+        plan_trials(claim, scoped, gaps, ev, planned_family) if undecided else None,
         command_for(claim, ev) if text == NOT_RUN else None,
-        tuple(training_of([u.unit for u in units], checks)),
-        {reading: verdict_text(claim, units, gaps, statuses.__getitem__) for reading, statuses in readings.items()}
+        tuple(training_of([u.unit for u in scoped], checks)),
+        {reading: verdict_text(claim, scoped, gaps, statuses.__getitem__) for reading, statuses in readings.items()}
         if decided
         else {},
     )
+
+
+def outside_scope(judged: Judged) -> bool:
+    """Whether a unit lies outside its paper's scope (Refusal.OUT_OF_SCOPE): it decides nothing, and a claim with
+    no other unit is not run where the paper states it (its command adds runs there)."""
+    return judged.unit.refused is not None and judged.unit.refused.kind is Refusal.OUT_OF_SCOPE
 
 
 def claim_p(claim: Claim, text: str, units: list[Judged], gap_units: list[Judged | None]) -> tuple[float, str]:
@@ -388,6 +395,7 @@ def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis
             "greater": result.estimate,
             "below": (unit.margin or 0) - result.estimate,
             "above": result.estimate + (unit.margin or 0),
+            "beyond": abs(result.estimate) - (unit.margin or 0),
         }[unit.shape]
         if not distance > 0:
             return hypothesis.TrialsPlan(
@@ -545,8 +553,9 @@ def flow(value) -> str:
 
 def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[int]:
     """The sizes `have` with what `need` asks for added: a second size ("two"), one at least 10 times
-    the smallest ("tenfold"), one at most train.small_size ("small"), one above it ("large"); in a study
-    that is `added`, "small" and "large" replace `have` (its runs at the other sizes would train for nothing)."""
+    the smallest ("tenfold"), one at most train.small_size ("small"), one above it ("large"), one of at least
+    PLENTIFUL_SIZE ("plentiful"); in a study that is `added`, "small", "large" and "plentiful" replace `have` (its
+    runs at the other sizes would train for nothing)."""
     sizes = list(have)
     if need.sizes == "two" and len(sizes) < 2:
         sizes.append(2 * max(sizes))
@@ -556,6 +565,8 @@ def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[i
         sizes = [small] if added else sizes + [small]
     if need.sizes == "large" and not any(s > small for s in sizes):
         sizes = [2 * small] if added else sizes + [2 * small]
+    if need.sizes == "plentiful" and not any(s >= PLENTIFUL_SIZE for s in sizes):
+        sizes = [PLENTIFUL_SIZE] if added else sizes + [PLENTIFUL_SIZE]
     return sorted(sizes)
 
 
@@ -576,6 +587,7 @@ def added_sizes(reference: StudyConfig | None, tasks: list[str], need: Need, sma
     else:
         have = sizes_at(reference, next((t for t in tasks if t in reference.tasks), tasks[0] if tasks else ""))
     fits = [s for s in have if (s <= small) == (need.sizes == "small")] if need.sizes in ("small", "large") else []
+    fits = [s for s in have if s >= PLENTIFUL_SIZE] if need.sizes == "plentiful" else fits
     if fits:
         return [max(fits) if need.sizes == "small" else min(fits)]
     return needed_sizes(have[:1], need, small, added=True)

@@ -91,7 +91,10 @@ def test_grid_counts_follow_the_paper():
         **{(t, 5000): 3 * 3 for t in ("sst2", "qnli", "cola")},
     }
     assert {c.epochs for c in runs["epochs"]["trained"]} == {10}
-    assert cost.count(cost.load_preset()) == {"conditions": 3216, "runs": 3171}
+    # App. D's 3-epoch runs at 500 that five_epochs_help_with_little_data compares the plain 5-epoch runs with
+    assert counts_per_size(runs["epochs_small"]["trained"]) == {(t, 500): 3 * 50 for t in ("sst2", "qnli", "cola")}
+    assert {c.epochs for c in runs["epochs_small"]["trained"]} == {3}
+    assert cost.count(cost.load_preset()) == {"conditions": 3666, "runs": 3621}
 
 
 def test_the_projection_reads_the_preset(tmp_path):
@@ -101,8 +104,8 @@ def test_the_projection_reads_the_preset(tmp_path):
     assert edited.count("trials: {500: 10,") == 2
     (tmp_path / "preset.yaml").write_text(edited)
     assert cost.count(cost.load_preset(tmp_path / "preset.yaml")) == {
-        "conditions": 3216 - 40 * 13 * 3 - 40 * 3 * 3,
-        "runs": 3171 - 40 * 13 * 3 - 40 * 3 * 3,
+        "conditions": 3666 - 40 * 13 * 3 - 40 * 3 * 3,
+        "runs": 3621 - 40 * 13 * 3 - 40 * 3 * 3,
     }
 
 
@@ -183,13 +186,13 @@ def test_projection_table_on_stated_token_counts():
         for t, m in (("sst2", 13.0), ("qnli", 51.0), ("cola", 11.0))
     }
     result = cost.project(stats, cost.load_preset())
-    assert result["total"]["runs"] == 3171
+    assert result["total"]["runs"] == 3621
     one = result["wall"]["1"]["stage"]
     assert one["wall_s"] == pytest.approx(one["ideal_s"]) and one["tail_s"] == 0  # one GPU never idles
     for g in (8, 64):
         w = result["wall"][str(g)]["stage"]
         assert w["ideal_s"] <= w["wall_s"] and 0 < w["tail_share"] < 1
-    assert "| total | 3,216 | 3,171 |" in cost.table(result)
+    assert "| total | 3,666 | 3,621 |" in cost.table(result)
 
 
 def test_tokens_per_example_are_the_data_stages():

@@ -30,7 +30,7 @@ def test_the_smoke_run_measures_every_configuration_and_projects_the_grid(tmp_pa
     assert first["run0_weights_sha256"] == rows[("stacked", 4)]["first_step"]["run0_weights_sha256"]
     assert abs(first["loss_minus_alone"]) < 1e-4
     grid = result["grid"]
-    assert set(grid["gpu_hours"]) == {"alone", "pack 2", "pack 4"} and grid["runs"] == 3171
+    assert set(grid["gpu_hours"]) == {"alone", "pack 2", "pack 4"} and grid["runs"] == 3621
 
 
 def test_the_grid_hours_are_steps_evals_and_runs_times_the_measured_times():

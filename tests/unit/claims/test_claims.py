@@ -399,13 +399,18 @@ def test_one_probe_seed_gives_no_verdict_several_seeds_are_resampled():
     b = Builder().curve(RISING, trials=12)
     one = verdicts(b.evidence(probe=probe_table([[0.6, 0.61, 0.6, 0.62, 0.9]])))["probes_do_not_predict_finetuning"]
     assert one.text == NO_VERDICT and units_of(one)[0].refused == Refused(Refusal.ONE_PROBE_SEED, ONE_PROBE_SEED)
-    # probes that fall while finetuning rises: ρ = −1 beyond the margin at every seed draw
-    seeds = [[0.9, 0.8, 0.7, 0.6, 0.5 + 0.01 * s] for s in range(4)]
-    several = verdicts(b.evidence(probe=probe_table(seeds)))["probes_do_not_predict_finetuning"]
-    assert "4 probe seed(s); the draws resample the trials, the probe seeds" in units_of(several)[0].notes
-    # the seeds are resampled, but a percentile-bootstrap rho against a fixed margin under-covers at
-    # every T measured (docs/calibration.md): the design, not the probe seeds, refuses it
-    assert several.text == NO_VERDICT and units_of(several)[0].refused.reason.startswith("the design cannot decide")
+    # probes that gain at the top layers while finetuning gains at the first: the gain centres lie 1.9 layers apart,
+    # a difference the finetuning trials and the probe seeds (Welch) show from their spread, where a correlation of
+    # the two rising curves (ρ = 1) could not
+    late = [[0.5, 0.5, 0.5, 0.6 + 0.01 * s, 0.9] for s in range(4)]
+    several = verdicts(b.evidence(probe=probe_table(late)))["probes_do_not_predict_finetuning"]
+    (unit,) = units_of(several)
+    assert unit.estimate == pytest.approx(1.875 - 3.74, abs=0.03) and several.text == "supported"
+    assert any(note.startswith("Welch over 12 finetuning trials and 4 probe seeds") for note in unit.notes)
+    # the probe's gain arriving where finetuning's does is the claim's negation: the test against it rejects
+    alike = [[v + 0.002 * s for v in RISING] for s in range(4)]
+    negation = verdicts(b.evidence(probe=probe_table(alike)))["probes_do_not_predict_finetuning"]
+    assert negation.text != "supported" and units_of(negation)[0].p_against < SETTINGS.alpha
 
 
 def test_a_probe_and_a_finetuning_curve_resample_their_shared_eval_set_jointly():
@@ -858,10 +863,10 @@ def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp
 
 
 def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_test():
-    b = Builder().curve(RISING, trials=3)
+    b = Builder().curve(RISING, trials=3, task="cola")
     b.rows = [r for r in b.rows if not (r["slug"] == "k0" and r["trial"] > 0)]
     for trial in (1, 2):
-        b.add("k0", 0.5, trial=trial, k=0, collapsed=True)
+        b.add("k0", 0.5, task="cola", trial=trial, k=0, collapsed=True)
     (judged,) = verdicts(b.evidence())["all_reinit_at_chance"].units
     unit = judged.unit
     # one trial trained: the trained runs' test has none (p = 1 both ways), whatever the collapses say
@@ -1018,14 +1023,19 @@ def test_per_task_sizes_give_not_run_commands_the_schema_accepts(tmp_path):
 # --- each claim as the paper states it --------------------------------------------------------------------------------
 
 
-def test_the_first_few_layers_give_more_than_half_the_gain_at_the_largest_size():
+def test_the_first_few_layers_give_more_than_half_the_gain_with_plentiful_data_only():
     from src.claims.families.progressive import few_threshold
 
     assert [few_threshold(replace(Builder().evidence(), num_layers=n)) for n in (4, 6, 12)] == [1, 2, 3]
+    b = Builder().curve(EARLY, trials=6, size=5000).curve(LATE, trials=6, size=500)
+    v = verdicts(b.evidence())["few_layers_suffice_with_plenty_of_data"]
+    plentiful, scarce = units_of(v)[::-1] if units_of(v)[0].key[1] == 500 else units_of(v)
+    assert plentiful.estimate == pytest.approx(0.78 - 0.65, abs=0.01) and v.text == "supported"
+    # 500 examples are not plentiful (001: 5k and up): outside the paper's scope, its contradiction decides nothing
+    assert scarce.refused.kind is Refusal.OUT_OF_SCOPE and "plentiful data" in scarce.interval_note
     v = verdicts(Builder().curve(EARLY, trials=6).evidence())["few_layers_suffice_with_plenty_of_data"]
-    (unit,) = units_of(v)
-    assert unit.estimate == pytest.approx(0.78 - 0.65, abs=0.01) and v.text == "supported"
-    v = verdicts(Builder().curve(LATE, trials=6).evidence())["few_layers_suffice_with_plenty_of_data"]
+    assert v.text == NOT_RUN and "studies.progressive.sizes=[8, 16, 5000]" in v.needs  # the params add 5k
+    v = verdicts(Builder().curve(LATE, trials=6, size=5000).evidence())["few_layers_suffice_with_plenty_of_data"]
     (unit,) = units_of(v)  # k = 1 keeps 0.02 of a 0.30 gain
     assert unit.estimate == pytest.approx(0.52 - 0.65, abs=0.01) and unit.p_against < SETTINGS.alpha
     assert v.text != "supported"
@@ -1150,20 +1160,34 @@ def test_rte_gains_from_reinitialising_its_top_layers_and_mrpc_does_not_care():
     assert unit.name == "rte n=500 k=3" and v["rte_top_layer_reinit_beats_full"].text == "supported"
     assert len(units_of(v["mrpc_insensitive_to_reinit"])) == L
     assert v["mrpc_insensitive_to_reinit"].text == "supported"
+    # 004 §5.6's table: every k < L at 0.683, the full model at 0.776: the k < L score alike, whatever the full model
+    paper = Builder().curve([0.683] * L + [0.776], trials=12, spread=0.002, task="mrpc")
+    assert verdicts(paper.evidence(single_layer_margin=0.05))["mrpc_insensitive_to_reinit"].text == "supported"
+    apart = Builder().curve([0.5, 0.6, 0.7, 0.8, 0.8], trials=12, spread=0.002, task="mrpc")
+    assert verdicts(apart.evidence(single_layer_margin=0.05))["mrpc_insensitive_to_reinit"].text == "contradicted"
     default = verdicts(Builder().curve(RISING, trials=3).evidence())
     assert "studies.progressive.tasks=[rt_sentiment, rte]" in default["rte_top_layer_reinit_beats_full"].needs
 
 
-def test_sst2_needs_middle_blocks_and_qnli_early_ones():
+def blocks_of_sst2_and_qnli(sst2: dict, qnli: dict) -> Evidence:
     b = Builder().curve(RISING, trials=6).curve(RISING, trials=6, task="qnli")
-    for task, values in (("sst2", {1: 0.85, 2: 0.70, 3: 0.88}), ("qnli", {1: 0.60, 2: 0.85, 3: 0.88})):
+    for task, values in (("sst2", sst2), ("qnli", qnli)):
         for t in range(6):
             for start, value in values.items():
                 b.add(f"reinit{start}", value + 0.002 * (t % 3 - 1), task=task, trial=t, scheme="block_reinit")
                 b.rows[-1] |= {"layer": start, "window": 3, "study": "blocks"}
-    v = verdicts(b.evidence())["sst2_needs_middle_qnli_needs_early_layers"]
-    assert sorted(u.test.split(" on ")[1] for u in units_of(v)) == ["QNLI", "SST-2"]
-    assert v.text == "supported"
+    return b.evidence()
+
+
+def test_sst2_needs_middle_blocks_and_qnli_early_ones_compared_between_the_tasks():
+    v = verdicts(blocks_of_sst2_and_qnli({1: 0.85, 2: 0.70, 3: 0.88}, {1: 0.60, 2: 0.85, 3: 0.88}))
+    (unit,) = units_of(v["sst2_needs_middle_qnli_needs_early_layers"])
+    # SST-2's first − middle share (+0.375 of its gap) − QNLI's (−0.625)
+    assert unit.name == "sst2 n=500 vs qnli n=500" and unit.estimate == pytest.approx(1.0, abs=0.02)
+    assert v["sst2_needs_middle_qnli_needs_early_layers"].text == "supported"
+    # both tasks hurt alike by the middle block: SST-2 is not damaged more than QNLI, whatever each task's own order
+    alike = verdicts(blocks_of_sst2_and_qnli({1: 0.85, 2: 0.70, 3: 0.88}, {1: 0.85, 2: 0.70, 3: 0.88}))
+    assert alike["sst2_needs_middle_qnli_needs_early_layers"].text != "supported"
 
 
 def test_sst2_probing_declines_more_gradually_than_qnli():
@@ -1282,3 +1306,81 @@ def test_a_bootstrap_difference_is_calibrated_at_alpha_only_so_it_supports_but_n
         verdicts(late.curve([0.5, 0.9, 0.9, 0.9, 0.9], trials=6).evidence())["k90_grows_as_data_shrinks"].text
         == "supported"
     )
+
+
+def test_all_reinit_at_chance_reads_the_best_constant_predictions_score_on_004s_tasks_only():
+    at_chance = [0.555, 0.7, 0.8, 0.85, 0.9]  # LABELS' majority class is 0.555 of them: accuracy's chance level
+    b = Builder().curve(at_chance, trials=6, spread=0.002, task="cola").curve(at_chance, trials=6, spread=0.002)
+    v = verdicts(b.evidence())["all_reinit_at_chance"]
+    by_task = {u.name.split()[0]: u for u in units_of(v)}
+    assert by_task["cola"].notes[-1].startswith("chance level 0.555") and not by_task["cola"].refused
+    # sst2 is not one of 004's tasks: outside the paper's scope, deciding nothing
+    assert by_task["sst2"].refused.kind is Refusal.OUT_OF_SCOPE and "CoLA, MRPC, RTE" in by_task["sst2"].interval_note
+    assert v.text != NOT_RUN and v.p == by_task["cola"].p_for  # decided by the unit in the scope alone
+    only_sst2 = verdicts(Builder().curve(at_chance, trials=6, spread=0.002).evidence())["all_reinit_at_chance"]
+    assert only_sst2.text == NOT_RUN and "studies.progressive.tasks=[rt_sentiment, cola, mrpc, rte]" in only_sst2.needs
+    mrpc = replace(
+        Builder().curve(at_chance, trials=3, task="mrpc").evidence(), labels={"mrpc": np.array([1] * 279 + [0] * 129)}
+    )
+    mrpc.runs["metric"] = "f1"
+    from src.claims.evidence import chance_level
+
+    assert chance_level(mrpc, "mrpc") == pytest.approx(0.812, abs=0.001)  # always "paraphrase", 004 §5.6's F1
+
+
+def test_003s_sst2_and_qnli_claims_and_001s_plentiful_data_claims_ask_for_runs_in_their_papers_scope():
+    flat_top = [0.5, 0.7, 0.85, 0.85, 0.85]
+    cola = Builder().curve(flat_top, trials=12, spread=0.002, task="cola")
+    probed = probe_evidence(cola, [0.5, 0.6, 0.8, 0.9, 0.7], seeds=3)
+    v = verdicts(
+        replace(
+            probed,
+            probe=probed.probe.assign(task="cola"),
+            probe_predictions={"cola": probed.probe_predictions["sst2"]},
+        )
+    )
+    for claim in ("top_two_layers_negligible_in_finetuning", "top_two_layers_hurt_probing"):
+        (unit,) = units_of(v[claim])
+        assert unit.refused.kind is Refusal.OUT_OF_SCOPE and "SST-2 and QNLI" in unit.interval_note, claim
+        assert v[claim].text == NOT_RUN and "qnli" in v[claim].needs, claim
+    epochs = verdicts(Builder().curve(RISING, trials=3).evidence())["epochs_beyond_3_do_not_help_with_plenty_of_data"]
+    assert "'+studies.epochs={scheme: progressive, ks: [0, 4], epochs: 6, tasks: [rt_sentiment], sizes: [5000]" in (
+        epochs.needs
+    )
+
+
+def blocks_on_two_scales(cola_shares) -> Evidence:
+    """Block-reinit runs (blocks at 1, 2, 3) on SST-2 (scratch 0.5, full 0.9) at shares 0.2, 0.5, 0.8 of the gap,
+    and on CoLA (an MCC-like scale: scratch 0.0, full 0.2) at `cola_shares` of its gap."""
+    b = Builder().curve([0.5, 0.6, 0.7, 0.8, 0.9], trials=6, spread=0.002)
+    b.curve([0.0, 0.05, 0.1, 0.15, 0.2], trials=6, spread=0.002, task="cola")
+    for task, low, gap, shares in (("sst2", 0.5, 0.4, (0.2, 0.5, 0.8)), ("cola", 0.0, 0.2, cola_shares)):
+        for t in range(6):
+            for start, share in zip((1, 2, 3), shares):
+                noise = 0.004 * ((t + start) % 3 - 1)
+                b.add(f"reinit{start}", low + share * gap + noise, task=task, trial=t, scheme="block_reinit")
+                b.rows[-1] |= {"layer": start, "window": 1, "study": "blocks"}
+    return b.evidence()
+
+
+def test_useful_layers_differ_by_task_on_gap_normalised_profiles_so_a_metrics_scale_cannot_make_it_significant():
+    alike = verdicts(blocks_on_two_scales((0.2, 0.5, 0.8)))["useful_layers_differ_by_task"]
+    (unit,) = units_of(alike)  # the raw scores' profiles differ by the scales alone (steps 0.12 against 0.06)
+    assert unit.p_for > 0.2 and alike.text == "inconclusive"
+    differ = verdicts(blocks_on_two_scales((0.8, 0.5, 0.2)))["useful_layers_differ_by_task"]
+    assert differ.text == "supported"
+
+
+def test_curve_statistics_are_per_trial_statistics_that_decide_from_three_trials():
+    """CoLA's near-linear drop (R² per trial, t over trials) and the probe-vs-finetuning peaks and gain centres
+    (Welch over finetuning trials and probe seeds) decide from 3 trials, where a percentile bootstrap never did."""
+    linear, early = [0.0, 0.1, 0.2, 0.3, 0.4], [0.0, 0.3, 0.35, 0.38, 0.4]  # R² 1.0 and 0.72
+    for curve, text in ((linear, "supported"), (early, "contradicted")):
+        b = Builder().curve(curve, trials=3, spread=0.005, task="cola")
+        v = verdicts(b.evidence())["cola_near_linear_drop"]
+        (unit,) = units_of(v)
+        assert unit.n == 3 and not unit.refused and v.text == text, (curve, unit.p_for, unit.p_against)
+    probed = verdicts(probe_evidence(Builder().curve(RISING, trials=3), [0.5, 0.5, 0.55, 0.7, 0.75], seeds=3))
+    for claim in ("probe_peaks_lower_than_finetuning", "probe_needs_more_layers"):
+        (unit,) = units_of(probed[claim])  # peaks 0.90 against 0.75; gain centres 1.9 against 2.8
+        assert not unit.refused and probed[claim].text == "supported", (claim, unit.p_for)

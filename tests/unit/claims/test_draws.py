@@ -41,7 +41,7 @@ def test_every_claims_numbers_are_the_same_in_any_order_of_the_registry_alone_an
     assert numbers(ev, CLAIMS) == in_order  # each claim alone
     added = replace(CLAIMS[0], id="reads_the_probes_first", build=reads_the_probes)
     assert numbers(ev, [added, *CLAIMS], Shared(ev)) == {added.id: "[]", **in_order}
-    assert sum("bootstrap" in units for units in in_order.values()) >= 5  # claims that read the draws
+    assert sum("bootstrap" in units for units in in_order.values()) >= 3  # claims that read the draws
 
 
 def test_the_curves_scored_on_one_eval_set_share_its_draws():
