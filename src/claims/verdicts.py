@@ -43,7 +43,7 @@ RULE = (
     "paper's verdicts pay for the other papers' claims. A paper's family holds exactly one one-sided test per unit "
     "of its claims with a p: *against* for universal claims, *for* for existential ones; every other p printed is "
     "raw, and says so. **Error rates**: the verdicts decided by Holm (a universal claim contradicted, an "
-    f"existential one supported) hold a {FAMILYWISE}: under the nulls of their units, the chance that any of that "
+    f"existential one supported) each hold a {FAMILYWISE}: under the nulls of their units, the chance that any of that "
     "paper's Holm-decided verdicts is wrong is at most α (docs/calibration.md simulates the whole report under "
     "global nulls, collapses included). The verdicts decided by intersection-union (a universal claim supported, "
     f"an existential one contradicted) hold an {PER_CLAIM}: each is wrong with probability at most α, and with m "
