@@ -37,6 +37,7 @@ from src.claims.verdicts import (
     judge_claims,
     matching_study,
     robust_statuses,
+    scope_of,
 )
 from src.conditions.studies import all_study_conditions
 from src.config.schema import StudyConfig
@@ -656,6 +657,23 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     assert rows["early_layers_help_most"].endswith(
         "| no verdict | — (no unit gives a verdict) |  |"
     )  # no blocks figure
+
+
+def test_a_verdicts_scope_is_the_tasks_sizes_and_trials_its_units_read():
+    """Every (task, size) a unit reads (Unit.reads, else its key), and its trials (Unit.n): an exact test's points
+    are not trials."""
+
+    def judged(n, reads=(), key=(), raw=False) -> Judged:
+        return Judged(Unit("c", "u", "t", 0.0, (0.0, 1.0), n, reads=reads, key=key, raw=raw), math.nan, "for")
+
+    units = [
+        judged(3, reads=(("sst2", 5000), ("sst2", 500)), key=("sst2", 5000)),
+        judged((4, 5), reads=(("qnli", 500),)),
+        judged(3, key=("cola", 128)),
+        judged(10, reads=(("qnli", 500),), raw=True),
+    ]
+    assert scope_of(units).text() == "cola n=128; qnli n=500; sst2 n=500, 5000; 3–5 trials"
+    assert scope_of(units[:1]).text() == "sst2 n=500, 5000; 3 trials"
 
 
 def test_the_first_screen_bounds_the_chance_of_a_wrong_verdict_per_paper_from_the_design(tmp_path):
