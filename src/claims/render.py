@@ -182,7 +182,7 @@ class Sections:
     ran: list[str]
     training: list[str]
     tally: dict[str, int]
-    errors: str  # the rate of a wrong verdict under a global null of this design (summary.error_text)
+    errors: str  # the bound on a wrong verdict under a global null of this design (summary.error_text)
     studies: list[StudySummary]
     claims: list[tuple[str, list[ClaimRow]]]
     rule: str

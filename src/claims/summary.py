@@ -45,7 +45,7 @@ class WhatRan:
     declared them, the runs the report read, and the code's commit where the stage could tell."""
 
     model: str
-    model_name: str  # model.name as params.yaml gave it: the model a verdict's scope names
+    model_name: str  # the model as a verdict's scope names it: its name, type and depth
     studies: dict[str, StudyConfig]
     finished_runs: int
     failed_runs: int
