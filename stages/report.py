@@ -49,6 +49,11 @@ def model_text(base: BaseModelRecord) -> str:
     return f"{source}; {base.model_type}, {base.num_layers} layers, {base.num_heads} heads"
 
 
+def model_scope(base: BaseModelRecord) -> str:
+    """The model as a verdict's scope names it: its name as params.yaml gave it, its type and depth."""
+    return f"{base.name} ({base.model_type}, {base.num_layers} layers)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     for name in ("tables", "predictions", "figures", "model", "markdown", "html"):
@@ -68,6 +73,7 @@ def main() -> None:
     conditions = evidence.conditions(plain=None)
     ran = WhatRan(
         model_text(base),
+        model_scope(base),
         dict(config.studies),
         sum(len(c.finished()) for c in conditions),
         sum(c.diverged for c in conditions),

@@ -138,7 +138,12 @@ def render(
         figures = [("progressive", png), ("heads", "not run: no rows to plot")]
     ok = evidence.runs["status"] == "ok" if len(evidence.runs) else pd.Series(dtype=bool)
     ran = WhatRan(
-        "tiny-bert (a test model; bert, 4 layers, 12 heads)", evidence.studies, ok.sum(), (~ok).sum(), "abc1234"
+        "tiny-bert (a test model; bert, 4 layers, 12 heads)",
+        "tiny-bert (bert, 4 layers)",
+        evidence.studies,
+        ok.sum(),
+        (~ok).sum(),
+        "abc1234",
     )
     write_report(
         verdict_list,

@@ -29,7 +29,9 @@ from src.claims.summary import (
     WhatRan,
     anchor,
     claim_rows,
+    error_text,
     needs_text,
+    shown,
     study_summaries,
     tally_text,
     training_lines,
@@ -41,9 +43,9 @@ from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, Verdict, holm_familie
 from src.config.schema import ReportConfig, help_text
 from src.stats import validity
 
-VERDICT_COLOURS = {
-    "supported": "#d4edda",
-    "contradicted": "#f8d7da",
+VERDICT_COLOURS = {  # by the verdict as printed (summary.shown)
+    shown("supported"): "#d4edda",
+    shown("contradicted"): "#f8d7da",
     "inconclusive": "#fff3cd",
     NO_VERDICT: "#fde2c8",
     NOT_RUN: "#e2e3e5",
@@ -146,7 +148,7 @@ def summary_rows(verdicts: list[Verdict]) -> list[list]:
             decide += " [per unit, low–high (point): " + by_text(plan.ranges) + "]"
         if plan is not None and plan.reasons:
             decide += (" " if decide else "") + "(" + by_text(plan.reasons) + ")"
-        verdict = f"{NOT_RUN}: {needs_text(v.needs)}" if v.needs is not None else v.text
+        verdict = f"{NOT_RUN}: {needs_text(v.needs)}" if v.needs is not None else shown(v.text)
         p = "" if v.text == NOT_RUN else f"{p_text(v.p)} ({v.p_label})"
         rows.append(
             [
@@ -180,6 +182,7 @@ class Sections:
     ran: list[str]
     training: list[str]
     tally: dict[str, int]
+    errors: str  # the bound on a wrong verdict under a global null of this design (summary.error_text)
     studies: list[StudySummary]
     claims: list[tuple[str, list[ClaimRow]]]
     rule: str
@@ -217,13 +220,14 @@ def report_sections(
     figures: list[tuple[str, Path | str]],
 ) -> Sections:
     drawn = {name: png for name, png in figures if isinstance(png, Path)}
-    rows = claim_rows(verdicts, set(drawn), ran.studies)
+    rows = claim_rows(verdicts, set(drawn), ran)
     by_study = [(PAPERS[seed], [r for r in rows if r.seed == seed]) for seed in PAPERS]
     return Sections(
         what_ran_lines(ran),
         training_lines(verdicts),
         verdict_tally(v.text for v in verdicts),
-        study_summaries(verdicts),
+        error_text(verdicts, settings.alpha),
+        study_summaries(verdicts, ran.model_name),
         [(study, study_rows) for study, study_rows in by_study if study_rows],
         rule_text(verdicts, settings),
         detail_tables(verdicts, settings, extra_tables),
@@ -271,6 +275,7 @@ def markdown(sections: Sections, md_path: Path) -> str:
     md += ["", "## What ran", "", "\n".join(f"- {line}" for line in sections.ran)]
     md += ["", "## Training length", "", TRAINING_NOTE, "", "\n".join(f"- {line}" for line in sections.training)]
     md += ["", "## Verdicts", "", tally_text(sections.tally)]
+    md += ["", sections.errors] if sections.errors else []
     for study in sections.studies:
         md += ["", study.heading, "", *(f"- {line}" for line in study.lines)]
     md += ["", "## Claims"]
@@ -309,6 +314,7 @@ def html_page(sections: Sections) -> str:
         _html_list(sections.training),
         "<h2>Verdicts</h2>",
         _tally_chips(sections.tally),
+        *([f"<p>{inline_html(sections.errors)}</p>"] if sections.errors else []),
     ]
     for study in sections.studies:
         page += [f"<p>{inline_html(study.heading)}</p>", _html_list(study.lines)]
@@ -375,8 +381,8 @@ def _claims_table(rows) -> str:
 
 def _tally_chips(tally: dict[str, int]) -> str:
     chips = "".join(
-        f"<span class='chip' style='background:{VERDICT_COLOURS.get(name, '#fff')}'><strong>{count}</strong> "
-        f"{html.escape(name)}</span>"
+        f"<span class='chip' style='background:{VERDICT_COLOURS.get(shown(name), '#fff')}'><strong>{count}</strong> "
+        f"{html.escape(shown(name))}</span>"
         for name, count in tally.items()
     )
     return f"<p>{chips}</p>"

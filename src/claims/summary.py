@@ -1,8 +1,10 @@
 """The report's first screen, as data both renderings share (src/claims/render.py): what ran, the
-tally of verdicts, one generated paragraph per study (what replicated, what was contradicted, what
-is undecided and why, what did not run and the command that adds it), and one row per claim (the
-claim in the paper's words, its verdict, the effect of the unit that decides it with its interval,
-and the figure that shows it). Text is Markdown's inline subset (`code`, **bold**, [link](#anchor)):
+tally of verdicts, one generated paragraph per study (what is supported here, what is not supported
+here, what is undecided and why, what did not run and the command that adds it), and one row per
+claim (the claim in the paper's words, its verdict with its scope, the effect of the unit that
+decides it with its interval, and the figure that shows it). A decided verdict reads "supported
+here" or "not supported here" (SHOWN): it holds for the model, tasks, sizes and trials beside it,
+not for the paper's setting. Text is Markdown's inline subset (`code`, **bold**, [link](#anchor)):
 render.py writes it as is into report.md and converts it for report.html."""
 
 from __future__ import annotations
@@ -16,10 +18,22 @@ import numpy as np
 
 from src.claims.claim import PAPERS, interval_text, number
 from src.claims.training import CONFOUNDED, UNDERTRAINED
-from src.claims.verdicts import CONDITION_MODIFIERS, NO_VERDICT, NOT_RUN, Judged, Verdict, decided_by, flow
+from src.claims.verdicts import (
+    CONDITION_MODIFIERS,
+    NO_VERDICT,
+    NOT_RUN,
+    Judged,
+    Verdict,
+    decided_by,
+    error_bounds,
+    flow,
+)
 from src.config.schema import StudyConfig
 
 VERDICTS = ("supported", "contradicted", "inconclusive", NO_VERDICT, NOT_RUN)
+# What a reader sees of a decided verdict (Verdict.text keeps supported | contradicted): a verdict on this run's
+# model, tasks, sizes and trials, printed beside it, not a replication of the paper's setting.
+SHOWN = {"supported": "supported here", "contradicted": "not supported here"}
 # The figures drawn for claims beyond each study's own (src/figures/studies.py draws every study's under its
 # name): weight change, read from the progressive runs, has its own.
 FIGURE_OF_FAMILY = {"weight_change": "weight_change"}
@@ -31,10 +45,16 @@ class WhatRan:
     declared them, the runs the report read, and the code's commit where the stage could tell."""
 
     model: str
+    model_name: str  # the model as a verdict's scope names it: its name, type and depth
     studies: dict[str, StudyConfig]
     finished_runs: int
     failed_runs: int
     commit: str | None = None
+
+
+def shown(text: str) -> str:
+    """A verdict as the report prints it (SHOWN; undecided verdicts as they are)."""
+    return SHOWN.get(text, text)
 
 
 def verdict_tally(texts: Iterable[str]) -> dict[str, int]:
@@ -94,8 +114,30 @@ def training_lines(verdicts: list[Verdict]) -> list[str]:
     return lines
 
 
+SIMULATE = "python -m tools.calibrate --tables whole-report --report-reps 200"  # the whole report under a null
+
+
+def error_text(verdicts: list[Verdict], alpha: float) -> str:
+    """The first screen's statement of how often a verdict of this report's design is wrong under a global null:
+    per paper, the union bound verdicts.error_bounds computes from the design, and the command that measures it."""
+    parts = []
+    for bound in error_bounds(verdicts, alpha):
+        reached = f"α for each of its {len(bound.iut)} intersection-union verdicts this design can reach"
+        of = " + ".join(([f"α = {alpha} for its Holm family"] if bound.holm else []) + ([reached] if bound.iut else []))
+        parts.append(f"{PAPERS[bound.paper]} at most **{bound.bound:.2f}**" + (f" ({of})" if of else ""))
+    if not parts:
+        return ""
+    return (
+        "**Wrong verdicts under a global null** (no effect of any condition, layer or probe layer on this design): "
+        "the chance that at least one verdict of a paper is wrong is, for "
+        + "; ".join(parts)
+        + f". A union bound from the design, not a measurement; `{SIMULATE}` in this workspace measures it by "
+        "simulating this design (`docs/calibration.md` has the default's)."
+    )
+
+
 def tally_text(tally: dict[str, int]) -> str:
-    return ", ".join(f"**{count}** {name}" for name, count in tally.items())
+    return ", ".join(f"**{count}** {shown(name)}" for name, count in tally.items())
 
 
 # --- why a claim is undecided, per study ------------------------------------------------------------------------
@@ -129,25 +171,34 @@ def grouped(entries: list[tuple[str, str]]) -> list[str]:
 
 @dataclass(frozen=True)
 class StudySummary:
-    """One study's verdicts in a line, then a line per group: what replicated, what was contradicted, the undecided
-    claims by their reason, and the claims that did not run by the command that adds their runs."""
+    """One study's verdicts in a line, then a line per group: what is supported here, what is not supported here,
+    the undecided claims by their reason, and the claims that did not run by the command that adds their runs."""
 
     heading: str
     lines: list[str]
 
 
-def study_summary(seed: str, verdicts: list[Verdict]) -> StudySummary:
+def scope_text(v: Verdict, model: str) -> str:
+    """What a verdict holds for: the model, then the tasks, sizes and trials its units read (Verdict.scope)."""
+    return "; ".join(part for part in (model, v.scope.text()) if part)
+
+
+def study_summary(seed: str, verdicts: list[Verdict], model: str) -> StudySummary:
     mine = [v for v in verdicts if v.claim.paper == seed]
-    supported, contradicted = ([v.id for v in mine if v.text == text] for text in ("supported", "contradicted"))
+    supported, contradicted = ([v for v in mine if v.text == text] for text in ("supported", "contradicted"))
     undecided = [(v.id, undecided_reason(v)) for v in mine if v.text in ("inconclusive", NO_VERDICT)]
     not_run = [(v.id, needs_text(v.needs)) for v in mine if v.needs is not None]  # the claims that did not run
-    counts = {"replicated": supported, "contradicted": contradicted}
+    counts = {shown("supported"): supported, shown("contradicted"): contradicted}
     every_group: dict[str, Sized] = {**counts, "undecided": undecided, "not run": not_run}
     heading = f"**{PAPERS[seed]}**, {len(mine)} claims: " + ", ".join(
         f"{len(found)} {name}" for name, found in every_group.items()
     )
     lines = [
-        *(f"**{name.capitalize()}**: " + ", ".join(map(claim_link, found)) for name, found in counts.items() if found),
+        *(
+            f"**{name.capitalize()}**: " + ", ".join(f"{claim_link(v.id)} ({scope_text(v, model)})" for v in found)
+            for name, found in counts.items()
+            if found
+        ),
         *(f"**Undecided**: {line}" for line in grouped(undecided)),
         *(
             [f"**{CONFOUNDED.capitalize()}**: " + ", ".join(claim_link(v.id) for v in hit)]
@@ -159,8 +210,8 @@ def study_summary(seed: str, verdicts: list[Verdict]) -> StudySummary:
     return StudySummary(heading, lines)
 
 
-def study_summaries(verdicts: list[Verdict]) -> list[StudySummary]:
-    return [study_summary(seed, verdicts) for seed in PAPERS if any(v.claim.paper == seed for v in verdicts)]
+def study_summaries(verdicts: list[Verdict], model: str) -> list[StudySummary]:
+    return [study_summary(seed, verdicts, model) for seed in PAPERS if any(v.claim.paper == seed for v in verdicts)]
 
 
 # --- one row per claim -------------------------------------------------------------------------------------------
@@ -243,21 +294,23 @@ def robustness_text(v: Verdict) -> str:
     if not robust:
         decided = v.text in ("supported", "contradicted")
         return "; no robustness reading (its test is not a contrast of conditions)" if decided else ""
-    lost = [f"{reading}: {text}" for reading, text in robust.items() if text != v.text]
+    lost = [f"{reading}: {shown(text)}" for reading, text in robust.items() if text != v.text]
     return "; under the " + ", the ".join(lost) if lost else f"; survives the {' and the '.join(robust)}"
 
 
-def claim_rows(verdicts: list[Verdict], drawn: set[str], studies: dict[str, StudyConfig]) -> list[ClaimRow]:
+def claim_rows(verdicts: list[Verdict], drawn: set[str], ran: WhatRan) -> list[ClaimRow]:
+    """One row per claim; a decided verdict with its scope (scope_text) beside it."""
     rows = []
     for v in verdicts:
-        claim, figure = v.claim, figure_of(v, studies)
+        claim, figure = v.claim, figure_of(v, ran.studies)
+        scope = f" ({scope_text(v, ran.model_name)})" if v.text in SHOWN else ""
         rows.append(
             ClaimRow(
                 v.id,
                 claim.paper,
                 f"{claim.hypothesis} ({claim.source.split(' ', 1)[1]})"
                 + (" [secondary analysis]" if claim.secondary and "secondary" not in claim.source else ""),
-                v.text + (f" ({CONFOUNDED})" if confounded(v) else "") + robustness_text(v),
+                shown(v.text) + scope + (f" ({CONFOUNDED})" if confounded(v) else "") + robustness_text(v),
                 effect_text(v),
                 figure if figure in drawn else None,
             )

@@ -43,13 +43,16 @@ RULE = (
     "paper's verdicts pay for the other papers' claims. A paper's family holds exactly one one-sided test per unit "
     "of its claims with a p: *against* for universal claims, *for* for existential ones; every other p printed is "
     "raw, and says so. **Error rates**: the verdicts decided by Holm (a universal claim contradicted, an "
-    f"existential one supported) hold a {FAMILYWISE}: under the nulls of their units, the chance that any of that "
+    f"existential one supported) each hold a {FAMILYWISE}: under the nulls of their units, the chance that any of that "
     "paper's Holm-decided verdicts is wrong is at most α (docs/calibration.md simulates the whole report under "
     "global nulls, collapses included). The verdicts decided by intersection-union (a universal claim supported, "
     f"an existential one contradicted) hold an {PER_CLAIM}: each is wrong with probability at most α, and with m "
     "of them up to m·α may be wrong. The chance that at least one of a paper's verdicts is wrong is therefore at "
     "most α (its Holm family) plus α per intersection-union verdict its design can reach, capped at 1 (the union "
-    "bound). Each unit's interval is the one its test *for* reads at α (raw): a one-sided "
+    "bound the first screen states per paper). **Words**: a claim supported reads **supported here**, one "
+    "contradicted **not supported here**, each beside its scope (the model, and the tasks, sizes and trials its "
+    "units read): a verdict on this run's design, not on the paper's setting. "
+    "Each unit's interval is the one its test *for* reads at α (raw): a one-sided "
     "(1 − α) bound in the claim's direction, the (1 − 2α) two-sided interval for an equivalence (TOST); exact, "
     "F and variance-ratio tests print none. A unit gives **no verdict**, with no interval and no p, where "
     + "; or where ".join(kind.value for kind in Refusal)
@@ -138,11 +141,39 @@ class Plan:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """What a verdict is a verdict about, besides the report's model: the (task, size) pairs its units read
+    (Unit.reads, else the unit's own key) and the trials of its units' tests (Unit.n; an exact test's points are
+    not trials)."""
+
+    reads: tuple[tuple[str, int], ...]
+    trials: tuple[int, ...]
+
+    def text(self) -> str:
+        """E.g. "sst2 n=500, 5000; qnli n=500; 3–6 trials"."""
+        sizes: dict[str, list[int]] = {}
+        for task, size in self.reads:
+            sizes.setdefault(task, []).append(size)
+        where = "; ".join(f"{task} n={', '.join(map(str, sorted(set(s))))}" for task, s in sizes.items())
+        low, high = (min(self.trials), max(self.trials)) if self.trials else (0, 0)
+        trials = f"{low} trials" if low == high else f"{low}–{high} trials"
+        return "; ".join(part for part in (where, trials if self.trials else "") if part)
+
+
+def scope_of(units: Sequence[Judged]) -> Scope:
+    """The Scope of a claim's judged units (refused ones too: a verdict reads the design it ran on)."""
+    reads = dict.fromkeys(pair for u in units for pair in (u.unit.reads or (u.unit.key,)) if len(pair) == 2)
+    trials = {n for u in units if not u.unit.raw for n in (u.unit.n if isinstance(u.unit.n, tuple) else (u.unit.n,))}
+    return Scope(tuple(sorted(reads)), tuple(sorted(trials)))
+
+
+@dataclass(frozen=True)
 class Verdict:
     """One claim's verdict: its text (supported | contradicted | inconclusive | no verdict | not run), the p that
     decides it and what that p is, its judged units, the planner (undecided claims), the command that adds its
-    runs (not run), what it becomes under each robustness reading (decided claims with a contrast unit) and the
-    training-length checks of every (task, size) it reads."""
+    runs (not run), the training-length checks of every (task, size) it reads, its scope (the tasks, sizes and
+    trials its units read) and what it becomes under each robustness reading (decided claims with a contrast
+    unit)."""
 
     claim: Claim
     text: str
@@ -152,6 +183,7 @@ class Verdict:
     plan: Plan | None
     needs: str | None
     training: tuple[TrainingCheck, ...]
+    scope: Scope
     robust: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -218,6 +250,61 @@ def holm_families(verdicts: Sequence[Verdict]) -> dict[str, int]:
         paper: sum(1 for v in verdicts if v.claim.paper == paper for u in v.units if math.isfinite(u.adjusted))
         for paper in PAPERS
     }
+
+
+# The refusals that read the design alone (trials, seeds, seed_design, labels), never the runs' outcomes: a unit
+# refused so gives no verdict in any replicate of the design. The others (undefined draws, a crossed seed_design's
+# collapse, a hurdle's disagreeing parts, too few trained runs) depend on the outcomes.
+DESIGN_REFUSALS = frozenset(
+    {Refusal.DESIGN, Refusal.ONE_PROBE_SEED, Refusal.CROSSED_TRIALS, Refusal.ONE_RUN_PER_CELL, Refusal.CHANCE_UNKNOWN}
+)
+
+
+def design_refused(unit: Unit | None) -> bool:
+    """Whether the design alone keeps `unit` (None: a gap the design lacks) from any verdict (DESIGN_REFUSALS)."""
+    return unit is None or (unit.refused is not None and unit.refused.kind in DESIGN_REFUSALS)
+
+
+@dataclass(frozen=True)
+class ErrorBound:
+    """The union bound on the chance that at least one of a paper's verdicts is wrong under a global null of the
+    run's design (no effect of any condition, layer or probe layer): α for its Holm family where a unit of its
+    claims can enter it (holm), plus α per claim whose intersection-union verdict the design can reach (iut)."""
+
+    paper: str
+    holm: bool
+    iut: tuple[str, ...]
+    alpha: float
+
+    @property
+    def bound(self) -> float:
+        return min(1.0, self.alpha * (int(self.holm) + len(self.iut)))
+
+
+def error_bounds(verdicts: Sequence[Verdict], alpha: float) -> list[ErrorBound]:
+    """Per paper with a claim that ran (PAPERS order), its ErrorBound. A unit can enter the Holm family unless the
+    design refuses it or its test is calibrated at α only; a universal claim's intersection-union verdict
+    (supported) is reachable where the design refuses none of its units and none of the gaps it needs, an
+    existential one's (contradicted) where it refuses none of its units."""
+    gaps = {u.unit.key: u.unit for v in verdicts if v.id == "full_beats_scratch" for u in v.units}
+    bounds = []
+    for paper in PAPERS:
+        mine = [v for v in verdicts if v.claim.paper == paper and v.units]
+        if not mine:
+            continue
+        units = [u.unit for v in mine for u in v.units]
+        holm = any(not design_refused(u) and u.test_type not in validity.ALPHA_ONLY for u in units)
+        iut = tuple(
+            v.id
+            for v in mine
+            if not any(
+                design_refused(part)
+                for u in v.units
+                for part in (u.unit, *(needed_gaps(v.claim, u.unit, gaps) if v.claim.every else ()))
+            )
+        )
+        bounds.append(ErrorBound(paper, holm, iut, alpha))
+    return bounds
 
 
 def in_holm_family(unit: Unit) -> bool:
@@ -331,6 +418,7 @@ def verdict(
         plan_trials(claim, scoped, gaps, ev, planned_family) if undecided else None,
         command_for(claim, ev) if text == NOT_RUN else None,
         tuple(training_of([u.unit for u in scoped], checks)),
+        scope_of(scoped),
         {reading: verdict_text(claim, scoped, gaps, statuses.__getitem__) for reading, statuses in readings.items()}
         if decided
         else {},

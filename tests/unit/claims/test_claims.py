@@ -23,7 +23,7 @@ from src.claims.claim import PAPERS, PROGRESSIVE, Shared, interval_text, number
 from src.claims.evidence import Evidence
 from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import inline_html, report_tables, unit_rows
-from src.claims.summary import VERDICTS
+from src.claims.summary import SHOWN, VERDICTS
 from src.claims.units import ONE_PROBE_SEED, TRAINED_NOTE, Refusal, Refused, Unit
 from src.claims.verdicts import (
     CONDITION_MODIFIERS,
@@ -32,10 +32,12 @@ from src.claims.verdicts import (
     RULE,
     Judged,
     Verdict,
+    error_bounds,
     holm_families,
     judge_claims,
     matching_study,
     robust_statuses,
+    scope_of,
 )
 from src.conditions.studies import all_study_conditions
 from src.config.schema import StudyConfig
@@ -606,8 +608,9 @@ def test_the_report_lists_every_claim_its_test_p_family_and_declared_inputs(tmp_
 
 
 def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_row_per_claim(tmp_path):
-    """The first screen: what ran, the tally, per study what replicated, what did not and why, what did not run
-    and its command; then one row per claim with the deciding unit's effect and its figure; the rule below."""
+    """The first screen: what ran, the tally, per study what is supported here and what is not (each with its
+    scope: model, tasks, sizes, trials), what is undecided and why, what did not run and its command; then one row
+    per claim with the deciding unit's effect and its figure; the rule below."""
     evidence = block_preserve_study(0.8, 0.6, trials=1).evidence()  # blocks at 1 trial: no verdict
     v = verdicts(evidence)
     md = render(evidence, tmp_path)
@@ -615,10 +618,13 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     assert RULE[:80] not in first and RULE[:80] in rest and "## Tests, per unit" in rest
     assert "tiny-bert" in first and "`abc1234`" in first and "**progressive**: progressive (ks [0, 6])" in first
     tally = {name: sum(x.text == name for x in v.values()) for name in VERDICTS}
-    assert ", ".join(f"**{n}** {name}" for name, n in tally.items()) in first
+    assert ", ".join(f"**{n}** {SHOWN.get(name, name)}" for name, n in tally.items()) in first
+    assert "**2** supported here, **2** not supported here, **3** inconclusive" in first
     assert tally["supported"] and tally["contradicted"] and tally["not run"] and tally[NO_VERDICT]
     tamkin = first.split("**Tamkin et al. 2020**")[1].split("**Singh & Giovanardi**")[0]
-    assert "- **Replicated**: [full_beats_scratch](#claim-full_beats_scratch)\n" in tamkin
+    scope = "tiny-bert (bert, 4 layers); sst2 n=500; 6 trials"
+    assert f"- **Supported here**: [full_beats_scratch](#claim-full_beats_scratch) ({scope})\n" in tamkin
+    assert "eplicated" not in first and "ontradicted" not in first
     (refused,) = units_of(v["early_layers_help_most"])
     assert v["early_layers_help_most"].text == NO_VERDICT and refused.refused
     why = refused.refused.reason
@@ -627,7 +633,9 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     assert "[lr_multiplier_does_not_help](#claim-lr_multiplier_does_not_help), " in tamkin
     assert f": needs `{lr.needs}`" in tamkin
     huang = first.split("**Huang, Lin & Zhou**")[1].split("## Claims")[0]
-    assert "- **Contradicted**: [reinit_curve_not_monotone](#claim-reinit_curve_not_monotone)\n" in huang
+    assert (
+        f"- **Not supported here**: [reinit_curve_not_monotone](#claim-reinit_curve_not_monotone) ({scope})\n" in huang
+    )
     plan = v["reinit_curve_change_not_constant"].plan
     assert f"inconclusive; {plan.trials} trials would decide it: `{plan.command}`" in huang
     claims = first.split("## Claims")[1]
@@ -640,7 +648,7 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     assert len(papers) >= 9 and all(f"; paper: {claim.paper_value} |" in rows[claim.id] for claim in papers)
     (gap,) = units_of(v["full_beats_scratch"])
     assert (
-        f"| supported; survives the trial-only t and the collapse reading | {number(gap.estimate)} "
+        f"| supported here ({scope}); survives the trial-only t and the collapse reading | {number(gap.estimate)} "
         f"{interval_text(gap)} at sst2 n=500; {gap.test} |" in rows["full_beats_scratch"]
     )
     # an existential claim contradicted by intersection-union: the unit with the largest p against decides
@@ -654,6 +662,43 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     assert rows["early_layers_help_most"].endswith(
         "| no verdict | — (no unit gives a verdict) |  |"
     )  # no blocks figure
+
+
+def test_a_verdicts_scope_is_the_tasks_sizes_and_trials_its_units_read():
+    """Every (task, size) a unit reads (Unit.reads, else its key), and its trials (Unit.n): an exact test's points
+    are not trials."""
+
+    def judged(n, reads=(), key=(), raw=False) -> Judged:
+        return Judged(Unit("c", "u", "t", 0.0, (0.0, 1.0), n, reads=reads, key=key, raw=raw), math.nan, "for")
+
+    units = [
+        judged(3, reads=(("sst2", 5000), ("sst2", 500)), key=("sst2", 5000)),
+        judged((4, 5), reads=(("qnli", 500),)),
+        judged(3, key=("cola", 128)),
+        judged(10, reads=(("qnli", 500),), raw=True),
+    ]
+    assert scope_of(units).text() == "cola n=128; qnli n=500; sst2 n=500, 5000; 3–5 trials"
+    assert scope_of(units[:1]).text() == "sst2 n=500, 5000; 3 trials"
+
+
+def test_the_first_screen_bounds_the_chance_of_a_wrong_verdict_per_paper_from_the_design(tmp_path):
+    """Per paper: α for its Holm family plus α per intersection-union verdict the design can reach; the probes'
+    curve statistics at T = 3 are refused by the design, so they add nothing."""
+    evidence = probe_evidence(Builder().curve(RISING, trials=3), [0.6, 0.7, 0.8, 0.75, 0.7], seeds=3)
+    v = verdicts(evidence)
+    assert all(u.unit.refused.kind is Refusal.DESIGN for u in v["probe_needs_more_layers"].units)
+    bounds = {b.paper: b for b in error_bounds(list(v.values()), SETTINGS.alpha)}
+    assert {paper: set(b.iut) for paper, b in bounds.items()} == {
+        "001": {"full_beats_scratch", "few_layers_suffice_with_plenty_of_data"},
+        "003": {"top_two_layers_negligible_in_finetuning", "top_two_layers_hurt_probing"},
+        "004": {"later_reinit_costs_less", "reinit_curve_not_monotone", "all_reinit_at_chance"}
+        | {"reinit_curve_change_not_constant"},
+    }
+    assert all(b.holm for b in bounds.values())
+    assert [b.bound for b in bounds.values()] == pytest.approx([0.15, 0.15, 0.25])
+    first = render(evidence, tmp_path).split("## Claims")[0]
+    assert "Tamkin et al. 2020 at most **0.15** (α = 0.05 for its Holm family + α for each of its 2 " in first
+    assert "Huang, Lin & Zhou at most **0.25**" in first and "A union bound from the design, not a measurement" in first
 
 
 @pytest.mark.parametrize(
@@ -856,10 +901,11 @@ def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp
     assert verdict.robust == {"trial-only t": "supported", "collapse reading": "inconclusive"}
     report = render(evidence, tmp_path).splitlines()
     row = next(line for line in report if '<a id="claim-top_two_layers_negl' in line)
-    assert "| supported; under the collapse reading: inconclusive |" in row
+    scope = "(tiny-bert (bert, 4 layers); sst2 n=500; 13 trials)"
+    assert f"| supported here {scope}; under the collapse reading: inconclusive |" in row
     # a slope over k is a contrast of the conditions at each k: it has both robustness readings
     row = next(line for line in report if '<a id="claim-later_reinit_costs_less' in line)
-    assert "| supported; survives the trial-only t and the collapse reading |" in row
+    assert f"| supported here {scope}; survives the trial-only t and the collapse reading |" in row
 
 
 def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_test():

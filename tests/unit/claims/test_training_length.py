@@ -3,7 +3,7 @@ the same k, paired by trial; a claim that reads an undertrained (task, size) is 
 
 import pytest
 
-from src.claims.summary import claim_rows
+from src.claims.summary import WhatRan, claim_rows
 from src.claims.training import CONFOUNDED, NOT_CHECKED, PLATEAU, UNDERTRAINED, training_checks
 from src.claims.verdicts import judge_claims
 from tests.fake_evidence import Builder, L, render
@@ -48,13 +48,15 @@ def test_a_claim_reading_an_undertrained_size_is_marked_confounded_with_the_evid
     evidence = with_longer_training(0.10, 0.0).evidence()
     verdicts, _ = judge_claims(evidence)
     by_id = {v.id: v for v in verdicts}
-    rows = {r.id: r for r in claim_rows(verdicts, set(), evidence.studies)}
+    ran = WhatRan("tiny-bert", "tiny-bert (bert, 4 layers)", evidence.studies, 0, 0)
+    rows = {r.id: r for r in claim_rows(verdicts, set(), ran)}
     assert by_id["full_beats_scratch"].text == "supported"
-    assert rows["full_beats_scratch"].verdict.startswith(f"supported ({CONFOUNDED}); survives")
+    scope = "(tiny-bert (bert, 4 layers); sst2 n=500; 5 trials)"
+    assert rows["full_beats_scratch"].verdict.startswith(f"supported here {scope} ({CONFOUNDED}); survives")
     assert rows["head_reinit_in_first_two_layers_hurts"].verdict == "not run"  # a claim without runs is not marked
     report = render(evidence, tmp_path)
     assert "sst2 n=500: undertrained (k=0 3→6 epochs +0.100 [" in report
-    assert f"supported ({CONFOUNDED})" in report
+    assert f"supported here {scope} ({CONFOUNDED})" in report
     plateau = render(with_longer_training(0.0, 0.0).evidence(), tmp_path)
     assert "sst2 n=500: reached a plateau" in plateau
     assert f"({CONFOUNDED})" not in plateau
