@@ -16,9 +16,11 @@ import pandas as pd
 import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
 
-from src.claims.claim import BLOCKS, PROBED, SEED_001, Claim, Shared, one_sided_welch
-from src.claims.evidence import ConditionRuns, Evidence, Run, grouped
-from src.claims.units import Refusal, Refused, Unit, contrast_unit
+from src.claims.claim import BLOCKS, PROBED, SEED_001, Claim, Shared, with_eval_part
+from src.claims.evidence import ConditionRuns, Evidence, Run, common_trials, grouped, scores_of
+from src.claims.units import Refusal, Refused, Unit, contrast_unit, design_refusal, estimate_unit, refuse, shape_p
+from src.stats import hypothesis
+from src.tasks.metrics import example_metric
 
 
 def highest_probing_window(ev: Evidence, shared: Shared, task: str, window: int) -> int | None:
@@ -187,20 +189,35 @@ def middle_start(starts: list[int]) -> int:
     return starts[(len(starts) - 1) // 2]
 
 
-def first_minus_middle(ev: Evidence, conditions: list[ConditionRuns]) -> np.ndarray:
-    """Per trial, reinit(first block) − reinit(middle block) as shares of the trial's full-vs-scratch gap
-    (gap_normalised): how much more removing the middle block costs than removing the first."""
+def first_minus_middle(
+    ev: Evidence, shared: Shared, conditions: list[ConditionRuns]
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per trial, reinit(first block) − reinit(middle block) as a share of the trial's full-vs-scratch gap: how
+    much more removing the middle block costs than removing the first; and its mean over the trials under each of
+    the task's shared eval draws (None without the runs' predictions)."""
     by_start = {c.condition.layer: c for c in conditions if c.condition.layer is not None}
     starts = sorted(by_start)
-    first, middle = (
-        {run.trial: share for run, share in gap_normalised(ev, by_start[s])} for s in (starts[0], middle_start(starts))
-    )
-    return np.array([first[t] - middle[t] for t in sorted(set(first) & set(middle))])
+    first, middle = by_start[starts[0]], by_start[middle_start(starts)]
+    task, size = first.task, first.size
+    slugs = [first.slug, middle.slug, first.refs.full, first.refs.scratch]
+    trials = common_trials(ev, task, size, slugs)[0]
+    scored = [scores_of(ev, task, size, slug, trials) for slug in slugs]
+    a, b, full, scratch = (scores for _, scores in scored)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = (a - b) / (full - scratch)
+    metric, counts = example_metric(ev.metric(task)), shared.eval_draws.get(task)
+    if metric is None or counts is None or any(p is None for p, _ in scored):
+        return shares[np.isfinite(shares)], None
+    labels = np.asarray(ev.labels[task])
+    a, b, full, scratch = (metric.weighted(p, labels, counts) for p, _ in scored if p is not None)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return shares[np.isfinite(shares)], np.nanmean((a - b) / (full - scratch), axis=-1)
 
 
 def sst2_middle_qnli_early(ev: Evidence, shared: Shared) -> list[Unit]:
     """SST-2's first-minus-middle share against QNLI's, each task at its largest size: Welch over trials (the
-    tasks' runs are independent)."""
+    tasks' runs are independent) with each task's eval-set part of the variance (claim.with_eval_part: the two
+    tasks' eval sets are drawn independently)."""
     largest = {}
     for (task, size), conditions in grouped(ev.conditions("block_reinit"), lambda c: (c.task, c.size)):
         if task in ("sst2", "qnli") and len(conditions) > 1:
@@ -208,23 +225,27 @@ def sst2_middle_qnli_early(ev: Evidence, shared: Shared) -> list[Unit]:
     if set(largest) != {"sst2", "qnli"}:
         return []
     (sst2_size, sst2), (qnli_size, qnli) = largest["sst2"], largest["qnli"]
-    studies = {run.study for c in sst2 + qnli for run in c.runs if run.study}
-    return [
-        one_sided_welch(
-            ev,
-            "sst2_needs_middle_qnli_needs_early_layers",
-            f"sst2 n={sst2_size} vs qnli n={qnli_size}",
-            "Welch over trials: [reinit(first) − reinit(middle)] as shares of the gap, SST-2 − QNLI > 0",
-            first_minus_middle(ev, sst2),
-            first_minus_middle(ev, qnli),
-            studies=tuple(sorted(studies)),
-            reads=(("sst2", sst2_size), ("qnli", qnli_size)),
-            notes=(
-                "trials only: each task's eval-set noise is not in the variance",
-                "shares of each trial's full-vs-scratch gap, so the two tasks' gaps do not weigh in",
-            ),
-        )
-    ]
+    (a, a_draws), (b, b_draws) = first_minus_middle(ev, shared, sst2), first_minus_middle(ev, shared, qnli)
+    eval_draws = a_draws - b_draws if a_draws is not None and b_draws is not None else None
+    estimate = with_eval_part(hypothesis.two_sample(a, b), eval_draws)
+    unit = estimate_unit(
+        "sst2_needs_middle_qnli_needs_early_layers",
+        f"sst2 n={sst2_size} vs qnli n={qnli_size}",
+        "Welch over trials: [reinit(first) − reinit(middle)] as shares of the gap, SST-2 − QNLI > 0",
+        estimate,
+        *shape_p(estimate, "greater", None),
+        studies=tuple(sorted({run.study for c in sst2 + qnli for run in c.runs if run.study})),
+        reads=(("sst2", sst2_size), ("qnli", qnli_size)),
+        notes=(
+            "shares of each trial's full-vs-scratch gap, so the two tasks' gaps do not weigh in",
+            "with each task's eval-set part of the variance (its draws, the trials held)"
+            if eval_draws is not None
+            else "trials only (no stored predictions): each task's eval-set noise is not in the variance",
+        ),
+    )
+    if min(len(a), len(b)) < 2:
+        return [refuse(unit, Refusal.TOO_FEW, "fewer than 2 runs on a side")]
+    return [design_refusal(unit, "welch", min(len(a), len(b)))]
 
 
 CLAIMS_001 = (

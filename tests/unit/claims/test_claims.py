@@ -1159,6 +1159,7 @@ def test_sst2_needs_middle_blocks_and_qnli_early_ones_compared_between_the_tasks
     (unit,) = units_of(v["sst2_needs_middle_qnli_needs_early_layers"])
     # SST-2's first − middle share (+0.375 of its gap) − QNLI's (−0.625)
     assert unit.name == "sst2 n=500 vs qnli n=500" and unit.estimate == pytest.approx(1.0, abs=0.02)
+    assert unit.result.fixed_se > 0  # each task's eval-set noise, common to its trials, is in the SE
     assert v["sst2_needs_middle_qnli_needs_early_layers"].text == "supported"
     # both tasks hurt alike by the middle block: SST-2 is not damaged more than QNLI, whatever each task's own order
     alike = verdicts(blocks_of_sst2_and_qnli({1: 0.85, 2: 0.70, 3: 0.88}, {1: 0.85, 2: 0.70, 3: 0.88}))
