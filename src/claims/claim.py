@@ -28,6 +28,7 @@ from src.claims.evidence import PLENTIFUL, PLENTIFUL_SIZE, Evidence, common_tria
 from src.claims.units import Refusal, Refused, Unit, contrast_unit, refuse, welch_unit
 from src.core.seeds import derive_seed
 from src.stats import hypothesis
+from src.tasks.metrics import example_metric
 
 SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
 # The papers by seed number, in the report's order: a claim's paper is the first word of its source (Claim.paper),
@@ -152,6 +153,44 @@ def curve_contrasts(
                     name = f"{task} n={size}{label}"
                     units.append(contrast_unit(ev, claim, task, size, slugs, test, name=name, **shape))
     return units
+
+
+def curves_under_eval_draws(shared: Shared, task: str, size: int) -> np.ndarray | None:
+    """Each trial's progressive curve at (task, size) under each of the task's shared eval draws (Shared.eval_draws):
+    [B, T, L+1], trials as the curve's; None where a run's predictions or the task's eval labels are missing, or
+    its metric is not resampled over examples."""
+    ev, curve = shared.ev, shared.curves[(task, size)]
+    metric, counts = example_metric(ev.metric(task)), shared.eval_draws.get(task)
+    by_k = ev.curve(task, size)
+    scored = [scores_of(ev, task, size, by_k[k].slug, curve.trials)[0] for k in range(ev.num_layers + 1)]
+    if metric is None or counts is None or any(p is None for p in scored):
+        return None
+    labels = np.asarray(ev.labels[task])
+    return np.stack([metric.weighted(p, labels, counts) for p in scored if p is not None], axis=-1)
+
+
+def probe_under_eval_draws(shared: Shared, task: str) -> np.ndarray | None:
+    """Each probe seed's curve under each of the task's shared eval draws: [B, S, L+1]; None where the probes'
+    predictions are not stored (or as curves_under_eval_draws)."""
+    ev, probe = shared.ev, shared.probes[task]
+    metric, counts = example_metric(probe.metric), shared.eval_draws.get(task)
+    if metric is None or counts is None or probe.predictions is None:
+        return None
+    labels = np.asarray(ev.labels[task])
+    return np.stack(
+        [metric.weighted(probe.predictions[:, layer], labels, counts) for layer in range(probe.predictions.shape[1])],
+        axis=-1,
+    )
+
+
+def with_eval_part(estimate: hypothesis.Estimate, eval_draws: np.ndarray | None) -> hypothesis.Estimate:
+    """`estimate` (of a mean over trials, its SE theirs alone) with the eval set's part of its variance added:
+    `eval_draws` are the same mean under each eval-set draw with the trials held, whose variance is that part
+    (fixed_se; it also holds the trials' interaction with the examples, which errs wide). Unchanged without them."""
+    if eval_draws is None:
+        return estimate
+    fixed = float(np.nanstd(eval_draws, ddof=1))
+    return replace(estimate, se=math.sqrt(estimate.se**2 + fixed**2), fixed_se=fixed)
 
 
 def in_scope(units: list[Unit], inside: Callable[[Unit], bool], reason: str) -> list[Unit]:

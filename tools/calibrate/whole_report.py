@@ -28,8 +28,9 @@ ROUNDING_ZERO = 9  # decimals an estimand on the expected evidence is rounded to
 
 def unit_holds(unit: Unit, value: float) -> bool | None:
     """Whether the hypothesis `unit` tests for its claim holds where its estimand is `value`, by its shape
-    (src/claims/units.py shape_p: greater > 0, within |·| < margin, below < margin, above > −margin; a bootstrap
-    statistic: > 0, or within its margin where it has one, as verdicts.decision_interval reads it). None where
+    (src/claims/units.py shape_p: greater > 0, within |·| < margin, below < margin, above > −margin, beyond |·| >
+    margin; a bootstrap statistic: > 0, or within its margin where it has one, as verdicts.decision_interval reads
+    it). None where
     `value` is undefined (e.g. k90 of a curve without gain), or where the unit is not an estimate, bootstrap or Welch
     test (an exact or F test, a variance ratio, a correlation against a margin): their truth is not read here."""
     if isinstance(unit.result, hypothesis.Bootstrap):
@@ -44,7 +45,12 @@ def unit_holds(unit: Unit, value: float) -> bool | None:
     if shape == "greater":
         return value > 0
     assert margin is not None, f"a {shape!r} test is of a margin"
-    return {"within": abs(value) < margin, "below": value < margin, "above": value > -margin}[shape]
+    return {
+        "within": abs(value) < margin,
+        "below": value < margin,
+        "above": value > -margin,
+        "beyond": abs(value) > margin,
+    }[shape]
 
 
 def _every(values) -> bool | None:

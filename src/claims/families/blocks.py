@@ -8,17 +8,16 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
-import statsmodels.formula.api as smf
-from statsmodels.stats.anova import anova_lm
 
-from src.claims.claim import BLOCKS, PROBED, SEED_001, Claim, Shared, one_sided_welch
-from src.claims.evidence import ConditionRuns, Evidence, Run, grouped
-from src.claims.units import Refusal, Refused, Unit, contrast_unit
+from src.claims.claim import BLOCKS, PROBED, SEED_001, Claim, Shared, with_eval_part
+from src.claims.evidence import ConditionRuns, Evidence, common_trials, grouped, scores_of
+from src.claims.units import Refusal, Unit, contrast_unit, design_refusal, estimate_unit, refuse, shape_p
+from src.stats import hypothesis
+from src.tasks.metrics import example_metric
 
 
 def highest_probing_window(ev: Evidence, shared: Shared, task: str, window: int) -> int | None:
@@ -105,59 +104,96 @@ def high_probing_not_sufficient_vs_scratch(ev: Evidence, shared: Shared) -> list
     )
 
 
-def gap_normalised(ev: Evidence, c: ConditionRuns) -> list[tuple[Run, float]]:
-    """(run, (score − scratch) / (full − scratch)) of each finished run of `c` whose trial has its full and scratch
-    runs with a gap: its score as a share of that trial's full-vs-scratch gap, so that a metric's scale (MCC against
-    accuracy) drops out."""
-    full = ev.condition_runs(c.task, c.size, c.refs.full).value
-    scratch = ev.condition_runs(c.task, c.size, c.refs.scratch).value
-    return [
-        (run, (run.value - scratch[run.trial]) / (full[run.trial] - scratch[run.trial]))
-        for run in c.finished()
-        if run.trial in full and run.trial in scratch and full[run.trial] != scratch[run.trial]
-    ]
+class BlockShares(NamedTuple):
+    """One task's block-reinit runs at one size as shares of each trial's full-vs-scratch gap, (score − scratch) /
+    (full − scratch), so that a metric's scale (MCC against accuracy) drops out: the blocks' starts, each trial's
+    shares [T, blocks] (the trials where every block and both references finished with a gap) and their mean over
+    the trials under each of the task's shared eval draws [B, blocks] (None without the runs' predictions)."""
+
+    starts: list[int]
+    shares: np.ndarray
+    draws: np.ndarray | None
+
+
+def block_shares(ev: Evidence, shared: Shared, conditions: list[ConditionRuns]) -> BlockShares:
+    by_start = {c.condition.layer: c for c in conditions if c.condition.layer is not None}
+    starts = sorted(by_start)
+    task, size, refs = conditions[0].task, conditions[0].size, conditions[0].refs
+    slugs = [by_start[start].slug for start in starts] + [refs.full, refs.scratch]
+    trials = common_trials(ev, task, size, slugs)[0]
+    scored = [scores_of(ev, task, size, slug, trials) for slug in slugs]
+
+    def shares_of(scores: np.ndarray) -> np.ndarray:  # [..., blocks + 2] -> [..., blocks]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (scores[..., :-2] - scores[..., -1:]) / (scores[..., -2:-1] - scores[..., -1:])
+
+    shares = shares_of(np.stack([scores for _, scores in scored], axis=-1))
+    metric, counts = example_metric(ev.metric(task)), shared.eval_draws.get(task)
+    if metric is None or counts is None or any(p is None for p, _ in scored):
+        return BlockShares(starts, shares[np.isfinite(shares).all(axis=-1)], None)
+    labels = np.asarray(ev.labels[task])
+    drawn = shares_of(np.stack([metric.weighted(p, labels, counts) for p, _ in scored if p is not None], axis=-1))
+    return BlockShares(starts, shares[np.isfinite(shares).all(axis=-1)], np.nanmean(drawn, axis=1))
+
+
+def share_difference(a: BlockShares, b: BlockShares, weights: dict[int, float]) -> hypothesis.Estimate:
+    """sum_start weight * share of task a − the same of task b, by Welch over the two tasks' trials (independent)
+    with each task's eval-set part of the variance (claim.with_eval_part: their eval sets are drawn apart)."""
+
+    def contrast(values: np.ndarray, starts: list[int]) -> np.ndarray:
+        return np.sum([w * values[..., starts.index(start)] for start, w in weights.items()], axis=0)
+
+    eval_draws = (
+        contrast(a.draws, a.starts) - contrast(b.draws, b.starts)
+        if a.draws is not None and b.draws is not None
+        else None
+    )
+    return with_eval_part(hypothesis.two_sample(contrast(a.shares, a.starts), contrast(b.shares, b.starts)), eval_draws)
 
 
 def useful_layers_differ_by_task(ev: Evidence, shared: Shared) -> list[Unit]:
-    """Two-way ANOVA (statsmodels) of gap-normalised block-reinit scores (gap_normalised) on task × block, with
-    each task's trials as blocks (a trial's full and scratch runs normalise all its blocks): the interaction's F
-    test. It can show that the profiles differ, never that they are alike (no p against)."""
+    """Per size, every pair of tasks and every block but the first: the block's share minus the first block's, one
+    task against the other (share_difference, two-sided); the profiles differ where any does, Bonferroni over
+    them. It can show that the profiles differ, never that they are alike (no p against)."""
     units = []
     for (size,), conditions in grouped(ev.conditions("block_reinit"), lambda c: (c.size,)):
-        runs = [
-            (c.task, c.condition.layer, run.trial, run.study, share)
-            for c in conditions
-            for run, share in gap_normalised(ev, c)
-        ]
-        tasks, cells = sorted({task for task, *_ in runs}), Counter((task, layer) for task, layer, *_ in runs)
-        if len(tasks) < 2 or len({layer for _, layer in cells}) < 2:
+        by_task = {
+            task: block_shares(ev, shared, list(group)) for (task,), group in grouped(conditions, lambda c: (c.task,))
+        }
+        common = sorted(set.intersection(*(set(b.starts) for b in by_task.values()))) if by_task else []
+        if len(by_task) < 2 or len(common) < 2:
             continue
-        frame = pd.DataFrame(runs, columns=["task", "layer", "trial", "study", "value"])
-        fit = smf.ols("value ~ C(task) * C(layer) + C(task):C(trial)", data=frame).fit()
-        table = anova_lm(fit, typ=2)
-        term = "C(task):C(layer)"
-        p = float(table.loc[term, "PR(>F)"]) if term in table.index else math.nan
+        tests = {
+            (x, y, start): share_difference(by_task[x], by_task[y], {start: 1, common[0]: -1})
+            for i, x in enumerate(sorted(by_task))
+            for y in sorted(by_task)[i + 1 :]
+            for start in common[1:]
+        }
+        ps = {key: float(estimate.p_zero()) for key, estimate in tests.items()}
+        (x, y, start), p = min(ps.items(), key=lambda item: item[1] if np.isfinite(item[1]) else math.inf)
+        n = min(len(b.shares) for b in by_task.values())
         unit = Unit(
             "useful_layers_differ_by_task",
-            f"n={size}: {', '.join(tasks)}",
-            "task × block interaction in gap-normalised block-reinit scores (two-way ANOVA F, trials as blocks)",
-            float(table.loc[term, "F"]) if np.isfinite(p) else math.nan,
+            f"n={size}: {', '.join(sorted(by_task))}",
+            "some task pair's [share(block) − share(first block)] differs (Welch, two-sided, Bonferroni over "
+            f"{len(tests)})",
+            tests[(x, y, start)].estimate,
             (math.nan, math.nan),
-            min(cells.values()),
-            p_for=p,
-            studies=tuple(sorted({study for *_, study, _ in runs})),
-            reads=tuple((task, size) for task in tasks),
+            n,
+            p_for=min(1.0, len(tests) * p) if np.isfinite(p) else math.nan,
+            studies=tuple(sorted({run.study for c in conditions for run in c.runs if run.study})),
+            reads=tuple((task, size) for task in sorted(by_task)),
             notes=(
-                "estimate is the F statistic; scores as shares of their trial's full-vs-scratch gap; the test cannot "
-                "show that the profiles are alike",
-                "assumes normal errors and a gap large against its trial noise (the share is then near linear)",
+                f"estimate: {x} − {y} at the block from layer {start} against the first (shares of each trial's "
+                "full-vs-scratch gap)",
+                "with each task's eval-set part of the variance"
+                if all(b.draws is not None for b in by_task.values())
+                else "trials only (no stored predictions): the eval sets' noise is not in the variance",
+                "the test cannot show that the profiles are alike",
             ),
-            refused=None
-            if np.isfinite(p)
-            else Refused(Refusal.ONE_RUN_PER_CELL, "one run per cell: no residual variance"),
-            interval_note="an F statistic: no interval",
+            interval_note="the smallest of several tests, Bonferroni: no interval",
         )
-        units.append(unit)
+        units.append(design_refusal(unit, "welch", n))
     return units
 
 
@@ -187,20 +223,10 @@ def middle_start(starts: list[int]) -> int:
     return starts[(len(starts) - 1) // 2]
 
 
-def first_minus_middle(ev: Evidence, conditions: list[ConditionRuns]) -> np.ndarray:
-    """Per trial, reinit(first block) − reinit(middle block) as shares of the trial's full-vs-scratch gap
-    (gap_normalised): how much more removing the middle block costs than removing the first."""
-    by_start = {c.condition.layer: c for c in conditions if c.condition.layer is not None}
-    starts = sorted(by_start)
-    first, middle = (
-        {run.trial: share for run, share in gap_normalised(ev, by_start[s])} for s in (starts[0], middle_start(starts))
-    )
-    return np.array([first[t] - middle[t] for t in sorted(set(first) & set(middle))])
-
-
 def sst2_middle_qnli_early(ev: Evidence, shared: Shared) -> list[Unit]:
     """SST-2's first-minus-middle share against QNLI's, each task at its largest size: Welch over trials (the
-    tasks' runs are independent)."""
+    tasks' runs are independent) with each task's eval-set part of the variance (claim.with_eval_part: the two
+    tasks' eval sets are drawn independently)."""
     largest = {}
     for (task, size), conditions in grouped(ev.conditions("block_reinit"), lambda c: (c.task, c.size)):
         if task in ("sst2", "qnli") and len(conditions) > 1:
@@ -208,23 +234,28 @@ def sst2_middle_qnli_early(ev: Evidence, shared: Shared) -> list[Unit]:
     if set(largest) != {"sst2", "qnli"}:
         return []
     (sst2_size, sst2), (qnli_size, qnli) = largest["sst2"], largest["qnli"]
-    studies = {run.study for c in sst2 + qnli for run in c.runs if run.study}
-    return [
-        one_sided_welch(
-            ev,
-            "sst2_needs_middle_qnli_needs_early_layers",
-            f"sst2 n={sst2_size} vs qnli n={qnli_size}",
-            "Welch over trials: [reinit(first) − reinit(middle)] as shares of the gap, SST-2 − QNLI > 0",
-            first_minus_middle(ev, sst2),
-            first_minus_middle(ev, qnli),
-            studies=tuple(sorted(studies)),
-            reads=(("sst2", sst2_size), ("qnli", qnli_size)),
-            notes=(
-                "trials only: each task's eval-set noise is not in the variance",
-                "shares of each trial's full-vs-scratch gap, so the two tasks' gaps do not weigh in",
-            ),
-        )
-    ]
+    a, b = block_shares(ev, shared, sst2), block_shares(ev, shared, qnli)
+    if a.starts != b.starts:
+        return []
+    estimate = share_difference(a, b, {a.starts[0]: 1, middle_start(a.starts): -1})
+    eval_draws = a.draws is not None and b.draws is not None
+    unit = estimate_unit(
+        "sst2_needs_middle_qnli_needs_early_layers",
+        f"sst2 n={sst2_size} vs qnli n={qnli_size}",
+        "Welch over trials: [reinit(first) − reinit(middle)] as shares of the gap, SST-2 − QNLI > 0",
+        estimate,
+        *shape_p(estimate, "greater", None),
+        studies=tuple(sorted({run.study for c in sst2 + qnli for run in c.runs if run.study})),
+        reads=(("sst2", sst2_size), ("qnli", qnli_size)),
+        notes=(
+            "shares of each trial's full-vs-scratch gap, so the two tasks' gaps do not weigh in",
+            "with each task's eval-set part of the variance (its draws, the trials held)"
+            if eval_draws
+            else "trials only (no stored predictions): each task's eval-set noise is not in the variance",
+        ),
+    )
+    n = min(len(a.shares), len(b.shares))
+    return [refuse(unit, Refusal.TOO_FEW, "fewer than 2 runs on a side") if n < 2 else design_refusal(unit, "welch", n)]
 
 
 CLAIMS_001 = (
@@ -270,9 +301,11 @@ CLAIMS_001 = (
         f"{SEED_001} §4, contribution 3",
         "The layers most beneficial to finetuning differ by task.",
         "The profile over blocks of block-reinit scores, each as a share of its trial's full-vs-scratch gap "
-        "((score − scratch) / (full − scratch)), differs between tasks: the task × block interaction. The shares "
-        "keep a metric's scale (CoLA's MCC against accuracy) from making profiles differ.",
-        "two-way ANOVA F test of the interaction on gap-normalised scores, trials as blocks (statsmodels)",
+        "((score − scratch) / (full − scratch)), differs between tasks: for some pair of tasks, some block's share "
+        "minus the first block's differs. The shares keep a metric's scale (CoLA's MCC against accuracy) from "
+        "making profiles differ.",
+        "Welch over the two tasks' trials with each task's eval-set part, two-sided, per task pair and block; "
+        "Bonferroni over them",
         (replace(BLOCKS, min_tasks=2),),
         useful_layers_differ_by_task,
     ),

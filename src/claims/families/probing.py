@@ -20,9 +20,12 @@ from src.claims.claim import (
     Claim,
     Shared,
     curve_contrasts,
+    curves_under_eval_draws,
     in_scope,
     k_text,
     p_text,
+    probe_under_eval_draws,
+    with_eval_part,
 )
 from src.claims.curves import (
     Curve,
@@ -83,6 +86,7 @@ permutation.RELATIVELY_HIGH is."""
 
 def trials_against_seeds(  # noqa: PLR0913
     ev: Evidence,
+    shared: Shared,
     claim: str,
     test: str,
     statistic,
@@ -93,20 +97,33 @@ def trials_against_seeds(  # noqa: PLR0913
 ) -> Unit:
     """`statistic` of each finetuning trial's curve against the same of each probe seed's curve (`probed`: task,
     size, probe, curve), finetuning − probe, by Welch's test over trials and seeds (hypothesis.two_sample) of
-    `shape` and `margin` (units.shape_p); refused with one probe seed. Trials only: the eval set both are scored
-    on is not resampled (its noise, common to both, is not in the variance); trials or seeds where the statistic
-    is undefined are left out and counted."""
+    `shape` and `margin` (units.shape_p), on min(trials, seeds) − 1 df, with the eval set's part of the variance
+    added (claim.with_eval_part: the difference under each of the task's shared eval draws, trials and seeds held;
+    both curves take the same draw, so the noise they share cancels as in the statistic); trials only where
+    predictions are missing. Refused with one probe seed; trials or seeds where the statistic is undefined are
+    left out and counted."""
     task, size, probe, curve = probed
     a = np.array([statistic(row) for row in curve.per_trial])
     b = np.array([statistic(row) for row in probe.per_seed])
     undefined = int((~np.isfinite(a)).sum() + (~np.isfinite(b)).sum())
+    finetuned, probed_draws = curves_under_eval_draws(shared, task, size), probe_under_eval_draws(shared, task)
+    eval_draws = (
+        np.nanmean(np.apply_along_axis(statistic, -1, finetuned), axis=-1)
+        - np.nanmean(np.apply_along_axis(statistic, -1, probed_draws), axis=-1)
+        if finetuned is not None and probed_draws is not None
+        else None
+    )
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    estimate = hypothesis.two_sample(a, b)
+    estimate = with_eval_part(hypothesis.two_sample(a, b), eval_draws)
     p_for, p_against = shape_p(estimate, shape, margin) if min(len(a), len(b)) >= 2 else (math.nan, math.nan)
     notes = (
         *kw.pop("notes", ()),
-        f"Welch over {len(a)} finetuning trials and {len(b)} probe seeds; trials only: the shared eval set's noise "
-        "is not in the variance",
+        f"Welch over {len(a)} finetuning trials and {len(b)} probe seeds, "
+        + (
+            "with the shared eval set's part of the variance (its draws, trials and seeds held)"
+            if eval_draws is not None
+            else "trials only (no stored predictions): the shared eval set's noise is not in the variance"
+        ),
         *([f"{undefined} trial(s) or seed(s) without a gain left out"] if undefined else []),
     )
     unit = estimate_unit(
@@ -136,6 +153,7 @@ def probes_do_not_predict(ev: Evidence, shared: Shared) -> list[Unit]:
         units.append(
             trials_against_seeds(
                 ev,
+                shared,
                 "probes_do_not_predict_finetuning",
                 f"|gain centre(finetuning) − gain centre(probe)| > {apart:.2f} layers (Welch, either way)",
                 gain_centre,
@@ -258,6 +276,7 @@ def probe_peaks_lower(ev: Evidence, shared: Shared) -> list[Unit]:
     return [
         trials_against_seeds(
             ev,
+            shared,
             "probe_peaks_lower_than_finetuning",
             "max over k of a finetuning trial's curve − max over layers of a probe seed's curve > 0 (Welch)",
             np.max,
@@ -275,6 +294,7 @@ def probe_needs_more_layers(ev: Evidence, shared: Shared) -> list[Unit]:
         units.append(
             trials_against_seeds(
                 ev,
+                shared,
                 "probe_needs_more_layers",
                 "gain centre(finetuning) − gain centre(probe) < 0: the probe's gain arrives at later layers (Welch)",
                 gain_centre,

@@ -21,12 +21,14 @@ from src.claims.claim import (
     Claim,
     Shared,
     curve_contrasts,
+    curves_under_eval_draws,
     in_scope,
     k_text,
     one_sided_welch,
     per_trial_contrast,
     plentiful_only,
     variance_ratio_unit,
+    with_eval_part,
 )
 from src.claims.curves import along_draws, curves_design
 from src.claims.evidence import (
@@ -169,6 +171,9 @@ def cola_near_linear(ev: Evidence, shared: Shared) -> list[Unit]:
         estimate = Estimate(
             float(np.mean(per_trial)) if n else math.nan, sd / math.sqrt(n) if n else math.nan, n, n - 1, sd, n - 1
         )
+        draws = curves_under_eval_draws(shared, "cola", size)
+        eval_draws = None if draws is None else np.nanmean(np.apply_along_axis(linear_r2, -1, draws), axis=-1)
+        estimate = with_eval_part(estimate, eval_draws)
         units.append(
             estimate_test_unit(
                 "cola_near_linear_drop",
@@ -179,8 +184,9 @@ def cola_near_linear(ev: Evidence, shared: Shared) -> list[Unit]:
                 reads=(("cola", size),),
                 notes=(
                     f"R² of the mean curve {linear_r2(curve.mean):.3f}",
-                    "trials only: assumes the eval set's noise, common to every trial's curve, is small against the "
-                    "trials' spread",
+                    "with the eval set's part of the variance (its draws, the trials held)"
+                    if eval_draws is not None
+                    else "trials only (no stored predictions): the eval set's noise is not in the variance",
                 ),
             )
         )

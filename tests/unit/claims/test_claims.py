@@ -1230,6 +1230,7 @@ def test_sst2_needs_middle_blocks_and_qnli_early_ones_compared_between_the_tasks
     (unit,) = units_of(v["sst2_needs_middle_qnli_needs_early_layers"])
     # SST-2's first − middle share (+0.375 of its gap) − QNLI's (−0.625)
     assert unit.name == "sst2 n=500 vs qnli n=500" and unit.estimate == pytest.approx(1.0, abs=0.02)
+    assert unit.result.fixed_se > 0  # each task's eval-set noise, common to its trials, is in the SE
     assert v["sst2_needs_middle_qnli_needs_early_layers"].text == "supported"
     # both tasks hurt alike by the middle block: SST-2 is not damaged more than QNLI, whatever each task's own order
     alike = verdicts(blocks_of_sst2_and_qnli({1: 0.85, 2: 0.70, 3: 0.88}, {1: 0.85, 2: 0.70, 3: 0.88}))
@@ -1420,13 +1421,17 @@ def test_useful_layers_differ_by_task_on_gap_normalised_profiles_so_a_metrics_sc
 def test_curve_statistics_are_per_trial_statistics_that_decide_from_three_trials():
     """CoLA's near-linear drop (R² per trial, t over trials) and the probe-vs-finetuning peaks and gain centres
     (Welch over finetuning trials and probe seeds) decide from 3 trials, where a percentile bootstrap never did."""
-    linear, early = [0.0, 0.1, 0.2, 0.3, 0.4], [0.0, 0.3, 0.35, 0.38, 0.4]  # R² 1.0 and 0.72
-    for curve, text in ((linear, "supported"), (early, "contradicted")):
+    linear, early = [0.5, 0.6, 0.7, 0.8, 0.9], [0.5, 0.8, 0.85, 0.88, 0.9]  # R² 1.0 and 0.72
+    for curve, supported in ((linear, True), (early, False)):
         b = Builder().curve(curve, trials=3, spread=0.005, task="cola")
         v = verdicts(b.evidence())["cola_near_linear_drop"]
         (unit,) = units_of(v)
-        assert unit.n == 3 and not unit.refused and v.text == text, (curve, unit.p_for, unit.p_against)
+        assert unit.n == 3 and not unit.refused and (v.text == "supported") == supported, (curve, unit.p_for)
+        assert "with the eval set's part of the variance (its draws, the trials held)" in unit.notes
+        assert unit.result.fixed_se > 0  # 200 eval examples: their noise, common to the trials, is in the SE
+    assert unit.p_against < SETTINGS.alpha  # the early curve, 0.18 below the threshold
     probed = verdicts(probe_evidence(Builder().curve(RISING, trials=3), [0.5, 0.5, 0.55, 0.7, 0.75], seeds=3))
     for claim in ("probe_peaks_lower_than_finetuning", "probe_needs_more_layers"):
         (unit,) = units_of(probed[claim])  # peaks 0.90 against 0.75; gain centres 1.9 against 2.8
         assert not unit.refused and probed[claim].text == "supported", (claim, unit.p_for)
+        assert unit.result.fixed_se > 0  # the shared eval set's part, from the probes' and the runs' predictions
