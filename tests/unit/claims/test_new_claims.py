@@ -1,0 +1,103 @@
+"""The claims issue 50 added (003 §6.1.2-§7 and App. B, 004 §4.3.2, §6.1-§6.3, 001's v2 abstract), each through
+its builder on hand-built evidence (tests/fake_evidence.py) whose truth is planted."""
+
+import pytest
+
+from src.claims.verdicts import NOT_RUN, judge_claims
+from tests.fake_evidence import RISING, Builder
+
+
+def verdict(evidence, claim: str):
+    return next(v for v in judge_claims(evidence)[0] if v.id == claim)
+
+
+def units(evidence, claim: str):
+    return [judged.unit for judged in verdict(evidence, claim).units]
+
+
+def two_tasks(sst2, qnli, trials=12, spread=0.002, sst2_size=500, qnli_size=500) -> Builder:
+    b = Builder().curve(sst2, trials=trials, spread=spread, size=sst2_size)
+    return b.curve(qnli, trials=trials, spread=spread, task="qnli", size=qnli_size)
+
+
+MIDDLE = [0.5, 0.6, 0.65, 0.8, 0.85]  # the middle third's gain (k=3 − k=1 of L = 4) is 0.2
+EARLY = [0.5, 0.8, 0.8, 0.8, 0.85]  # all of it from the first layer: the middle third's gain is 0
+
+
+def test_middle_layers_help_sst2_and_not_qnli():
+    claim = "middle_layers_help_sst2_not_qnli"
+    ev = two_tasks(MIDDLE, EARLY).evidence(single_layer_margin=0.05)
+    assert [u.name for u in units(ev, claim)] == ["sst2 n=500", "qnli n=500"]
+    assert verdict(ev, claim).text == "supported"
+    assert verdict(two_tasks(MIDDLE, MIDDLE).evidence(single_layer_margin=0.05), claim).text == "contradicted"
+    needs = verdict(Builder().curve(RISING, trials=3, task="cola").evidence(), claim).needs
+    assert "studies.progressive.tasks=[rt_sentiment, sst2, qnli]" in needs.replace("'", ""), needs
+
+
+def test_sst2_middle_layers_beat_qnlis_only_at_matched_sizes():
+    claim = "sst2_middle_layers_matter_more_than_qnlis_at_equal_size"
+    matched = two_tasks(MIDDLE, EARLY, trials=6, spread=0.02, sst2_size=673, qnli_size=628).evidence()
+    (unit,) = units(matched, claim)
+    assert unit.name == "sst2 n=673 vs qnli n=628" and unit.estimate == pytest.approx(0.2, abs=0.01)
+    assert verdict(matched, claim).text == "supported"
+    reversed_ = two_tasks(EARLY, MIDDLE, trials=6, spread=0.02, sst2_size=673, qnli_size=628).evidence()
+    assert verdict(reversed_, claim).text == "contradicted"
+    apart = two_tasks(MIDDLE, EARLY, trials=6, sst2_size=673, qnli_size=1047).evidence()  # 1% of each: not matched
+    assert units(apart, claim) == []
+
+
+def test_sst2s_curve_is_more_linear_than_qnlis_per_trial():
+    claim = "sst2_curve_more_linear_than_qnli"
+    linear, jump = [0.5, 0.6, 0.7, 0.8, 0.9], [0.5, 0.5, 0.5, 0.9, 0.9]
+    ev = two_tasks(linear, jump, trials=6, spread=0.01, sst2_size=673, qnli_size=1047).evidence()
+    (unit,) = units(ev, claim)  # each SST-2 size against QNLI's nearest
+    assert unit.name == "sst2 n=673 vs qnli n=1047" and unit.n == (6, 6)
+    assert verdict(ev, claim).text == "supported"
+    assert verdict(two_tasks(jump, linear, trials=6, spread=0.01).evidence(), claim).text == "contradicted"
+
+
+def test_rte_is_flat_until_half_its_layers_are_kept():
+    claim = "rte_flat_until_layer_7"
+    ev = Builder().curve([0.5, 0.5, 0.5, 0.7, 0.65], trials=12, task="rte").evidence(single_layer_margin=0.05)
+    assert [u.name for u in units(ev, claim)] == ["rte n=500 k=1", "rte n=500 k=2"]  # ⌊L/2⌋ = 2 of 4
+    assert verdict(ev, claim).text == "supported"
+    rising = Builder().curve(RISING, trials=12, task="rte").evidence(single_layer_margin=0.05)
+    assert verdict(rising, claim).text == "contradicted"
+
+
+def test_stsb_peaks_two_thirds_up_and_the_layers_above_hinder_and_it_is_not_run_offline():
+    claim = "stsb_peaks_at_layer_8_and_layers_9_to_11_hinder"
+    peak = [0.0, 0.05, 0.5, 0.25, 0.75]  # k = ⌊2L/3⌋ = 2 of 4: above k=1 and k=3
+    (spike, hinder) = units(Builder().curve(peak, trials=6, task="stsb").evidence(), claim)
+    assert (spike.name, hinder.name) == ("stsb n=500 k=2 vs 1", "stsb n=500 k=2 vs 3")
+    assert verdict(Builder().curve(peak, trials=6, task="stsb").evidence(), claim).text == "supported"
+    assert verdict(Builder().curve(RISING, trials=6, task="stsb").evidence(), claim).text == "contradicted"
+    not_run = verdict(Builder().curve(RISING, trials=3).evidence(), claim)
+    assert not_run.text == NOT_RUN and "data.glue_dir=<folder with the GLUE TSVs>" in not_run.needs
+
+
+def test_cola_is_flat_below_five_sixths_of_its_layers_and_jumps_there():
+    claim = "cola_flat_until_layer_10"
+    jump = [0.0, 0.0, 0.0, 0.6, 0.62]  # k = ⌊5L/6⌋ = 3 of 4
+    ev = Builder().curve(jump, trials=12, task="cola").evidence(single_layer_margin=0.05)
+    assert [u.name for u in units(ev, claim)] == ["cola n=500 k=1", "cola n=500 k=2", "cola n=500 k=3 vs 2"]
+    assert verdict(ev, claim).text == "supported"
+    early = Builder().curve([0.0, 0.3, 0.6, 0.6, 0.62], trials=12, task="cola").evidence(single_layer_margin=0.05)
+    assert verdict(early, claim).text == "contradicted"
+
+
+def sizes(scarce_curve, plentiful_curve, scarce=500, plentiful=5000, trials=12) -> Builder:
+    b = Builder().curve(scarce_curve, trials=trials, spread=0.002, size=scarce)
+    return b.curve(plentiful_curve, trials=trials, spread=0.002, size=plentiful)
+
+
+def test_a_prefix_gains_much_when_data_are_plentiful_and_nothing_when_scarce():
+    claim = "pretrained_layers_gain_large_when_plentiful_negligible_when_scarce"
+    plentiful, late = [0.5, 0.8, 0.85, 0.88, 0.9], [0.5, 0.5, 0.5, 0.6, 0.7]
+    ev = sizes(late, plentiful).evidence(single_layer_margin=0.1)
+    found = units(ev, claim)
+    assert [u.name for u in found] == [f"sst2 k={k} n=5000 vs n=500" for k in (1, 2, 3)]
+    assert found[2].p_for > 0.4  # k = 3 gains 0.38 at 5,000 but 0.10 at 500: both parts must hold
+    assert verdict(ev, claim).text == "supported"  # k = 1 and 2: gains 0.3, 0.35 at 5,000, none at 500
+    assert verdict(sizes(plentiful, plentiful).evidence(single_layer_margin=0.1), claim).text == "contradicted"
+    assert units(sizes(late, plentiful, scarce=50, plentiful=500).evidence(), claim) == []  # 500 is not plentiful
