@@ -1,10 +1,11 @@
 """The claims issue 50 added (003 §6.1.2-§7 and App. B, 004 §4.3.2, §6.1-§6.3, 001's v2 abstract), each through
 its builder on hand-built evidence (tests/fake_evidence.py) whose truth is planted."""
 
+import pandas as pd
 import pytest
 
 from src.claims.verdicts import NOT_RUN, judge_claims
-from tests.fake_evidence import RISING, Builder
+from tests.fake_evidence import RISING, Builder, L
 
 
 def verdict(evidence, claim: str):
@@ -101,3 +102,28 @@ def test_a_prefix_gains_much_when_data_are_plentiful_and_nothing_when_scarce():
     assert verdict(ev, claim).text == "supported"  # k = 1 and 2: gains 0.3, 0.35 at 5,000, none at 500
     assert verdict(sizes(plentiful, plentiful).evidence(single_layer_margin=0.1), claim).text == "contradicted"
     assert units(sizes(late, plentiful, scarce=50, plentiful=500).evidence(), claim) == []  # 500 is not plentiful
+
+
+def output_change(rise_per_layer: float, trials: int = 6, task: str = "cola") -> pd.DataFrame:
+    """End-of-training ‖ΔW_output‖ of the full model: 1 + rise_per_layer × (layer − 1), jittered per trial."""
+    return pd.DataFrame(
+        [
+            {"task": task, "size": 500, "slug": f"k{L}", "trial": trial, "layer": layer, "sublayer": "output"}
+            | {"status": "ok", "frobenius": 1 + rise_per_layer * (layer - 1) + 0.01 * ((trial + layer) % 3 - 1)}
+            for trial in range(trials)
+            for layer in range(1, L + 1)
+        ]
+    )
+
+
+def test_colas_weight_change_is_balanced_across_layers_within_a_relative_margin():
+    claim = "cola_weight_change_balanced_across_layers"
+    runs = Builder().curve(RISING, trials=6, task="cola").curve(RISING, trials=6)
+    flat = runs.evidence(weight_change=output_change(0.0))
+    (unit,) = units(flat, claim)
+    assert unit.name == "cola n=500" and unit.n == 6 and verdict(flat, claim).text == "supported"
+    # a rise of 0.2 per layer: the line climbs 0.6 over a mean of 1.3, a relative rise of 0.46
+    rising = runs.evidence(weight_change=output_change(0.2))
+    assert units(rising, claim)[0].estimate == pytest.approx(0.6 / 1.3, abs=0.01)
+    assert verdict(rising, claim).text == "contradicted"
+    assert units(runs.evidence(weight_change=output_change(0.0, task="sst2")), claim) == []  # CoLA's statement
