@@ -127,3 +127,43 @@ def test_colas_weight_change_is_balanced_across_layers_within_a_relative_margin(
     assert units(rising, claim)[0].estimate == pytest.approx(0.6 / 1.3, abs=0.01)
     assert verdict(rising, claim).text == "contradicted"
     assert units(runs.evidence(weight_change=output_change(0.0, task="sst2")), claim) == []  # CoLA's statement
+
+
+def sequential(finals: dict[str, dict[str, float]], trials: int = 6) -> Builder:
+    """Direct finetuning (RISING) on each final task, and after each intermediate task: the full model's score
+    plus finals[final][intermediate]."""
+    b = Builder()
+    for final, gains in finals.items():
+        b.curve(RISING, trials=trials, task=final)
+        for intermediate, gain in gains.items():
+            for t in range(trials):
+                b.add(f"k{L}_after_{intermediate}", RISING[-1] + gain + 0.002 * (t % 3 - 1), task=final, trial=t, k=L)
+                b.rows[-1] |= {"intermediate_task": intermediate, "ref_baseline": f"k{L}", "plain": False}
+                b.rows[-1]["study"] = "sequential"
+    return b
+
+
+def test_direct_finetuning_beats_every_intermediate_on_rte_and_wnli_only():
+    claim = "direct_finetuning_best_on_rte_and_wnli"
+    worse = {"cola": -0.05, "mrpc": -0.05}
+    ev = sequential({"rte": worse, "wnli": worse, "cola": {"wnli": 0.05}}).evidence()
+    assert [u.name for u in units(ev, claim)] == [
+        "rte n=500 after cola",
+        "rte n=500 after mrpc",
+        "wnli n=500 after cola",
+        "wnli n=500 after mrpc",
+    ]  # CoLA as the final task is not the statement's
+    assert {u.test for u in units(ev, claim)} == {"direct − after intermediate > 0"}
+    assert verdict(ev, claim).text == "supported"
+    assert verdict(sequential({"rte": {"cola": 0.05}}).evidence(), claim).text == "contradicted"
+    needs = verdict(Builder().curve(RISING, trials=3).evidence(), claim).needs
+    assert "intermediate_tasks: [cola, mrpc, rte, wnli]" in needs and "tasks: [rte, wnli]" in needs, needs
+
+
+def test_wnli_beats_rte_as_the_intermediate_task_on_cola():
+    claim = "wnli_beats_rte_as_intermediate_on_cola"
+    ev = sequential({"cola": {"wnli": 0.05, "rte": -0.05}, "mrpc": {"wnli": -0.05, "rte": 0.05}}).evidence()
+    (unit,) = units(ev, claim)  # CoLA's only
+    assert unit.name == "cola n=500 after wnli vs after rte" and unit.estimate == pytest.approx(0.1, abs=0.03)
+    assert verdict(ev, claim).text == "supported"
+    assert verdict(sequential({"cola": {"wnli": -0.05, "rte": 0.05}}).evidence(), claim).text == "contradicted"
