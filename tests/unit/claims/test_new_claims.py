@@ -1,11 +1,13 @@
 """The claims issue 50 added (003 §6.1.2-§7 and App. B, 004 §4.3.2, §6.1-§6.3, 001's v2 abstract), each through
 its builder on hand-built evidence (tests/fake_evidence.py) whose truth is planted."""
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
 from src.claims.verdicts import NOT_RUN, judge_claims
-from tests.fake_evidence import RISING, Builder, L
+from tests.fake_evidence import CONFIG, RISING, Builder, L
 
 
 def verdict(evidence, claim: str):
@@ -167,3 +169,50 @@ def test_wnli_beats_rte_as_the_intermediate_task_on_cola():
     assert unit.name == "cola n=500 after wnli vs after rte" and unit.estimate == pytest.approx(0.1, abs=0.03)
     assert verdict(ev, claim).text == "supported"
     assert verdict(sequential({"cola": {"wnli": -0.05, "rte": 0.05}}).evidence(), claim).text == "contradicted"
+
+
+def head_runs(gains: dict[str, dict[tuple[int, int], float]], heads=(0, 11), trials: int = 8):
+    """Each task's full model (RISING) and heads `heads` reinitialised at layers 1, 2, L−1 and L, head h of layer l
+    scoring the full model's RISING[-1] + gains[task].get((l, h), 0); the evidence with the heads study."""
+    b = Builder()
+    for task, gain in gains.items():
+        b.curve(RISING, trials=trials, spread=0.002, task=task)
+        for t in range(trials):
+            for layer in (1, 2, L - 1, L):
+                for head in heads:
+                    value = RISING[-1] + gain.get((layer, head), 0.0) + 0.002 * ((t + head) % 3 - 1)
+                    b.add(f"layer{layer}_head{head}", value, task=task, trial=t, scheme="head", layer=layer)
+                    b.rows[-1] |= {"head_index": head, "study": "heads"}
+    return b.evidence(studies={name: CONFIG.studies[name] for name in ("progressive", "heads")})
+
+
+def test_reinitialising_late_heads_costs_less_than_early_ones():
+    claim = "head_reinit_costs_less_downstream_than_upstream"
+    early_cost = {(layer, head): -0.1 for layer in (1, 2) for head in (0, 11)}
+    ev = head_runs({"cola": early_cost})
+    (unit,) = units(ev, claim)
+    assert unit.name == "cola n=500 (4 late, 4 early heads)" and unit.estimate == pytest.approx(0.1, abs=0.02)
+    assert verdict(ev, claim).text == "supported"
+    late_cost = {(layer, head): -0.1 for layer in (L - 1, L) for head in (0, 11)}
+    assert verdict(head_runs({"cola": late_cost}), claim).text == "contradicted"
+
+
+def test_head_12_helps_on_average_over_the_layers_it_ran_in():
+    claim = "head_12_reinit_helps_on_average"
+    one_layer = {(L, 11): 0.2}  # the mean over 4 layers: +0.05
+    ev = head_runs({"cola": one_layer, "stsb": one_layer})
+    assert [u.name for u in units(ev, claim)] == ["cola n=500 head 11", "stsb n=500 head 11"]
+    assert units(ev, claim)[0].estimate == pytest.approx(0.05, abs=0.02) and verdict(ev, claim).text == "supported"
+    assert verdict(head_runs({"cola": {(1, 11): -0.2}}), claim).text == "contradicted"
+    heads_0 = replace(CONFIG.studies["heads"], heads=(0,), layers=(1, 2, L - 1, L))
+    only_head_0 = head_runs({"cola": {}}, heads=(0,))
+    not_run = verdict(replace(only_head_0, studies={**only_head_0.studies, "heads": heads_0}), claim)
+    assert not_run.text == NOT_RUN and "studies.heads.heads=[0, 11]" in not_run.needs.replace("'", ""), not_run.needs
+
+
+def test_head_1_helps_cola_and_hurts_stsb():
+    claim = "head_1_reinit_helps_cola_hurts_stsb"
+    ev = head_runs({"cola": {(1, 0): 0.2}, "stsb": {(1, 0): -0.2}, "sst2": {(1, 0): 0.2}})
+    assert [u.test.startswith("−(") for u in units(ev, claim)] == [False, True]  # SST-2 is not the example's
+    assert verdict(ev, claim).text == "supported"
+    assert verdict(head_runs({"cola": {(1, 0): 0.2}, "stsb": {(1, 0): 0.2}}), claim).text == "contradicted"
