@@ -30,6 +30,7 @@ from src.core.seeds import derive_seed
 from src.stats import hypothesis
 
 SEED_001, SEED_003, SEED_004 = "001 Tamkin et al. 2020", "003 Singh & Giovanardi", "004 Huang, Lin & Zhou"
+PLENTIFUL = 5_000  # "plentiful data": the papers' own plentiful sizes (001: 5,000 and 50,000; 003: 6,735 and up)
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ class Need:
     """Runs a claim needs: a study of `scheme` with `modifiers` (named `study` when it has to be
     added, with `args`), on `tasks` (empty: any), with `sizes` ("two": at least two sizes;
     "tenfold": two at least 10 times apart; "small": one at most train.small_size; "large": one
-    above it), `min_tasks` tasks, and probes of its tasks when `probe`."""
+    above it; "plentiful": one of at least PLENTIFUL examples and one at most a tenth of it), `min_tasks` tasks,
+    and probes of its tasks when `probe`."""
 
     scheme: str
     study: str

@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from src.claims.claim import (
+    PLENTIFUL,
     PROGRESSIVE,
     SEED_001,
     SEED_003,
@@ -458,9 +459,6 @@ def cola_flat_until_layer_10(ev: Evidence, shared: Shared) -> list[Unit]:
     return flat_units(ev, claim, "cola", jump - 1) + rise
 
 
-PLENTIFUL = 5_000  # the papers' plentiful sizes: 001's 5,000 and 50,000 examples, 003's 6,735 and up
-
-
 def both_unit(claim: str, name: str, test: str, first: Unit, second: Unit) -> Unit:
     """The conjunction of two units' claims: its test for is their intersection-union (the larger p for), its
     test against the union of their tests against (Bonferroni: twice the smaller p against); refused where either
@@ -592,7 +590,7 @@ CLAIMS_001 = (
         "and k ('may provide'). Runs below a plentiful size are outside the statement and give no unit.",
         "per (task, k): gain > margin at the plentiful size (one-sided) AND |gain| < margin at the scarce size "
         "(TOST), intersection-union within the unit; Holm across k and tasks",
-        (replace(PROGRESSIVE, sizes="tenfold"),),
+        (replace(PROGRESSIVE, sizes="plentiful"),),
         gain_large_when_plentiful,
         every=False,
         paper_value="Fig. 1: the first three layers give most of the gain at 5,000 and 50,000 examples, more layers "

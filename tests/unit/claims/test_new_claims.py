@@ -103,7 +103,11 @@ def test_a_prefix_gains_much_when_data_are_plentiful_and_nothing_when_scarce():
     assert found[2].p_for > 0.4  # k = 3 gains 0.38 at 5,000 but 0.10 at 500: both parts must hold
     assert verdict(ev, claim).text == "supported"  # k = 1 and 2: gains 0.3, 0.35 at 5,000, none at 500
     assert verdict(sizes(plentiful, plentiful).evidence(single_layer_margin=0.1), claim).text == "contradicted"
-    assert units(sizes(late, plentiful, scarce=50, plentiful=500).evidence(), claim) == []  # 500 is not plentiful
+    small_data = verdict(sizes(late, plentiful, scarce=50, plentiful=500).evidence(), claim)
+    assert small_data.units == ()  # 500 examples are not plentiful: the command adds 5,000
+    assert small_data.text == NOT_RUN and "studies.progressive.sizes=[8, 16, 5000]" in small_data.needs, (
+        small_data.needs
+    )
 
 
 def output_change(rise_per_layer: float, trials: int = 6, task: str = "cola") -> pd.DataFrame:
