@@ -204,8 +204,8 @@ def test_reinitialising_late_heads_costs_less_than_early_ones():
 def test_head_12_helps_on_average_over_the_layers_it_ran_in():
     claim = "head_12_reinit_helps_on_average"
     one_layer = {(L, 11): 0.2}  # the mean over 4 layers: +0.05
-    ev = head_runs({"cola": one_layer, "stsb": one_layer})
-    assert [u.name for u in units(ev, claim)] == ["cola n=500 head 11", "stsb n=500 head 11"]
+    ev = head_runs({"cola": one_layer, "stsb": one_layer, "sst2": {(L, 11): -0.2}})
+    assert [u.name for u in units(ev, claim)] == ["cola n=500 head 11", "stsb n=500 head 11"]  # the paper's tasks
     assert units(ev, claim)[0].estimate == pytest.approx(0.05, abs=0.02) and verdict(ev, claim).text == "supported"
     assert verdict(head_runs({"cola": {(1, 11): -0.2}}), claim).text == "contradicted"
     heads_0 = replace(CONFIG.studies["heads"], heads=(0,), layers=(1, 2, L - 1, L))
