@@ -22,8 +22,11 @@ from src.claims.claim import (
     Claim,
     Shared,
     curve_contrasts,
+    interval_text,
     k_text,
+    number,
     one_sided_welch,
+    p_text,
     per_trial_contrast,
     variance_ratio_unit,
 )
@@ -462,7 +465,8 @@ def cola_flat_until_layer_10(ev: Evidence, shared: Shared) -> list[Unit]:
 def both_unit(claim: str, name: str, test: str, first: Unit, second: Unit) -> Unit:
     """The conjunction of two units' claims: its test for is their intersection-union (the larger p for), its
     test against the union of their tests against (Bonferroni: twice the smaller p against); refused where either
-    part is. The estimate is the first part's minus the second's; each part's own interval is in the notes."""
+    part is. The estimate is the first part's minus the second's (here: the gain at the plentiful size minus at the
+    scarce one); each part's own estimate, interval and p for are in the notes."""
     parts = (first, second)
     refused = next((part.refused for part in parts if part.refused), None)
     unit = Unit(
@@ -473,12 +477,15 @@ def both_unit(claim: str, name: str, test: str, first: Unit, second: Unit) -> Un
         (math.nan, math.nan),
         first.n,
         studies=tuple(sorted({s for part in parts for s in part.studies})),
-        notes=tuple(f"{part.name}: {part.test}: {part.estimate:+.3f}, p for {part.p_for:.3g}" for part in parts),
+        notes=tuple(
+            f"{part.name}: {part.test}: {number(part.estimate)} {interval_text(part)}, p for {p_text(part.p_for)}"
+            for part in parts
+        ),
         refused=refused,
         interval_note=refused.reason if refused else "a conjunction of two tests: each part's estimate in the notes",
         reads=first.reads + second.reads,
         test_type=first.test_type,
-        collapse={**first.collapse, **second.collapse},
+        collapse={f"{part.name}: {slug}": rate for part in parts for slug, rate in part.collapse.items()},
     )
     if refused:
         return unit
