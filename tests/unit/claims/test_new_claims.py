@@ -3,10 +3,14 @@ its builder on hand-built evidence (tests/fake_evidence.py) whose truth is plant
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import optimize, stats
 
+from src.claims.families.progressive import linearity
 from src.claims.verdicts import NOT_RUN, judge_claims
+from src.stats.hypothesis import two_sample
 from tests.fake_evidence import CONFIG, RISING, Builder, L
 
 
@@ -47,6 +51,58 @@ def test_sst2_middle_layers_beat_qnlis_only_at_matched_sizes():
     assert verdict(reversed_, claim).text == "contradicted"
     apart = two_tasks(MIDDLE, EARLY, trials=6, sst2_size=673, qnli_size=1047).evidence()  # 1% of each: not matched
     assert units(apart, claim) == []
+
+
+LEVELS = (0.05, 0.05 / 30, 0.05 / 77)  # α, and Holm's smallest level in families of 30 and 77 tests
+
+
+def linearity_rates(  # noqa: PLR0913
+    trials: int, jump_sd: float, reps: int = 200_000, seed: int = 0, statistic=linearity, line_sd: float | None = None
+) -> dict:
+    """Rejection rates (and their one-sided 95% Clopper-Pearson upper bounds) of sst2_curve_more_linear_than_qnli's
+    test, Welch over trials of per-trial `linearity`, each tail at LEVELS, under a null where the tasks' statistics
+    differ in spread and shape but not in mean: SST-2 a noisy straight curve over k = 0..12, QNLI a clean jump at
+    k = 4 (noise `jump_sd`), SST-2's noise tuned so the two means match; `statistic` (per row of curves) the one
+    tested. With SST-2's noise `line_sd` given instead: the power where its curves are the straighter."""
+    ks = np.arange(13)
+    jump, line = np.where(ks >= 4, 0.85, 0.5), np.linspace(0.5, 0.9, 13)
+    fixed = np.random.default_rng(seed + 1).standard_normal((50_000, 13))
+    target = statistic(jump + jump_sd * fixed).mean()
+    if line_sd is None:
+        line_sd = optimize.brentq(lambda sd: statistic(line + sd * fixed).mean() - target, 1e-4, 1.0)
+    rng = np.random.default_rng(seed)
+    welch = two_sample(
+        statistic(line + line_sd * rng.standard_normal((reps, trials, 13))),
+        statistic(jump + jump_sd * rng.standard_normal((reps, trials, 13))),
+    )
+    rates = {}
+    for tail, p in (("for", welch.p_greater()), ("against", welch.p_less())):
+        for level in LEVELS:
+            hits = int((p < level).sum())
+            rates[(tail, level)] = (hits / reps, stats.beta.ppf(0.95, hits + 1, reps - hits))
+    return rates
+
+
+def r_squared(curves):
+    """A line's R² through each curve: tanh(z)² of its Fisher z."""
+    return np.tanh(linearity(curves)) ** 2
+
+
+def linearity_table(reps: int = 200_000, statistic=linearity, noises=(0.01, 0.03, 0.05), line_sd=None) -> None:
+    """The size table of docs/claims.md: `python -c "from tests.unit.claims.test_new_claims import
+    linearity_table; linearity_table()"`; per-trial R² instead: `statistic=r_squared, noises=(0.01,)`; power with
+    both tasks' noise 0.03: `noises=(0.03,), line_sd=0.03`."""
+    for jump_sd in noises:
+        for trials in (3, 5, 10):
+            rates = linearity_rates(trials, jump_sd, reps, statistic=statistic, line_sd=line_sd)
+            cells = [f"{tail} {level:.3g}: {r:.3g} (≤ {hi:.3g})" for (tail, level), (r, hi) in rates.items()]
+            print(f"| {jump_sd} | {trials} | " + " | ".join(cells) + " |")
+
+
+def test_the_linearity_test_holds_its_size_where_the_tasks_spreads_differ():
+    """Per-trial R² fails here (0.073 at 0.05, 0.0032 at 0.05 / 30 for T = 5); its Fisher z holds."""
+    for (tail, level), (rate, _) in linearity_rates(trials=5, jump_sd=0.01).items():
+        assert rate <= 1.2 * level, (tail, level, rate)
 
 
 def test_sst2s_curve_is_more_linear_than_qnlis_per_trial():
