@@ -443,7 +443,7 @@ def flat_units(ev: Evidence, claim: str, task: str, last: int) -> list[Unit]:
 
 
 def rte_flat_until_layer_7(ev: Evidence, shared: Shared) -> list[Unit]:
-    return flat_units(ev, "rte_flat_until_layer_7", "rte", ev.num_layers // 2)
+    return flat_units(ev, "rte_flat_until_layer_7", "rte", 5 * ev.num_layers // 12)  # 5 of 12
 
 
 def stsb_peaks_at_layer_8(ev: Evidence, shared: Shared) -> list[Unit]:
@@ -796,8 +796,9 @@ CLAIMS_004 = (
         "[For RTE] we also observe that performance is flat before reinitializing layer 7; the upstream layers "
         "mostly have negligible effect on improving the performance over random guessing until the middle layers "
         "(layer 8 for RTE).",
-        "On RTE, keeping k = 1 … ⌊L/2⌋ pretrained layers (6 of 12: every layer from 7 up reinitialised) scores "
-        "within report.single_layer_margin of scratch (k = 0), at every such k.",
+        "On RTE, keeping k = 1 … ⌊5L/12⌋ pretrained layers (5 of 12) scores within report.single_layer_margin of "
+        "scratch (k = 0), at every such k. Fig. 3's axis is the first layer reinitialised, x = k + 1 (its 'layer "
+        "13' is no reinitialisation): 'before reinitializing layer 7' is x = 1 … 6.",
         "TOST |score(k) − scratch| < margin per k",
         (replace(PROGRESSIVE, tasks=("rte",)),),
         rte_flat_until_layer_7,

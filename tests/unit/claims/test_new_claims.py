@@ -118,7 +118,7 @@ def test_sst2s_curve_is_more_linear_than_qnlis_per_trial():
 def test_rte_is_flat_until_half_its_layers_are_kept():
     claim = "rte_flat_until_layer_7"
     ev = Builder().curve([0.5, 0.5, 0.5, 0.7, 0.65], trials=12, task="rte").evidence(single_layer_margin=0.05)
-    assert [u.name for u in units(ev, claim)] == ["rte n=500 k=1", "rte n=500 k=2"]  # ⌊L/2⌋ = 2 of 4
+    assert [u.name for u in units(ev, claim)] == ["rte n=500 k=1"]  # ⌊5L/12⌋ = 1 of 4
     assert verdict(ev, claim).text == "supported"
     rising = Builder().curve(RISING, trials=12, task="rte").evidence(single_layer_margin=0.05)
     assert verdict(rising, claim).text == "contradicted"
