@@ -51,6 +51,8 @@ def test_sst2_middle_layers_beat_qnlis_only_at_matched_sizes():
     assert verdict(reversed_, claim).text == "contradicted"
     apart = two_tasks(MIDDLE, EARLY, trials=6, sst2_size=673, qnli_size=1047).evidence()  # 1% of each: not matched
     assert units(apart, claim) == []
+    plentiful = two_tasks(MIDDLE, EARLY, trials=6, sst2_size=5000, qnli_size=5000).evidence()  # not small data
+    assert units(plentiful, claim) == []
 
 
 LEVELS = (0.05, 0.05 / 30, 0.05 / 77)  # α, and Holm's smallest level in families of 30 and 77 tests
