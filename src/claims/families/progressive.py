@@ -32,7 +32,7 @@ from src.claims.claim import (
 )
 from src.claims.curves import along_draws, curves_design
 from src.claims.evidence import Evidence, chance_level, grouped, studies_of
-from src.claims.units import Refusal, Refused, Unit, bootstrap_unit, contrast_unit, slope_unit
+from src.claims.units import Refusal, Refused, Unit, bootstrap_unit, contrast_unit, refuse, slope_unit
 from src.stats.curves import drop_point, first_reaching, linear_r2
 
 
@@ -421,13 +421,15 @@ def sst2_more_linear_than_qnli(ev: Evidence, shared: Shared) -> list[Unit]:
         curve = shared.curves.get((task, size))
         return None if curve is None else linearity(curve.per_trial)
 
-    return between_tasks(
+    units = between_tasks(
         ev,
         "sst2_curve_more_linear_than_qnli",
         "Welch t over trials: per-trial Fisher z of corr(score, k) on SST-2 − on QNLI > 0",
         per_trial,
         task_pairs(ev, "sst2", "qnli"),
     )
+    flat = "a trial's curve is flat (every k scored alike, e.g. every run collapsed): its linearity is undefined"
+    return [refuse(u, Refusal.TOO_FEW, flat) if not np.isfinite(u.estimate) and not u.refused else u for u in units]
 
 
 def flat_units(ev: Evidence, claim: str, task: str, last: int) -> list[Unit]:

@@ -115,6 +115,11 @@ def test_sst2s_curve_is_more_linear_than_qnlis_per_trial():
     assert unit.name == "sst2 n=673 vs qnli n=1047" and unit.n == (6, 6)
     assert verdict(ev, claim).text == "supported"
     assert verdict(two_tasks(jump, linear, trials=6, spread=0.01).evidence(), claim).text == "contradicted"
+    flat = two_tasks(linear, jump, trials=6, spread=0.01)
+    for k in range(L + 1):  # a seventh QNLI trial whose every run scores alike
+        flat.add(f"k{k}", 0.5, task="qnli", trial=6, k=k)
+    (unit,) = units(flat.evidence(), claim)
+    assert unit.refused and "flat" in unit.refused.reason and verdict(flat.evidence(), claim).text == "no verdict"
 
 
 def test_rte_is_flat_until_half_its_layers_are_kept():
