@@ -38,7 +38,8 @@ class Need:
     """Runs a claim needs: a study of `scheme` with `modifiers` (named `study` when it has to be
     added, with `args`), on `tasks` (empty: any), with `sizes` ("two": at least two sizes;
     "tenfold": two at least 10 times apart; "small": one at most train.small_size; "large": one
-    above it; "plentiful": one of at least PLENTIFUL examples and one at most a tenth of it), `min_tasks` tasks,
+    above it; "plentiful": one of at least PLENTIFUL examples and one below PLENTIFUL at most a tenth of it),
+    `min_tasks` tasks,
     and probes of its tasks when `probe`."""
 
     scheme: str

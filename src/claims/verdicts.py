@@ -505,12 +505,13 @@ def flow(value) -> str:
 def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[int]:
     """The sizes `have` with what `need` asks for added: a second size ("two"), one at least 10 times
     the smallest ("tenfold"), one at most train.small_size ("small"), one above it ("large"), one of
-    PLENTIFUL examples and one at most a tenth of the largest ("plentiful"); in a study that is `added`, "small"
-    and "large" replace `have` (its runs at the other sizes would train for nothing)."""
+    PLENTIFUL examples and one below it at most a tenth of the largest ("plentiful"); in a study that is
+    `added`, "small" and "large" replace `have` (its runs at the other sizes would train for nothing)."""
     sizes = list(have)
     if need.sizes == "plentiful":
         sizes += [PLENTIFUL] if max(sizes) < PLENTIFUL else []
-        sizes += [] if min(sizes) * 10 <= max(sizes) else [max(sizes) // 10]
+        scarce = min(sizes) * 10 <= max(sizes) and min(sizes) < PLENTIFUL
+        sizes += [] if scarce else [min(max(sizes), PLENTIFUL) // 10]
     if need.sizes == "two" and len(sizes) < 2:
         sizes.append(2 * max(sizes))
     if need.sizes == "tenfold" and max(sizes) < 10 * min(sizes):

@@ -510,7 +510,8 @@ def both_unit(claim: str, name: str, test: str, first: Unit, second: Unit) -> Un
 
 
 def gain_large_when_plentiful(ev: Evidence, shared: Shared) -> list[Unit]:
-    """Per task with a plentiful size (≥ PLENTIFUL) and a size at most a tenth of it, per prefix of k < L layers:
+    """Per task with a plentiful size (≥ PLENTIFUL) and a scarce one (below PLENTIFUL and at most a tenth of the
+    plentiful), per prefix of k < L layers:
     its gain score(k) − scratch exceeds single_layer_margin at the largest size and stays within it at the
     smallest."""
     claim, m, units = (
@@ -519,7 +520,7 @@ def gain_large_when_plentiful(ev: Evidence, shared: Shared) -> list[Unit]:
         [],
     )
     for task, scarce, plentiful, at_scarce, at_plentiful in size_pairs(ev, ratio=10):
-        if plentiful < PLENTIFUL:
+        if plentiful < PLENTIFUL or scarce >= PLENTIFUL:
             continue
         for k in range(1, ev.num_layers):
             if not ({k, 0} <= set(at_scarce) and {k, 0} <= set(at_plentiful)):

@@ -168,6 +168,7 @@ def test_a_prefix_gains_much_when_data_are_plentiful_and_nothing_when_scarce():
     assert verdict(sizes(plentiful, plentiful).evidence(single_layer_margin=0.1), claim).text == "contradicted"
     small_data = verdict(sizes(late, plentiful, scarce=50, plentiful=500).evidence(), claim)
     assert small_data.units == ()  # 500 examples are not plentiful: the command adds 5,000
+    assert units(sizes(late, plentiful, scarce=5000, plentiful=50000).evidence(), claim) == []  # 5,000 is not scarce
     assert small_data.text == NOT_RUN and "studies.progressive.sizes=[8, 16, 5000]" in small_data.needs, (
         small_data.needs
     )
