@@ -609,7 +609,8 @@ CLAIMS_001 = (
         "benefits in data-scarce settings.",
         f"A prefix of k < L pretrained layers (the progressive scheme at k) against scratch: its absolute gain "
         f"exceeds report.single_layer_margin at a plentiful size (≥ {PLENTIFUL:,} examples, the papers' plentiful "
-        "sizes) and stays within it at a size at most a tenth of that (001: 500 examples); existential over tasks "
+        "sizes) and stays within it at a scarce size, below that and at most a tenth of the plentiful one (001: 500 "
+        "examples); existential over tasks "
         "and k ('may provide'). Runs below a plentiful size are outside the statement and give no unit.",
         "per (task, k): gain > margin at the plentiful size (one-sided) AND |gain| < margin at the scarce size "
         "(TOST), intersection-union within the unit; Holm across k and tasks",
