@@ -41,8 +41,8 @@ class Need:
     """Runs a claim needs: a study of `scheme` with `modifiers` (named `study` when it has to be
     added, with `args`), on `tasks` (empty: any), with `sizes` ("two": at least two sizes;
     "tenfold": two at least 10 times apart; "small": one at most train.small_size; "large": one
-    above it; "plentiful": one of at least evidence.PLENTIFUL_SIZE), `min_tasks` tasks, and probes of its tasks
-    when `probe`."""
+    above it; "plentiful": one of at least evidence.PLENTIFUL_SIZE; "plentiful_and_scarce": one of at least
+    PLENTIFUL_SIZE and one below it at most a tenth of it), `min_tasks` tasks, and probes of its tasks when `probe`."""
 
     scheme: str
     study: str

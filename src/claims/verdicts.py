@@ -642,9 +642,14 @@ def flow(value) -> str:
 def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[int]:
     """The sizes `have` with what `need` asks for added: a second size ("two"), one at least 10 times
     the smallest ("tenfold"), one at most train.small_size ("small"), one above it ("large"), one of at least
-    PLENTIFUL_SIZE ("plentiful"); in a study that is `added`, "small", "large" and "plentiful" replace `have` (its
+    PLENTIFUL_SIZE ("plentiful"), one of at least PLENTIFUL_SIZE and one below it at most a tenth of the largest
+    ("plentiful_and_scarce"); in a study that is `added`, "small", "large" and "plentiful" replace `have` (its
     runs at the other sizes would train for nothing)."""
     sizes = list(have)
+    if need.sizes == "plentiful_and_scarce":
+        sizes += [PLENTIFUL_SIZE] if max(sizes) < PLENTIFUL_SIZE else []
+        scarce = min(sizes) * 10 <= max(sizes) and min(sizes) < PLENTIFUL_SIZE
+        sizes += [] if scarce else [min(max(sizes), PLENTIFUL_SIZE) // 10]
     if need.sizes == "two" and len(sizes) < 2:
         sizes.append(2 * max(sizes))
     if need.sizes == "tenfold" and max(sizes) < 10 * min(sizes):

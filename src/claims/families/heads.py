@@ -140,6 +140,66 @@ def heads_barely_matter(ev: Evidence, shared: Shared) -> list[Unit]:
     return head_units(ev, claim, EVERY_LAYER, 1, test, shape="within", margin=margin)
 
 
+def late_heads_cost_less(ev: Evidence, shared: Shared) -> list[Unit]:
+    """Per task and size: the mean over the heads run in layers L−1 and L of head reinit − full, against the same
+    mean over layers 1 and 2 (the full model cancels): late − early > 0."""
+    units: list[Unit] = []
+    by_size: dict[tuple[str, int], dict[str, list[str]]] = {}
+    for (task, size, layer), (by_head, _) in head_groups(ev, lambda L: FIRST_TWO(L) | LAST_TWO(L), False).items():
+        side = "late" if layer in LAST_TWO(ev.num_layers) else "early"
+        by_size.setdefault((task, size), {"early": [], "late": []})[side] += list(by_head.values())
+    for (task, size), sides in by_size.items():
+        if sides["early"] and sides["late"]:
+            weights = {slug: 1 / len(sides["late"]) for slug in sides["late"]}
+            weights |= {slug: -1 / len(sides["early"]) for slug in sides["early"]}
+            test = "mean head reinit in layers L−1, L − mean head reinit in layers 1, 2 > 0"
+            name = f"{task} n={size} ({len(sides['late'])} late, {len(sides['early'])} early heads)"
+            units.append(
+                contrast_unit(
+                    ev, "head_reinit_costs_less_downstream_than_upstream", task, size, weights, test, name=name
+                )
+            )
+    return units
+
+
+def head_on_average(ev: Evidence, claim: str, head: int, sign_of, tasks: tuple = ()) -> list[Unit]:
+    """Per task (of `tasks`, every one where empty) and size: sign_of(task) × (the mean over the layers it ran of
+    head `head` reinitialised − full) > 0 (the paper's "on average": over layers 1, 2, L−1 and L)."""
+    units: list[Unit] = []
+    by_size: dict[tuple[str, int], tuple[list[str], str]] = {}
+    for (task, size, _), (by_head, full) in head_groups(ev, EVERY_LAYER, False).items():
+        if head in by_head and (not tasks or task in tasks):
+            by_size.setdefault((task, size), ([], full))[0].append(by_head[head])
+    for (task, size), (slugs, full) in by_size.items():
+        sign = sign_of(task)
+        weights = {slug: sign / len(slugs) for slug in slugs} | {full: -sign}
+        what = f"mean over {len(slugs)} layers of head {head} reinit − full"
+        units.append(
+            contrast_unit(
+                ev,
+                claim,
+                task,
+                size,
+                weights,
+                f"{what} > 0" if sign > 0 else f"−({what}) > 0",
+                name=f"{task} n={size} head {head}",
+            )
+        )
+    return units
+
+
+HEAD_12 = 11  # the paper's head 12 of BERT-base's 12 (head_index counts from 0)
+
+
+def head_12_helps(ev: Evidence, shared: Shared) -> list[Unit]:
+    return head_on_average(ev, "head_12_reinit_helps_on_average", HEAD_12, lambda task: 1, ("cola", "stsb"))
+
+
+def head_1_roles(ev: Evidence, shared: Shared) -> list[Unit]:
+    sign = lambda task: 1 if task == "cola" else -1  # noqa: E731 - the paper's example: CoLA up, STS-B down
+    return head_on_average(ev, "head_1_reinit_helps_cola_hurts_stsb", 0, sign, ("cola", "stsb"))
+
+
 FIG5 = "(Fig. 5: CoLA, head reinit − full in MCC, baseline 0.526, one run each)"  # 004's per-head table
 
 CLAIMS_004 = (
@@ -200,5 +260,44 @@ CLAIMS_004 = (
         specific_heads_matter,
         paper_value=f"head 4: −0.015, −0.045, −0.013, −0.002; head 9: −0.026, −0.047, +0.002, +0.005 in layers 1, 2, "
         f"11, 12 {FIG5}",
+    ),
+    Claim(
+        "head_reinit_costs_less_downstream_than_upstream",
+        f"{SEED_004} §4.3.2 (the heads study's hypothesis), §6.3, Figs. 7-8",
+        "We expect that reinitializing attention heads in downstream layers will cause a smaller decline in "
+        "performance compared to reinitializing attention heads in upstream layers.",
+        "Per task and size: the mean over the heads run in layers L−1 and L (the paper's 11 and 12) of head "
+        "reinit − full against the same mean over layers 1 and 2; the full model cancels.",
+        "paired contrast mean(late heads) − mean(early heads) > 0",
+        (HEADS,),
+        late_heads_cost_less,
+        paper_value="CoLA: layers 11, 12 mean −full +0.006, +0.003; layers 1, 2 −0.008, −0.021 (late − early "
+        "+0.019); STS-B: +0.0003, +0.0009 vs −0.003, −0.004 (+0.004) (Figs. 7-8, one run per head)",
+    ),
+    Claim(
+        "head_12_reinit_helps_on_average",
+        f"{SEED_004} §6.3, Figs. 9-10",
+        "Reinitializing attention head 12 improves the performance of the two finetuning tasks on average.",
+        f"On CoLA and STS-B (the paper's two tasks), per size: head 12 (head_index {HEAD_12}) reinitialised, "
+        "averaged over the layers the heads study ran it in (the paper's 1, 2, 11, 12), against the full model. "
+        "STS-B comes from the GLUE files: not run offline.",
+        "paired contrast mean over layers of head 12 reinit − full > 0",
+        (replace(HEADS, args={"layers": [1, 2, "L-1", "L"], "heads": [HEAD_12]}, tasks=("cola", "stsb")),),
+        head_12_helps,
+        paper_value="mean over layers 1, 2, 11, 12: CoLA −0.001 (Fig. 9: its own table does not show the "
+        "improvement), STS-B +0.0005 (Fig. 10) (one run each)",
+    ),
+    Claim(
+        "head_1_reinit_helps_cola_hurts_stsb",
+        f"{SEED_004} §6.3, Figs. 9-10",
+        "Different attention heads play different roles in different tasks. For example, reinitializing attention "
+        "head 1 will increase the performance for CoLA but decrease the performance for STS-B on average.",
+        "Head 1 (head_index 0) reinitialised, averaged over the layers the heads study ran it in, against the full "
+        "model: above it on CoLA, below it on STS-B (the paper's example; STS-B comes from the GLUE files: not run "
+        "offline).",
+        "paired contrast per task: mean over layers of head 1 reinit − full > 0 on CoLA, < 0 on STS-B",
+        (replace(HEADS, tasks=("cola", "stsb")),),
+        head_1_roles,
+        paper_value="mean over layers 1, 2, 11, 12: CoLA +0.0009, STS-B −0.0008 (Figs. 9-10, one run each)",
     ),
 )

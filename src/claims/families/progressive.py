@@ -23,8 +23,11 @@ from src.claims.claim import (
     curve_contrasts,
     curves_under_eval_draws,
     in_scope,
+    interval_text,
     k_text,
+    number,
     one_sided_welch,
+    p_text,
     per_trial_contrast,
     plentiful_only,
     variance_ratio_unit,
@@ -32,6 +35,7 @@ from src.claims.claim import (
 )
 from src.claims.curves import along_draws, curves_design
 from src.claims.evidence import (
+    PLENTIFUL_SIZE,
     SST2_QNLI,
     Evidence,
     chance_level,
@@ -340,6 +344,247 @@ def all_reinit_at_chance(ev: Evidence, shared: Shared) -> list[Unit]:
     return in_scope(units, lambda u: u.key[0] in HUANG_TASKS, outside_scope(SEED_004, HUANG_SCOPE))
 
 
+# --- claims added for issue 50 (003 §6.1.2-§7, 004 §6.2, 001's v2 abstract) ---
+
+
+def middle_third(L: int) -> dict[int, float]:
+    """The middle third's gain: score(k = ⌈2L/3⌉) − score(k = ⌊L/3⌋) (layers 5-8 of 12 kept pretrained)."""
+    return {math.ceil(2 * L / 3): 1, L // 3: -1}
+
+
+def middle_helps_sst2_not_qnli(ev: Evidence, shared: Shared) -> list[Unit]:
+    m = ev.settings.single_layer_margin
+    sst2 = curve_contrasts(
+        ev,
+        "middle_layers_help_sst2_not_qnli",
+        lambda L: [("", middle_third(L), "score(k=⌈2L/3⌉) − score(k=⌊L/3⌋) > 0 on SST-2")],
+        tasks=("sst2",),
+    )
+    qnli = curve_contrasts(
+        ev,
+        "middle_layers_help_sst2_not_qnli",
+        lambda L: [("", middle_third(L), f"score(k=⌈2L/3⌉) − score(k=⌊L/3⌋) < {m} on QNLI (non-superiority)")],
+        tasks=("qnli",),
+        shape="below",
+        margin=m,
+    )
+    return sst2 + qnli
+
+
+def task_pairs(ev: Evidence, a: str, b: str, within: float | None = None):
+    """(size of `a`, size of `b`) for each size of task `a`'s progressive curve and the size of `b`'s nearest to it
+    (by ratio); with `within`, only where the two differ by at most that fraction of `a`'s."""
+    sizes = ev.curve_sizes()
+    for size in sizes.get(a, []):
+        if b not in sizes:
+            return
+        nearest = min(sizes[b], key=lambda s: abs(math.log(s / size)))
+        if within is None or abs(nearest - size) <= within * size:
+            yield size, nearest
+
+
+def between_tasks(ev: Evidence, claim: str, test: str, per_trial, pairs) -> list[Unit]:
+    """Welch over trials of `per_trial(task, size)` (one value per trial, or None) on SST-2 − on QNLI > 0 at each
+    (SST-2 size, QNLI size) of `pairs` (task_pairs). The tasks' runs are independent; trials only: each task's eval
+    set is held fixed (the estimand is of these eval sets)."""
+    units = []
+    for small, other in pairs:
+        pair = (("sst2", small), ("qnli", other))
+        a, b = per_trial("sst2", small), per_trial("qnli", other)
+        if a is None or b is None:
+            continue
+        units.append(
+            one_sided_welch(
+                ev,
+                claim,
+                f"sst2 n={small} vs qnli n={other}",
+                test,
+                a,
+                b,
+                studies=tuple(sorted({s for task, n in pair for s in curve_studies(ev, task, n)})),
+                reads=pair,
+                notes=("trials only: each task's eval set is held fixed",),
+            )
+        )
+    return units
+
+
+def curve_studies(ev: Evidence, task: str, size: int) -> tuple:
+    return studies_of(ev, task, size, [c.slug for c in ev.curve(task, size).values()])
+
+
+MATCHED = 0.1  # 003 §6.1.3's "similar training data sizes": 673 SST-2 and 628 QNLI examples (1% and 0.6%)
+
+
+def sst2_middle_beats_qnli_at_equal_size(ev: Evidence, shared: Shared) -> list[Unit]:
+    def middle_gain(task: str, size: int):
+        by_k, weights = ev.curve(task, size), middle_third(ev.num_layers)
+        if not set(weights) <= set(by_k):
+            return None
+        return per_trial_contrast(ev, task, size, {by_k[k].slug: w for k, w in weights.items()})
+
+    return between_tasks(
+        ev,
+        "sst2_middle_layers_matter_more_than_qnlis_at_equal_size",
+        "Welch t over trials: middle third's gain score(k=⌈2L/3⌉) − score(k=⌊L/3⌋) on SST-2 − on QNLI > 0",
+        middle_gain,
+        [(a, b) for a, b in task_pairs(ev, "sst2", "qnli", MATCHED) if a < PLENTIFUL_SIZE],  # §6.1.3: small data
+    )
+
+
+def linearity(curves: np.ndarray) -> np.ndarray:
+    """Fisher's z of each curve's (rows of `curves`, over k = 0, 1, …) Pearson correlation of score with k: how
+    close to a straight line it is. Not R² itself: per-trial R² is skewed, and a Welch t of it exceeds its size
+    where the tasks' spreads differ (docs/claims.md); its z is near symmetric. NaN for a flat curve."""
+    y = np.asarray(curves, dtype=float)
+    k = np.arange(y.shape[-1]) - (y.shape[-1] - 1) / 2
+    centred = y - y.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (centred * k).sum(axis=-1) / np.sqrt((k**2).sum() * (centred**2).sum(axis=-1))
+        return np.arctanh(r)
+
+
+def sst2_more_linear_than_qnli(ev: Evidence, shared: Shared) -> list[Unit]:
+    def per_trial(task: str, size: int):
+        curve = shared.curves.get((task, size))
+        return None if curve is None else linearity(curve.per_trial)
+
+    units = between_tasks(
+        ev,
+        "sst2_curve_more_linear_than_qnli",
+        "Welch t over trials: per-trial Fisher z of corr(score, k) on SST-2 − on QNLI > 0",
+        per_trial,
+        task_pairs(ev, "sst2", "qnli"),
+    )
+    flat = "a trial's curve is flat (every k scored alike, e.g. every run collapsed): its linearity is undefined"
+    return [refuse(u, Refusal.TOO_FEW, flat) if not np.isfinite(u.estimate) and not u.refused else u for u in units]
+
+
+def flat_units(ev: Evidence, claim: str, task: str, last: int) -> list[Unit]:
+    """|score(k) − scratch| < single_layer_margin (TOST) for k = 1 .. `last` on `task`: the curve flat there."""
+    m = ev.settings.single_layer_margin
+    return curve_contrasts(
+        ev,
+        claim,
+        lambda L: [(f" k={k}", {k: 1, 0: -1}, f"|score(k={k}) − scratch| < {m} (TOST)") for k in range(1, last + 1)],
+        tasks=(task,),
+        shape="within",
+        margin=m,
+    )
+
+
+def rte_flat_until_layer_7(ev: Evidence, shared: Shared) -> list[Unit]:
+    return flat_units(ev, "rte_flat_until_layer_7", "rte", 5 * ev.num_layers // 12)  # 5 of 12
+
+
+def stsb_peaks_at_layer_8(ev: Evidence, shared: Shared) -> list[Unit]:
+    peak = 2 * ev.num_layers // 3  # layer 8 of 12
+    return curve_contrasts(
+        ev,
+        "stsb_peaks_at_layer_8_and_layers_9_to_11_hinder",
+        lambda L: [
+            (f" k={peak} vs {peak - 1}", {peak: 1, peak - 1: -1}, f"score(k={peak}) − score(k={peak - 1}) > 0"),
+            *(
+                (f" k={peak} vs {k}", {peak: 1, k: -1}, f"score(k={peak}) − score(k={k}) > 0")
+                for k in range(peak + 1, L)
+            ),
+        ],
+        tasks=("stsb",),
+    )
+
+
+def cola_flat_until_layer_10(ev: Evidence, shared: Shared) -> list[Unit]:
+    jump = 5 * ev.num_layers // 6  # layer 10 of 12
+    claim = "cola_flat_until_layer_10"
+    rise = curve_contrasts(
+        ev,
+        claim,
+        lambda L: [(f" k={jump} vs {jump - 1}", {jump: 1, jump - 1: -1}, f"score(k={jump}) − score(k={jump - 1}) > 0")],
+        tasks=("cola",),
+    )
+    return flat_units(ev, claim, "cola", jump - 1) + rise
+
+
+def both_unit(claim: str, name: str, test: str, first: Unit, second: Unit) -> Unit:
+    """The conjunction of two units' claims: its test for is their intersection-union (the larger p for), its
+    test against the union of their tests against (Bonferroni: twice the smaller p against); refused where either
+    part is. The estimate is the first part's minus the second's (here: the gain at the plentiful size minus at the
+    scarce one); each part's own estimate, interval and p for are in the notes."""
+    parts = (first, second)
+    refused = next((part.refused for part in parts if part.refused), None)
+    unit = Unit(
+        claim,
+        name,
+        test,
+        first.estimate - second.estimate,
+        (math.nan, math.nan),
+        first.n,
+        studies=tuple(sorted({s for part in parts for s in part.studies})),
+        notes=tuple(
+            f"{part.name}: {part.test}: {number(part.estimate)} {interval_text(part)}, p for {p_text(part.p_for)}"
+            for part in parts
+        ),
+        refused=refused,
+        interval_note=refused.reason if refused else "a conjunction of two tests: each part's estimate in the notes",
+        reads=first.reads + second.reads,
+        test_type=first.test_type,
+        collapse={f"{part.name}: {slug}": rate for part in parts for slug, rate in part.collapse.items()},
+    )
+    if refused:
+        return unit
+    return replace(
+        unit, p_for=max(first.p_for, second.p_for), p_against=min(1.0, 2 * min(first.p_against, second.p_against))
+    )
+
+
+def gain_large_when_plentiful(ev: Evidence, shared: Shared) -> list[Unit]:
+    """Per task with a plentiful size (≥ PLENTIFUL_SIZE) and a scarce one (below PLENTIFUL_SIZE and at most a tenth
+    of the plentiful), per prefix of k < L layers:
+    its gain score(k) − scratch exceeds single_layer_margin at the largest size and stays within it at the
+    smallest."""
+    claim, m, units = (
+        "pretrained_layers_gain_large_when_plentiful_negligible_when_scarce",
+        ev.settings.single_layer_margin,
+        [],
+    )
+    for task, scarce, plentiful, at_scarce, at_plentiful in size_pairs(ev, ratio=10):
+        if plentiful < PLENTIFUL_SIZE or scarce >= PLENTIFUL_SIZE:
+            continue
+        for k in range(1, ev.num_layers):
+            if not ({k, 0} <= set(at_scarce) and {k, 0} <= set(at_plentiful)):
+                continue
+            large = contrast_unit(
+                ev,
+                claim,
+                task,
+                plentiful,
+                {at_plentiful[k]: 1, at_plentiful[0]: -1},
+                f"score(k={k}) − scratch > {m}",
+                shape="above",
+                margin=-m,
+            )
+            small = contrast_unit(
+                ev,
+                claim,
+                task,
+                scarce,
+                {at_scarce[k]: 1, at_scarce[0]: -1},
+                f"|score(k={k}) − scratch| < {m} (TOST)",
+                shape="within",
+                margin=m,
+            )
+            units.append(
+                both_unit(
+                    claim,
+                    f"{task} k={k} n={plentiful} vs n={scarce}",
+                    f"score(k={k}) − scratch > {m} at n={plentiful} and within ±{m} at n={scarce}",
+                    large,
+                    small,
+                )
+            )
+    return units
+
+
 CLAIMS_001 = (
     Claim(
         "full_beats_scratch",
@@ -359,7 +604,7 @@ CLAIMS_001 = (
         "layers': k = ⌈report.few_layers_fraction × L⌉ pretrained layers (the caption's three of 12 is 0.25); "
         "'plentiful': every size of 5,000 examples and up (001's 5k and 50k); below, outside the paper's scope.",
         "paired contrast score(k=few) − (full + scratch)/2 > 0; needs the gap",
-        (replace(PROGRESSIVE, sizes="plentiful"),),
+        (replace(PROGRESSIVE, sizes="plentiful_and_scarce"),),
         few_layers_suffice,
         needs_gap=True,
     ),
@@ -383,6 +628,25 @@ CLAIMS_001 = (
         "one-sided F test of the variance ratio (normal scores)",
         (TWO_SIZES,),
         subsampling_variance,
+    ),
+    Claim(
+        "pretrained_layers_gain_large_when_plentiful_negligible_when_scarce",
+        f"{SEED_001} v2 abstract (002_98be35e3712dd4a8.txt, arXiv:2004.14975v2)",
+        "The benefit of using pretrained parameters for a layer varies dramatically with finetuning dataset size: "
+        "parameters that provide tremendous performance improvement when data is plentiful may provide negligible "
+        "benefits in data-scarce settings.",
+        f"A prefix of k < L pretrained layers (the progressive scheme at k) against scratch: its absolute gain "
+        f"exceeds report.single_layer_margin at a plentiful size (≥ {PLENTIFUL_SIZE:,} examples, the papers' plentiful "
+        "sizes) and stays within it at a scarce size, below that and at most a tenth of the plentiful one (001: 500 "
+        "examples); existential over tasks "
+        "and k ('may provide'). Runs below a plentiful size are outside the statement and give no unit.",
+        "per (task, k): gain > margin at the plentiful size (one-sided) AND |gain| < margin at the scarce size "
+        "(TOST), intersection-union within the unit; Holm across k and tasks",
+        (replace(PROGRESSIVE, sizes="plentiful"),),
+        gain_large_when_plentiful,
+        every=False,
+        paper_value="Fig. 1: the first three layers give most of the gain at 5,000 and 50,000 examples, more layers "
+        "are needed at 500 (no table of numbers)",
     ),
 )
 
@@ -450,6 +714,52 @@ CLAIMS_003 = (
         "TOST |score(L) − score(L−2)| < margin",
         (replace(PROGRESSIVE, tasks=SST2_QNLI),),
         top_two_negligible,
+    ),
+    Claim(
+        "middle_layers_help_sst2_not_qnli",
+        f"{SEED_003} §7, §6.1.2",
+        "The importance of middle-layers' pre-trained information is task dependant: while it increases performance "
+        "in SST-2, it fails to provide a positive contribution in QNLI (§6.1.2: for all the training data fractions, "
+        "the contribution of pre-trained information from the middle layers is fairly low).",
+        "The middle third's gain, score(k = ⌈2L/3⌉) − score(k = ⌊L/3⌋) (layers 5-8 of 12 kept pretrained): above 0 "
+        "on SST-2, below report.single_layer_margin on QNLI ('no positive contribution': non-superiority), at every "
+        "size of each task (§6.1.2: 'for all the training data fractions').",
+        "paired contrast per task and size: middle gain > 0 on SST-2; middle gain < margin on QNLI",
+        (replace(PROGRESSIVE, tasks=("sst2", "qnli")),),
+        middle_helps_sst2_not_qnli,
+        paper_value="SST-2 at 673 examples: reinitialising the middle layers costs about 5 accuracy points (§6.1.3); "
+        "QNLI: 'fairly low' at every fraction (Fig. 1(b), no number)",
+    ),
+    Claim(
+        "sst2_middle_layers_matter_more_than_qnlis_at_equal_size",
+        f"{SEED_003} §6.1.3, §4.3.1, Fig. 1(c)",
+        "Comparing the fine-tuning performance with partial reinitialisation on both tasks with similar training "
+        "data sizes (around 670 examples) we see very different degrees of concavity: for QNLI the pre-trained "
+        "information from the first four layers contributes most, the middle and later layers not much; for SST-2 "
+        "reinitialising the middle layers also leads to considerable drops in accuracy, by about 5% points.",
+        f"The middle third's gain (as middle_layers_help_sst2_not_qnli) on SST-2 against QNLI at sizes within "
+        f"{MATCHED:.0%} of each other and below {PLENTIFUL_SIZE:,} examples (§6.1.3 is 'for small data': the "
+        "paper's 1% of SST-2, 673 examples, and 0.6% of QNLI, 628; presets/singh_giovanardi.yaml runs both); no unit "
+        "at sizes further apart or plentiful. The paper compares concavity, not a plateau size: what is tested is which "
+        "task's middle layers contribute more at matched small data.",
+        "Welch t over trials of the middle third's gain on SST-2 − on QNLI > 0 (tasks' runs independent; trials only)",
+        (replace(PROGRESSIVE, tasks=("sst2", "qnli")),),
+        sst2_middle_beats_qnli_at_equal_size,
+        paper_value="SST-2 middle layers: about −5 accuracy points when reinitialised; QNLI: 'not contributing much' "
+        "(§6.1.3, Fig. 1(c), no table)",
+    ),
+    Claim(
+        "sst2_curve_more_linear_than_qnli",
+        f"{SEED_003} §6.2 (on Fig. 1(a, b))",
+        "SST-2 presents a more linear pattern [of partial re-initialisation] than QNLI, which instead presents a "
+        "steep jump in performance.",
+        "Each trial's progressive curve over k: how close to a straight line it is, as Fisher's z of its Pearson "
+        "correlation of score with k (a monotone function of a line's R² for a rising curve; z, not R², because a "
+        "t of per-trial R² loses its size where the tasks' spreads differ), SST-2 against QNLI at each SST-2 size "
+        "and QNLI's nearest size.",
+        "Welch t over trials of per-trial z on SST-2 − on QNLI > 0 (tasks' runs independent; trials only)",
+        (replace(PROGRESSIVE, tasks=("sst2", "qnli")),),
+        sst2_more_linear_than_qnli,
     ),
 )
 
@@ -520,5 +830,44 @@ CLAIMS_004 = (
         (replace(PROGRESSIVE, tasks=("mrpc",)),),
         mrpc_insensitive,
         paper_value="accuracy 0.776 with no layer reinitialised, 0.683 with any k layers; F1 0.848 vs 0.812 (§5.6)",
+    ),
+    Claim(
+        "rte_flat_until_layer_7",
+        f"{SEED_004} §6.2, Fig. 3",
+        "[For RTE] we also observe that performance is flat before reinitializing layer 7; the upstream layers "
+        "mostly have negligible effect on improving the performance over random guessing until the middle layers "
+        "(layer 8 for RTE).",
+        "On RTE, keeping k = 1 … ⌊5L/12⌋ pretrained layers (5 of 12) scores within report.single_layer_margin of "
+        "scratch (k = 0), at every such k. Fig. 3's axis is the first layer reinitialised, x = k + 1 (its 'layer "
+        "13' is no reinitialisation): 'before reinitializing layer 7' is x = 1 … 6.",
+        "TOST |score(k) − scratch| < margin per k",
+        (replace(PROGRESSIVE, tasks=("rte",)),),
+        rte_flat_until_layer_7,
+    ),
+    Claim(
+        "stsb_peaks_at_layer_8_and_layers_9_to_11_hinder",
+        f"{SEED_004} §6.2, Fig. 3",
+        "For STS-B, when we add back the 8th pretrained layer we see a spike in performance; afterwards the "
+        "performance halves until no layers are reinitialised. The information encoded in layers 9 through 11 "
+        "actually hinder the model from performing well.",
+        "On STS-B, k = ⌊2L/3⌋ (8 of 12) against k − 1 (the spike) and against every k from ⌊2L/3⌋ + 1 to L − 1 "
+        "(layers 9-11 added back hinder). STS-B comes from the GLUE files: not run offline.",
+        "paired contrast per k: score(⌊2L/3⌋) − score(k) > 0",
+        (replace(PROGRESSIVE, tasks=("stsb",)),),
+        stsb_peaks_at_layer_8,
+        paper_value="Pearson correlation near 0 up to k = 7, 0.5 at k = 8, about half that at k = 9-11 (Fig. 3, "
+        "one run each, no table)",
+    ),
+    Claim(
+        "cola_flat_until_layer_10",
+        f"{SEED_004} §6.2, Fig. 3",
+        "For CoLA, we observe that performance is flat until adding back layer 10, where it jumps to 0.6.",
+        "On CoLA, keeping k = 1 … ⌊5L/6⌋ − 1 pretrained layers (9 of 12) scores within report.single_layer_margin "
+        "of scratch (flat), and k = ⌊5L/6⌋ (layer 10 of 12 added back) beats k − 1 (the jump).",
+        "TOST |score(k) − scratch| < margin per k below the jump; paired contrast score(⌊5L/6⌋) − score(⌊5L/6⌋ − 1) "
+        "> 0",
+        (replace(PROGRESSIVE, tasks=("cola",)),),
+        cola_flat_until_layer_10,
+        paper_value="MCC about 0 up to k = 9, 0.6 at k = 10 (Fig. 3, one run each, no table)",
     ),
 )

@@ -7,12 +7,13 @@ builders beside it; src/claims/registry.py orders the families' entries."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from src.claims.claim import PROGRESSIVE, SEED_003, TWO_SIZES, Claim, Shared, one_sided_welch, p_text
 from src.claims.evidence import Evidence, studies_of
-from src.claims.units import Unit, slope_unit
+from src.claims.units import Unit, estimate_test_unit, slope_unit
 from src.stats import hypothesis
 
 
@@ -122,6 +123,44 @@ def weight_change_interaction(ev: Evidence, shared: Shared) -> list[Unit]:
     return units
 
 
+BALANCED = 0.2  # "balanced across layers": the fitted line's rise from the first layer to the last within ±20% of
+# the mean ‖ΔW‖ (each end within ±10% of it); this project's margin, the paper gives no number
+
+
+def relative_rise(by_layer: dict[int, float]) -> float:
+    """A trial's OLS slope of ‖ΔW_output‖ over layers times the layers' span, over its mean ‖ΔW‖: the fitted line's
+    rise from the first layer to the last as a share of the mean change (scale-free, so comparable across
+    models)."""
+    layers = np.array(sorted(by_layer), dtype=float)
+    values = np.array([by_layer[int(layer)] for layer in layers])
+    return float(np.polyfit(layers, values, 1)[0] * (layers[-1] - layers[0]) / values.mean())
+
+
+def cola_weight_change_balanced(ev: Evidence, shared: Shared) -> list[Unit]:
+    units = []
+    for (task, size), changes in ev.output_change().items():
+        if task != "cola":
+            continue
+        rises = np.array([relative_rise(by_layer) for _, by_layer in sorted(changes.by_trial.items())])
+        n = len(rises)
+        sd = float(np.std(rises, ddof=1)) if n > 1 else math.nan
+        estimate = hypothesis.Estimate(float(rises.mean()), sd / math.sqrt(n), n, n - 1, sd, n - 1)
+        units.append(
+            estimate_test_unit(
+                "cola_weight_change_balanced_across_layers",
+                f"{task} n={size}",
+                f"|relative rise of end-of-training ‖ΔW_output‖ over layers| < {BALANCED} (TOST, t over trials)",
+                estimate,
+                shape="within",
+                margin=BALANCED,
+                studies=studies_of(ev, task, size, changes.slugs),
+                reads=((task, size),),
+                notes=("trials only: a run's ‖ΔW‖ has no eval-set noise",),
+            )
+        )
+    return units
+
+
 CLAIMS_003 = (
     Claim(
         "later_layers_move_more",
@@ -159,5 +198,19 @@ CLAIMS_003 = (
         "Welch t > 0",
         (TWO_SIZES,),
         weight_change_interaction,
+    ),
+    Claim(
+        "cola_weight_change_balanced_across_layers",
+        f"{SEED_003} App. B, Fig. 5(b)",
+        "Regarding the weights' changes between BERT base and fine-tuned, for CoLA we have a more noisy pattern "
+        "[...] we can conclude that all layers have a more balanced chance to change because none of them is "
+        "appropriate for this specific task.",
+        f"On CoLA, each trial's end-of-training ‖ΔW‖ of the full model's output sublayer per layer (as "
+        f"later_layers_move_more): the OLS line's rise from the first layer to the last, over the trial's mean "
+        f"‖ΔW‖, within ±{BALANCED} (each end within ±{BALANCED / 2:.0%} of the mean; this project's margin, the "
+        "paper gives no number).",
+        "TOST |mean relative rise| < margin, one-sample t over trials",
+        (replace(PROGRESSIVE, tasks=("cola",)),),
+        cola_weight_change_balanced,
     ),
 )
