@@ -740,8 +740,8 @@ CLAIMS_003 = (
         f"The middle third's gain (as middle_layers_help_sst2_not_qnli) on SST-2 against QNLI at sizes within "
         f"{MATCHED:.0%} of each other and below {PLENTIFUL_SIZE:,} examples (§6.1.3 is 'for small data': the "
         "paper's 1% of SST-2, 673 examples, and 0.6% of QNLI, 628; presets/singh_giovanardi.yaml runs both); no unit "
-        "at sizes further apart or plentiful. The paper compares concavity, not a plateau size: what is tested is which "
-        "task's middle layers contribute more at matched small data.",
+        "at sizes further apart or plentiful. The paper compares concavity, not a plateau size: what is tested is "
+        "which task's middle layers contribute more at matched small data.",
         "Welch t over trials of the middle third's gain on SST-2 − on QNLI > 0 (tasks' runs independent; trials only)",
         (replace(PROGRESSIVE, tasks=("sst2", "qnli")),),
         sst2_middle_beats_qnli_at_equal_size,
