@@ -76,3 +76,43 @@ def test_a_call_is_fast():
     for _ in range(10):
         assurance(lambda e: e.p_equivalent(0.03), 0.05, observed, 7)
     assert (time.perf_counter() - start) / 10 < 0.2  # about 5 ms on an idle core; 0.2 s leaves room for load
+
+
+@pytest.mark.parametrize(("trials", "fixed", "level"), [(10, 0.004, 0.05), (30, 0.03, 0.05 / 20)])
+def test_the_assurance_is_calibrated_the_stated_chance_is_the_rate_at_which_the_trials_then_decide(
+    trials, fixed, level
+):
+    """Designs whose effect on this eval set is flat over a wide range and whose trial SD is log-uniform (the
+    priors the assurance's posterior assumes): 3 trials observed, then `trials` new ones on the same eval set.
+    Among designs given a chance p, a share p of the new trials decide, overall and within each fifth of p."""
+    rng = np.random.default_rng(11)
+    reps, n = 2000, 3
+    effect = rng.uniform(-0.1, 0.2, reps)
+    sigma = np.exp(rng.uniform(math.log(0.01), math.log(0.2), reps))
+
+    def run(count):
+        return effect + sigma / math.sqrt(count) * rng.standard_normal(reps), sigma * np.sqrt(
+            rng.chisquare(count - 1, reps) / (count - 1)
+        )
+
+    (observed, sd), (new, new_sd) = run(n), run(trials)
+    stated = np.array(
+        [
+            assurance(
+                greater,
+                level,
+                Estimate(e, math.hypot(s / math.sqrt(n), fixed), n, n - 1.0, s, n - 1.0, fixed),
+                trials,
+                1000,
+                i,
+            )
+            for i, (e, s) in enumerate(zip(observed, sd))
+        ]
+    )
+    se = np.hypot(new_sd / math.sqrt(trials), fixed)
+    decided = Estimate(new, se, trials, trials - 1.0, new_sd, trials - 1.0, fixed).p_greater() < level
+    assert stated.mean() == pytest.approx(decided.mean(), abs=0.03)
+    for low in np.arange(0, 1, 0.2):
+        chosen = (stated >= low) & (stated < low + 0.2)
+        p = stated[chosen].mean()  # the bin's decisions are binomial with about this p: 3.5 SEs, and 0.01 for the draws
+        assert p == pytest.approx(decided[chosen].mean(), abs=3.5 * math.sqrt(p * (1 - p) / chosen.sum()) + 0.01)
