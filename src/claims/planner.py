@@ -261,10 +261,11 @@ def plan_trials(  # noqa: PLR0913
     sims = {u: o for u, o in outcomes.items() if isinstance(o, Simulated)}
     if claim.every:
         unplanned = [outcomes[u] for u in blocking if u not in sims]
-        if any(g is None for gaps in gap_lists.values() for g in gaps):
-            return Plan(
-                (), False, "", None, None, None, (*reasons, "a full-vs-scratch gap it needs has no runs"), family
-            )
+        gapless = tuple(
+            f"{u.name}: the full-vs-scratch gap it needs has no runs" for u, g in gap_lists.items() if None in g
+        )
+        if gapless:
+            return Plan((), False, "", None, None, None, (*reasons, *gapless), family)
         if unplanned:
             return floor_plan([o for o in unplanned if isinstance(o, tuple)], have, blocking, ev, reasons, family)
         mains = [sims[j.unit] for j in units if j.unit in sims]

@@ -910,6 +910,28 @@ def test_the_planner_plans_no_trials_for_a_unit_more_trials_cannot_decide():
     assert any(unit.refused.reason in reason for reason in v.plan.reasons)
 
 
+def test_the_planner_plans_no_trials_where_a_needed_gap_has_no_runs():
+    """Blocks at a size the progressive study does not run: the full-vs-scratch gap the claim needs there has no
+    runs, so no number of trials of its studies can support it: no plan, and that as its reason."""
+    b = Builder().curve(RISING, trials=6, spread=0.002)
+    for t in range(3):
+        for layer, value in ((1, 0.8), (L - 2, 0.6)):
+            b.add(
+                f"preserve{layer}",
+                value + 0.01 * t,
+                size=100,
+                trial=t,
+                scheme="block_preserve",
+                layer=layer,
+                window=3,
+                study="blocks",
+            )
+    v = verdicts(b.evidence())["early_layers_help_most"]
+    assert v.text == "inconclusive" and [j.status for j in v.units] == ["for"]
+    assert v.plan.trials is None and v.plan.command is None and not v.plan.chances
+    assert v.plan.reasons == ("sst2 n=100: the full-vs-scratch gap it needs has no runs",)
+
+
 def test_the_planned_family_is_the_claims_papers():
     """Each paper's planned Holm family counts its own units with a p and those more trials make testable."""
     from src.claims.planner import planned_families
