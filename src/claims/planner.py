@@ -195,13 +195,15 @@ def decides(chance: Chance, trials: int) -> float:
     return sum(chance(trials))
 
 
-def smallest(chance: Chance, start: int, target: float) -> int:
-    """The smallest N in [start, MAX_TRIALS] whose chance reaches `target` (it does at MAX_TRIALS), by
-    bisection (the chance grows with N, up to Monte Carlo noise; every draw is seeded, so it is the same N
-    each time)."""
-    if decides(chance, start) >= target:
-        return start
-    low, high = start, MAX_TRIALS
+def smallest(chance: Chance, start: int, target: float) -> int | None:
+    """The smallest N in [start, MAX_TRIALS] whose chance of a decision reaches `target` (N = start - 1 taken
+    as below it), None where none does: doubling from `start`, then bisection (the chance grows with N, up to
+    Monte Carlo noise; every draw is seeded, so it is the same N each time)."""
+    low, high = start - 1, start
+    while decides(chance, high) < target:
+        if high >= MAX_TRIALS:
+            return None
+        low, high = high, min(2 * high, MAX_TRIALS)
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (low, middle) if decides(chance, middle) >= target else (middle, high)
@@ -214,15 +216,15 @@ def stated(chance: Chance, start: int, targets: Sequence[float]) -> tuple[list[t
     cap."""
     chances: list[tuple[int, float, float]] = []
     for target in sorted(set(targets)):
-        if decides(chance, MAX_TRIALS) < target:
-            limit = decides(chance, LIMIT_TRIALS)
-            if limit < target:
-                return chances, (
-                    f"no number of trials decides it with probability {target:.2f} on this eval set: at most "
-                    f"{limit:.2f} however many trials (the eval set's own SE, which more trials do not shrink)"
-                )
+        limit = decides(chance, LIMIT_TRIALS)
+        if limit < target:
+            return chances, (
+                f"no number of trials decides it with probability {target:.2f} on this eval set: at most "
+                f"{limit:.2f} however many trials (the eval set's own SE, which more trials do not shrink)"
+            )
+        n = smallest(chance, chances[-1][0] if chances else start, target)
+        if n is None:
             return chances, f"more than {MAX_TRIALS:,} trials to decide it with probability {target:.2f}"
-        n = smallest(chance, start, target)
         if not chances or n > chances[-1][0]:
             chances.append((n, *chance(n)))
     return chances, ""
