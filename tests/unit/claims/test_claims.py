@@ -932,6 +932,20 @@ def test_the_planner_plans_no_trials_where_a_needed_gap_has_no_runs():
     assert v.plan.reasons == ("sst2 n=100: the full-vs-scratch gap it needs has no runs",)
 
 
+def test_the_planner_draws_a_welch_unit_from_the_estimate_its_test_reads():
+    """A Welch unit keeps only its pooled SD (Spread): the Estimate the planner draws from has hypothesis.two_sample's
+    estimate, SE and df, so its p is the unit's."""
+    from src.claims.planner import observed_of
+    from src.claims.units import welch_unit
+    from src.stats.hypothesis import two_sample
+
+    a, b = np.array([0.31, 0.35, 0.28, 0.40, 0.33]), np.array([0.30, 0.26, 0.29, 0.27, 0.31])
+    unit = welch_unit("claim", "sst2", "a - b > 0", a, b)
+    drawn, welch = observed_of(unit), two_sample(a, b)
+    assert drawn.estimate == pytest.approx(welch.estimate) and drawn.se == pytest.approx(welch.se)
+    assert drawn.df == welch.df and drawn.p_greater() == pytest.approx(unit.p_for)
+
+
 def test_the_planned_family_is_the_claims_papers():
     """Each paper's planned Holm family counts its own units with a p and those more trials make testable."""
     from src.claims.planner import planned_families
