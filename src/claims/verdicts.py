@@ -129,7 +129,6 @@ class Judged:
 
 
 @dataclass(frozen=True)
-@dataclass(frozen=True)
 class Scope:
     """What a verdict is a verdict about, besides the report's model: the (task, size) pairs its units read
     (Unit.reads, else the unit's own key) and the trials of its units' tests (Unit.n; an exact test's points are
