@@ -143,7 +143,8 @@ def estimate_table(
     chunks of CHUNK replicates: `reps` at a true contrast of 0, `margin_reps` (default `reps`) at the margin. The
     one-sided size of an asymmetric null is the larger of its two tails'. `compensate`: as simulate's (without it
     the trained runs' contrast is the one at 0 or at the margin). `weights` (1,): condition A alone against a
-    constant (a chance level), its trained runs' accuracy minus ACCURACY − the contrast."""
+    constant (a chance level), its trained runs' accuracy minus ACCURACY − the contrast; more than two weights:
+    a contrast of as many conditions, B's draws after A (SLOPE_WEIGHTS, at a true contrast of 0 only)."""
     rng = np.random.default_rng(seed)
     replicates = {0.0: reps, MARGIN: reps if margin_reps is None else margin_reps}
     rows = []
@@ -155,7 +156,9 @@ def estimate_table(
             for start in range(0, max(replicates.values()), CHUNK):
                 for contrast in (c for c, n in replicates.items() if start < n):
                     size = min(CHUNK, replicates[contrast] - start)
-                    correct, majority = simulate(null, n_trials, size, rng, contrast, n_examples, compensate)
+                    correct, majority = simulate(
+                        null, n_trials, size, rng, contrast, n_examples, compensate, max(2, len(weights))
+                    )
                     for method in estimators:
                         e, refused = estimates(correct[: len(weights)], majority[: len(weights)], method, weights)
                         if len(weights) == 1:  # A against the constant its expected accuracy exceeds by `contrast`
@@ -236,3 +239,19 @@ def power_table(
                 rates = {m: (float(r[0] / reps), float(r[1] / reps)) for m, r in rejected.items()}
                 rows.append(PowerRow(name, n_trials, effect, reps, rates))
     return rows
+
+
+SLOPE_LAYERS = 6  # the default model's layers: k = 0..6
+_CENTRED = np.arange(SLOPE_LAYERS + 1) - SLOPE_LAYERS / 2
+# the OLS slope of the score over k as a contrast of the conditions at each k (later_reinit_costs_less)
+SLOPE_WEIGHTS = tuple((_CENTRED / np.sum(_CENTRED**2)).tolist())
+SLOPE_NULLS = ("trial-dominated", "trial + example", "example-dominated", "interaction-only")
+# the claims' test; the t test on T - 1 df alone; the t over trials of per-trial slopes (the slope's test before:
+# the mean of per-trial OLS slopes is the contrast, their spread its trial-only SD)
+SLOPE_ESTIMATORS = ("new", T_ALONE, "trial-only t")
+
+
+def slope_table(reps: int, seed: int = 0, trials=TRIALS, nulls=SLOPE_NULLS) -> list[Row]:
+    """The OLS slope over k = 0..SLOPE_LAYERS of SLOPE_LAYERS + 1 conditions alike (true slope 0, no collapse): the
+    one-sided and two-sided tests' size and coverage by each of SLOPE_ESTIMATORS."""
+    return estimate_table(reps, seed, trials, list(nulls), SLOPE_ESTIMATORS, margin_reps=0, weights=SLOPE_WEIGHTS)
