@@ -22,7 +22,7 @@ from tests.fake_evidence import RISING, Builder, L, probe_evidence
 from tools.calibrate.__main__ import main
 from tools.calibrate.crossed import CROSSED_NULLS, crossed_table
 from tools.calibrate.curves import CURVE_DIFFERENCES, crossed_curve_table, curve_table
-from tools.calibrate.estimates import ESTIMATE_TESTS, T_ALONE, TRAINED, estimate_table, estimates
+from tools.calibrate.estimates import ESTIMATE_TESTS, T_ALONE, TRAINED, estimate_table, estimates, slope_table
 from tools.calibrate.heads import (
     HEAD_DESIGNS,
     HEADS,
@@ -305,6 +305,14 @@ def test_the_spearman_margin_test_holds_its_size_at_table_1s_ten_pairs_and_the_r
     assert validity.decidable_from("spearman-margin") == 4 and validity.decidable("spearman-margin", 10)[0]
     (power,) = (row for row in rows if row.estimator == "power")
     assert power.size > 0.2  # at Table 1's largest rho (0.83) and N = 10
+
+
+def test_the_slope_over_k_as_a_contrast_holds_its_size_where_a_t_over_per_trial_slopes_does_not():
+    # example-dominated, T = 3: the eval set, which every k shares, is left out of the per-trial slopes' spread
+    rows = slope_table(reps=3000, trials=(3,), nulls=["example-dominated"])
+    one_sided = {r.estimator: r for r in rows if r.test.startswith("one-sided")}
+    assert one_sided["new"].size_ok(SIGMAS) and one_sided["new"].size < 0.01, rows
+    assert one_sided["trial-only t"].size > ALPHA + SIGMAS * one_sided["trial-only t"].mc_se(ALPHA), rows
 
 
 def test_simulated_contrast_over_all_runs_is_exactly_the_requested_one():
