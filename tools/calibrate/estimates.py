@@ -4,7 +4,7 @@ estimator measured (estimates) and their size, coverage and half-width per null 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 from scipy import stats
@@ -14,9 +14,11 @@ from src.stats import hypothesis
 from src.tasks.kinds import COLLAPSE_SHARE
 from tools.calibrate.nulls import ACCURACY, CHUNK, EXAMPLES, MARGIN, NULLS, TRIALS, TWO_CONDITIONS, simulate
 from tools.calibrate.row import ALPHA, HOLM_LEVEL, LEVEL, Row
+from tools.calibrate.variance_bound import BoundedEstimate
 
-T_ALONE = "T-1 df alone"  # the t test on the trials' df without the variance-bound test beside it
-ESTIMATORS = ("new", T_ALONE, "before", "trial-only t", "collapsed excluded")
+# the combined test of tools/calibrate/variance_bound.py, measured beside the claims' test and rejected
+VARIANCE_BOUND = "variance bound (rejected)"
+ESTIMATORS = ("new", VARIANCE_BOUND, "before", "trial-only t", "collapsed excluded")
 TRAINED = "trained runs"  # "collapsed excluded" as the test of a margin or chance level (trained_table), not a reading
 
 
@@ -51,10 +53,11 @@ def estimates(
 ) -> tuple[hypothesis.Estimate, np.ndarray]:
     """The accuracy contrast sum_c weights[c] * accuracy_c (A - B by default) of each replicate as
     `estimator` tests it, over a batch: an Estimate of arrays [R] (NaN where refused) and the refused mask.
-    "new" (the claims' test: the t test on T - 1 df joined by the variance-bound test, hypothesis.Estimate),
-    T_ALONE (the same variance, the t test on T - 1 df alone) and "trial-only t" keep every run, (nearly) collapsed
-    ones included, as src/claims/units.py does; "collapsed excluded", the robustness reading, reads the trials where no
-    condition's run (nearly) collapsed (majority share >= NEAR_COLLAPSE_SHARE), with no p below 2 of them;
+    "new" (the claims' test: hypothesis.Estimate, the t test on the trials' T - 1 df), VARIANCE_BOUND (the same
+    variance, the t test joined by the variance-bound test, each at half the level: a BoundedEstimate) and
+    "trial-only t" keep every run, (nearly) collapsed ones included, as src/claims/units.py does; "collapsed
+    excluded", the robustness reading, reads the trials where no condition's run (nearly) collapsed (majority share
+    >= NEAR_COLLAPSE_SHARE), with no p below 2 of them;
     "before" kept every run and refused where (1 - q)^T > ALPHA for the largest share q of runs collapsed
     (share >= COLLAPSE_SHARE) in the replicate's own conditions."""
     # accuracy's pseudo-values are the correctness
@@ -85,11 +88,11 @@ def estimates(
             np.sqrt(v.fixed_variance),
         )
         df[rows] = dropped_component_df(table) if estimator == "before" else v.df
-    # the variance-bound test joins the t test where paired_contrast gives it the eval set's df
-    fixed_df = n_examples - 1.0 if estimator in ("new", "collapsed excluded", TRAINED) else math.nan
     # Estimate holds one array over the batch per field (its p and interval are vectorised); its fields are
     # annotated for one value
-    batch = hypothesis.Estimate(estimate, se, np.where(refused, 0, n), df, trial_sd, df, fixed_se, fixed_df)  # type: ignore[arg-type]
+    batch = hypothesis.Estimate(estimate, se, np.where(refused, 0, n), df, trial_sd, df, fixed_se)  # type: ignore[arg-type]
+    if estimator == VARIANCE_BOUND:  # the variance-bound test on the eval set's N - 1 df joins the t test
+        batch = BoundedEstimate(*(getattr(batch, f.name) for f in fields(batch)), fixed_df=n_examples - 1.0)
     return batch, refused
 
 
@@ -204,7 +207,7 @@ def estimate_table(
 
 POWER_NULLS = ("trial-dominated", "trial + example", "example-dominated")
 POWER_EFFECTS = (0.02, 0.05, 0.10)  # true A - B in accuracy: the order of the papers' reported effects
-POWER_ESTIMATORS = ("new", T_ALONE)
+POWER_ESTIMATORS = ("new", VARIANCE_BOUND)
 
 
 @dataclass(frozen=True)
@@ -246,9 +249,9 @@ _CENTRED = np.arange(SLOPE_LAYERS + 1) - SLOPE_LAYERS / 2
 # the OLS slope of the score over k as a contrast of the conditions at each k (later_reinit_costs_less)
 SLOPE_WEIGHTS = tuple((_CENTRED / np.sum(_CENTRED**2)).tolist())
 SLOPE_NULLS = ("trial-dominated", "trial + example", "example-dominated", "interaction-only")
-# the claims' test; the t test on T - 1 df alone; the t over trials of per-trial slopes (the slope's test before:
-# the mean of per-trial OLS slopes is the contrast, their spread its trial-only SD)
-SLOPE_ESTIMATORS = ("new", T_ALONE, "trial-only t")
+# the claims' test; the variance-bound test beside it (rejected); the t over trials of per-trial slopes (the slope's
+# test before: the mean of per-trial OLS slopes is the contrast, their spread its trial-only SD)
+SLOPE_ESTIMATORS = ("new", VARIANCE_BOUND, "trial-only t")
 
 
 def slope_table(reps: int, seed: int = 0, trials=TRIALS, nulls=SLOPE_NULLS) -> list[Row]:
