@@ -517,7 +517,9 @@ def welch_unit(claim: str, name: str, test: str, a: np.ndarray, b: np.ndarray, *
 def slope_unit(claim: str, name: str, test: str, x, per_trial: np.ndarray, **kw) -> Unit:
     """The OLS slope of each trial's curve (rows of `per_trial`, columns at `x`), and a one-sample
     t test over trials that the mean slope is > 0: a valid test at 2+ trials, where a
-    percentile bootstrap of ρ is not."""
+    percentile bootstrap of ρ is not, for a quantity measured without an eval set (weight change by
+    layer). A slope of scores on an eval set is a paired contrast instead (later_reinit_costs_less), whose
+    test counts the eval set's variance, which the trials share and this t leaves out."""
     x = np.asarray(x, dtype=float)
     slopes = np.array([np.polyfit(x, row, 1)[0] for row in np.asarray(per_trial, dtype=float)])
     n = len(slopes)

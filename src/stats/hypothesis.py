@@ -2,7 +2,7 @@
 examples, equivalence and minimum-effect tests, bootstrap intervals, exact permutation p,
 Holm and the intersection-union test (src/stats/power.py: the probability that one decides).
 
-What comes from scipy / statsmodels: t and chi-square quantiles and tails, the exact permutation
+What comes from scipy / statsmodels: t and chi-square quantiles, the exact permutation
 test (scipy.stats.permutation_test), Welch's statistic (scipy.stats.ttest_ind), Holm
 (statsmodels multipletests). What is
 written here, because neither has it: the variance of a mean over a crossed trials x
@@ -67,16 +67,17 @@ class CrossedVariance:
     mean squares as the variance, so a sample whose trials happen to agree gets both a small
     variance and many df: with the trial component dropped from the df where it estimated <= 0,
     one-sided size 13x nominal at alpha/53 (T = 3); even with the trials' part on T - 1 df inside
-    Satterthwaite's sum, 1.4x (T = 10). Estimate's variance-bound test recovers the eval set's df
-    without reading df off the mean squares: it takes the trial part at its chi-square upper limit on
-    T - 1 df and only then the examples' `fixed_df`. Every field is an array over any leading (batch) axes."""
+    Satterthwaite's sum, 1.4x (T = 10). Nor does bounding the trials' part by its chi-square upper
+    limit on T - 1 df and then reading the eval set's N - 1 df recover power: the trials' part carries
+    the trial x example interaction, which the limit multiplies (79x at T = 3, level 0.025), and a test
+    combining that bound with the t test lost power in every cell measured (tools/calibrate/variance_bound.py,
+    docs/calibration.md). Every field is an array over any leading (batch) axes."""
 
     variance: np.ndarray  # Var(grand mean) at the observed design
     df: np.ndarray  # of `variance`: the trials' (T - 1)
     trial_variance: np.ndarray  # (variance - fixed_variance) x trials: a single trial's share, which shrinks as 1/T
     trial_df: np.ndarray  # of `trial_variance`: T - 1
     fixed_variance: np.ndarray  # s2_E/N: the eval set's share, which more trials do not shrink
-    fixed_df: float  # of `fixed_variance`: N - 1 for independent trials x examples; NaN on a crossed seed_design
 
 
 def crossed_variance(values: np.ndarray, factors: int = 2, examples: bool = True) -> CrossedVariance:
@@ -116,34 +117,15 @@ def crossed_variance(values: np.ndarray, factors: int = 2, examples: bool = True
         trial_variance=trial_total / sizes[-1],
         trial_df=trial_df,
         fixed_variance=fixed_total / cells,
-        fixed_df=float(sizes[-1] - 1) if examples and factors == 2 else math.nan,
     )
-
-
-BISECTIONS = 60  # halvings of log(level) in (LOWEST_LEVEL, 1]: the bound test's p to a relative 1e-15
-LOWEST_LEVEL = 1e-300
 
 
 @dataclass(frozen=True)
 class Estimate:
     """A contrast's point estimate, its standard error with its degrees of freedom, and how
     that variance splits: `trial_sd` (one trial's SD, on `trial_df` df; the part that shrinks
-    as 1/sqrt(trials)) and `fixed_se` (the eval set's part, on `fixed_df` df, which more trials
-    do not shrink): se^2 = trial_sd^2 / n + fixed_se^2.
-
-    Every p and interval comes from one rule. Without an eval-set part (`fixed_df` NaN: trials-only
-    tests, crossed seed_designs, Welch; or `fixed_se` 0) it is the t test on `df` (T - 1). With one,
-    a test at level a rejects where EITHER that t test rejects at a/2 OR the variance-bound test
-    rejects at a/2 (Bonferroni, so the union holds a): the bound test at level c replaces the trial
-    variance by its chi-square upper confidence limit at c/2, trial_sd^2 * trial_df /
-    chi2.ppf(c/2, trial_df), and compares the statistic with the t quantile on `fixed_df` (the eval
-    set's N - 1) at c/2. Where the trial variance is underestimated it is so with chance <= c/2, and
-    otherwise the statistic's tail is that of the eval set's df, so the bound test holds c. Where the
-    eval set dominates the variance its df, not the trials' T - 1, set the critical value, which is what
-    the t test on T - 1 df throws away (its one-sided critical value 23.0 at 0.05/53 with 3 trials).
-    The bound test's rejection region shrinks monotonically as c falls (the variance bound grows and the
-    quantile with it), so its p, the smallest c at which it rejects, is found by bisection on log(c).
-    Its calibration and power beside the t test alone: docs/calibration.md."""
+    as 1/sqrt(trials)) and `fixed_se` (the eval set's part, which more trials do not shrink):
+    se^2 = trial_sd^2 / n + fixed_se^2."""
 
     estimate: float
     se: float
@@ -152,96 +134,45 @@ class Estimate:
     trial_sd: float = math.nan
     trial_df: float = math.nan
     fixed_se: float = 0.0
-    fixed_df: float = math.nan  # the eval set's df (N - 1); NaN: no eval-set part, the t test on `df` alone
 
-    @property
-    def _bounded(self) -> np.ndarray:
-        """Where the variance-bound test joins the t test (an eval-set part on finite df, a trial part)."""
-        return (
-            np.isfinite(self.fixed_df)
-            & (np.asarray(self.fixed_se, dtype=float) > 0)
-            & np.isfinite(self.trial_sd)
-            & (np.asarray(self.trial_df, dtype=float) > 0)
-        )
-
-    def _bound_se(self, level) -> np.ndarray:
-        """The SE with the trial variance at its chi-square upper confidence limit at level/2."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            upper = np.square(self.trial_sd) * self.trial_df / stats.chi2.ppf(level / 2, self.trial_df)
-        return np.sqrt(upper / self.n + np.square(self.fixed_se))
-
-    def _bound_p(self, tail) -> np.ndarray:
-        """The variance-bound test's p: the smallest level c whose test rejects, tail(SE at c, fixed_df) < c/2,
-        by vectorised bisection on log(c) (the rejection region shrinks as c falls); 1 where even c = 1 does not
-        reject."""
-        fields = (self.estimate, self.se, self.n, self.trial_sd, self.trial_df, self.fixed_se, self.fixed_df)
-        shape = np.broadcast(*fields).shape
-
-        def rejects(log_level: np.ndarray) -> np.ndarray:
-            level = np.exp(log_level)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return np.asarray(tail(self._bound_se(level), self.fixed_df) < level / 2)
-
-        low, high = np.full(shape, math.log(LOWEST_LEVEL)), np.zeros(shape)  # rejects(high) where any level does
-        for _ in range(BISECTIONS):
-            middle = (low + high) / 2
-            inside = rejects(middle)
-            low, high = np.where(inside, low, middle), np.where(inside, middle, high)
-        return np.where(rejects(np.zeros(shape)), np.exp(high), 1.0)
-
-    def _p(self, tail, degenerate) -> float:
-        """The rule's p from tail(se, df), the t statistic's p at that standard error and df, over the estimate
-        (an array over batch axes, or one value): the t test's p on `df`, or where the bound test joins it twice
-        the smaller of the two p's (at most 1). Where se is 0 the p is 0 if `degenerate` (the estimate alone
-        decides) holds, else 1; NaN without a test (fewer than 2 trials, or no finite SE)."""
+    def _p(self, p_of_z, degenerate) -> float:
+        """p_of_z(shift -> z) mapped over the estimate (an array over batch axes, or one value): where
+        se is 0 the p is 0 if `degenerate` (the estimate alone decides) holds, else 1; NaN without a test
+        (fewer than 2 trials, or no finite SE)."""
         se = np.asarray(self.se, dtype=float)
-        bounded = self._bounded
         with np.errstate(invalid="ignore", divide="ignore"):
-            p = tail(se, self.df)
-            if np.any(bounded):
-                p = np.where(bounded, np.minimum(1.0, 2 * np.minimum(p, self._bound_p(tail))), p)
-            p = np.where(se > 0, p, np.where(degenerate, 0.0, 1.0))
+            p = np.where(se > 0, p_of_z(lambda shift: (self.estimate - shift) / se), np.where(degenerate, 0.0, 1.0))
         p = np.where((self.n >= 2) & np.isfinite(se), p, math.nan)
         # element-wise over batch axes (tools/calibrate's arrays); src/ passes one value and gets a float
         return float(p) if p.ndim == 0 else p  # type: ignore[return-value]
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
-        """The shifts the rule's two-sided test at 1 - level does not reject, i.e. the one-sided tests at
-        (1 - level)/2 on each side: the t interval at 1 - (1 - level)/2, intersected where the bound test joins
-        with the bound interval at the same split (its chi-square limit and t quantile each at (1 - level)/8);
-        the t interval at `level` where it does not. So the interval at 1 - 2a clears 0 exactly where
-        p_greater() < a."""
         se = np.asarray(self.se, dtype=float)
-        bounded = self._bounded
-        side = (1 - level) / 2
         with np.errstate(invalid="ignore"):
-            half = np.where(bounded, stats.t.ppf(1 - side / 2, self.df), stats.t.ppf(1 - side, self.df)) * se
-            if np.any(bounded):
-                bound = stats.t.ppf(1 - side / 4, self.fixed_df) * self._bound_se(side / 2)
-                half = np.where(bounded, np.minimum(half, bound), half)
-            half = np.where(se > 0, half, 0.0)
+            half = np.where(se > 0, stats.t.ppf(0.5 + level / 2, self.df) * se, 0.0)
         half = np.where((self.n >= 2) & np.isfinite(se), half, math.nan)
         low, high = self.estimate - half, self.estimate + half
         # element-wise over batch axes (tools/calibrate's arrays); src/ passes one value and gets floats
         return (float(low), float(high)) if np.ndim(low) == 0 else (low, high)  # type: ignore[return-value]
 
     def p_zero(self) -> float:
-        """Two-sided p of H0: contrast = 0: twice the smaller one-sided p (at most 1)."""
-        return np.minimum(1.0, 2 * np.minimum(self.p_greater(), self.p_less()))  # type: ignore[return-value]
+        """Two-sided p of H0: contrast = 0."""
+        return self._p(lambda z: 2 * stats.t.sf(np.abs(z(0.0)), self.df), np.asarray(self.estimate) != 0)
 
     def p_greater(self, bound: float = 0.0) -> float:
         """One-sided p of H0: contrast <= bound (small p: the contrast is above `bound`)."""
-        distance = np.asarray(self.estimate) - bound
-        return self._p(lambda se, df: stats.t.sf(distance / se, df), distance > 0)
+        return self._p(lambda z: stats.t.sf(z(bound), self.df), np.asarray(self.estimate) > bound)
 
     def p_less(self, bound: float = 0.0) -> float:
         """One-sided p of H0: contrast >= bound (small p: the contrast is below `bound`)."""
         return replace(self, estimate=-self.estimate).p_greater(-bound)
 
     def p_equivalent(self, margin: float) -> float:
-        """TOST p of H0: |contrast| >= margin (small p: within the margin): the larger of the one-sided p's
-        at -margin and +margin."""
-        return np.maximum(self.p_greater(-margin), self.p_less(margin))  # type: ignore[return-value]
+        """TOST p of H0: |contrast| >= margin (small p: within the margin)."""
+        return self._p(
+            lambda z: np.maximum(stats.t.sf(z(-margin), self.df), stats.t.cdf(z(margin), self.df)),
+            np.abs(self.estimate) < margin,
+        )
 
     def p_beyond(self, margin: float) -> float:
         """p of H0: |contrast| <= margin against H1: |contrast| > margin (small p: an effect
@@ -249,9 +180,10 @@ class Estimate:
         contrast = +margin (by symmetry the same at -margin; the largest over H0), of an
         estimate at least as far from 0 as the observed one: both tails count, so a large
         estimate of either sign is evidence and the size stays at alpha."""
-        far = np.abs(self.estimate)
-        return self._p(
-            lambda se, df: stats.t.sf((far - margin) / se, df) + stats.t.cdf((-far - margin) / se, df), far > margin
+        far = replace(self, estimate=np.abs(self.estimate))
+        return far._p(
+            lambda z: stats.t.sf(z(margin), self.df) + stats.t.cdf(-z(-margin), self.df),
+            np.abs(self.estimate) > margin,
         )
 
 
@@ -302,7 +234,6 @@ def paired_contrast(
         float(np.sqrt(v.trial_variance)),
         float(v.trial_df),
         float(np.sqrt(v.fixed_variance)),
-        v.fixed_df,
     )
 
 

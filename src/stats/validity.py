@@ -56,12 +56,10 @@ def decidable(test_type: str, n_trials: int, design: tuple[int, int] | None = No
     Nothing here reads the sample beyond its design: no rule is opened by an estimate from the runs
     it rules on.
 
-    - Estimate-based tests (ESTIMATE_TESTS; hypothesis.Estimate: the t test on the trials' T - 1 df, joined
-      where the eval set has a variance part by the variance-bound test, each at half the level) hold
+    - Estimate-based tests (ESTIMATE_TESTS; hypothesis.Estimate: the t test on the trials' T - 1 df) hold
       from 3 trials, at 0.05 and at the report's smallest Holm level, without collapses and with
-      near-collapses alike in both conditions (T = 3, 5: one-sided size <= 0.029 at 0.05, <= 0.0001 at
-      0.05/53, 20,000 replicates; docs/calibration.md, which also shows their power below the t test's
-      alone in every cell measured). They
+      near-collapses alike in both conditions (T = 3, 5: one-sided size <= 0.048 at 0.05, <= 0.0006 at
+      0.05/53, 20,000 replicates; docs/calibration.md). They
       keep every run, and where one condition's runs collapse more often than the other's they do
       not hold at any T measured (one-sided size 0.49 / 0.33 / 0.11 at 0.05 at T = 3 / 5 / 10 with
       a collapse rate of 0.2, up to 0.14 at the Holm level; docs/calibration.md): the sample may miss

@@ -16,7 +16,7 @@ from src.claims.evidence import Evidence
 from src.core.errors import UserError
 from tools.calibrate.crossed import crossed_table
 from tools.calibrate.curves import CROSSED_CURVE_DESIGNS, CROSSED_CURVE_NULLS, crossed_curve_table, curve_table
-from tools.calibrate.estimates import ESTIMATORS, estimate_table, power_table
+from tools.calibrate.estimates import ESTIMATORS, estimate_table, power_table, slope_table
 from tools.calibrate.heads import (
     CORRELATION_HEADER,
     HEAD_DESIGNS,
@@ -88,6 +88,11 @@ def estimates(o: Options) -> None:
             printed(markdown_row(row) for row in rows)
 
 
+def slope(o: Options) -> None:
+    print(HEADER, flush=True)
+    printed(markdown_row(row) for row in slope_table(o.reps, o.seed, o.trials))
+
+
 def power(o: Options) -> None:
     printed([power_markdown(power_table(o.power_reps, o.seed, o.trials))])
 
@@ -154,6 +159,7 @@ def correlation(o: Options) -> None:
 SIMULATED: dict[str, Callable[[Options], None]] = {
     "estimates": estimates,
     "power": power,
+    "slope": slope,
     "trained": trained,
     "hurdle": hurdle,
     "welch": welch,

@@ -4,7 +4,7 @@ estimator measured (estimates) and their size, coverage and half-width per null 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 from scipy import stats
@@ -14,9 +14,11 @@ from src.stats import hypothesis
 from src.tasks.kinds import COLLAPSE_SHARE
 from tools.calibrate.nulls import ACCURACY, CHUNK, EXAMPLES, MARGIN, NULLS, TRIALS, TWO_CONDITIONS, simulate
 from tools.calibrate.row import ALPHA, HOLM_LEVEL, LEVEL, Row
+from tools.calibrate.variance_bound import BoundedEstimate
 
-T_ALONE = "T-1 df alone"  # the t test on the trials' df without the variance-bound test beside it
-ESTIMATORS = ("new", T_ALONE, "before", "trial-only t", "collapsed excluded")
+# the combined test of tools/calibrate/variance_bound.py, measured beside the claims' test and rejected
+VARIANCE_BOUND = "variance bound (rejected)"
+ESTIMATORS = ("new", VARIANCE_BOUND, "before", "trial-only t", "collapsed excluded")
 TRAINED = "trained runs"  # "collapsed excluded" as the test of a margin or chance level (trained_table), not a reading
 
 
@@ -51,10 +53,11 @@ def estimates(
 ) -> tuple[hypothesis.Estimate, np.ndarray]:
     """The accuracy contrast sum_c weights[c] * accuracy_c (A - B by default) of each replicate as
     `estimator` tests it, over a batch: an Estimate of arrays [R] (NaN where refused) and the refused mask.
-    "new" (the claims' test: the t test on T - 1 df joined by the variance-bound test, hypothesis.Estimate),
-    T_ALONE (the same variance, the t test on T - 1 df alone) and "trial-only t" keep every run, (nearly) collapsed
-    ones included, as src/claims/units.py does; "collapsed excluded", the robustness reading, reads the trials where no
-    condition's run (nearly) collapsed (majority share >= NEAR_COLLAPSE_SHARE), with no p below 2 of them;
+    "new" (the claims' test: hypothesis.Estimate, the t test on the trials' T - 1 df), VARIANCE_BOUND (the same
+    variance, the t test joined by the variance-bound test, each at half the level: a BoundedEstimate) and
+    "trial-only t" keep every run, (nearly) collapsed ones included, as src/claims/units.py does; "collapsed
+    excluded", the robustness reading, reads the trials where no condition's run (nearly) collapsed (majority share
+    >= NEAR_COLLAPSE_SHARE), with no p below 2 of them;
     "before" kept every run and refused where (1 - q)^T > ALPHA for the largest share q of runs collapsed
     (share >= COLLAPSE_SHARE) in the replicate's own conditions."""
     # accuracy's pseudo-values are the correctness
@@ -85,11 +88,11 @@ def estimates(
             np.sqrt(v.fixed_variance),
         )
         df[rows] = dropped_component_df(table) if estimator == "before" else v.df
-    # the variance-bound test joins the t test where paired_contrast gives it the eval set's df
-    fixed_df = n_examples - 1.0 if estimator in ("new", "collapsed excluded", TRAINED) else math.nan
     # Estimate holds one array over the batch per field (its p and interval are vectorised); its fields are
     # annotated for one value
-    batch = hypothesis.Estimate(estimate, se, np.where(refused, 0, n), df, trial_sd, df, fixed_se, fixed_df)  # type: ignore[arg-type]
+    batch = hypothesis.Estimate(estimate, se, np.where(refused, 0, n), df, trial_sd, df, fixed_se)  # type: ignore[arg-type]
+    if estimator == VARIANCE_BOUND:  # the variance-bound test on the eval set's N - 1 df joins the t test
+        batch = BoundedEstimate(*(getattr(batch, f.name) for f in fields(batch)), fixed_df=n_examples - 1.0)
     return batch, refused
 
 
@@ -143,7 +146,8 @@ def estimate_table(
     chunks of CHUNK replicates: `reps` at a true contrast of 0, `margin_reps` (default `reps`) at the margin. The
     one-sided size of an asymmetric null is the larger of its two tails'. `compensate`: as simulate's (without it
     the trained runs' contrast is the one at 0 or at the margin). `weights` (1,): condition A alone against a
-    constant (a chance level), its trained runs' accuracy minus ACCURACY − the contrast."""
+    constant (a chance level), its trained runs' accuracy minus ACCURACY − the contrast; more than two weights:
+    a contrast of as many conditions, B's draws after A (SLOPE_WEIGHTS, at a true contrast of 0 only)."""
     rng = np.random.default_rng(seed)
     replicates = {0.0: reps, MARGIN: reps if margin_reps is None else margin_reps}
     rows = []
@@ -155,7 +159,9 @@ def estimate_table(
             for start in range(0, max(replicates.values()), CHUNK):
                 for contrast in (c for c, n in replicates.items() if start < n):
                     size = min(CHUNK, replicates[contrast] - start)
-                    correct, majority = simulate(null, n_trials, size, rng, contrast, n_examples, compensate)
+                    correct, majority = simulate(
+                        null, n_trials, size, rng, contrast, n_examples, compensate, max(2, len(weights))
+                    )
                     for method in estimators:
                         e, refused = estimates(correct[: len(weights)], majority[: len(weights)], method, weights)
                         if len(weights) == 1:  # A against the constant its expected accuracy exceeds by `contrast`
@@ -201,7 +207,7 @@ def estimate_table(
 
 POWER_NULLS = ("trial-dominated", "trial + example", "example-dominated")
 POWER_EFFECTS = (0.02, 0.05, 0.10)  # true A - B in accuracy: the order of the papers' reported effects
-POWER_ESTIMATORS = ("new", T_ALONE)
+POWER_ESTIMATORS = ("new", VARIANCE_BOUND)
 
 
 @dataclass(frozen=True)
@@ -236,3 +242,19 @@ def power_table(
                 rates = {m: (float(r[0] / reps), float(r[1] / reps)) for m, r in rejected.items()}
                 rows.append(PowerRow(name, n_trials, effect, reps, rates))
     return rows
+
+
+SLOPE_LAYERS = 6  # the default model's layers: k = 0..6
+_CENTRED = np.arange(SLOPE_LAYERS + 1) - SLOPE_LAYERS / 2
+# the OLS slope of the score over k as a contrast of the conditions at each k (later_reinit_costs_less)
+SLOPE_WEIGHTS = tuple((_CENTRED / np.sum(_CENTRED**2)).tolist())
+SLOPE_NULLS = ("trial-dominated", "trial + example", "example-dominated", "interaction-only")
+# the claims' test; the variance-bound test beside it (rejected); the t over trials of per-trial slopes (the slope's
+# test before: the mean of per-trial OLS slopes is the contrast, their spread its trial-only SD)
+SLOPE_ESTIMATORS = ("new", VARIANCE_BOUND, "trial-only t")
+
+
+def slope_table(reps: int, seed: int = 0, trials=TRIALS, nulls=SLOPE_NULLS) -> list[Row]:
+    """The OLS slope over k = 0..SLOPE_LAYERS of SLOPE_LAYERS + 1 conditions alike (true slope 0, no collapse): the
+    one-sided and two-sided tests' size and coverage by each of SLOPE_ESTIMATORS."""
+    return estimate_table(reps, seed, trials, list(nulls), SLOPE_ESTIMATORS, margin_reps=0, weights=SLOPE_WEIGHTS)

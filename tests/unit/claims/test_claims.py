@@ -87,6 +87,8 @@ def test_a_planted_effect_is_supported_and_its_reverse_contradicted():
     (unit,) = units_of(v["full_beats_scratch"])
     assert unit.estimate == pytest.approx(0.40, abs=0.02) and unit.n == 6 and unit.p_for < 0.05
     assert v["later_reinit_costs_less"].text == "supported"
+    (slope,) = units_of(v["later_reinit_costs_less"])  # the OLS slope over k, as a contrast of the k's
+    assert slope.estimate == pytest.approx(np.polyfit(range(L + 1), RISING, 1)[0], abs=0.005)
     v = verdicts(Builder().curve(RISING[::-1], trials=6).evidence())
     assert v["full_beats_scratch"].text == "contradicted"
     assert v["later_reinit_costs_less"].text == "contradicted"

@@ -7,11 +7,13 @@ pass is reproducible; docs/calibration.md has the same tables at larger sizes. W
 cells (the curve statistics, the crossed curves, the correlation's heads), the default run measures one of them and
 `-m slow` the rest."""
 
+import math
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import src.claims.verdicts as verdicts_module
 from src.claims.evidence import NEAR_COLLAPSE_SHARE
@@ -22,7 +24,14 @@ from tests.fake_evidence import RISING, Builder, L, probe_evidence
 from tools.calibrate.__main__ import main
 from tools.calibrate.crossed import CROSSED_NULLS, crossed_table
 from tools.calibrate.curves import CURVE_DIFFERENCES, crossed_curve_table, curve_table
-from tools.calibrate.estimates import ESTIMATE_TESTS, TRAINED, estimate_table, estimates
+from tools.calibrate.estimates import (
+    ESTIMATE_TESTS,
+    TRAINED,
+    VARIANCE_BOUND,
+    estimate_table,
+    estimates,
+    slope_table,
+)
 from tools.calibrate.heads import (
     HEAD_DESIGNS,
     HEADS,
@@ -42,12 +51,13 @@ from tools.calibrate.table import decidable_row
 from tools.calibrate.table import test_type_of as type_of_test  # not collected as a test
 from tools.calibrate.trained import trained_table
 from tools.calibrate.training_check import training_check_table
+from tools.calibrate.variance_bound import BoundedEstimate
 from tools.calibrate.welch import welch_table
 from tools.calibrate.whole_report import claim_truths, whole_report_markdown, whole_report_table
 
 SIGMAS = 3  # Monte Carlo slack on size and coverage
 # the fast subset: where the dropped-component df failed worst (three agreeing trials) and where a variance-bound test
-# without its chi-square limit fails, and the trial + example null
+# without its chi-square limit fails (tools/calibrate/variance_bound.py), and the trial + example null
 FAST_NULLS = ["trial-dominated", "trial + example"]
 # collapses of either condition (the full model included), mixed with near-collapses: the test keeps every run there
 COLLAPSE_NULLS = ["A, the full model, collapses (0.2)", "collapses and near-collapses mixed"]
@@ -163,14 +173,33 @@ def test_the_fast_subset_fails_the_estimator_it_replaced():
 
 
 def test_the_fast_subset_fails_a_variance_bound_test_without_its_chi_square_limit(monkeypatch):
-    # the bound test reading the trial variance as estimated, on the eval set's df: 23x nominal at the Holm level
-    # where the trials dominate, which the subset above must catch (the new test: 0 there)
+    # the rejected variance-bound test (tools/calibrate/variance_bound.py) reading the trial variance as estimated,
+    # on the eval set's df: 23x nominal at the Holm level where the trials dominate, which the subset above must
+    # catch; with its chi-square limit it holds its size there
+    assert not [row for row in fast_estimate_rows(VARIANCE_BOUND) if not row.size_ok(SIGMAS)]
+
     def estimated(self, level):
         return np.sqrt(np.square(self.trial_sd) / self.n + np.square(self.fixed_se))
 
-    monkeypatch.setattr(hypothesis.Estimate, "_bound_se", estimated)
-    rows = fast_estimate_rows("new")
+    monkeypatch.setattr(BoundedEstimate, "_bound_se", estimated)
+    rows = fast_estimate_rows(VARIANCE_BOUND)
     assert sum(not row.size_ok(SIGMAS) for row in rows) >= 4, rows
+
+
+def test_the_variance_bound_test_by_hand():
+    # an eval-set-dominated contrast of 3 trials on 500 examples. chi2 on 2 df has the closed form chi2.ppf(q, 2) =
+    # -2 ln(1 - q): at level c the trial variance's upper limit is 0.001^2 * 2 / (-2 ln(1 - c/2)), and the bound test
+    # rejects where 0.05 exceeds t(1 - c/2, 499) times that SE; its p is the level at the boundary, and the combined
+    # p twice the smaller of it and the t test's
+    se = math.sqrt(0.001**2 / 3 + 0.012**2)
+    bounded = BoundedEstimate(np.array([0.05]), np.array([se]), np.array([3]), 2.0, 0.001, 2.0, 0.012, 499.0)  # type: ignore[arg-type]
+    p_bound = float(bounded.p_greater()[0]) / 2  # type: ignore[index]
+    bound_se = math.sqrt(0.001**2 * 2 / (-2 * math.log(1 - p_bound / 2)) / 3 + 0.012**2)
+    assert stats.t.ppf(1 - p_bound / 2, 499) * bound_se == pytest.approx(0.05, rel=1e-9)
+    assert p_bound == pytest.approx(0.0042, abs=1e-4) and stats.t.sf(0.05 / se, 2) > 0.026
+    # without the eval set's df it is the claims' t test on the trials' df
+    alone = BoundedEstimate(np.array([0.05]), np.array([se]), np.array([3]), 2.0, 0.001, 2.0, 0.012)  # type: ignore[arg-type]
+    assert float(alone.p_greater()[0]) == pytest.approx(stats.t.sf(0.05 / se, 2))  # type: ignore[index]
 
 
 def test_estimate_intervals_are_within_the_half_width_target_at_ten_trials():
@@ -301,6 +330,14 @@ def test_the_spearman_margin_test_holds_its_size_at_table_1s_ten_pairs_and_the_r
     assert validity.decidable_from("spearman-margin") == 4 and validity.decidable("spearman-margin", 10)[0]
     (power,) = (row for row in rows if row.estimator == "power")
     assert power.size > 0.2  # at Table 1's largest rho (0.83) and N = 10
+
+
+def test_the_slope_over_k_as_a_contrast_holds_its_size_where_a_t_over_per_trial_slopes_does_not():
+    # example-dominated, T = 3: the eval set, which every k shares, is left out of the per-trial slopes' spread
+    rows = slope_table(reps=3000, trials=(3,), nulls=["example-dominated"])
+    one_sided = {r.estimator: r for r in rows if r.test.startswith("one-sided")}
+    assert one_sided["new"].size_ok(SIGMAS) and one_sided["new"].size < 0.01, rows
+    assert one_sided["trial-only t"].size > ALPHA + SIGMAS * one_sided["trial-only t"].mc_se(ALPHA), rows
 
 
 def test_simulated_contrast_over_all_runs_is_exactly_the_requested_one():
