@@ -8,6 +8,7 @@ no other module of src/claims filters a table by its column names."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -34,6 +35,29 @@ def nearly_collapsed(collapsed: bool, majority_share: float) -> bool:
     """Whether a run (nearly) collapsed: its majority share reaches NEAR_COLLAPSE_SHARE (a run without a stored
     share: its `collapsed` flag, which marks a higher share)."""
     return collapsed or majority_share >= NEAR_COLLAPSE_SHARE
+
+
+DEGRADE_GAP = 0.08
+"""A run whose majority share exceeds the median of its unit's runs (every condition's runs on the unit's trials that
+did not (nearly) collapse) by at least this much has degraded: it predicts one class for a visibly larger share of
+the eval set than the unit's typical run, so its condition's runs are a mixture, whatever their share's distance
+from NEAR_COLLAPSE_SHARE. A degraded run counts with the (nearly) collapsed ones, as an outcome of its own
+(runs_flagged). The gap is measured (docs/calibration.md, "Runs that degrade below the flags"): a degradation
+deeper than it is counted; one shallower leaves the trained runs' tests within their size targets."""
+
+
+def runs_flagged(collapsed, majority_share) -> np.ndarray:
+    """Per run, whether it counts in its condition's collapse outcome rather than in its trained runs: it (nearly)
+    collapsed (nearly_collapsed) or degraded (DEGRADE_GAP). Arrays [C, ..., T]: the unit's C conditions' runs over
+    its T trials, any batch axes between; a share NaN (not stored) is never degraded."""
+    shares = np.asarray(majority_share, dtype=float)
+    with np.errstate(invalid="ignore"):
+        nearly = np.asarray(collapsed, dtype=bool) | (shares >= NEAR_COLLAPSE_SHARE)
+        typical = np.where(nearly, np.nan, shares)
+        with warnings.catch_warnings():  # a unit whose every run (nearly) collapsed has no median: none degraded
+            warnings.simplefilter("ignore", RuntimeWarning)
+            median = np.nanmedian(np.moveaxis(typical, 0, -1), axis=(-2, -1))
+        return nearly | (shares >= np.expand_dims(median, (0, -1)) + DEGRADE_GAP)
 
 
 class Run(NamedTuple):

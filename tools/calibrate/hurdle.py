@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from src.claims.evidence import NEAR_COLLAPSE_SHARE
+from src.claims.evidence import runs_flagged
 from src.stats.collapse import HURDLE_PARTS, hurdle
 from tools.calibrate.estimates import estimates
 from tools.calibrate.nulls import CHUNK, NULLS, TRIALS, TWO_CONDITIONS, Null, simulate
@@ -77,9 +77,9 @@ def hurdle_rejections(correct: np.ndarray, majority: np.ndarray, weights=TWO_CON
     """(p_greater < level, p_less < level, rate part rejected at ALPHA, fewer than 2 trained trials) of each
     replicate, the levels (ALPHA, HOLM_LEVEL) on the last axis of the first two: the hurdle of the contrast
     `weights` as src/claims/units.py computes it. Collapse is read from the sample by the pipeline's rule
-    (majority share >= NEAR_COLLAPSE_SHARE); the trained part is the crossed test of the trials where no
-    condition's run (nearly) collapsed ("collapsed excluded")."""
-    flags = majority >= NEAR_COLLAPSE_SHARE
+    (evidence.runs_flagged: (nearly) collapsed or degraded); the trained part is the crossed test of the trials
+    where no condition's run was flagged ("collapsed excluded")."""
+    flags = runs_flagged(False, majority)
     trained, refused = estimates(correct, majority, "collapsed excluded", weights)
     result = hurdle(flags, weights, (trained.p_greater(), trained.p_less()), ALPHA)
     levels = np.array([ALPHA, HOLM_LEVEL])

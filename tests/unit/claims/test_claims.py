@@ -756,6 +756,25 @@ def test_a_collapsed_run_counts_in_the_hurdles_rate_part_is_reported_as_an_outco
     assert unit.n == 3 and "1 diverged run(s) left out" in unit.notes
 
 
+def test_a_run_degraded_below_the_near_collapse_flag_counts_in_the_collapse_rates_not_in_the_trained_runs():
+    b = Builder()
+    for trial in range(4):  # the full model trains in every trial, scratch in 3; its 4th run degrades to 0.85
+        b.add(f"k{L}", 0.9 + 0.01 * trial, trial=trial, k=L, majority_share=0.52)
+        b.add(
+            "k0",
+            0.6 if trial == 3 else 0.7 + 0.01 * trial,
+            trial=trial,
+            k=0,
+            majority_share=0.85 if trial == 3 else 0.5,
+        )
+    (unit,) = units_of(verdicts(b.evidence())["full_beats_scratch"])
+    # 0.85 is below the 0.90 flag but 0.34 above the unit's median share (0.51): a mixture, counted as an outcome
+    assert unit.collapse["k0"].collapsed == 1 and unit.collapse[f"k{L}"].collapsed == 0
+    assert "1 degraded run(s) (one class for at least 0.08 more" in " ".join(unit.notes)
+    assert unit.result.n == 3 and unit.estimate == pytest.approx(0.2)
+    assert "3 of 4 trials trained in both (the estimate's)" in unit.notes
+
+
 def test_a_condition_collapsing_in_2_of_3_trials_is_decided_by_the_collapse_rates_not_a_t_on_the_mixture():
     b = Builder().curve(RISING, trials=1)
     for trial in (1, 2):  # scratch collapses in trials 1 and 2 (one class: it scores the positive share, 0.5)
