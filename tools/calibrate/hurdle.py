@@ -25,12 +25,21 @@ HURDLE_NULLS = {
     "collapses and near-collapses mixed, equal rates": Null(
         trial_sd=0.15, example_sd=0.3, collapse=0.15, collapse_a=0.05, near_a=0.15, near_b=0.05
     ),
+    # B's runs degrade just below the degradation check (evidence.DEGRADE_GAP), so they count as trained runs, its
+    # other runs compensating: the trained runs' contrast (the estimand) is 0, a mixture of shallow degradations
+    "B degrades just below the check (1/3), trained runs' mean equal": NULLS["B degrades just below the check (1/3)"],
 }
-# (null, compensate): B collapses more often than A
+COMPENSATED_NULLS = {"B degrades just below the check (1/3), trained runs' mean equal"}  # simulated with compensation
+# (null, compensate): B collapses or degrades more often than A. "Means over all runs equal" is the paper's null and
+# not the hurdle's: B's trained runs are better there (its p_less is not a size)
 HURDLE_ALTERNATIVES = {
     "B collapses (0.2), trained runs alike": (NULLS["B collapses (0.2)"], False),
     "B collapses (2/3), trained runs alike": (Null(trial_sd=0.05, example_sd=0.2, collapse=2 / 3), False),
     "B collapses (0.2), means over all runs equal (the old null)": (NULLS["B collapses (0.2)"], True),
+    "B degrades below the flag (0.2), trained runs alike": (NULLS["B degrades below the flag (0.2)"], False),
+    "B degrades below the flag (1/3), trained runs alike": (NULLS["B degrades below the flag (1/3)"], False),
+    "B degrades below the flag (0.2), means over all runs equal": (NULLS["B degrades below the flag (0.2)"], True),
+    "B degrades below the flag (1/3), means over all runs equal": (NULLS["B degrades below the flag (1/3)"], True),
 }
 
 
@@ -96,7 +105,9 @@ def hurdle_table(
     T, in chunks of CHUNK replicates, for the contrast HURDLE_CONTRASTS[contrast]."""
     weights = HURDLE_CONTRASTS[contrast]
     rng = np.random.default_rng(seed)
-    cells = {name: (HURDLE_NULLS[name], False) for name in (HURDLE_NULLS if nulls is None else nulls)}
+    cells = {
+        name: (HURDLE_NULLS[name], name in COMPENSATED_NULLS) for name in (HURDLE_NULLS if nulls is None else nulls)
+    }
     cells |= {
         name: HURDLE_ALTERNATIVES[name] for name in (HURDLE_ALTERNATIVES if alternatives is None else alternatives)
     }

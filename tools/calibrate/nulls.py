@@ -27,7 +27,7 @@ SHALLOW_SHARE = (0.54, 0.58)
 class Null:
     """A data-generating design: the SDs (probit scale) of a condition's per-trial and per-example
     effects, and the shares of each condition's runs that collapse (`collapse_a`, `collapse`: A's, B's;
-    in the curves, `collapse` is that of the COLLAPSING_KS conditions), nearly collapse (`near_a`,
+    in the curves, `collapse` is that of the smaller size's `collapsing_ks` conditions), nearly collapse (`near_a`,
     `near_b`) or degrade just below the near-collapse flag (`degrade_a`, `degrade_b`: a share DEGRADE_SHARE
     of the run's eval set predicted as one class, `degrade_share` the band of that share: the near-collapse flag
     misses it). On a crossed seed_design
@@ -44,6 +44,7 @@ class Null:
     degrade_a: float = 0.0
     degrade_b: float = 0.0
     degrade_share: tuple[float, float] = DEGRADE_SHARE
+    collapsing_ks: tuple[int, ...] = (0, 1)  # scratch and k = 1, as in the runs
 
     @property
     def symmetric(self) -> bool:
@@ -78,7 +79,15 @@ CURVE_NULLS = {
     "example-dominated": NULLS["example-dominated"],
     "interaction-only": NULLS["interaction-only"],
     "collapse-skewed": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2),
+    # the smaller size's full model (k = L = 6) collapses, its trained runs compensating: the gap, and so k90, moves
+    "full model collapses (0.2)": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2, collapsing_ks=(6,)),
+    "full model collapses (0.2), trained runs alike": Null(
+        trial_sd=0.05, example_sd=0.2, collapse=0.2, collapsing_ks=(6,)
+    ),
 }
+# the curve nulls whose trained runs do not compensate for the collapses: the trained runs' expected curves are
+# equal (the estimand of a difference the report decides only where no run collapsed: units.refuse_collapsed_curves)
+TRAINED_ALIKE_CURVE_NULLS = {"full model collapses (0.2), trained runs alike"}
 
 
 def _latent_scale(null: Null) -> float:
