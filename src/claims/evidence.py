@@ -38,12 +38,15 @@ def nearly_collapsed(collapsed: bool, majority_share: float) -> bool:
 
 
 DEGRADE_GAP = 0.08
-"""A run whose majority share exceeds the median of its unit's runs (every condition's runs on the unit's trials that
-did not (nearly) collapse) by at least this much has degraded: it predicts one class for a visibly larger share of
-the eval set than the unit's typical run, so its condition's runs are a mixture, whatever their share's distance
-from NEAR_COLLAPSE_SHARE. A degraded run counts with the (nearly) collapsed ones, as an outcome of its own
-(runs_flagged). The gap is measured (docs/calibration.md, "Runs that degrade below the flags"): a degradation
-deeper than it is counted; one shallower leaves the trained runs' tests within their size targets."""
+"""A run has degraded when its majority share exceeds, by at least this much, the lower of two references among
+the runs that did not (nearly) collapse: the median of its unit's runs (every condition's, on the unit's trials)
+and the lower quartile of its own condition's runs. It predicts one class for a visibly larger share of the eval set
+than the unit's typical run or than its own condition's better runs, so its condition's runs are a mixture,
+whatever their share's distance from NEAR_COLLAPSE_SHARE; a condition whose runs are all alike is no mixture, and
+one consistently more one-sided than the others is flagged only beyond twice the gap or so. A degraded run counts
+with the (nearly) collapsed ones, as an outcome of its own (runs_flagged). The gap is measured (docs/calibration.md,
+"Runs that degrade below the flags"): a degradation deeper than it is counted; one shallower leaves the trained
+runs' tests within their size targets."""
 
 
 def runs_flagged(collapsed, majority_share) -> np.ndarray:
@@ -54,10 +57,12 @@ def runs_flagged(collapsed, majority_share) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         nearly = np.asarray(collapsed, dtype=bool) | (shares >= NEAR_COLLAPSE_SHARE)
         typical = np.where(nearly, np.nan, shares)
-        with warnings.catch_warnings():  # a unit whose every run (nearly) collapsed has no median: none degraded
+        with warnings.catch_warnings():  # a unit or condition with no such run has no reference: none degraded
             warnings.simplefilter("ignore", RuntimeWarning)
-            median = np.nanmedian(np.moveaxis(typical, 0, -1), axis=(-2, -1))
-        return nearly | (shares >= np.expand_dims(median, (0, -1)) + DEGRADE_GAP)
+            unit = np.nanmedian(np.moveaxis(typical, 0, -1), axis=(-2, -1))
+            own = np.nanpercentile(typical, 25, axis=-1, keepdims=True)
+        reference = np.fmin(np.expand_dims(unit, (0, -1)), own)
+        return nearly | (shares >= reference + DEGRADE_GAP)
 
 
 class Run(NamedTuple):

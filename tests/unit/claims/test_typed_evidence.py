@@ -94,3 +94,8 @@ def test_a_run_is_flagged_where_it_collapsed_or_stands_out_from_the_units_median
         [False, True, True, False],
     ]
     assert runs_flagged(np.zeros((2, 0), dtype=bool), np.zeros((2, 0))).shape == (2, 0)
+    # one condition whose runs mostly degraded: the median is degraded, its lower quartile (0.675) is not
+    assert runs_flagged(np.zeros((1, 3), dtype=bool), [[0.5, 0.85, 0.86]]).tolist() == [[False, True, True]]
+    # a condition consistently more one-sided than the other is no mixture: 0.62 is 0.06 above the median (0.56)
+    alike = runs_flagged(np.zeros((2, 3), dtype=bool), [[0.5, 0.5, 0.5], [0.62, 0.62, 0.62]])
+    assert not alike.any()
