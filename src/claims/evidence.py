@@ -37,7 +37,7 @@ def nearly_collapsed(collapsed: bool, majority_share: float) -> bool:
     return collapsed or majority_share >= NEAR_COLLAPSE_SHARE
 
 
-DEGRADE_GAP = 0.08
+DEGRADE_GAP = 0.06
 """A run has degraded when its majority share exceeds, by at least this much, the lower of two references among
 the runs that did not (nearly) collapse: the median of its unit's runs (every condition's, on the unit's trials)
 and the lower quartile of its own condition's runs. It predicts one class for a visibly larger share of the eval set

@@ -800,7 +800,7 @@ def test_a_run_degraded_below_the_near_collapse_flag_counts_in_the_collapse_rate
     (unit,) = units_of(verdicts(b.evidence())["full_beats_scratch"])
     # 0.85 is below the 0.90 flag but 0.34 above the unit's median share (0.51): a mixture, counted as an outcome
     assert unit.collapse["k0"].collapsed == 1 and unit.collapse[f"k{L}"].collapsed == 0
-    assert "1 degraded run(s) (one class for at least 0.08 more" in " ".join(unit.notes)
+    assert "1 degraded run(s) (one class for at least 0.06 more" in " ".join(unit.notes)
     assert unit.result.n == 3 and unit.estimate == pytest.approx(0.2)
     assert "3 of 4 trials trained in both (the estimate's)" in unit.notes
     # the collapse outcome as typed data on the verdict, for the summary to print beside it
