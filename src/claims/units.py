@@ -161,8 +161,8 @@ def collapse_flags(ev: Evidence, task: str, size: int, slugs: list[str]) -> tupl
 
 
 DEGRADED_NOTE = (
-    "{} degraded run(s) (one class for at least {:.2f} more of the eval set than the unit's median run, below the "
-    "near-collapse flag) counted in the collapse rates"
+    "{} degraded run(s) (one class for at least {:.2f} more of the eval set than the unit's median run or its "
+    "condition's lower quartile, below the near-collapse flag) counted in the collapse rates"
 )
 
 
