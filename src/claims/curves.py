@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from src.claims.evidence import Evidence, common_trials, readable_design, scores_of, studies_of
+from src.claims.evidence import Evidence, common_trials, readable_design, runs_flagged, scores_of, studies_of
 from src.stats import hypothesis
 from src.stats.hypothesis import Estimate
 from src.tasks.metrics import example_metric
@@ -22,7 +22,8 @@ class Curve:
     """A progressive curve over k = 0..L: its mean, bootstrap draws [B, L+1] (trials and, for
     accuracy, eval examples, the same draw at every k), per-trial values [T, L+1], trials, notes,
     and the crossed seed_design its draws read (subsets and draws resampled), None for
-    independent trials, or why its runs' crossed design could not be read (readable_design)."""
+    independent trials, or why its runs' crossed design could not be read (readable_design);
+    `flagged` [T, L+1]: whether each run (nearly) collapsed or degraded (evidence.runs_flagged)."""
 
     mean: np.ndarray
     draws: np.ndarray
@@ -30,7 +31,12 @@ class Curve:
     trials: list[int]
     notes: list[str]
     studies: tuple
+    flagged: np.ndarray
     design: tuple[int, int] | None | str = None
+
+    @property
+    def flagged_runs(self) -> int:
+        return int(self.flagged.sum())
 
 
 def progressive_curve(
@@ -64,6 +70,10 @@ def progressive_curve(
         example_metric(metric), predictions, labels, scores, ev.settings.bootstrap_resamples, rng, example_counts, read
     )
     per_trial = scores.T
+    runs = [[ev.condition_runs(task, size, slug).first[t] for t in trials] for slug in slugs]
+    flagged = runs_flagged(
+        [[r.collapsed for r in row] for row in runs], [[r.majority_share for r in row] for row in runs]
+    )
     return Curve(
         per_trial.mean(axis=0),
         draws,
@@ -71,6 +81,7 @@ def progressive_curve(
         trials,
         notes,
         studies_of(ev, task, size, slugs),
+        flagged.T,
         design,
     )
 

@@ -8,6 +8,7 @@ no other module of src/claims filters a table by its column names."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -52,6 +53,34 @@ def nearly_collapsed(collapsed: bool, majority_share: float) -> bool:
     """Whether a run (nearly) collapsed: its majority share reaches NEAR_COLLAPSE_SHARE (a run without a stored
     share: its `collapsed` flag, which marks a higher share)."""
     return collapsed or majority_share >= NEAR_COLLAPSE_SHARE
+
+
+DEGRADE_GAP = 0.06
+"""A run has degraded when its majority share exceeds, by at least this much, the lower of two references among
+the runs that did not (nearly) collapse: the median of its unit's runs (every condition's, on the unit's trials)
+and the lower quartile of its own condition's runs. It predicts one class for a visibly larger share of the eval set
+than the unit's typical run or than its own condition's better runs, so its condition's runs are a mixture,
+whatever their share's distance from NEAR_COLLAPSE_SHARE; a condition whose runs are all alike is no mixture, and
+one consistently more one-sided than the others is flagged only beyond twice the gap or so. A degraded run counts
+with the (nearly) collapsed ones, as an outcome of its own (runs_flagged). The gap is measured (docs/calibration.md,
+"Runs that degrade below the flags"): a degradation deeper than it is counted; one shallower leaves the trained
+runs' tests within their size targets."""
+
+
+def runs_flagged(collapsed, majority_share) -> np.ndarray:
+    """Per run, whether it counts in its condition's collapse outcome rather than in its trained runs: it (nearly)
+    collapsed (nearly_collapsed) or degraded (DEGRADE_GAP). Arrays [C, ..., T]: the unit's C conditions' runs over
+    its T trials, any batch axes between; a share NaN (not stored) is never degraded."""
+    shares = np.asarray(majority_share, dtype=float)
+    with np.errstate(invalid="ignore"):
+        nearly = np.asarray(collapsed, dtype=bool) | (shares >= NEAR_COLLAPSE_SHARE)
+        typical = np.where(nearly, np.nan, shares)
+        with warnings.catch_warnings():  # a unit or condition with no such run has no reference: none degraded
+            warnings.simplefilter("ignore", RuntimeWarning)
+            unit = np.nanmedian(np.moveaxis(typical, 0, -1), axis=(-2, -1))
+            own = np.nanpercentile(typical, 25, axis=-1, keepdims=True)
+        reference = np.fmin(np.expand_dims(unit, (0, -1)), own)
+        return nearly | (shares >= reference + DEGRADE_GAP)
 
 
 class Run(NamedTuple):

@@ -15,7 +15,13 @@ from src.claims.evidence import NEAR_COLLAPSE_SHARE, PLENTIFUL_SIZE, Evidence
 from src.claims.planner import Plan, flow, plan_trials, planned_families
 from src.claims.registry import CLAIMS
 from src.claims.training import TrainingCheck, training_checks, training_of
-from src.claims.units import Refusal, Unit, refuse_trials_as_independent
+from src.claims.units import (
+    CollapseOutcome,
+    Refusal,
+    Unit,
+    collapse_outcomes,
+    refuse_trials_as_independent,
+)
 from src.config.schema import StudyConfig
 from src.schemes.registry import MODIFIERS as STUDY_MODIFIERS
 from src.stats import hypothesis, validity
@@ -177,6 +183,11 @@ class Verdict:
     @property
     def id(self) -> str:
         return self.claim.id
+
+    @property
+    def collapse_rates(self) -> tuple[CollapseOutcome, ...]:
+        """Its units' conditions' collapse rates (a co-primary outcome, printed beside the verdict)."""
+        return collapse_outcomes(j.unit for j in self.units)
 
 
 def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:

@@ -14,7 +14,15 @@ from src.stats import hypothesis
 from src.stats.hypothesis import ExampleMetric
 from src.tasks.metrics import example_metric
 from tools.calibrate.crossed import crossed_effects
-from tools.calibrate.nulls import CURVE_NULLS, EXAMPLES, SHARED_EXAMPLE_SD, TRIALS, Null, mean_for
+from tools.calibrate.nulls import (
+    CURVE_NULLS,
+    EXAMPLES,
+    SHARED_EXAMPLE_SD,
+    TRAINED_ALIKE_CURVE_NULLS,
+    TRIALS,
+    Null,
+    mean_for,
+)
 from tools.calibrate.row import ALPHA, LEVEL, Row
 
 # expected accuracy with the first k of L = 6 layers kept (scratch at k = 0, full at k = L): a
@@ -24,7 +32,6 @@ PROBE = np.array([0.50, 0.60, 0.66, 0.68, 0.66, 0.63, 0.60])
 
 
 PROBE_SEEDS = 3  # probe.seeds' default
-COLLAPSING_KS = (0, 1)  # the curve's conditions that collapse under a collapse null (scratch and k = 1, as in the runs)
 
 
 def simulate_curve(
@@ -34,20 +41,24 @@ def simulate_curve(
     shared: np.ndarray,
     positive: np.ndarray,
     accuracies: np.ndarray = CURVE,
-    collapsing: tuple = COLLAPSING_KS,
+    collapsing: tuple | None = None,
     design: tuple[int, int] | None = None,
+    compensate: bool = True,
 ) -> np.ndarray:
     """Correctness [R, K, T, N] of every k-layers condition (expected accuracy exactly
     accuracies[k]) on the eval set of each replicate, whose difficulty every condition shares:
-    `shared` [R, 1, 1, N]. The conditions in `collapsing` collapse at `null.collapse`: such a
-    trial predicts one class, so it is right exactly on that class's examples (`positive`
-    [R, N]). A probe curve is simulated the same way (collapsing nothing), its seeds as the trials.
+    `shared` [R, 1, 1, N]. The conditions in `collapsing` (default `null.collapsing_ks`) collapse at
+    `null.collapse`: such a trial predicts one class, so it is right exactly on that class's examples
+    (`positive` [R, N]). A probe curve is simulated the same way (collapsing nothing), its seeds as the trials.
     With a crossed seed_design `design` = (S, D), n_trials = S*D and trial t's effect is that of
     subset t // D plus that of draw t % D, each condition (k) with its own effects, as in
-    simulate_crossed (Null's subset_sd)."""
+    simulate_crossed (Null's subset_sd). Without `compensate` the trained runs' expected accuracy is
+    accuracies[k] whatever the collapses."""
     reps, n_examples = shared.shape[0], shared.shape[-1]
+    collapsing = null.collapsing_ks if collapsing is None else collapsing
     collapse = np.array([null.collapse if k in collapsing else 0.0 for k in range(len(accuracies))])
-    means = np.array([mean_for(a, null, q) for a, q in zip(accuracies, collapse)])[None, :, None, None]
+    means = np.array([mean_for(a, null, q if compensate else 0.0) for a, q in zip(accuracies, collapse)])
+    means = means[None, :, None, None]
     if design is None:
         trial_effects = null.trial_sd * rng.standard_normal((reps, len(accuracies), n_trials, 1))
     else:
@@ -70,25 +81,29 @@ def _as_predictions(correct: np.ndarray) -> tuple[ExampleMetric | None, np.ndarr
     return example_metric("accuracy"), correct, np.ones(correct.shape[-1]), correct.mean(axis=-1)
 
 
-def _bootstrap_row(test, null_name, n_trials, estimates, boots, truth, design=None) -> Row:
-    """Size (p_zero at a true 0; NaN otherwise), coverage of `truth` and the half-width ratio of
-    percentile-bootstrap statistics; `undefined` is the mean share of undefined draws."""
+def _bootstrap_row(test, null_name, n_trials, estimates, boots, truth, design=None, refused=None) -> Row:
+    """Size (p_zero at a true 0, over every replicate, a refused one never rejecting; NaN otherwise), coverage of
+    `truth` and the half-width ratio of percentile-bootstrap statistics over the replicates not `refused` (a
+    boolean per replicate: units.refuse_collapsed_curves); `undefined` is the mean share of undefined draws."""
     estimates = np.asarray(estimates, dtype=float)
+    refused = np.zeros(len(boots), dtype=bool) if refused is None else np.asarray(refused, dtype=bool)
     intervals = np.array([b.interval(LEVEL) for b in boots])
-    covered = (intervals[:, 0] <= truth) & (truth <= intervals[:, 1])
+    covered = ((intervals[:, 0] <= truth) & (truth <= intervals[:, 1]))[~refused]
     defined = np.isfinite(estimates)
     oracle = stats.norm.ppf(0.5 + LEVEL / 2) * estimates[defined].std(ddof=1)
-    half = np.nanmean(intervals[:, 1] - intervals[:, 0]) / 2
+    half = np.nanmean((intervals[:, 1] - intervals[:, 0])[~refused]) / 2 if (~refused).any() else math.nan
+    rejected = np.array([b.p_zero() < ALPHA for b in boots]) & ~refused
     return Row(
         test,
         null_name,
         n_trials,
         len(boots),
-        float(np.mean([b.p_zero() < ALPHA for b in boots])) if truth == 0 else math.nan,
-        float(np.mean(covered)),
+        float(np.mean(rejected)) if truth == 0 else math.nan,
+        float(np.mean(covered)) if len(covered) else math.nan,
         float(half / oracle) if oracle > 0 else math.nan,
         float(np.mean([b.undefined_share for b in boots])),
         design=design,
+        refused=float(np.mean(refused)) if test in CURVE_DIFFERENCES else 0.0,
     )
 
 
@@ -118,22 +133,28 @@ def curve_boots(
     rng,
     design: tuple[int, int] | None = None,
     read_design: bool = True,
-) -> dict[str, list[hypothesis.Bootstrap]]:
+    compensate: bool = True,
+) -> tuple[dict[str, list[hypothesis.Bootstrap]], np.ndarray]:
     """The curve statistics of the claims (curve_truths), by the percentile bootstrap, as the report
     draws them, in `reps` replicates: two sizes' finetuning curves A and B (equal expected curves;
-    under a collapse null B's COLLAPSING_KS conditions collapse, A's do not) and a probe curve of
+    under a collapse null B's `null.collapsing_ks` conditions collapse, A's do not) and a probe curve of
     PROBE_SEEDS seeds, all scored on one eval set per replicate, their draws taking the same
     eval-set draw (hypothesis.example_draws; src/claims/claim.py Shared.eval_draws). With a crossed
     seed_design `design` (n_trials = S*D), both sizes' runs come from it and their draws read it
-    (or, without `read_design`, take its S*D trials as independent); the probe's seeds stay independent."""
+    (or, without `read_design`, take its S*D trials as independent); the probe's seeds stay independent.
+    `compensate`: as simulate_curve's, for B's curve. Also,
+    per replicate, whether either size's curve holds a collapsed run, where the report refuses a difference of
+    the two (units.refuse_collapsed_curves)."""
     from src.stats.curves import drop_point, first_reaching
 
     shared = SHARED_EXAMPLE_SD * rng.standard_normal((reps, 1, 1, EXAMPLES))
     positive = rng.integers(0, 2, (reps, EXAMPLES))  # the examples of the class a collapsed run predicts
     # as in the contrasts, only B collapses (smaller data collapse more often), the expected curves equal
     correct_a = simulate_curve(null, n_trials, rng, shared, positive, collapsing=(), design=design)
-    correct_b = simulate_curve(null, n_trials, rng, shared, positive, design=design)
+    correct_b = simulate_curve(null, n_trials, rng, shared, positive, design=design, compensate=compensate)
     correct_probe = simulate_curve(null, PROBE_SEEDS, rng, shared, positive, PROBE, collapsing=())
+    # a collapsed run is right exactly on the examples of the class it predicts (simulate_curve)
+    collapsed = (correct_b == positive[:, None, None, :]).all(axis=-1).any(axis=(1, 2))
     boots: dict[str, list[hypothesis.Bootstrap]] = {test: [] for test in curve_truths()}
     read = design if read_design else None  # the design the two sizes' draws resample by
     for r in range(reps):
@@ -154,7 +175,7 @@ def curve_boots(
             ("drop-point difference", drop_point(a) - drop_point(b), drop_point(draws_a) - drop_point(draws_b)),
         ):
             boots[test].append(hypothesis.Bootstrap(estimate, draws, n_trials))
-    return boots
+    return boots, collapsed
 
 
 def curve_table(reps: int, resamples: int, seed: int = 0, trials=TRIALS, nulls=None) -> list[Row]:
@@ -167,9 +188,12 @@ def curve_table(reps: int, resamples: int, seed: int = 0, trials=TRIALS, nulls=N
     rows = []
     for name in nulls or CURVE_NULLS:
         for n_trials in trials:
-            boots = curve_boots(CURVE_NULLS[name], n_trials, reps, resamples, rng)
+            compensate = name not in TRAINED_ALIKE_CURVE_NULLS
+            boots, collapsed = curve_boots(CURVE_NULLS[name], n_trials, reps, resamples, rng, compensate=compensate)
             for test, truth in curve_truths().items():
-                rows.append(_bootstrap_row(test, name, n_trials, [b.estimate for b in boots[test]], boots[test], truth))
+                estimates = [b.estimate for b in boots[test]]
+                refused = collapsed if test in CURVE_DIFFERENCES else None
+                rows.append(_bootstrap_row(test, name, n_trials, estimates, boots[test], truth, refused=refused))
     return rows
 
 
@@ -195,11 +219,11 @@ def crossed_curve_table(
         for design in designs:
             n_trials = design[0] * design[1]
             for estimator in ("new", "old") if old else ("new",):
-                boots = curve_boots(
+                boots, collapsed = curve_boots(
                     CROSSED_CURVE_NULLS[name], n_trials, reps, resamples, rng, design, estimator == "new"
                 )
                 for test in CURVE_DIFFERENCES:
                     estimates = [b.estimate for b in boots[test]]
-                    row = _bootstrap_row(test, name, n_trials, estimates, boots[test], 0.0, design)
+                    row = _bootstrap_row(test, name, n_trials, estimates, boots[test], 0.0, design, collapsed)
                     rows.append(replace(row, test=f"{test}, crossed {design[0]}x{design[1]}", estimator=estimator))
     return rows

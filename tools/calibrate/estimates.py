@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 from scipy import stats
 
-from src.claims.evidence import NEAR_COLLAPSE_SHARE
+from src.claims.evidence import runs_flagged
 from src.stats import hypothesis
 from src.tasks.kinds import COLLAPSE_SHARE
 from tools.calibrate.nulls import ACCURACY, CHUNK, EXAMPLES, MARGIN, NULLS, TRIALS, TWO_CONDITIONS, simulate
@@ -56,8 +56,8 @@ def estimates(
     "new" (the claims' test: hypothesis.Estimate, the t test on the trials' T - 1 df), VARIANCE_BOUND (the same
     variance, the t test joined by the variance-bound test, each at half the level: a BoundedEstimate) and
     "trial-only t" keep every run, (nearly) collapsed ones included, as src/claims/units.py does; "collapsed
-    excluded", the robustness reading, reads the trials where no condition's run (nearly) collapsed (majority share
-    >= NEAR_COLLAPSE_SHARE), with no p below 2 of them;
+    excluded", the robustness reading, reads the trials where no condition's run (nearly) collapsed or degraded
+    (evidence.runs_flagged), with no p below 2 of them;
     "before" kept every run and refused where (1 - q)^T > ALPHA for the largest share q of runs collapsed
     (share >= COLLAPSE_SHARE) in the replicate's own conditions."""
     # accuracy's pseudo-values are the correctness
@@ -70,7 +70,7 @@ def estimates(
         rate = (majority >= COLLAPSE_SHARE).mean(axis=2).max(axis=0)
         refused = (rate > 0) & ((1 - rate) ** n_trials > ALPHA)
     elif estimator in ("collapsed excluded", TRAINED):
-        kept = np.all(majority < NEAR_COLLAPSE_SHARE, axis=0)
+        kept = ~np.any(runs_flagged(False, majority), axis=0)
         refused = kept.sum(axis=1) < 2
     for k in np.unique(kept.sum(axis=1)):
         rows = np.flatnonzero((kept.sum(axis=1) == k) & ~refused)

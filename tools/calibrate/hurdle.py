@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from src.claims.evidence import NEAR_COLLAPSE_SHARE
+from src.claims.evidence import runs_flagged
 from src.stats.collapse import HURDLE_PARTS, hurdle
 from tools.calibrate.estimates import estimates
 from tools.calibrate.nulls import CHUNK, NULLS, TRIALS, TWO_CONDITIONS, Null, simulate
@@ -25,12 +25,21 @@ HURDLE_NULLS = {
     "collapses and near-collapses mixed, equal rates": Null(
         trial_sd=0.15, example_sd=0.3, collapse=0.15, collapse_a=0.05, near_a=0.15, near_b=0.05
     ),
+    # B's runs degrade just below the degradation check (evidence.DEGRADE_GAP), so they count as trained runs, its
+    # other runs compensating: the trained runs' contrast (the estimand) is 0, a mixture of shallow degradations
+    "B degrades just below the check (1/3), trained runs' mean equal": NULLS["B degrades just below the check (1/3)"],
 }
-# (null, compensate): B collapses more often than A
+COMPENSATED_NULLS = {"B degrades just below the check (1/3), trained runs' mean equal"}  # simulated with compensation
+# (null, compensate): B collapses or degrades more often than A. "Means over all runs equal" is the paper's null and
+# not the hurdle's: B's trained runs are better there (its p_less is not a size)
 HURDLE_ALTERNATIVES = {
     "B collapses (0.2), trained runs alike": (NULLS["B collapses (0.2)"], False),
     "B collapses (2/3), trained runs alike": (Null(trial_sd=0.05, example_sd=0.2, collapse=2 / 3), False),
     "B collapses (0.2), means over all runs equal (the old null)": (NULLS["B collapses (0.2)"], True),
+    "B degrades below the flag (0.2), trained runs alike": (NULLS["B degrades below the flag (0.2)"], False),
+    "B degrades below the flag (1/3), trained runs alike": (NULLS["B degrades below the flag (1/3)"], False),
+    "B degrades below the flag (0.2), means over all runs equal": (NULLS["B degrades below the flag (0.2)"], True),
+    "B degrades below the flag (1/3), means over all runs equal": (NULLS["B degrades below the flag (1/3)"], True),
 }
 
 
@@ -77,9 +86,9 @@ def hurdle_rejections(correct: np.ndarray, majority: np.ndarray, weights=TWO_CON
     """(p_greater < level, p_less < level, rate part rejected at ALPHA, fewer than 2 trained trials) of each
     replicate, the levels (ALPHA, HOLM_LEVEL) on the last axis of the first two: the hurdle of the contrast
     `weights` as src/claims/units.py computes it. Collapse is read from the sample by the pipeline's rule
-    (majority share >= NEAR_COLLAPSE_SHARE); the trained part is the crossed test of the trials where no
-    condition's run (nearly) collapsed ("collapsed excluded")."""
-    flags = majority >= NEAR_COLLAPSE_SHARE
+    (evidence.runs_flagged: (nearly) collapsed or degraded); the trained part is the crossed test of the trials
+    where no condition's run was flagged ("collapsed excluded")."""
+    flags = runs_flagged(False, majority)
     trained, refused = estimates(correct, majority, "collapsed excluded", weights)
     result = hurdle(flags, weights, (trained.p_greater(), trained.p_less()), ALPHA)
     levels = np.array([ALPHA, HOLM_LEVEL])
@@ -96,7 +105,9 @@ def hurdle_table(
     T, in chunks of CHUNK replicates, for the contrast HURDLE_CONTRASTS[contrast]."""
     weights = HURDLE_CONTRASTS[contrast]
     rng = np.random.default_rng(seed)
-    cells = {name: (HURDLE_NULLS[name], False) for name in (HURDLE_NULLS if nulls is None else nulls)}
+    cells = {
+        name: (HURDLE_NULLS[name], name in COMPENSATED_NULLS) for name in (HURDLE_NULLS if nulls is None else nulls)
+    }
     cells |= {
         name: HURDLE_ALTERNATIVES[name] for name in (HURDLE_ALTERNATIVES if alternatives is None else alternatives)
     }

@@ -16,15 +16,21 @@ TRIALS = (3, 5, 10)
 EXAMPLES = 500
 SHARED_EXAMPLE_SD = 1.0  # u: difficulty every condition shares (it cancels from a contrast)
 CHUNK = 2000  # replicates simulated at once
+# a degraded run's majority share, U(0.82, 0.88), just below the near-collapse flag (NEAR_COLLAPSE_SHARE, 0.90): a
+# share 2s - 1 of its examples pushed to its one class, the rest predicted about half each way, gives share s
+DEGRADE_SHARE = (0.82, 0.88)
+# just below the degradation check (DEGRADE_GAP: 0.06 above its references, about 0.5 here)
+SHALLOW_SHARE = (0.53, 0.56)
 
 
 @dataclass(frozen=True)
 class Null:
     """A data-generating design: the SDs (probit scale) of a condition's per-trial and per-example
     effects, and the shares of each condition's runs that collapse (`collapse_a`, `collapse`: A's, B's;
-    in the curves, `collapse` is that of the COLLAPSING_KS conditions), nearly collapse (`near_a`,
+    in the curves, `collapse` is that of the smaller size's `collapsing_ks` conditions), nearly collapse (`near_a`,
     `near_b`) or degrade just below the near-collapse flag (`degrade_a`, `degrade_b`: a share DEGRADE_SHARE
-    of the run's eval set predicted as one class, so no flag sees it). On a crossed seed_design
+    of the run's eval set predicted as one class, `degrade_share` the band of that share: the near-collapse flag
+    misses it). On a crossed seed_design
     (simulate_curve's `design`) a trial's effect is its subset's (SD `subset_sd`) plus its draw's (SD
     sqrt(trial_sd^2 - subset_sd^2)), so the expected accuracy is the same as with independent trials."""
 
@@ -37,6 +43,8 @@ class Null:
     near_b: float = 0.0
     degrade_a: float = 0.0
     degrade_b: float = 0.0
+    degrade_share: tuple[float, float] = DEGRADE_SHARE
+    collapsing_ks: tuple[int, ...] = (0, 1)  # scratch and k = 1, as in the runs
 
     @property
     def symmetric(self) -> bool:
@@ -60,6 +68,9 @@ NULLS = {
     # (CoLA, 69% one class, is where this band lives); no flag sees them, so every test reads them as trained runs
     "B degrades below the flag (0.2)": Null(trial_sd=0.05, example_sd=0.2, degrade_b=0.2),
     "B degrades below the flag (1/3)": Null(trial_sd=0.05, example_sd=0.2, degrade_b=1 / 3),
+    "B degrades just below the check (1/3)": Null(
+        trial_sd=0.05, example_sd=0.2, degrade_b=1 / 3, degrade_share=SHALLOW_SHARE
+    ),
 }
 # the curve statistics' nulls: B's low-k conditions collapse, their trained runs compensating so that the
 # expected curves stay equal (a curve statistic keeps every run)
@@ -68,7 +79,15 @@ CURVE_NULLS = {
     "example-dominated": NULLS["example-dominated"],
     "interaction-only": NULLS["interaction-only"],
     "collapse-skewed": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2),
+    # the smaller size's full model (k = L = 6) collapses, its trained runs compensating: the gap, and so k90, moves
+    "full model collapses (0.2)": Null(trial_sd=0.05, example_sd=0.2, collapse=0.2, collapsing_ks=(6,)),
+    "full model collapses (0.2), trained runs alike": Null(
+        trial_sd=0.05, example_sd=0.2, collapse=0.2, collapsing_ks=(6,)
+    ),
 }
+# the curve nulls whose trained runs do not compensate for the collapses: the trained runs' expected curves are
+# equal (the estimand of a difference the report decides only where no run collapsed: units.refuse_collapsed_curves)
+TRAINED_ALIKE_CURVE_NULLS = {"full model collapses (0.2), trained runs alike"}
 
 
 def _latent_scale(null: Null) -> float:
@@ -82,15 +101,13 @@ def mean_for(accuracy: float, null: Null, collapse: float = 0.0, chance: float =
 
 
 NEAR_PUSH = (0.8, 0.98)  # the share of a nearly collapsed run's examples pushed to its one class
-# a degraded run's majority share, U(0.82, 0.88), just below the near-collapse flag (NEAR_COLLAPSE_SHARE, 0.90): a
-# share 2s - 1 of its examples pushed to its one class, the rest predicted about half each way, gives share s
-DEGRADE_SHARE = (0.82, 0.88)
 
 
-def one_class_share(collapse: float, near: float, degrade: float) -> float:
+def one_class_share(collapse: float, near: float, degrade: float, band=DEGRADE_SHARE) -> float:
     """The expected share of a condition's predictions pushed to one class when its runs collapse, nearly collapse
-    and degrade at these rates (a pushed example scores 0.5 in expectation: mean_for's `collapse`)."""
-    return collapse + float(np.mean(NEAR_PUSH)) * near + (2 * float(np.mean(DEGRADE_SHARE)) - 1) * degrade
+    and degrade (to a majority share in `band`) at these rates (a pushed example scores 0.5 in expectation:
+    mean_for's `collapse`)."""
+    return collapse + float(np.mean(NEAR_PUSH)) * near + (2 * float(np.mean(band)) - 1) * degrade
 
 
 def simulate(
@@ -118,7 +135,11 @@ def simulate(
         *[(ACCURACY - contrast, null.collapse, null.near_b, null.degrade_b)] * (conditions - 1),
     ):
         latent = (
-            np.float32(mean_for(accuracy, null, one_class_share(collapse, near, degrade) if compensate else 0.0))
+            np.float32(
+                mean_for(
+                    accuracy, null, one_class_share(collapse, near, degrade, null.degrade_share) if compensate else 0.0
+                )
+            )
             + null.trial_sd * rng.standard_normal((reps, n_trials, 1), dtype=np.float32)
             + null.example_sd * rng.standard_normal((reps, 1, n_examples), dtype=np.float32)
             + shared
@@ -131,7 +152,9 @@ def simulate(
             pushed = rng.random((reps, n_trials, n_examples)) < rng.uniform(*NEAR_PUSH, (reps, n_trials, 1))
             one_class = one_class | ((draw >= collapse) & (draw < collapse + near) & pushed)
         if degrade:
-            pushed = rng.random((reps, n_trials, n_examples)) < 2 * rng.uniform(*DEGRADE_SHARE, (reps, n_trials, 1)) - 1
+            pushed = (
+                rng.random((reps, n_trials, n_examples)) < 2 * rng.uniform(*null.degrade_share, (reps, n_trials, 1)) - 1
+            )
             one_class = one_class | ((draw >= collapse + near) & (draw < collapse + near + degrade) & pushed)
         if collapse or near or degrade:
             # a (nearly) collapsed run predicts one class, either, as real runs do: onto class 1 alone, every

@@ -47,6 +47,7 @@ from src.claims.units import (
     estimate_test_unit,
     estimate_unit,
     refuse,
+    refuse_collapsed_curves,
     shape_p,
 )
 from src.stats import hypothesis
@@ -213,7 +214,7 @@ def agreement_grows(ev: Evidence, shared: Shared) -> list[Unit]:
             studies=tuple(sorted(set(small.studies + large.studies))),
             notes=(f"ρ {rho[sizes[0]]:.3f} at n={sizes[0]}, {rho[sizes[-1]]:.3f} at n={sizes[-1]}",),
         )
-        units.append(probe_units_refused(unit, probe))
+        units.append(probe_units_refused(refuse_collapsed_curves(unit, (small, large)), probe))
     return units
 
 

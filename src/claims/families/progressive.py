@@ -50,6 +50,7 @@ from src.claims.units import (
     contrast_unit,
     estimate_test_unit,
     refuse,
+    refuse_collapsed_curves,
 )
 from src.stats.curves import drop_point, first_reaching, linear_r2
 from src.stats.hypothesis import Estimate
@@ -121,7 +122,8 @@ def few_layers_suffice(ev: Evidence, shared: Shared) -> list[Unit]:
 def curve_shift_units(ev: Evidence, shared: Shared, claim: str, statistic, label: str) -> list[Unit]:
     """`statistic` of a task's curve (a k, applied along each draw) at its smallest size minus at its
     largest, > 0: the bootstrap of the difference, both curves drawn on the task's shared eval draws
-    (and its crossed seed_design, where they read one); needs the gap at both sizes."""
+    (and its crossed seed_design, where they read one); needs the gap at both sizes; refused where either curve
+    holds a (nearly) collapsed or degraded run (units.refuse_collapsed_curves)."""
     units = []
     for task in shared.tasks():
         sizes = shared.sizes(task)
@@ -151,6 +153,7 @@ def curve_shift_units(ev: Evidence, shared: Shared, claim: str, statistic, label
                 ),
             )
         )
+        units[-1] = refuse_collapsed_curves(units[-1], (small, large))
     return units
 
 

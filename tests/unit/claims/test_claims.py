@@ -241,6 +241,36 @@ def test_a_crossed_seed_designs_curve_differences_resample_subsets_and_draws():
     assert unit.refused.reason.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 5 draws")
 
 
+def test_a_difference_of_curve_statistics_is_refused_where_a_curve_holds_a_collapsed_or_degraded_run():
+    # the small size's curve is later in every trial (supported); one of its runs collapsed (by flag) or degraded
+    # (a majority share 0.3 above the curves' median run), and the bootstrap of k90 then gives no verdict
+    def later_at_100(flagged: dict) -> dict:
+        b = Builder()
+        for t in range(4):
+            for size, curve in ((500, EARLY), (100, LATE)):
+                for k, value in enumerate(curve):
+                    share = flagged.get("majority_share", 0.5) if (size, t, k) == (100, 3, 4) else 0.5
+                    extra = {"collapsed": True} if flagged.get("collapsed") and (size, t, k) == (100, 3, 4) else {}
+                    b.add(
+                        f"k{k}",
+                        value + 0.005 * ((t + k) % 3 - 1),
+                        size=size,
+                        trial=t,
+                        k=k,
+                        majority_share=share,
+                        **extra,
+                    )
+        return verdicts(b.evidence())
+
+    assert later_at_100({})["k90_grows_as_data_shrinks"].text == "supported"
+    for flagged in ({"collapsed": True}, {"majority_share": 0.8}):
+        v = later_at_100(flagged)
+        for claim in ("k90_grows_as_data_shrinks", "drop_point_shifts_with_data_size"):
+            (unit,) = units_of(v[claim])
+            assert unit.refused.kind is Refusal.COLLAPSED_CURVE and v[claim].text != "supported"
+            assert "(1 of 20, 0 of 20 runs)" in unit.refused.reason  # the smaller size first
+
+
 def permutation_study(permuted: float, curve=RISING, trials=6):
     b = Builder().curve(curve, trials=trials, spread=0.002)
     for t in range(trials):
@@ -369,7 +399,7 @@ def test_a_small_mean_with_a_wide_interval_does_not_show_that_a_layer_barely_mat
 
 def test_a_bootstrap_below_its_calibrated_trials_gives_no_verdict_no_interval_and_no_p(tmp_path):
     # a bootstrap difference of k90 is calibrated from 3 trials (calibration.decidable): at 2 the
-    # design cannot decide; at 3 it does, a collapsed run included (measured under the collapse null)
+    # design cannot decide; at 3 it does, and not where a curve holds a collapsed run
     b = Builder().curve(RISING, trials=2).curve(RISING, trials=2, size=100)
     v = verdicts(b.evidence())["k90_grows_as_data_shrinks"]
     (unit,) = units_of(v)
@@ -384,7 +414,7 @@ def test_a_bootstrap_below_its_calibrated_trials_gives_no_verdict_no_interval_an
     assert not unit.refused and math.isfinite(unit.p_for)
     three.rows[0]["collapsed"] = True  # k0 at n=500 collapsed in 1 of its 3 runs
     (unit,) = units_of(verdicts(three.evidence())["k90_grows_as_data_shrinks"])
-    assert not unit.refused
+    assert unit.refused.kind is Refusal.COLLAPSED_CURVE
 
 
 def test_a_bootstrap_with_too_many_undefined_draws_gives_no_verdict():
@@ -833,6 +863,28 @@ def test_a_collapsed_run_counts_in_the_hurdles_rate_part_is_reported_as_an_outco
     b.add("k0", 0.0, trial=3, k=0, status="diverged")
     (unit,) = units_of(verdicts(b.evidence())["full_beats_scratch"])
     assert unit.n == 3 and "1 diverged run(s) left out" in unit.notes
+
+
+def test_a_run_degraded_below_the_near_collapse_flag_counts_in_the_collapse_rates_not_in_the_trained_runs():
+    b = Builder()
+    for trial in range(4):  # the full model trains in every trial, scratch in 3; its 4th run degrades to 0.85
+        b.add(f"k{L}", 0.9 + 0.01 * trial, trial=trial, k=L, majority_share=0.52)
+        b.add(
+            "k0",
+            0.6 if trial == 3 else 0.7 + 0.01 * trial,
+            trial=trial,
+            k=0,
+            majority_share=0.85 if trial == 3 else 0.5,
+        )
+    (unit,) = units_of(verdicts(b.evidence())["full_beats_scratch"])
+    # 0.85 is below the 0.90 flag but 0.34 above the unit's median share (0.51): a mixture, counted as an outcome
+    assert unit.collapse["k0"].collapsed == 1 and unit.collapse[f"k{L}"].collapsed == 0
+    assert "1 degraded run(s) (one class for at least 0.06 more" in " ".join(unit.notes)
+    assert unit.result.n == 3 and unit.estimate == pytest.approx(0.2)
+    assert "3 of 4 trials trained in both (the estimate's)" in unit.notes
+    # the collapse outcome as typed data on the verdict, for the summary to print beside it
+    outcomes = {(o.unit, o.slug): o.rate for o in verdicts(b.evidence())["full_beats_scratch"].collapse_rates}
+    assert (outcomes[("sst2 n=500", "k0")].collapsed, outcomes[("sst2 n=500", f"k{L}")].collapsed) == (1, 0)
 
 
 def test_a_condition_collapsing_in_2_of_3_trials_is_decided_by_the_collapse_rates_not_a_t_on_the_mixture():

@@ -4,10 +4,11 @@ by task (and size)."""
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from src.claims.evidence import CollapseCount, collapse_counts, grouped
+from src.claims.evidence import CollapseCount, collapse_counts, grouped, runs_flagged
 from tests.fake_evidence import RISING, Builder, probe_table
 
 
@@ -77,3 +78,24 @@ def test_the_collapse_table_counts_each_studys_finished_headline_runs_nearly_col
         CollapseCount("a", "cola", 80, "k0", 2, 0, 1, 0.5),
         CollapseCount("b", "cola", 80, "k0", 2, 1, 2, 1.0),
     ]
+
+
+def test_a_run_is_flagged_where_it_collapsed_or_stands_out_from_the_units_median_share_below_any_fixed_threshold():
+    shares = np.array([[0.50, 0.52, 0.63, 0.54], [0.51, 0.85, 0.95, np.nan]])
+    flags = runs_flagged(np.array([[False] * 4, [False, False, False, True]]), shares)
+    # the references, among the runs that did not (nearly) collapse (0.95 and the flagged run left out): the unit's
+    # median 0.53, the first condition's lower quartile 0.515: 0.63 is 0.06 or more above the lower (degraded), 0.54
+    # is not; 0.85 is; 0.95 nearly collapsed; the NaN share's collapse flag counts
+    assert flags.tolist() == [[False, False, True, False], [False, True, True, True]]
+    # over a batch: each replicate's median is its own
+    batch = np.stack([shares, shares - 0.1], axis=1)  # here nothing collapsed, 0.85 - 0.1 is below 0.90: median 0.44
+    assert runs_flagged(np.zeros(batch.shape, dtype=bool), batch)[:, 1].tolist() == [
+        [False, False, True, False],
+        [False, True, True, False],
+    ]
+    assert runs_flagged(np.zeros((2, 0), dtype=bool), np.zeros((2, 0))).shape == (2, 0)
+    # one condition whose runs mostly degraded: the median is degraded, its lower quartile (0.675) is not
+    assert runs_flagged(np.zeros((1, 3), dtype=bool), [[0.5, 0.85, 0.86]]).tolist() == [[False, True, True]]
+    # a condition consistently more one-sided than the other is no mixture: 0.61 is 0.055 above the median (0.555)
+    alike = runs_flagged(np.zeros((2, 3), dtype=bool), [[0.5, 0.5, 0.5], [0.61, 0.61, 0.61]])
+    assert not alike.any()

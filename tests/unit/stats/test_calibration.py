@@ -353,6 +353,16 @@ def test_simulated_contrast_over_all_runs_is_exactly_the_requested_one():
     assert correct[1][trained].mean() == pytest.approx((0.78 - 0.2 * 0.5) / 0.8, abs=0.003)
 
 
+def test_runs_degraded_below_the_flag_count_as_collapses_so_the_hurdle_keeps_its_size_on_the_trained_runs():
+    # B's runs degrade at 1/3 below the 0.90 flag, its trained runs alike A's: read as trained runs, a t over 5
+    # trials found "A better" in 0.19 of samples; counted as collapses by the degradation check, both tails stay
+    # near 0.01 (the rate part cannot reach α at T = 5)
+    (row,) = hurdle_table(
+        4000, seed=5, trials=(5,), nulls=[], alternatives=["B degrades below the flag (1/3), trained runs alike"]
+    )
+    assert row.greater[0] < 0.02 and row.less[0] < 0.02, row
+
+
 @pytest.mark.parametrize("rate", [0.2, 1 / 3])
 def test_degraded_runs_stay_below_the_flag_and_the_others_compensate(rate):
     # sub-threshold degradation: B's degraded runs predict one class for a share U(0.82, 0.88) of the eval set, so
