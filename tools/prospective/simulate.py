@@ -1,0 +1,89 @@
+"""A unit's decision probabilities through the report's own test, and a claim's from its units'.
+
+A unit's estimate on T trials is drawn as its effect plus N(0, trial_sd^2 / T + fixed_se^2), its trial SD as
+trial_sd^2 x chi2(T - 1) / (T - 1) (independent of the mean, normal trials); the eval set's part is known
+(its df, the eval examples', are large). Each draw is an `Estimate` read by `units.shape_p`, the function the
+report's units call, so the p's are the report's own."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from src.claims.units import shape_p
+from src.stats.hypothesis import Estimate
+
+
+@dataclass(frozen=True)
+class UnitModel:
+    """One unit of a claim on a design: its label, the preset study and (task, size) whose trials it reads, its
+    contrast's components (trial_sd: one trial's SD; fixed_se: the eval set's SE, which trials do not shrink),
+    the effect it is simulated at, its shape (units.shape_p) and margin, and whether the unit's test is the
+    trial-only t (slopes over trials: no eval-set part)."""
+
+    label: str
+    study: str
+    task: str
+    size: int
+    trial_sd: float
+    fixed_se: float
+    effect: float
+    fixed_df: float  # the eval set's df (its examples - 1); NaN: no eval-set part
+    shape: str = "greater"
+    margin: float | None = None
+    trials_only: bool = False
+    welch: bool = False  # two sizes' unpaired trials: Welch's t on 2 (T - 1) df (equal T, equal SDs)
+    conditions: tuple[str, ...] = ()  # the conditions whose runs it reads, for the cost
+
+
+def unit_probabilities(
+    unit: UnitModel, trials: int, level_for: float, level_against: float, reps: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """(P(p for <= level_for), P(p against <= level_against)) at `trials`; (0, 0) below 3 trials, where
+    src/stats/validity.py refuses every estimate test."""
+    if trials < 3:
+        return 0.0, 0.0
+    fixed = 0.0 if unit.trials_only or unit.welch else unit.fixed_se
+    df = 2 * (trials - 1) if unit.welch else trials - 1
+    estimate = unit.effect + rng.standard_normal(reps) * math.sqrt(unit.trial_sd**2 / trials + fixed**2)
+    trial_sd = unit.trial_sd * np.sqrt(rng.chisquare(df, reps) / df)
+    est = Estimate(
+        estimate=estimate,  # type: ignore[arg-type]  # batch axes, as tools/calibrate passes them
+        se=np.sqrt(trial_sd**2 / trials + fixed**2),  # type: ignore[arg-type]
+        n=trials,
+        df=df,
+        trial_sd=trial_sd,  # type: ignore[arg-type]
+        trial_df=df,
+        fixed_se=fixed,
+    )
+    p_for, p_against = shape_p(est, unit.shape, unit.margin)
+    return float(np.mean(np.asarray(p_for) <= level_for)), float(np.mean(np.asarray(p_against) <= level_against))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    supported: float
+    contradicted: float
+
+    @property
+    def undecided(self) -> float:
+        return max(0.0, 1.0 - self.supported - self.contradicted)
+
+
+def combine(every: bool, fors: list[float], againsts: list[float]) -> Outcome:
+    """A claim's outcome from its units' probabilities, the units taken as independent (distinct (task, size)
+    cells or conditions; units sharing a condition's runs are positively correlated, which this ignores).
+    Universal: supported when every unit is "for" at alpha (intersection-union), contradicted when any is
+    "against" at its Holm level; existential the mirror. The Holm side is computed at Bonferroni's alpha / m
+    (Holm's first step), so its probability is a lower bound. Supported and contradicted are taken as
+    disjoint (a unit "for" at alpha and another "against" at alpha / m both in one report is counted twice:
+    the undecided share is floored at 0)."""
+    if not fors:
+        return Outcome(0.0, 0.0)
+    all_for, any_against = float(np.prod(fors)), 1.0 - float(np.prod([1.0 - p for p in againsts]))
+    if every:
+        return Outcome(all_for, any_against)
+    any_for, all_against = 1.0 - float(np.prod([1.0 - p for p in fors])), float(np.prod(againsts))
+    return Outcome(any_for, all_against)
