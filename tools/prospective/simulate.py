@@ -13,7 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from src.claims.units import shape_p
+from src.stats import correlation
 from src.stats.hypothesis import Estimate
+from src.stats.validity import MIN_TRIALS
+
+SPEARMAN = "spearman"  # a unit's shape: Spearman rho over `trials` pairs above `margin` (correlation.spearman_above)
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ class UnitModel:
     margin: float | None = None
     trials_only: bool = False
     welch: bool = False  # two sizes' unpaired trials: Welch's t on 2 (T - 1) df (equal T, equal SDs)
-    conditions: tuple[str, ...] = ()  # the conditions whose runs it reads, for the cost
+    conditions: tuple[str, ...] = ()  # the conditions whose runs it reads, for the cost ("cond@task": another task's)
 
 
 def unit_probabilities(
@@ -43,6 +47,8 @@ def unit_probabilities(
 ) -> tuple[float, float]:
     """(P(p for <= level_for), P(p against <= level_against)) at `trials`; (0, 0) below 3 trials, where
     src/stats/validity.py refuses every estimate test."""
+    if unit.shape == SPEARMAN:
+        return spearman_probabilities(unit, trials, level_for, level_against, reps, rng)
     if trials < 3:
         return 0.0, 0.0
     fixed = 0.0 if unit.trials_only or unit.welch else unit.fixed_se
@@ -60,6 +66,23 @@ def unit_probabilities(
     )
     p_for, p_against = shape_p(est, unit.shape, unit.margin)
     return float(np.mean(np.asarray(p_for) <= level_for)), float(np.mean(np.asarray(p_against) <= level_against))
+
+
+def spearman_probabilities(
+    unit: UnitModel, pairs: int, level_for: float, level_against: float, reps: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """The Fisher-z test of Spearman rho > margin from `pairs` pairs drawn from a Gaussian copula whose
+    Spearman rho is the unit's effect (latent Pearson r = 2 sin(pi rho / 6)); (0, 0) below the pairs from
+    which src/stats/validity.py lets it decide."""
+    if pairs < MIN_TRIALS["spearman-margin"][0]:
+        return 0.0, 0.0
+    r = 2 * math.sin(math.pi * unit.effect / 6)
+    x = rng.standard_normal((reps, pairs))
+    y = r * x + math.sqrt(1 - r * r) * rng.standard_normal((reps, pairs))
+    rx, ry = x.argsort(axis=1).argsort(axis=1), y.argsort(axis=1).argsort(axis=1)
+    rho = 1 - 6 * np.sum((rx - ry) ** 2, axis=1) / (pairs * (pairs**2 - 1))
+    p_for, p_against = correlation.spearman_above(rho, pairs, unit.margin)
+    return float(np.mean(p_for <= level_for)), float(np.mean(p_against <= level_against))
 
 
 @dataclass(frozen=True)

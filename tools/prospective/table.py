@@ -78,18 +78,19 @@ def decided(o: Outcome) -> float:
     return o.supported + o.contradicted
 
 
+def run_key(unit: UnitModel, condition: str) -> tuple[str, str, str, int]:
+    """(study, task, condition, size) of a condition a unit reads ("cond@task": on another task)."""
+    name, _, task = condition.partition("@")
+    return unit.study, task or unit.task, name, unit.size
+
+
 def cost(design: Config, units: list[UnitModel], trials: int) -> tuple[int, int]:
     """(runs, run-steps) of the distinct conditions the units read, each at `trials` (or its preset's, if more).
     Probe seeds train no finetuning run (a frozen pass and a linear probe): 0 run-steps."""
-    runs = {
-        (u.study, u.task, u.size, c): trials_of(design, u, trials)
-        for u in units
-        if u.study != "probe"
-        for c in u.conditions
-    }
+    runs = {run_key(u, c): trials_of(design, u, trials) for u in units if u.study != "probe" for c in u.conditions}
     train = design.train
     steps = 0
-    for (_, _task, size, condition), n in runs.items():
+    for (_, _task, condition, size), n in runs.items():
         per_run = math.ceil(size / train.batch_size) * train.epochs_for(size)
         if condition.startswith("after:"):
             per_run += math.ceil(TRAIN_EXAMPLES[condition[6:]] / train.batch_size) * train.epochs
