@@ -4,8 +4,8 @@ Writes metrics/report.md, a standalone metrics/report.html (figures inlined), th
 probe-versus-finetune agreement table (metrics/agreement.csv) and the tally of verdicts
 (metrics/verdicts.json, for `dvc metrics` and `dvc exp show`). Every verdict comes from
 the claims registry (src/claims/registry.py) by the rule in src/claims/verdicts.py, with
-its test, estimate, CI, p (raw or Holm), n, and, when undecided, the trials that would
-decide it; a claim without its runs names the `dvc exp run -S …` command that adds them.
+its test, estimate, CI, p (raw or Holm), n, and, when undecided, the chance that N trials
+decide it (src/claims/planner.py); a claim without its runs names the `dvc exp run -S …` command that adds them.
 The evidence it reads: src/artefacts/evidence.py.
 """
 
@@ -19,6 +19,7 @@ from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.evidence import read_evidence
 from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
+from src.claims.planner import plan_text
 from src.claims.render import figure_list, report_tables, write_report
 from src.claims.summary import WhatRan, confounded
 from src.claims.summary import verdict_tally as tally_by_verdict
@@ -77,7 +78,7 @@ def main() -> None:
     write_json_atomically(args.verdicts, verdict_tally(v.text for v in verdicts))
     for verdict in verdicts:
         plan = verdict.plan
-        decided = f"  (decided by {plan.trials} trials: {plan.command})" if plan is not None and plan.trials else ""
+        decided = f"  ({plan_text(plan)})" if plan is not None and plan_text(plan) else ""
         text = verdict.text + (f", {CONFOUNDED}" if confounded(verdict) else "")
         print(f"{text:>13}  {verdict.id}{decided}")
 

@@ -22,6 +22,7 @@ from src.claims.evidence import (
     other_metrics,
     permutation_trials,
 )
+from src.claims.planner import plan_text
 from src.claims.registry import CLAIMS
 from src.claims.summary import (
     STUDIES,
@@ -142,9 +143,7 @@ def summary_rows(verdicts: list[Verdict]) -> list[list]:
     rows = []
     for v in verdicts:
         claim, plan = v.claim, v.plan
-        decide = f"{plan.trials} trials: `{plan.command}`" if plan is not None and plan.trials else ""
-        if plan is not None and plan.ranges:
-            decide += " [per unit, low–high (point): " + by_text(plan.ranges) + "]"
+        decide = plan_text(plan) if plan is not None else ""
         if plan is not None and plan.reasons:
             decide += (" " if decide else "") + "(" + by_text(plan.reasons) + ")"
         verdict = f"{NOT_RUN}: {needs_text(v.needs)}" if v.needs is not None else v.text
@@ -249,8 +248,16 @@ def detail_tables(
     """The tables after the rule: the claims in detail, every unit's test, the declared inputs, then `extra_tables`."""
     return [
         (
-            "Claims in detail: source, operationalisation, test, p and the trials that would decide each",
-            ["claim", "source", "operationalisation", "test", "verdict", "claim p", "trials that would decide it"],
+            "Claims in detail: source, operationalisation, test, p and the chance that more trials decide each",
+            [
+                "claim",
+                "source",
+                "operationalisation",
+                "test",
+                "verdict",
+                "claim p",
+                "the chance that N trials decide it",
+            ],
             summary_rows(verdicts),
         ),
         ("Tests, per unit", UNIT_HEADER, unit_rows(verdicts)),

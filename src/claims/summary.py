@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from src.claims.claim import SEED_001, SEED_003, SEED_004, interval_text, number
+from src.claims.planner import plan_text
 from src.claims.training import CONFOUNDED, UNDERTRAINED
 from src.claims.verdicts import CONDITION_MODIFIERS, NO_VERDICT, NOT_RUN, Judged, Verdict, decided_by, flow
 from src.config.schema import StudyConfig
@@ -104,14 +105,14 @@ def tally_text(tally: dict[str, int]) -> str:
 
 
 def undecided_reason(v: Verdict) -> str:
-    """Why an undecided claim has no verdict: its units' refusals (no verdict), or the trials that would decide it
-    and the command that runs them, else the planner's reason (inconclusive)."""
+    """Why an undecided claim has no verdict: its units' refusals (no verdict), or the chance that N trials decide
+    it and the command that runs them (planner.plan_text), else the planner's reason (inconclusive)."""
     if v.text == NO_VERDICT:
         refusals = list(dict.fromkeys(u.unit.refused.reason for u in v.units if u.unit.refused))
         return "no verdict: " + ("; ".join(refusals) or "the full-vs-scratch gap it needs gives no verdict")
     plan = v.plan
-    if plan is not None and plan.trials:
-        return f"inconclusive; {plan.trials} trials would decide it: `{plan.command}`"
+    if plan is not None and plan_text(plan):
+        return f"inconclusive; {plan_text(plan)}"
     reasons = list(dict.fromkeys(reason.partition(": ")[2] or reason for reason in (plan.reasons if plan else ())))
     return "inconclusive: " + (reasons[0] if reasons else "neither test is significant")
 

@@ -1,5 +1,5 @@
-"""From units to verdicts: the rule (RULE, printed in the report), the report's Holm family,
-the trials planner and the `dvc exp run -S …` command that adds what a claim needs."""
+"""From units to verdicts: the rule (RULE, printed in the report), the report's Holm family
+and the `dvc exp run -S …` command that adds what a claim needs (the trials planner: planner.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import numpy as np
 
 from src.claims.claim import Claim, Need, Shared
 from src.claims.evidence import NEAR_COLLAPSE_SHARE, Evidence
+from src.claims.planner import Plan, flow, plan_trials, planned_families
 from src.claims.registry import CLAIMS
 from src.claims.training import TrainingCheck, training_checks, training_of
-from src.claims.units import Refusal, Spread, Unit, refuse_trials_as_independent
+from src.claims.units import Refusal, Unit, refuse_trials_as_independent
 from src.config.schema import StudyConfig
 from src.schemes.registry import MODIFIERS as STUDY_MODIFIERS
 from src.stats import hypothesis, validity
@@ -119,19 +120,6 @@ class Judged:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """The trials that would decide an undecided claim (plan_trials): their number and the command that runs
-    them (None where no route of its units more trials can decide), the planner's reasons and per-unit ranges,
-    and the Holm family it plans at."""
-
-    trials: int | None
-    command: str | None
-    reasons: tuple[str, ...]
-    ranges: tuple[str, ...]
-    family: int
-
-
-@dataclass(frozen=True)
 class Verdict:
     """One claim's verdict: its text (supported | contradicted | inconclusive | no verdict | not run), the p that
     decides it and what that p is, its judged units, the planner (undecided claims), the command that adds its
@@ -167,13 +155,7 @@ def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
         if in_holm_family(unit)
     ]
     adjusted = dict(zip((unit for unit, _ in family), hypothesis.holm([p for _, p in family])))
-    # the family of the planned design: today's tests and every unit more trials would make testable
-    planned_family = sum(np.isfinite(p) for _, p in family) + sum(
-        1
-        for units in by_claim.values()
-        for u in units
-        if u.refused is not None and u.refused.kind is Refusal.DESIGN and validity.decidable_from(u.test_type)
-    )
+    planned = planned_families(CLAIMS, by_claim, in_holm_family)
     judged = {
         claim.id: [judge(unit, claim.every, alpha, adjusted.get(unit, math.nan)) for unit in by_claim[claim.id]]
         for claim in CLAIMS
@@ -181,7 +163,7 @@ def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
     gaps = {j.unit.key: j for j in judged["full_beats_scratch"]}
     readings = robust_statuses(judged, alpha)
     checks = training_checks(ev)
-    verdicts = [verdict(claim, judged[claim.id], gaps, ev, planned_family, readings, checks) for claim in CLAIMS]
+    verdicts = [verdict(claim, judged[claim.id], gaps, ev, planned, readings, checks) for claim in CLAIMS]
     return verdicts, [u for units in by_claim.values() for u in units]
 
 
@@ -269,7 +251,7 @@ def verdict(
     units: list[Judged],
     gaps: dict[tuple, Judged],
     ev: Evidence,
-    planned_family: int,
+    planned: Mapping[str, int],
     readings: dict[str, dict[Judged, str]],
     checks: dict[tuple[str, int], TrainingCheck],
 ) -> Verdict:
@@ -286,7 +268,9 @@ def verdict(
         p,
         label,
         tuple(units),
-        plan_trials(claim, units, gaps, ev, planned_family) if undecided else None,
+        plan_trials(claim, units, lambda u: needed_gaps(claim, u, gaps), ev, planned, hurdle_parts)
+        if undecided
+        else None,
         command_for(claim, ev) if text == NOT_RUN else None,
         tuple(training_of([u.unit for u in units], checks)),
         {reading: verdict_text(claim, units, gaps, statuses.__getitem__) for reading, statuses in readings.items()}
@@ -311,140 +295,6 @@ def claim_p(claim: Claim, text: str, units: list[Judged], gap_units: list[Judged
         every_p = [u.unit.p_against for u in units]
     # undefined where any part is
     return hypothesis.intersection_union(every_p), f"intersection-union, raw max, {side}; {PER_CLAIM}"
-
-
-# --- the planner ------------------------------------------------------------------------------------------------
-
-
-def plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.TrialsPlan:
-    """Trials the unit's one-sided test at alpha / `family` needs at `power` if its observed effect is the
-    true one: a range (low, point, high) from the trial SD's interval and the eval set's fixed SE
-    (hypothesis.plan_difference / plan_equivalence), or None with the reason; never below the trials
-    from which validity.decidable says its design decides."""
-    plan = _plan_for(unit, alpha, power, family)
-    floor = validity.decidable_from(unit.test_type) if unit.test_type else None
-    if unit.test_type and floor is None:
-        reason = unit.refused.reason if unit.refused else "no number of trials calibrates its test"
-        return hypothesis.TrialsPlan(None, None, None, reason)
-    no_power = plan.reason.startswith("no variance estimate") or (unit.result is None and unit.refused is not None)
-    if floor is not None and plan.point is None and no_power:
-        # nothing to plan power from (no SD; a refused statistic without a planner): the trials its design decides from
-        return hypothesis.TrialsPlan(None, floor, None, f"{plan.reason}: its design decides from {floor} trials")
-    if floor is None or plan.point is None:
-        return plan
-    low, point, high = (None if n is None else max(n, floor) for n in (plan.low, plan.point, plan.high))
-    reason = plan.reason or (f"its design decides from {floor} trials" if floor > (plan.point or 0) else "")
-    return hypothesis.TrialsPlan(low, point, high, reason)
-
-
-def _plan_for(unit: Unit, alpha: float, power: float, family: int) -> hypothesis.TrialsPlan:
-    result = unit.result
-    alpha = alpha / hurdle_parts(unit)
-    if isinstance(result, hypothesis.Estimate):
-        if unit.shape == "within" and unit.margin is not None:  # an equivalence has its margin (shape_p)
-            return hypothesis.plan_equivalence(result, unit.margin, alpha, family, power)
-        distance = {
-            "greater": result.estimate,
-            "below": (unit.margin or 0) - result.estimate,
-            "above": result.estimate + (unit.margin or 0),
-        }[unit.shape]
-        if not distance > 0:
-            return hypothesis.TrialsPlan(
-                None, None, None, "no number of trials decides it if the observed effect is the true one"
-            )
-        # a one-sided test at alpha / family is the two-sided one at 2 alpha / family
-        return hypothesis.plan_difference(replace(result, estimate=distance), 2 * alpha, family, power)
-    if isinstance(result, hypothesis.Bootstrap):
-        floor = validity.decidable_from(unit.test_type) if unit.test_type else None
-        return hypothesis.TrialsPlan(None, floor, None, "a bootstrap statistic: power is not computed")
-    if isinstance(result, Spread) and np.isfinite(unit.estimate) and unit.estimate > 0:
-        n = hypothesis.trials_for_two_samples(unit.estimate, result.sd, 2 * alpha / family, power)
-        return hypothesis.TrialsPlan(
-            None, n, None, "point value only (Welch)" if n else "no number of trials decides it"
-        )
-    if unit.raw:
-        n = next(n for n in range(3, 12) if 1 / math.factorial(n) < alpha / family)
-        return hypothesis.TrialsPlan(None, n, None, f"an exact test reaches p < {alpha / family:.3g} from {n} points")
-    return hypothesis.TrialsPlan(None, None, None, "no planner for this test")
-
-
-def plan_text(plan: hypothesis.TrialsPlan) -> str:
-    if plan.low is not None and plan.high is not None and plan.low != plan.high:
-        return f"{plan.low}–{plan.high} (point {plan.point})"
-    return f"{plan.high or plan.point}" if plan.high else f"≥ {plan.point} (no upper end)" if plan.point else ""
-
-
-def plan_trials(
-    claim: Claim, units: list[Judged], gaps: dict[tuple, Judged], ev: Evidence, planned_family: int
-) -> Plan:
-    """Trials that would decide the claim: at α for a universal claim (intersection-union needs no
-    adjustment), at α / family for an existential one (Bonferroni, the strictest Holm step), with
-    the family of the planned design (every unit that more trials would make testable). Per
-    blocking unit (and blocking gap it needs) a range (low–high, point): the trial SD's 95%
-    interval on its df, the eval set's part of the variance not shrinking with trials; never
-    fewer than one more trial than it has. A universal claim needs every blocking unit decided:
-    its number is the largest point. An existential claim needs one unit (with its gaps): its
-    number is the smallest, over units, of the largest point of that unit and its gaps, and the
-    command raises that unit's studies."""
-    s = ev.settings
-    family = 1 if claim.every else planned_family
-    blocking = [u.unit for u in units if u.status != "for"]
-    blocking += [g.unit for u in units for g in needed_gaps(claim, u.unit, gaps) if g is not None and g.status != "for"]
-    points: dict[Unit, int] = {}
-    reasons: list[str] = []
-    ranges: list[str] = []
-    for unit in dict.fromkeys(blocking):
-        if unit.refused is not None and unit.refused.kind is Refusal.ONE_PROBE_SEED:
-            reasons.append(f"{unit.name}: needs several probe seeds, not more trials")
-            continue
-        plan = plan_for(unit, s.alpha, s.power, family)
-        if plan.reason:
-            reasons.append(f"{unit.name}: {plan.reason}")
-        if plan.point is None:
-            continue
-        have = max(unit.n) if isinstance(unit.n, tuple) else int(unit.n)
-        points[unit] = max(plan.point, have + 1)
-        ranges.append(f"{unit.name}: {plan_text(plan)}")
-    if claim.every:
-        route = list(points)  # every blocking unit more trials can decide
-    else:
-        routes = []
-        for judged in units:
-            parts = [x for x in (judged, *needed_gaps(claim, judged.unit, gaps)) if x is None or x.status != "for"]
-            if parts and all(x is not None and x.unit in points for x in parts):  # a missing gap or an undecidable part
-                routes.append([x.unit for x in parts if x is not None])
-        route = min(routes, key=lambda parts: max(points[x] for x in parts), default=[])
-    studies = {study for unit in route for study in unit.studies}
-    if not route or not studies:
-        return Plan(None, None, tuple(reasons), tuple(ranges), family)
-    n = max(points[unit] for unit in route)
-    sizes: set[int] | None = set()
-    for unit in route:
-        unit_sizes = {size for _, size in filter(None, (unit.key, *unit.gaps))}
-        sizes = None if sizes is None or not unit_sizes else sizes | unit_sizes  # None: a unit of unknown size
-    levels = validity.crossed_levels({u.test_type for u in route})  # where a study has a crossed seed_design
-    command = "dvc exp run " + " ".join(trials_override(study, n, sizes, ev, levels) for study in sorted(studies))
-    return Plan(n, command, tuple(reasons), tuple(ranges), family)
-
-
-def trials_override(study: str, n: int, sizes: set[int] | None, ev: Evidence, levels: int) -> str:
-    """`-S` raising a study to `n` trials. A study with trials per size (a mapping) gets its whole
-    mapping back, with the sizes the blocking units read (`sizes`; every size where a unit's is
-    unknown: None) raised to n and the others kept: one count would replace the mapping. A study
-    with a crossed seed_design grows its subsets and draws in turn (trials must be their product),
-    each to at least `levels` (what the blocking units' tests need: validity.crossed_levels)."""
-    config = ev.studies.get(study)
-    if config is not None and config.seed_design is not None:
-        subsets, draws = (max(level, levels) for level in config.seed_design)
-        while subsets * draws < n:
-            subsets, draws = (subsets + 1, draws) if subsets <= draws else (subsets, draws + 1)
-        design = f"{{subsets: {subsets}, seeds: {draws}}}"
-        return f"-S 'studies.{study}.seed_design={design}' -S studies.{study}.trials={subsets * draws}"
-    trials = config.trials if config is not None else n
-    if not isinstance(trials, dict):
-        return f"-S studies.{study}.trials={n}"
-    raised = {size: max(count, n) if sizes is None or size in sizes else count for size, count in trials.items()}
-    return f"-S 'studies.{study}.trials={flow(raised)}'"
 
 
 # --- what a claim that did not run needs -----------------------------------------------------------------------------
@@ -489,17 +339,6 @@ def matching_study(studies: dict[str, StudyConfig], need: Need, ev: Evidence, ta
 def flatten(value) -> list:
     """The items of nested lists (a chain of intermediate tasks is a list inside the list)."""
     return [x for v in value for x in flatten(v)] if isinstance(value, (list, tuple)) else [value]
-
-
-def flow(value) -> str:
-    """A value as YAML flow (what `dvc exp run -S` parses)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(flow(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {flow(v)}" for k, v in value.items()) + "}"
-    return str(value)
 
 
 def needed_sizes(have: list[int], need: Need, small: int, added: bool) -> list[int]:

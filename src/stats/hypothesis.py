@@ -1,15 +1,15 @@
 """The statistical tests behind every verdict: paired contrasts over trials and eval
 examples, equivalence and minimum-effect tests, bootstrap intervals, exact permutation p,
-Holm and the intersection-union test, and the number of trials a test would need.
+Holm and the intersection-union test (src/stats/power.py: the probability that one decides).
 
 What comes from scipy / statsmodels: t and chi-square quantiles, the exact permutation
 test (scipy.stats.permutation_test), Welch's statistic (scipy.stats.ttest_ind), Holm
-(statsmodels multipletests) and paired / two-sample t power (statsmodels). What is
+(statsmodels multipletests). What is
 written here, because neither has it: the variance of a mean over a crossed trials x
 eval-examples design (two-way random-effects mean squares on the trials' df, applied
 to example-jackknife pseudo-values so that F1 and MCC get it too), the tests from that
 estimate's standard error, the curve bootstrap (with the two-way pigeonhole bootstrap of a
-crossed seed_design's subsets and draws), and the planner's range of trials. Each has a test against
+crossed seed_design's subsets and draws). Each has a test against
 the textbook case it reduces to (tests/unit/stats/test_hypothesis.py), and its calibration is
 measured by simulation (tools/calibrate, docs/calibration.md). The task metric a test
 resamples over the eval examples comes from its caller (an ExampleMetric; src/tasks/metrics.py
@@ -27,9 +27,6 @@ from typing import Protocol
 import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.power import TTestIndPower
-
-POWER = 0.8  # the planner's default: the usual 80%
 
 
 class ExampleMetric(Protocol):
@@ -490,7 +487,7 @@ def variance_ratio_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(stats.f.sf(np.var(a, ddof=1) / var_b, len(a) - 1, len(b) - 1))
 
 
-# --- multiplicity and planning ------------------------------------------------------------------------
+# --- multiplicity ---------------------------------------------------------------------------------
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -511,107 +508,3 @@ def intersection_union(pvalues: list[float]) -> float:
     "every unit" is not shown by skipping one."""
     p = np.asarray(pvalues, dtype=float)
     return float(p.max()) if len(p) and np.isfinite(p).all() else math.nan
-
-
-MAX_TRIALS = 100_000
-
-
-def _trials_needed(gap: float, trial_sd: float, fixed_se: float, critical) -> int | None:
-    """The smallest number of trials T (2 <= T <= MAX_TRIALS) at which `gap` is `critical(T - 1)`
-    standard errors, with SE(T)^2 = trial_sd^2 / T + fixed_se^2. The t df is taken as T - 1,
-    the fewest the crossed design can have, so the answer errs high. None when no T reaches it.
-    Both the SE and the critical value fall as T grows, so the first T is found by bisection."""
-
-    def reaches(n: int) -> bool:
-        return gap >= critical(n - 1) * math.sqrt(trial_sd**2 / n + fixed_se**2)
-
-    if not reaches(MAX_TRIALS):
-        return None
-    low, high = 1, MAX_TRIALS  # reaches(high) holds; reaches(low) is taken as false (one trial has no test)
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if reaches(middle) else (middle, high)
-    return high
-
-
-@dataclass(frozen=True)
-class TrialsPlan:
-    """Trials a test needs: `point` from the observed trial SD, `low` and `high` from the ends
-    of that SD's chi-square interval; all None with a `reason` when no number decides it."""
-
-    low: int | None
-    point: int | None
-    high: int | None
-    reason: str = ""
-
-
-def _plan(gap: float, estimate: Estimate, critical, level: float) -> TrialsPlan:
-    sd, df, fixed = estimate.trial_sd, estimate.trial_df, estimate.fixed_se
-    if not (np.isfinite(gap) and np.isfinite(sd) and np.isfinite(df) and np.isfinite(fixed)):
-        return TrialsPlan(None, None, None, "no variance estimate (fewer than 2 trials)")
-    if gap <= 0:
-        return TrialsPlan(None, None, None, "no number of trials decides it if the observed effect is the true one")
-    if gap < critical(math.inf) * fixed:
-        return TrialsPlan(
-            None,
-            None,
-            None,
-            f"no number of trials decides it on this eval set: its own SE ({fixed:.3g}), which more trials do not "
-            f"shrink, already needs an effect beyond {critical(math.inf) * fixed:.3g}",
-        )
-    chi_low, chi_high = stats.chi2.ppf([0.5 + level / 2, 0.5 - level / 2], df)
-    low_sd, high_sd = sd * math.sqrt(df / chi_low), sd * math.sqrt(df / chi_high)
-    low, point, high = (_trials_needed(gap, s, fixed, critical) for s in (low_sd, sd, high_sd))
-    return TrialsPlan(low, point, high, "" if high else f"more than {MAX_TRIALS} trials at the SD's upper end")
-
-
-def plan_difference(
-    estimate: Estimate, alpha: float, family: int, power: float = POWER, level: float = 0.95
-) -> TrialsPlan:
-    """Trials a two-sided test of contrast = 0 needs to reject with `power` if the observed
-    estimate is the true contrast, at alpha / `family` (Bonferroni: the strictest Holm step
-    of a family of that size, the family of the planned design). The trial part of the SE
-    shrinks as 1/sqrt(T), the eval set's part (`fixed_se`) does not; the range comes from the
-    trial SD's `level` chi-square interval on its `trial_df` df."""
-    a = alpha / max(family, 1)
-    return _plan(
-        abs(estimate.estimate), estimate, lambda df: stats.t.ppf(1 - a / 2, df) + stats.t.ppf(power, df), level
-    )
-
-
-def plan_equivalence(
-    estimate: Estimate, margin: float, alpha: float, family: int, power: float = POWER, level: float = 0.95
-) -> TrialsPlan:
-    """As plan_difference, for a TOST showing |contrast| < margin (Julious 2004: margin - |effect|
-    must reach t(1 - alpha) + t(1 - beta) SEs, t(1 - beta/2) when the effect is 0)."""
-    a = alpha / max(family, 1)
-    beta = (1 - power) / 2 if estimate.estimate == 0 else 1 - power
-    return _plan(
-        margin - abs(estimate.estimate), estimate, lambda df: stats.t.ppf(1 - a, df) + stats.t.ppf(1 - beta, df), level
-    )
-
-
-def trials_for_two_samples(effect: float, sd: float, alpha: float, power: float = POWER) -> int | None:
-    """Trials per group a two-sample t test at `alpha` needs to detect `effect` with `power`:
-    the smallest n whose power (statsmodels) reaches it, by doubling then bisection (statsmodels'
-    root finder returns NaN when n lies beyond its bracket). None beyond a million trials."""
-    if not (np.isfinite(effect) and np.isfinite(sd)) or effect == 0:
-        return None
-    if sd == 0:
-        return 2
-
-    def reaches(n: int) -> bool:
-        return (
-            TTestIndPower().power(effect_size=abs(effect) / sd, nobs1=n, alpha=alpha, alternative="two-sided") >= power
-        )
-
-    high = 2
-    while not reaches(high):
-        if high > 1_000_000:
-            return None
-        high *= 2
-    low = high // 2  # reaches(high), and not reaches(low) unless high == 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if reaches(middle) else (middle, high)
-    return max(2, high)

@@ -21,6 +21,7 @@ from statsmodels.stats.multitest import multipletests
 
 from src.claims.claim import PROGRESSIVE, Shared, interval_text, number
 from src.claims.evidence import Evidence
+from src.claims.planner import paper_of, plan_text
 from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import inline_html, report_tables, unit_rows
 from src.claims.summary import VERDICTS
@@ -93,12 +94,13 @@ def test_one_trial_cannot_decide_a_wide_interval_is_inconclusive_and_the_planner
     assert one.plan.trials == 3  # no SD to plan from: the trials from which the design decides
     v = verdicts(Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08).evidence())["full_beats_scratch"]
     assert units_of(v)[0].estimate > 0 and v.text == "inconclusive"
-    assert v.plan.trials > 3
-    # the range from the trial SD's interval on its df (plan_difference), with its point
-    (text,) = v.plan.ranges
-    low, high, point = map(int, re.fullmatch(r"\S+ n=\d+: (\d+)–(\d+) \(point (\d+)\)", text).groups())
-    assert low <= point <= high and v.plan.trials == max(point, 4)
-    assert v.plan.command == f"dvc exp run -S studies.progressive.trials={v.plan.trials}"
+    # the chance that N trials decide it, at the smallest N reaching 0.5 and report.power; the command runs the
+    # larger, and says the runs it adds (the curve's 5 conditions at one size)
+    (few, few_for, few_against), (n, p_for, p_against) = v.plan.chances
+    assert 3 < few < n and 0.5 <= few_for + few_against < SETTINGS.power <= p_for + p_against
+    assert v.plan.trials == n and v.plan.runs == 5 * (n - 3)
+    assert v.plan.command == f"dvc exp run -S studies.progressive.trials={n}"
+    assert f"{n} trials decide it with probability {p_for + p_against:.2f}" in plan_text(v.plan)
     # trials per size: the whole mapping comes back, the blocking unit's size raised, the others kept
     per_size = replace(CONFIG.studies["progressive"], trials={500: 3, 64: 7})
     b = Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08)
@@ -599,7 +601,7 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     huang = first.split("**Huang, Lin & Zhou**")[1].split("## Claims")[0]
     assert "- **Contradicted**: [reinit_curve_not_monotone](#claim-reinit_curve_not_monotone)\n" in huang
     plan = v["reinit_curve_change_not_constant"].plan
-    assert f"inconclusive; {plan.trials} trials would decide it: `{plan.command}`" in huang
+    assert f"inconclusive; {plan_text(plan)}" in huang and plan.command in huang
     claims = first.split("## Claims")[1]
     for claim in CLAIMS:
         assert f'<a id="claim-{claim.id}"></a>{claim.hypothesis}' in claims
@@ -874,22 +876,64 @@ def test_a_refused_unit_beside_an_unresolved_gap_is_inconclusive_not_no_verdict(
     assert shown["early_layers_help_most"].text == NO_VERDICT  # the refused unit is all that stands
 
 
-def test_the_planner_of_an_existential_claim_asks_for_the_unit_that_needs_fewest_trials():
-    from src.claims.verdicts import plan_for
+def test_the_planner_of_an_existential_claim_counts_every_unit_that_could_decide_it():
+    """One unit's test *for* supports an existential claim: with two undecided steps, N trials support it
+    whenever either step's route alone would (the same draws), and the plan's N is the smallest reaching
+    0.5 and report.power."""
+    from src.claims.planner import FEW, chance_of, decides, existential, outcome_of
 
     # two non-monotone steps: a large one (k=1 -> 2) and a small one (k=3 -> 4), neither shown at 3 trials
-    b = Builder().curve([0.5, 0.75, 0.70, 0.80, 0.79], trials=3, spread=0.03)
-    verdict_list, _ = judge_claims(b.evidence())
-    v = next(v for v in verdict_list if v.id == "reinit_curve_not_monotone")
+    ev = Builder().curve([0.5, 0.75, 0.70, 0.80, 0.79], trials=3, spread=0.03).evidence()
+    v = verdicts(ev)["reinit_curve_not_monotone"]
     assert v.text == "inconclusive"
-    needs = {}
-    for unit in units_of(v):
-        plan = plan_for(unit, SETTINGS.alpha, SETTINGS.power, v.plan.family)
-        if plan.point is not None:
-            needs[unit.name] = max(plan.point, unit.n + 1)
-    assert len(needs) >= 2 and len(set(needs.values())) >= 2, needs
-    assert v.plan.trials == min(needs.values()) < max(needs.values())
-    assert v.plan.command == f"dvc exp run -S studies.progressive.trials={min(needs.values())}"
+    sims = [outcome_of(j, (SETTINGS.alpha / v.plan.family, SETTINGS.alpha), ev) for j in v.units]
+    both = chance_of(sims, existential(sims, [(s, []) for s in sims], complete=True))
+    steps = [s for s in sims if s.unit.estimate > 0]
+    assert len(steps) == 2
+    for trials in (5, 20, 100):
+        alone = [chance_of(sims, existential(sims, [(s, [])], complete=True))(trials)[0] for s in steps]
+        assert both(trials)[0] >= max(alone) and both(trials)[0] > min(alone)
+    (few, *_), (n, *_) = v.plan.chances
+    assert decides(both, few) >= FEW > decides(both, few - 1)
+    assert decides(both, n) >= SETTINGS.power > decides(both, n - 1)
+    assert v.plan.command == f"dvc exp run -S studies.progressive.trials={n}"
+
+
+def test_the_planner_plans_no_trials_for_a_unit_more_trials_cannot_decide():
+    """A test that takes a crossed seed_design's trials as independent is refused, and more trials would not
+    change that: no trials, no command, the refusal as its reason."""
+    crossed = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
+    v = verdicts(crossed_study((3, 3)).evidence(studies=crossed))["later_reinit_costs_less"]
+    (unit,) = units_of(v)
+    assert unit.refused.kind is Refusal.CROSSED_TRIALS and v.plan is not None
+    assert v.plan.trials is None and v.plan.command is None and not v.plan.chances
+    assert any(unit.refused.reason in reason for reason in v.plan.reasons)
+
+
+def test_the_planned_family_is_the_claims_papers():
+    """Each paper's planned Holm family counts its own units with a p and those more trials make testable."""
+    from src.claims.planner import planned_families
+
+    ev = Builder().curve([0.5, 0.75, 0.70, 0.80, 0.79], trials=3, spread=0.03).evidence()
+    verdict_list, units = judge_claims(ev)
+    by_claim = {v.id: [j.unit for j in v.units] for v in verdict_list}
+    families = planned_families(CLAIMS, by_claim, lambda u: not u.refused and u.test_type != "bootstrap-difference")
+    for v in verdict_list:
+        if v.plan is not None:
+            assert v.plan.family == max(families[paper_of(v.claim)], 1)
+    counted = {
+        paper: sum(
+            1
+            for claim in CLAIMS
+            if paper_of(claim) == paper
+            for u in by_claim[claim.id]
+            if not u.refused
+            and u.test_type != "bootstrap-difference"
+            and math.isfinite(u.p_against if claim.every else u.p_for)
+        )
+        for paper in families
+    }
+    assert families == counted and sum(families.values()) > max(families.values())  # more than one paper planned
 
 
 def test_a_contradicted_claim_prints_the_holm_p_that_decided_it_and_each_verdict_its_error_rate(tmp_path):

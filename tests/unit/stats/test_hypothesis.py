@@ -248,22 +248,6 @@ def test_exact_permutation_p_of_a_perfect_rank_order_over_four_points():
     assert hypothesis.exact_permutation_p([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(2 / 24)
 
 
-def test_planned_trials_for_equivalence_meet_their_definition():
-    # with no eval-set variance and a family of 1 the planner is Julious's TOST sample size
-    margin, sd, alpha = 0.05, 0.04, 0.05
-    estimate = hypothesis.Estimate(0.01, math.nan, 3, 2.0, sd, 2.0, 0.0)
-    n = hypothesis.plan_equivalence(estimate, margin, alpha, family=1).point
-
-    def enough(trials):
-        return (margin - 0.01) * math.sqrt(trials) / sd >= stats.t.ppf(1 - alpha, trials - 1) + stats.t.ppf(
-            0.8, trials - 1
-        )
-
-    assert enough(n) and not enough(n - 1)
-    beyond = hypothesis.Estimate(0.06, math.nan, 3, 2.0, sd, 2.0, 0.0)
-    assert hypothesis.plan_equivalence(beyond, margin, alpha, family=1).point is None  # observed effect beyond it
-
-
 def test_one_sided_p_is_the_one_sided_t_test_at_any_bound():
     x = np.array([0.03, 0.05, 0.01, 0.04])
     estimate = hypothesis.Estimate(x.mean(), x.std(ddof=1) / 2, 4, df=3.0)
@@ -342,46 +326,6 @@ def test_intersection_union_p_is_the_largest_and_undefined_with_a_unit_missing()
     assert hypothesis.intersection_union([0.01, 0.04, 0.003]) == 0.04
     assert math.isnan(hypothesis.intersection_union([0.01, math.nan]))
     assert math.isnan(hypothesis.intersection_union([]))
-
-
-def test_planner_range_brackets_the_point_and_grows_with_the_family():
-    estimate = hypothesis.Estimate(0.03, 0.02, 3, df=2.0, trial_sd=0.03, trial_df=2.0, fixed_se=0.005)
-    plan = hypothesis.plan_difference(estimate, 0.05, family=1)
-    assert plan.low < plan.point < plan.high and not plan.reason
-    assert hypothesis.plan_difference(estimate, 0.05, family=10).point > plan.point
-    # the chi-square interval of an SD on 2 df spans a factor of about 7.6 in variance each way
-    assert plan.high / plan.point > 10
-
-
-def test_planner_point_meets_its_criterion_and_one_fewer_does_not():
-    estimate = hypothesis.Estimate(0.03, 0.02, 3, df=2.0, trial_sd=0.03, trial_df=2.0, fixed_se=0.005)
-    n = hypothesis.plan_difference(estimate, 0.05, family=4).point
-
-    def reaches(trials):
-        se = math.sqrt(0.03**2 / trials + 0.005**2)
-        return 0.03 / se >= stats.t.ppf(1 - 0.05 / 8, trials - 1) + stats.t.ppf(0.8, trials - 1)
-
-    assert reaches(n) and not reaches(n - 1)
-
-
-def test_planner_says_when_the_eval_set_alone_blocks_the_test():
-    # the eval set's own SE 0.01 needs an effect beyond (1.96 + 0.84) * 0.01 = 0.028 whatever the trials
-    estimate = hypothesis.Estimate(0.02, 0.02, 3, df=2.0, trial_sd=0.03, trial_df=2.0, fixed_se=0.01)
-    plan = hypothesis.plan_difference(estimate, 0.05, family=1)
-    assert plan.point is None and "no number of trials decides it on this eval set" in plan.reason
-    # TOST within 0.04: margin - |effect| = 0.02 < (1.645 + 0.84) * 0.01
-    assert hypothesis.plan_equivalence(estimate, 0.04, 0.05, family=1).point is None
-    assert hypothesis.plan_equivalence(estimate, 0.05, 0.05, family=1).point is not None
-
-
-def test_trials_for_two_samples_matches_statsmodels_and_never_returns_nan():
-    from statsmodels.stats.power import TTestIndPower
-
-    assert hypothesis.trials_for_two_samples(0.5, 1.0, 0.05, 0.8) == 64  # Cohen's d = 0.5: 64 per group
-    n = hypothesis.trials_for_two_samples(0.01, 1.0, 0.05 / 30, 0.8)
-    assert TTestIndPower().power(effect_size=0.01, nobs1=n, alpha=0.05 / 30) >= 0.8
-    assert TTestIndPower().power(effect_size=0.01, nobs1=n - 1, alpha=0.05 / 30) < 0.8
-    assert hypothesis.trials_for_two_samples(0.001, 1.0, 0.05 / 30, 0.8) is None  # beyond a million trials
 
 
 def test_two_sample_is_welchs_statistic_on_the_smaller_sample_s_df():
