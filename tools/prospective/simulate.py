@@ -1,9 +1,9 @@
 """A unit's decision probabilities through the report's own test, and a claim's from its units'.
 
-A unit's estimate on T trials is drawn as its effect plus N(0, trial_sd^2 / T + fixed_se^2), its trial SD as
-trial_sd^2 x chi2(T - 1) / (T - 1) (independent of the mean, normal trials); the eval set's part is known
-(its df, the eval examples', are large). Each draw is an `Estimate` read by `units.shape_p`, the function the
-report's units call, so the p's are the report's own."""
+A unit's estimate on T trials is drawn by src/stats/power.py (decision_probability: the estimate ~ N(effect,
+trial_sd^2 / T + fixed_se^2), the trial variance ~ trial_sd^2 chi2(T - 1) / (T - 1), the eval set drawn
+afresh) as a batched `Estimate` read by `units.shape_p`, the function the report's units call, so the p's are
+the report's own."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import numpy as np
 from src.claims.units import shape_p
 from src.stats import correlation
 from src.stats.hypothesis import Estimate
+from src.stats.power import decision_probability
 from src.stats.validity import MIN_TRIALS
 
 SPEARMAN = "spearman"  # a unit's shape: Spearman rho over `trials` pairs above `margin` (correlation.spearman_above)
@@ -38,34 +39,33 @@ class UnitModel:
     shape: str = "greater"
     margin: float | None = None
     trials_only: bool = False
-    welch: bool = False  # two sizes' unpaired trials: Welch's t on 2 (T - 1) df (equal T, equal SDs)
     conditions: tuple[str, ...] = ()  # the conditions whose runs it reads, for the cost ("cond@task": another task's)
 
 
 def unit_probabilities(
     unit: UnitModel, trials: int, level_for: float, level_against: float, reps: int, rng: np.random.Generator
 ) -> tuple[float, float]:
-    """(P(p for <= level_for), P(p against <= level_against)) at `trials`; (0, 0) below 3 trials, where
-    src/stats/validity.py refuses every estimate test."""
+    """(P(p for < level_for), P(p against < level_against)) at `trials`, by power.decision_probability on the
+    same draws for both sides; (0, 0) below 3 trials, where src/stats/validity.py refuses every estimate test."""
     if unit.shape == SPEARMAN:
         return spearman_probabilities(unit, trials, level_for, level_against, reps, rng)
     if trials < 3:
         return 0.0, 0.0
-    fixed = 0.0 if unit.trials_only or unit.welch else unit.fixed_se
-    df = 2 * (trials - 1) if unit.welch else trials - 1
-    estimate = unit.effect + rng.standard_normal(reps) * math.sqrt(unit.trial_sd**2 / trials + fixed**2)
-    trial_sd = unit.trial_sd * np.sqrt(rng.chisquare(df, reps) / df)
-    est = Estimate(
-        estimate=estimate,  # type: ignore[arg-type]  # batch axes, as tools/calibrate passes them
-        se=np.sqrt(trial_sd**2 / trials + fixed**2),  # type: ignore[arg-type]
-        n=trials,
-        df=df,
-        trial_sd=trial_sd,  # type: ignore[arg-type]
-        trial_df=df,
-        fixed_se=fixed,
+    design = Estimate(0.0, 0.0, trials, fixed_se=0.0 if unit.trials_only else unit.fixed_se)
+    seed = int(rng.integers(2**63))
+    return tuple(  # type: ignore[return-value]
+        decision_probability(
+            lambda e, side=side: shape_p(e, unit.shape, unit.margin)[side],
+            level,
+            unit.effect,
+            unit.trial_sd,
+            trials,
+            design,
+            draws=reps,
+            seed=seed,
+        )
+        for side, level in ((0, level_for), (1, level_against))
     )
-    p_for, p_against = shape_p(est, unit.shape, unit.margin)
-    return float(np.mean(np.asarray(p_for) <= level_for)), float(np.mean(np.asarray(p_against) <= level_against))
 
 
 def spearman_probabilities(
