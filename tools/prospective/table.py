@@ -19,7 +19,13 @@ from tools.prospective.simulate import Outcome, UnitModel, combine, unit_probabi
 
 POWER = 0.8
 TRIALS = (3, 4, 5, 6, 8, 10, 20, 50)  # the designs searched: every study the claim reads at T trials
-PAPER_OF_PRESET = {"tamkin2020": "001", "singh_giovanardi": "003", "huang2021": "004", "huang2021_squad": "004"}
+PAPER_OF_PRESET = {
+    "tamkin2020": "001",
+    "singh_giovanardi": "003",
+    "huang2021": "004",
+    "huang2021_decisive": "004",
+    "huang2021_squad": "004",
+}
 # GLUE train sets (../shared/glue/PROVENANCE.tsv): an intermediate step at `intermediate_size: full` trains on them.
 TRAIN_EXAMPLES = {"cola": 8551, "mrpc": 3668, "rte": 2490, "wnli": 635}
 GPU_JSON = Path(__file__).resolve().parents[2] / "bench" / "gpu.json"
