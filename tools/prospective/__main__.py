@@ -54,7 +54,7 @@ def row_text(r: Row) -> str:
 
 
 HEADER = (
-    "| claim | kind | units | effect from | paper's design, at the effect: P(supported) / P(not supported) / "
+    "| claim | kind | units | effect from | this design, at the effect: P(supported) / P(not supported) / "
     "P(undecided) | at zero effect | fewest trials deciding it with ≥ 0.8 (its runs, run-steps, GPU-hours) |\n"
     "|---|---|---|---|---|---|---|"
 )
@@ -77,7 +77,7 @@ def render(name: str, design: Config, reps: int, seed: int) -> str:
     reached, yes = majority(table, len(table))
     lines = [
         f"**`{name}.yaml`** (seed {paper}; its Holm family here: {family_size(design, paper)} unit tests): "
-        f"{reached} of {len(table)} claims reach a verdict with probability ≥ {POWER} on the paper's own design "
+        f"{reached} of {len(table)} claims reach a verdict with probability ≥ {POWER} on this preset's design "
         f"({'a majority' if yes else 'not a majority'}).",
         "",
         HEADER,
