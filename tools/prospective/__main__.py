@@ -42,13 +42,17 @@ def row_text(r: Row) -> str:
         return f"| `{r.claim.id}` | {kind} | — | cannot be simulated here: {r.claim.cannot} | — | — | — |"
     if r.units == 0 and r.claim.build:
         return f"| `{r.claim.id}` | {kind} | 0 | not run on this preset (none of its units' conditions) | — | — | — |"
-    if r.at_effect is None:
+    if r.at_effect is None and r.at_zero is None:
         return f"| `{r.claim.id}` | {kind} | — | {r.claim.source}: not simulated | — | — | — |"
-    if r.cheapest is None:
-        design = f"none of {TRIALS[0]}–{TRIALS[-1]} trials"
+    if r.needs.startswith("an effect"):
+        design = f"this design decides it with {r.needs}"
+    elif r.cheapest is None:
+        design = f"none of {TRIALS[0]}–{TRIALS[-1]} trials" + (f" ({r.needs})" if r.needs else "")
     else:
         hours = gpu_hours(r.runs, r.run_steps)
-        design = f"{r.cheapest} trials: {r.runs:,} runs, {r.run_steps:,} run-steps, {hours:,.1f} GPU-h"
+        design = f"{r.cheapest} trials: {r.runs:,} runs, {r.run_steps:,} run-steps, {hours:,.1f} GPU-h" + (
+            f" ({r.needs})" if r.needs else ""
+        )
     effect, zero = three(r.at_effect), three(r.at_zero)
     return f"| `{r.claim.id}` | {kind} | {r.units} | {r.claim.source} | {effect} | {zero} | {design} |"
 

@@ -41,6 +41,7 @@ class Row:
     run_steps: int  # of the claim's runs at `cheapest` trials
     runs: int
     by_trials: dict[int, Outcome]  # at the effect, every study it reads at T trials (or its preset's, if more)
+    needs: str = ""  # a claim without an effect: what it would take to decide it on this design
 
 
 def trials_of(design: Config, unit: UnitModel, trials: int | None) -> int:
@@ -56,14 +57,25 @@ def family_size(design: Config, paper: str) -> int:
 
 
 def outcome(
-    design: Config, model: ClaimModel, family: int, trials: int | None, reps: int, rng, zero: bool = False
+    design: Config,
+    model: ClaimModel,
+    family: int,
+    trials: int | None,
+    reps: int,
+    rng,
+    zero: bool = False,
+    effect: float | None = None,
 ) -> Outcome:
+    """The claim's outcome at `trials` (None: the preset's): at its units' effects; `zero`: every unit and gap
+    at 0 (the null world); `effect`: its own units at that effect, its gaps at theirs."""
     assert model.build is not None
     alpha = design.report.alpha
     units = model.build(design)
     gaps = gaps_for(design, units) if model.gap else []
     if zero:
         units, gaps = [replace(u, effect=0.0) for u in units], [replace(g, effect=0.0) for g in gaps]
+    if effect is not None:
+        units = [replace(u, effect=effect) for u in units]
     level_for, level_against = (alpha, alpha / family) if model.every else (alpha / family, alpha)
     fors, againsts = [], []
     for unit in units:
@@ -115,6 +127,28 @@ def gpu_label() -> str:
     return measured_assumptions(json.loads(GPU_JSON.read_text()))["measured"]["label"]
 
 
+EFFECTS = (0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2)  # the effects tried for a claim that has none
+
+
+def without_effect(design: Config, model: ClaimModel, units: list[UnitModel], family: int, reps: int, rng) -> Row:
+    """A claim neither the paper nor this project gives an effect for. "> 0" claims: the smallest effect of
+    EFFECTS its units must have for the preset's design to decide it with >= POWER. Margin claims (within,
+    below, above: true at zero): the fewest trials that decide it with >= POWER where every unit's effect is 0,
+    its gaps at theirs."""
+    at_zero = outcome(design, model, family, None, reps, rng, effect=0.0)
+    if all(u.shape == "greater" for u in units):
+        smallest = next(
+            (e for e in EFFECTS if decided(outcome(design, model, family, None, reps, rng, effect=e)) >= POWER), None
+        )
+        needs = f"an effect ≥ {smallest} on every unit" if smallest else f"an effect above {EFFECTS[-1]}"
+        return Row(model, len(units), None, at_zero, None, 0, 0, {}, needs)
+    cheapest = next(
+        (t for t in TRIALS if decided(outcome(design, model, family, t, reps, rng, effect=0.0)) >= POWER), None
+    )
+    runs, steps = cost(design, units, cheapest) if cheapest else (0, 0)
+    return Row(model, len(units), None, at_zero, cheapest, steps, runs, {}, "its units at zero effect")
+
+
 def rows(design: Config, paper: str, reps: int, seed: int = 0) -> list[Row]:
     rng = np.random.default_rng(seed)
     family = family_size(design, paper)
@@ -123,6 +157,9 @@ def rows(design: Config, paper: str, reps: int, seed: int = 0) -> list[Row]:
         units = model.build(design) if model.build else []
         if not units:
             out.append(Row(model, 0, None, None, None, 0, 0, {}))
+            continue
+        if any(math.isnan(u.effect) for u in units):
+            out.append(without_effect(design, model, units, family, reps, rng))
             continue
         at_effect = outcome(design, model, family, None, reps, rng)
         at_zero = outcome(design, model, family, None, reps, rng, zero=True)

@@ -15,7 +15,7 @@ from tests.support import REPO
 from tools.prospective import components as comp
 from tools.prospective.claims import claim_models
 from tools.prospective.simulate import UnitModel, combine, unit_probabilities
-from tools.prospective.table import PAPER_OF_PRESET, cost, rows
+from tools.prospective.table import EFFECTS, PAPER_OF_PRESET, cost, family_size, rows, without_effect
 
 
 def design(name: str):
@@ -132,3 +132,13 @@ def test_a_documented_cell_recomputes(preset, claim):
     row = next(r for r in rows(design(preset), PAPER_OF_PRESET[preset], 1000, 0) if r.claim.id == claim)
     got = [row.at_effect.supported, row.at_effect.contradicted, row.at_effect.undecided]
     assert got == pytest.approx(documented_cell(preset, claim), abs=0.05)
+
+
+def test_a_claim_without_an_effect_names_the_effect_its_design_needs():
+    """No effect given: no probability at an effect, and for a "> 0" claim the smallest effect that decides it,
+    which a larger effect than the smallest tried (and a smaller one than the largest) must be here."""
+    d = design("tamkin2020")
+    model = next(m for m in claim_models(d) if m.id == "sst2_needs_middle_qnli_needs_early_layers")
+    row = without_effect(d, model, model.build(d), family_size(d, "001"), 400, np.random.default_rng(0))
+    assert row.at_effect is None and row.at_zero is not None and row.at_zero.supported < 0.05
+    assert row.needs.startswith("an effect ≥ ") and float(row.needs.split()[3]) in EFFECTS[1:]
