@@ -28,7 +28,8 @@ LAYERS = (
     # the training engine | the analysis (tables, then figures, then claims)
     (("src/probing", "src/train"), ("src/results", "src/figures", "src/claims")),
     (("stages",),),
-    (("tools",), ("bench",)),  # offline simulation and benchmarks: nothing in the library imports them
+    (("bench",),),  # benchmarks and the cost projection: nothing in the library imports them
+    (("tools",),),  # offline simulation (tools/prospective prices its designs with bench/cost.py)
 )
 
 

@@ -47,7 +47,7 @@ def tiny(preset: Path, studies: tuple[str, ...] | None = None) -> dict:
 # huang2021_squad (span QA) and the forms that set tamkin2020 apart, its progressive study's per-task sizes and
 # its epochs study on three tasks, with the rest of its studies not run (so the report writes their commands
 # from the per-task sizes).
-SLOW = ("huang2021", "singh_giovanardi", "tamkin2020")
+SLOW = ("huang2021", "huang2021_decisive", "singh_giovanardi", "tamkin2020")
 TAMKIN_FORMS = ("progressive", "epochs")
 
 

@@ -26,7 +26,7 @@ GLUE_TRAIN = {"sst2": 67_349, "qnli": 104_743, "cola": 8_551, "mrpc": 3_668, "rt
 
 
 def test_there_is_a_preset_per_study_design():
-    assert [p.stem for p in GLUE_PRESETS] == ["huang2021", "singh_giovanardi", "tamkin2020"]
+    assert [p.stem for p in GLUE_PRESETS] == ["huang2021", "huang2021_decisive", "singh_giovanardi", "tamkin2020"]
 
 
 @pytest.mark.parametrize("preset", GLUE_PRESETS, ids=lambda p: p.stem)
