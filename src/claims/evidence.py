@@ -20,7 +20,6 @@ import pandas as pd
 from src.artefacts.evidence import condition_of
 from src.conditions.condition import Condition
 from src.config.schema import DataConfig, ReportConfig, StudyConfig, TrainConfig
-from src.tasks.metrics import chance_score
 
 NEAR_COLLAPSE_SHARE = 0.90
 """A run whose most common prediction covers at least this share of the eval set has (nearly) collapsed:
@@ -502,6 +501,28 @@ def scores_of(ev: Evidence, task: str, size: int, slug: str, trials: list[int]) 
 
 def studies_of(ev: Evidence, task: str, size: int, slugs) -> tuple:
     return tuple(sorted(frozenset().union(*(ev.condition_runs(task, size, slug).studies for slug in slugs))))
+
+
+def chance_score(metric: str, labels: np.ndarray) -> float:
+    """The score of the best constant prediction on eval `labels` (one per example; span QA: whether each question
+    is answerable), the chance level of `metric`: accuracy, the majority class's share; binary F1, always
+    predicting the positive class, 2p / (1 + p) with p the positive share (always negative scores 0); SQuAD 2.0
+    F1, always "no answer", which scores 1 on each unanswerable question and 0 on the others; MCC and the
+    regression correlations, 0 (a constant prediction has no correlation; sklearn's MCC gives it 0). NaN for
+    a metric scored on its labels where none are given."""
+    values = np.asarray(labels)
+    if metric in ("mcc", "pearson", "spearman"):
+        return 0.0
+    if not values.size:
+        return math.nan
+    if metric == "accuracy":
+        return float(np.bincount(values.astype(int)).max() / values.size)
+    if metric == "f1":
+        positive = float(np.mean(values == 1))
+        return 2 * positive / (1 + positive)
+    if metric == "squad_f1":
+        return float(np.mean(values == 0))
+    raise ValueError(f"no chance level for metric {metric!r}")
 
 
 def chance_level(ev: Evidence, task: str) -> float:

@@ -27,28 +27,6 @@ def score(metric_names: tuple[str, ...], predictions: np.ndarray, labels: np.nda
     return {name: float(functions[name]()) for name in metric_names}
 
 
-def chance_score(metric: str, labels: np.ndarray) -> float:
-    """The score of the best constant prediction on eval `labels` (one per example; span QA: whether each question
-    is answerable), the chance level of `metric`: accuracy, the majority class's share; binary F1, always
-    predicting the positive class, 2p / (1 + p) with p the positive share (always negative scores 0); SQuAD 2.0
-    F1, always "no answer", which scores 1 on each unanswerable question and 0 on the others; MCC and the
-    regression correlations, 0 (a constant prediction has no correlation; sklearn's MCC gives it 0). NaN for
-    a metric scored on its labels where none are given."""
-    values = np.asarray(labels)
-    if metric in ("mcc", "pearson", "spearman"):
-        return 0.0
-    if not values.size:
-        return math.nan
-    if metric == "accuracy":
-        return float(np.bincount(values.astype(int)).max() / values.size)
-    if metric == "f1":
-        positive = float(np.mean(values == 1))
-        return 2 * positive / (1 + positive)
-    if metric == "squad_f1":
-        return float(np.mean(values == 0))
-    raise ValueError(f"no chance level for metric {metric!r}")
-
-
 # --- SQuAD 2.0's official F1 and exact match -------------------------------------------------
 # The behaviour of the official evaluate-v2.0.py (Rajpurkar et al. 2018; the same code is in
 # transformers' squad_metrics.py): an answer is lower-cased, stripped of punctuation, of the

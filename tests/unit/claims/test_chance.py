@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from src.tasks.metrics import chance_score, score, squad_scores
+from src.claims.evidence import chance_score
+from src.tasks.metrics import score, squad_scores
 
 MRPC_DEV = np.array([1] * 279 + [0] * 129)  # GLUE MRPC's dev set: 279 of 408 pairs are paraphrases
 
