@@ -71,10 +71,12 @@ def rho_draws(probe: ProbeCurve, curve: Curve) -> np.ndarray:
 
 
 def gain_centre(curve) -> float:
-    """The mean layer at which a curve's gain over layer 0 arrives, its one-layer steps weighted by their size:
-    sum_k k (y_k − y_(k−1)) / (y_L − y_0) = L − sum_(k<L) (y_k − y_0) / (y_L − y_0). A curve that gains at its first
-    layer scores 1, one that gains at its last L; NaN without a gain at L."""
-    y = np.asarray(curve, dtype=float)
+    """The mean layer at which a curve's gain over layer 0 arrives, its one-layer steps weighted by their size, on
+    the curve's running maximum y (the best score with at most k layers, so that every step is >= 0 and the centre
+    stays within [1, L] however the curve dips): sum_k k (y_k − y_(k−1)) / (y_L − y_0) =
+    L − sum_(k<L) (y_k − y_0) / (y_L − y_0). A curve that gains at its first layer scores 1, one that gains at its
+    last L; NaN without a gain."""
+    y = np.maximum.accumulate(np.asarray(curve, dtype=float))
     gain = y[-1] - y[0]
     return float(len(y) - 1 - np.sum((y[:-1] - y[0]) / gain)) if gain > 0 else math.nan
 
@@ -363,8 +365,9 @@ CLAIMS_001 = (
         "probes_do_not_predict_finetuning",
         f"{SEED_001} §3, contribution 2",
         "Probing performance does not explain which layers matter for finetuning.",
-        "Reformulation: where the gain arrives differs. Each curve's gain centre (its one-layer steps' mean layer, "
-        "weighted by their size: 1 where all the gain comes at layer 1, L where it comes at the last) per "
+        "Reformulation: where the gain arrives differs. Each curve's gain centre (the one-layer steps' mean layer of "
+        "its running maximum, weighted by their size: 1 where all the gain comes at layer 1, L where it comes at the "
+        "last) per "
         "finetuning trial and per probe seed, at each task's largest size; the claim holds where the two lie more "
         "than LAYERS_APART of the depth (one of BERT-base's 12 layers) apart, either way, and fails where they lie "
         "within it (the probe locating the finetuning gain). A correlation of the two curves cannot tell these "
@@ -426,8 +429,9 @@ CLAIMS_003 = (
         f"{SEED_003} §6.2, contribution 2",
         "In probing, information from more layers is needed than in partial reinitialisation for comparable "
         "performance.",
-        "Where each curve's gain over layer 0 arrives, its gain centre (the one-layer steps' mean layer weighted by "
-        "their size, a continuous k90 that each trial and each probe seed defines), probe against finetuning, at "
+        "Where each curve's gain over layer 0 arrives, its gain centre (the one-layer steps' mean layer of its "
+        "running maximum, weighted by their size, a continuous k90 that each trial and each probe seed defines), "
+        "probe against finetuning, at "
         "each task's largest size.",
         "Welch over finetuning trials and probe seeds: gain centre(finetuning) − gain centre(probe) < 0; needs the gap",
         (PROBED,),
