@@ -248,7 +248,8 @@ def two_sample(a: np.ndarray, b: np.ndarray) -> Estimate:
     if n < 2:
         return Estimate(a.mean(axis=-1) - b.mean(axis=-1), math.nan, n)
     se = np.sqrt(a.var(axis=-1, ddof=1) / a.shape[-1] + b.var(axis=-1, ddof=1) / b.shape[-1])
-    return Estimate(a.mean(axis=-1) - b.mean(axis=-1), se, n, n - 1)
+    # the planner's trial part: se^2 = trial_sd^2 / n on n - 1 df, n the smaller sample (more of both shrink it)
+    return Estimate(a.mean(axis=-1) - b.mean(axis=-1), se, n, n - 1, se * math.sqrt(n), n - 1)
 
 
 # --- percentile bootstrap of a statistic of whole curves -----------------------------------------
