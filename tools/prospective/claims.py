@@ -386,7 +386,8 @@ def between_tasks(design: Config, effect_of: Callable[[str], float], trial_sd: f
     (progressive.task_pairs; `within`: sizes at most that fraction apart; `below`: SST-2 sizes under it). The
     tasks' runs are independent and each task's eval set is held fixed (trials only): one trial's SD of the
     difference is the statistic's trial SD x sqrt(2), on T - 1 df (the smaller df, a conservative reading of
-    Welch's, as two_sizes)."""
+    Welch's, as two_sizes). Its cost reads both tasks' runs, QNLI's priced at SST-2's size (cost's cond@task
+    convention)."""
     qnli = sizes(design, "progressive", "qnli")
     if not qnli:
         return []
@@ -405,7 +406,7 @@ def between_tasks(design: Config, effect_of: Callable[[str], float], trial_sd: f
                     effect_of("sst2") - effect_of("qnli"),
                     math.nan,
                     trials_only=True,
-                    conditions=tuple(f"k{k}" for k in middle_third(design)),
+                    conditions=tuple(f"k{k}{at}" for k in middle_third(design) for at in ("", "@qnli")),
                 )
             )
     return out
@@ -432,7 +433,7 @@ def linearity_between_tasks(design: Config, reps: int = 20_000) -> list[UnitMode
         z[task] = linearity(curve + rng.normal(0.0, comp.TRIAL_SD / math.sqrt(2), (reps, L + 1)))
     sd = math.sqrt((np.var(z["sst2"], ddof=1) + np.var(z["qnli"], ddof=1)) / 2)
     units = between_tasks(design, lambda task: float(np.mean(z[task])), sd)
-    return [replace(u, conditions=tuple(f"k{k}" for k in range(L + 1))) for u in units]
+    return [replace(u, conditions=tuple(f"k{k}{at}" for k in range(L + 1) for at in ("", "@qnli"))) for u in units]
 
 
 def cola_weight_balance(design: Config) -> list[UnitModel]:
