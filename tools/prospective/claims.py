@@ -9,7 +9,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from src.claims.families.permutation import RELATIVELY_HIGH
+from src.claims.families.progressive import linearity
+from src.claims.families.weight_change import BALANCED
 from src.config.schema import Config
 from tools.prospective import components as comp
 from tools.prospective import effects as fx
@@ -30,7 +34,9 @@ class ClaimModel:
 
 
 def sizes(design: Config, study: str, task: str) -> tuple[int, ...]:
-    return design.studies[study].sizes_of(task) if study in design.studies else ()
+    if study not in design.studies or task not in design.studies[study].tasks:
+        return ()
+    return design.studies[study].sizes_of(task)
 
 
 def layers(design: Config) -> int:
@@ -220,14 +226,19 @@ def scratch_at_chance(design: Config) -> list[UnitModel]:
 
 
 def mrpc_alike(design: Config) -> list[UnitModel]:
+    """|score(k) − mean score(k < L)| < single_layer_margin per k < L on MRPC (progressive.mrpc_insensitive: the
+    reinitialised models against each other, not against the full model)."""
     L = layers(design)
-    return [
-        replace(u, label=f"{u.label} k={k}")
-        for k in range(L)
-        for u in curve_units(
-            design, "progressive", {k: 1, L: -1}, "within", design.report.single_layer_margin, tasks=("mrpc",)
-        )
-    ]
+    out = []
+    for k in range(L):
+        weights = {j: (1.0 if j == k else 0.0) - 1 / L for j in range(L)}
+        out += [
+            replace(u, label=f"{u.label} k={k}")
+            for u in curve_units(
+                design, "progressive", weights, "within", design.report.single_layer_margin, tasks=("mrpc",)
+            )
+        ]
+    return out
 
 
 def sequential_units(design: Config, pairs: list[tuple[str, str, int]]) -> list[UnitModel]:
@@ -353,6 +364,204 @@ def two_sizes(design: Config, weights: dict[str, float], tasks: tuple[str, ...] 
     return out
 
 
+def middle_third(design: Config) -> dict[int, float]:
+    """score(k = ⌈2L/3⌉) − score(k = ⌊L/3⌋): the middle third's gain (progressive.middle_third)."""
+    L = layers(design)
+    return {math.ceil(2 * L / 3): 1, L // 3: -1}
+
+
+def middle_helps_sst2_not_qnli(design: Config) -> list[UnitModel]:
+    """SST-2: middle gain > 0; QNLI: middle gain < single_layer_margin (non-superiority), at every size."""
+    m = design.report.single_layer_margin
+    return curve_units(design, "progressive", middle_third(design), tasks=("sst2",)) + curve_units(
+        design, "progressive", middle_third(design), "below", m, tasks=("qnli",)
+    )
+
+
+MATCHED = 0.1  # progressive.MATCHED: 003 §6.1.3's "similar training data sizes" (673 SST-2, 628 QNLI)
+
+
+def between_tasks(design: Config, effect_of: Callable[[str], float], trial_sd: float, within=None, below=None):
+    """Welch over trials of a per-trial statistic on SST-2 − on QNLI at each SST-2 size and QNLI's nearest
+    (progressive.task_pairs; `within`: sizes at most that fraction apart; `below`: SST-2 sizes under it). The
+    tasks' runs are independent and each task's eval set is held fixed (trials only): one trial's SD of the
+    difference is the statistic's trial SD x sqrt(2), on T - 1 df (the smaller df, a conservative reading of
+    Welch's, as two_sizes). Its cost reads both tasks' runs, QNLI's priced at SST-2's size (cost's cond@task
+    convention)."""
+    qnli = sizes(design, "progressive", "qnli")
+    if not qnli:
+        return []
+    out = []
+    for size in sizes(design, "progressive", "sst2"):
+        nearest = min(qnli, key=lambda s: abs(math.log(s / size)))
+        if (within is None or abs(nearest - size) <= within * size) and (below is None or size < below):
+            out.append(
+                UnitModel(
+                    f"sst2 n={size} vs qnli n={nearest}",
+                    "progressive",
+                    "sst2",
+                    size,
+                    trial_sd * math.sqrt(2),
+                    0.0,
+                    effect_of("sst2") - effect_of("qnli"),
+                    math.nan,
+                    trials_only=True,
+                    conditions=tuple(f"k{k}{at}" for k in middle_third(design) for at in ("", "@qnli")),
+                )
+            )
+    return out
+
+
+def middle_gain_between_tasks(design: Config) -> list[UnitModel]:
+    """sst2_middle_layers_matter_more_than_qnlis_at_equal_size: the middle third's gain, SST-2 − QNLI, at sizes
+    within MATCHED and below PLENTIFUL; each task's gain from this project's curve, its trial SD the pooled one."""
+    L = layers(design)
+    gain = lambda task: sum(w * fx.score(task, k, L) for k, w in middle_third(design).items())  # noqa: E731
+    return between_tasks(design, gain, comp.TRIAL_SD, within=MATCHED, below=PLENTIFUL)
+
+
+def linearity_between_tasks(design: Config, reps: int = 20_000) -> list[UnitModel]:
+    """sst2_curve_more_linear_than_qnli: per-trial Fisher z of corr(score, k) over k = 0..L, SST-2 − QNLI. The
+    z's mean and trial SD per task by simulation: this project's mean curve (k scaled by L) plus, per trial and
+    k, a condition's trial deviation (the pooled trial SD / sqrt(2): a contrast of two conditions has sum w^2 = 2),
+    seed 0; the two tasks' SDs pooled."""
+    L = layers(design)
+    rng = np.random.default_rng(0)
+    z = {}
+    for task in ("sst2", "qnli"):
+        curve = np.array([fx.score(task, k, L) for k in range(L + 1)])
+        z[task] = linearity(curve + rng.normal(0.0, comp.TRIAL_SD / math.sqrt(2), (reps, L + 1)))
+    sd = math.sqrt((np.var(z["sst2"], ddof=1) + np.var(z["qnli"], ddof=1)) / 2)
+    units = between_tasks(design, lambda task: float(np.mean(z[task])), sd)
+    return [replace(u, conditions=tuple(f"k{k}{at}" for k in range(L + 1) for at in ("", "@qnli"))) for u in units]
+
+
+def cola_weight_balance(design: Config) -> list[UnitModel]:
+    """cola_weight_change_balanced_across_layers: TOST |relative rise| < BALANCED, a trial-only t over trials,
+    per CoLA size; the rise's trial SD this project's (WEIGHT_BALANCE_SD), no effect (none is measured on CoLA)."""
+    return [
+        UnitModel(
+            f"cola n={size}",
+            "progressive",
+            "cola",
+            size,
+            WEIGHT_BALANCE_SD,
+            0.0,
+            NO_EFFECT,
+            math.nan,
+            "within",
+            BALANCED,
+            trials_only=True,
+            conditions=(f"k{layers(design)}",),
+        )
+        for size in sizes(design, "progressive", "cola")
+    ]
+
+
+# The relative rise's SD over trials of the full model, the only weight-change run on disk (metrics/
+# weight_change.csv: the default's subjectivity, 128 examples, MiniLM, 3 trials, k6_e7: rises 0.300, 0.435,
+# 0.401, mean 0.379, SD 0.070), used as CoLA's at BERT-base (labelled); its mean is not CoLA's and is not used.
+WEIGHT_BALANCE_SD = 0.070
+
+
+def explicit(design: Config, study: str, task: str, items, shape="greater", margin=None) -> list[UnitModel]:
+    """Contrasts of progressive ks given as (label, weights over k, effect) at every size of `task`."""
+    return [
+        contrast(f"{task} n={size}{label}", study, task, size, {f"k{k}": w for k, w in ks.items()}, e, shape, margin)
+        for size in sizes(design, study, task)
+        for label, ks, e in items
+    ]
+
+
+def rte_flat(design: Config) -> list[UnitModel]:
+    """|score(k) − scratch| < single_layer_margin for k = 1 .. ⌊5L/12⌋ on RTE, each at the paper's "flat": 0."""
+    m, last = design.report.single_layer_margin, 5 * layers(design) // 12
+    return explicit(
+        design, "progressive", "rte", [(f" k={k}", {k: 1, 0: -1}, 0.0) for k in range(1, last + 1)], "within", m
+    )
+
+
+def stsb_peak(design: Config) -> list[UnitModel]:
+    """score(⌊2L/3⌋) − score(k) > 0 for k = ⌊2L/3⌋ − 1 (the spike: 0.5 − 0) and ⌊2L/3⌋ + 1 .. L − 1 (about half:
+    0.5 − 0.25), 004 Fig. 3's Pearson correlations."""
+    L = layers(design)
+    peak = 2 * L // 3
+    items = [(f" k={peak} vs {peak - 1}", {peak: 1, peak - 1: -1}, STSB_PEAK)]
+    items += [(f" k={peak} vs {k}", {peak: 1, k: -1}, STSB_PEAK / 2) for k in range(peak + 1, L)]
+    return explicit(design, "progressive", "stsb", items)
+
+
+def cola_flat(design: Config) -> list[UnitModel]:
+    """Flat (TOST vs scratch, effect 0) for k = 1 .. ⌊5L/6⌋ − 1, then the jump ⌊5L/6⌋ − (⌊5L/6⌋ − 1) = 0.6 (004
+    Fig. 3: MCC about 0, then 0.6)."""
+    m, jump = design.report.single_layer_margin, 5 * layers(design) // 6
+    flat = explicit(
+        design, "progressive", "cola", [(f" k={k}", {k: 1, 0: -1}, 0.0) for k in range(1, jump)], "within", m
+    )
+    return flat + explicit(
+        design, "progressive", "cola", [(f" k={jump} vs {jump - 1}", {jump: 1, jump - 1: -1}, COLA_JUMP)]
+    )
+
+
+STSB_PEAK, COLA_JUMP = 0.5, 0.6  # 004 §6.2, Fig. 3 (one run each, read off the figure; no table)
+
+
+def direct_best(design: Config) -> list[UnitModel]:
+    """direct − after intermediate > 0 on RTE and WNLI, after each of the paper's intermediates the study runs."""
+    if "sequential" not in design.studies:
+        return []
+    tasks = [t for t in fx.SEQUENTIAL_ORDER if t in design.studies["sequential"].tasks]
+    return sequential_units(design, [(f, i, -1) for f in ("rte", "wnli") if f in tasks for i in tasks if i != f])
+
+
+def wnli_over_rte_on_cola(design: Config) -> list[UnitModel]:
+    """after WNLI − after RTE > 0 on CoLA (004 Fig. 2: 0.536 − 0.526)."""
+    if "sequential" not in design.studies:
+        return []
+    effect = fx.sequential("cola", "wnli") - fx.sequential("cola", "rte")
+    return [
+        contrast("cola after wnli vs after rte", "sequential", "cola", size, {"after:wnli": 1, "after:rte": -1}, effect)
+        for size in sizes(design, "sequential", "cola")
+    ]
+
+
+def head_layers(design: Config) -> tuple[int, ...]:
+    L = layers(design)
+    return (1, 2, L - 1, L)
+
+
+def late_heads_cost_less(design: Config) -> list[UnitModel]:
+    """mean over the heads of layers L−1, L of (head reinit − full) − the same over layers 1, 2 > 0, per task and
+    size (004 Figs. 5-6: CoLA +0.019, STS-B +0.004)."""
+    if "heads" not in design.studies:
+        return []
+    L, out = layers(design), []
+    late, early = (L - 1, L), (1, 2)
+    for task in design.studies["heads"].tasks:
+        n = len(ALL_HEADS)
+        weights = {f"h{layer}.{h}": 1 / (2 * n) for layer in late for h in ALL_HEADS}
+        weights |= {f"h{layer}.{h}": -1 / (2 * n) for layer in early for h in ALL_HEADS}
+        mean = lambda ls: float(np.mean([fx.HEADS[task][layer] for layer in ls]))  # noqa: E731
+        for size in sizes(design, "heads", task):
+            out.append(contrast(f"{task} late vs early heads", "heads", task, size, weights, mean(late) - mean(early)))
+    return out
+
+
+def head_on_average(design: Config, head: int, sign_of: Callable[[str], int]) -> list[UnitModel]:
+    """sign x (the mean over layers 1, 2, L−1, L of head `head` reinit − full) > 0 on CoLA and STS-B (004 Figs.
+    5-6)."""
+    if "heads" not in design.studies:
+        return []
+    out = []
+    for task in (t for t in design.studies["heads"].tasks if t in ("cola", "stsb")):
+        ls, sign = head_layers(design), sign_of(task)
+        weights = {f"h{layer}.{head}": sign / len(ls) for layer in ls} | {"full": -sign}
+        effect = sign * float(np.mean([fx.HEADS[task][layer][head - 1] for layer in (1, 2, 11, 12)]))
+        for size in sizes(design, "heads", task):
+            out.append(contrast(f"{task} head {head}", "heads", task, size, weights, effect))
+    return out
+
+
 ALL_HEADS = tuple(range(1, 13))
 LAYERS_1_TO_L = tuple(str(layer) for layer in range(1, 13))
 EPOCH_KS = ("_k0", "_k6", "_k12")  # the epochs study's ks (presets/tamkin2020.yaml)
@@ -365,6 +574,11 @@ BOOTSTRAP = (
 BOOTSTRAP_DIFFERENCE = (
     "a bootstrap difference of curve statistics: calibrated at α = 0.05 only, it can support but never "
     "contradict; its power is not computed by the Estimate route this table uses"
+)
+CONJUNCTION = (
+    "each unit is a conjunction (the gain above the margin at a plentiful size AND within it at a scarce one, "
+    "progressive.both_unit), existential over tasks and k: the simulator models one contrast per unit; and neither "
+    "the paper (Fig. 1, no table) nor this project (no run at >= 5,000 examples) gives the gain at both sizes"
 )
 F_TEST = "an F test of a variance ratio: neither the paper nor this project gives the ratio; not simulated here"
 
@@ -381,6 +595,12 @@ def claim_models(design: Config) -> list[ClaimModel]:
         ClaimModel("few_layers_suffice_with_plenty_of_data", "001", True, few_layers, gap=True),
         ClaimModel("k90_grows_as_data_shrinks", "001", True, cannot=BOOTSTRAP_DIFFERENCE),
         ClaimModel("subsampling_variance_larger_with_less_data", "001", True, cannot=F_TEST),
+        ClaimModel(
+            "pretrained_layers_gain_large_when_plentiful_negligible_when_scarce",
+            "001",
+            False,
+            cannot=CONJUNCTION,
+        ),
         ClaimModel("probes_do_not_predict_finetuning", "001", True, cannot=BOOTSTRAP),
         ClaimModel(
             "sst2_early_layers_transfer_though_probing_near_chance",
@@ -509,6 +729,14 @@ def claim_models(design: Config) -> list[ClaimModel]:
         ClaimModel("more_data_moves_weights_more", "003", True, source=no_effect),
         ClaimModel("more_data_moves_weights_more_at_equal_steps", "003", True, source=no_effect),
         ClaimModel("weight_change_grows_more_in_later_layers_with_more_data", "003", True, source=no_effect),
+        ClaimModel(
+            "cola_weight_change_balanced_across_layers",
+            "003",
+            True,
+            cola_weight_balance,
+            source=f"{no_effect} on CoLA; the relative rise's trial SD (0.070) this project's, subjectivity n=128 "
+            "(metrics/weight_change.csv, the default, MiniLM)",
+        ),
         ClaimModel("drop_point_shifts_with_data_size", "003", True, cannot=BOOTSTRAP_DIFFERENCE),
         ClaimModel("cola_near_linear_drop", "003", True, cannot=BOOTSTRAP),
         ClaimModel(
@@ -533,6 +761,27 @@ def claim_models(design: Config) -> list[ClaimModel]:
             source=no_effect,
         ),
         ClaimModel("top_two_layers_negligible_in_finetuning", "003", True, top_two_negligible),
+        ClaimModel(
+            "middle_layers_help_sst2_not_qnli",
+            "003",
+            True,
+            middle_helps_sst2_not_qnli,
+            source=f"{fx.PAPER_TASKS} (SST-2's middle gain 0.055, as 003 §6.1.3's 'about 5 points'; QNLI's 0.143)",
+        ),
+        ClaimModel(
+            "sst2_middle_layers_matter_more_than_qnlis_at_equal_size",
+            "003",
+            True,
+            middle_gain_between_tasks,
+            source=f"{fx.PAPER_TASKS}: SST-2 − QNLI middle gain −0.088 (003 §6.1.3 gives SST-2's ~0.05 only)",
+        ),
+        ClaimModel(
+            "sst2_curve_more_linear_than_qnli",
+            "003",
+            True,
+            linearity_between_tasks,
+            source=f"{fx.PAPER_TASKS}; per-trial z of corr(score, k) simulated with the pooled trial SD",
+        ),
         ClaimModel("probe_peaks_lower_than_finetuning", "003", True, cannot=BOOTSTRAP),
         ClaimModel("probe_needs_more_layers", "003", True, cannot=BOOTSTRAP),
         ClaimModel(
@@ -541,6 +790,8 @@ def claim_models(design: Config) -> list[ClaimModel]:
         ClaimModel("sst2_probe_declines_more_gradually_than_qnli", "003", True, cannot=BOOTSTRAP_DIFFERENCE),
         ClaimModel("some_intermediate_task_beats_direct", "004", False, some_intermediate, source=seq_src),
         ClaimModel("wnli_intermediate_helps_every_task_but_rte", "004", True, wnli_helps, source=seq_src),
+        ClaimModel("direct_finetuning_best_on_rte_and_wnli", "004", True, direct_best, source=seq_src),
+        ClaimModel("wnli_beats_rte_as_intermediate_on_cola", "004", True, wnli_over_rte_on_cola, source=seq_src),
         ClaimModel("later_reinit_costs_less", "004", True, score_slopes),
         ClaimModel("reinit_curve_not_monotone", "004", False, adjacent),
         ClaimModel("all_reinit_at_chance", "004", True, scratch_at_chance),
@@ -553,6 +804,21 @@ def claim_models(design: Config) -> list[ClaimModel]:
             source=no_effect,
         ),
         ClaimModel("mrpc_insensitive_to_reinit", "004", True, mrpc_alike, source=fx.curve_source("mrpc")),
+        ClaimModel("rte_flat_until_layer_7", "004", True, rte_flat, source=f"paper's, {fx.SEED_004} §6.2: 'flat' (0)"),
+        ClaimModel(
+            "stsb_peaks_at_layer_8_and_layers_9_to_11_hinder",
+            "004",
+            True,
+            stsb_peak,
+            source=f"paper's, {fx.SEED_004} §6.2 Fig. 3: Pearson 0 to 0.5 at k = 8, about half at k = 9-11",
+        ),
+        ClaimModel(
+            "cola_flat_until_layer_10",
+            "004",
+            True,
+            cola_flat,
+            source=f"paper's, {fx.SEED_004} §6.2 Fig. 3: MCC flat (0) to k = 9, 0.6 at k = 10",
+        ),
         ClaimModel(
             "head_reinit_no_significant_impact",
             "004",
@@ -585,6 +851,27 @@ def claim_models(design: Config) -> list[ClaimModel]:
             "004",
             True,
             lambda d: head_units(d, (1, 2, L - 1, L), (4, 9), -1),
+            source=heads_src,
+        ),
+        ClaimModel(
+            "head_reinit_costs_less_downstream_than_upstream",
+            "004",
+            True,
+            late_heads_cost_less,
+            source=heads_src,
+        ),
+        ClaimModel(
+            "head_12_reinit_helps_on_average",
+            "004",
+            True,
+            lambda d: head_on_average(d, 12, lambda task: 1),
+            source=heads_src,
+        ),
+        ClaimModel(
+            "head_1_reinit_helps_cola_hurts_stsb",
+            "004",
+            True,
+            lambda d: head_on_average(d, 1, lambda task: 1 if task == "cola" else -1),
             source=heads_src,
         ),
     ]

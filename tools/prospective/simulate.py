@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from src.claims.units import shape_p
-from src.stats import correlation
+from src.stats import correlation, hypothesis
 from src.stats.hypothesis import Estimate
 from src.stats.power import decision_probability
 from src.stats.validity import MIN_TRIALS
@@ -71,16 +71,18 @@ def unit_probabilities(
 def spearman_probabilities(
     unit: UnitModel, pairs: int, level_for: float, level_against: float, reps: int, rng: np.random.Generator
 ) -> tuple[float, float]:
-    """The Fisher-z test of Spearman rho > margin from `pairs` pairs drawn from a Gaussian copula whose
-    Spearman rho is the unit's effect (latent Pearson r = 2 sin(pi rho / 6)); (0, 0) below the pairs from
-    which src/stats/validity.py lets it decide."""
+    """The report's test of Spearman rho > margin (correlation.spearman_above: the share of its simulated null
+    at the margin, population rho = margin under a Gaussian copula, at or beyond the observed rho) on `pairs`
+    pairs drawn from a Gaussian copula whose Spearman rho is the unit's effect (latent Pearson r =
+    2 sin(pi rho / 6)), rho computed as the report does (hypothesis.spearman_rows); (0, 0) below the pairs from
+    which src/stats/validity.py lets it decide. The test is discrete at few pairs: below 5 pairs rho = 1 has
+    p 0.134, so it cannot reach 0.05 there (docs/calibration.md)."""
     if pairs < MIN_TRIALS["spearman-margin"][0]:
         return 0.0, 0.0
     r = 2 * math.sin(math.pi * unit.effect / 6)
     x = rng.standard_normal((reps, pairs))
     y = r * x + math.sqrt(1 - r * r) * rng.standard_normal((reps, pairs))
-    rx, ry = x.argsort(axis=1).argsort(axis=1), y.argsort(axis=1).argsort(axis=1)
-    rho = 1 - 6 * np.sum((rx - ry) ** 2, axis=1) / (pairs * (pairs**2 - 1))
+    rho = hypothesis.spearman_rows(x, y)
     p_for, p_against = correlation.spearman_above(rho, pairs, unit.margin)
     return float(np.mean(p_for <= level_for)), float(np.mean(p_against <= level_against))
 
