@@ -11,7 +11,7 @@ from typing import TypeVar
 import numpy as np
 
 from src.claims.claim import PAPERS, Claim, Need, Shared
-from src.claims.evidence import NEAR_COLLAPSE_SHARE, PLENTIFUL_SIZE, Evidence
+from src.claims.evidence import DEGRADE_GAP, NEAR_COLLAPSE_SHARE, PLENTIFUL_SIZE, Evidence
 from src.claims.planner import Plan, flow, plan_trials, planned_families
 from src.claims.registry import CLAIMS
 from src.claims.training import TrainingCheck, training_checks, training_of
@@ -68,7 +68,13 @@ RULE = (
     "never dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted. "
     f"A run that (nearly) collapsed (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set) is also an "
     "outcome of its own: a contrast reports its conditions' collapse rates (exact intervals, compared paired by "
-    "trial). **Reformulation**: a claim that a contrast of conditions on independent trials is positive (A − B > 0, "
+    "trial). A run that degraded below that flag (its majority share at least "
+    f"{DEGRADE_GAP} above the lower of its unit's median and its own condition's lower quartile, over the runs that "
+    "did not (nearly) collapse) counts with the collapsed runs: in its condition's collapse rate and in the "
+    "hurdle's collapse part, never among the trained runs. The trained-runs tests (the hurdle's trained part and "
+    "the trained-runs contrasts below) therefore estimate the typical trained run, a run that neither collapsed "
+    "nor degraded, not the mean over all runs. "
+    "**Reformulation**: a claim that a contrast of conditions on independent trials is positive (A − B > 0, "
     "a second difference: weights summing to 0) is tested as a two-part (hurdle) outcome, every run counting in "
     "exactly one part: the runs' collapses (the exact permutation of each trial's collapses over its conditions, "
     "McNemar's exact test for two) and, on the trials where no condition's run collapsed, the trained runs' "

@@ -25,7 +25,7 @@ from src.claims.planner import plan_text
 from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import inline_html, report_tables, unit_rows
 from src.claims.summary import SHOWN, VERDICTS
-from src.claims.units import ONE_PROBE_SEED, TRAINED_NOTE, Refusal, Refused, Unit
+from src.claims.units import COLLAPSE_LABEL, ONE_PROBE_SEED, TRAINED_NOTE, Refusal, Refused, Unit
 from src.claims.verdicts import (
     CONDITION_MODIFIERS,
     NO_VERDICT,
@@ -683,10 +683,13 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     papers = [claim for claim in CLAIMS if claim.paper_value]  # the paper's own number beside the effect
     assert len(papers) >= 9 and all(f"; paper: {claim.paper_value} |" in rows[claim.id] for claim in papers)
     (gap,) = units_of(v["full_beats_scratch"])
+    rates = ", ".join(f"{slug} 0/6 [0.00, 0.46]" for slug in gap.collapse)  # each condition's, exact 95%
     assert (
-        f"| supported here ({scope}); survives the trial-only t and the collapse reading | {number(gap.estimate)} "
-        f"{interval_text(gap)} at sst2 n=500; {gap.test} |" in rows["full_beats_scratch"]
+        f"| supported here ({scope}); survives the trial-only t and the collapse reading; {COLLAPSE_LABEL}: "
+        f"sst2 n=500: {rates} | {number(gap.estimate)} {interval_text(gap)} at sst2 n=500; {gap.test} |"
+        in rows["full_beats_scratch"]
     )
+    assert COLLAPSE_LABEL not in rows["reinit_curve_change_not_constant"]  # undecided: no rates beside it
     # an existential claim contradicted by intersection-union: the unit with the largest p against decides
     units = units_of(v["reinit_curve_not_monotone"])
     deciding = max(units, key=lambda u: u.p_against)
@@ -951,7 +954,8 @@ def test_a_margin_contrast_tests_its_trained_runs_and_reports_the_collapses_and_
     # the mean over all runs, the paper's estimand, is the robustness reading beside: it is not within the margin
     assert unit.robustness.other_reading == "all runs" and unit.robustness.other[0] > 0.5
     notes = render_rows(verdict)
-    assert "(near-)collapse rates (exact 95%): " in notes and "all runs p for" in notes
+    assert f"{COLLAPSE_LABEL}: k{L} 0/5 [0.00, 0.52], k{L - 2} 1/5 [0.01, 0.72]; " in notes
+    assert "all runs p for" in notes
 
 
 def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp_path):
@@ -964,10 +968,15 @@ def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp
     report = render(evidence, tmp_path).splitlines()
     row = next(line for line in report if '<a id="claim-top_two_layers_negl' in line)
     scope = "(tiny-bert (bert, 4 layers); sst2 n=500; 13 trials)"
-    assert f"| supported here {scope}; under the collapse reading: inconclusive |" in row
+    # its collapse outcome beside it: the one run of k = L−2 that collapsed, of 13
+    rates = f"k{L} 0/13 [0.00, 0.25], k{L - 2} 1/13 [0.00, 0.36]"
+    assert (
+        f"| supported here {scope}; under the collapse reading: inconclusive; {COLLAPSE_LABEL}: sst2 n=500: {rates} |"
+        in row
+    )
     # a slope over k is a contrast of the conditions at each k: it has both robustness readings
     row = next(line for line in report if '<a id="claim-later_reinit_costs_less' in line)
-    assert f"| supported here {scope}; survives the trial-only t and the collapse reading |" in row
+    assert f"| supported here {scope}; survives the trial-only t and the collapse reading; {COLLAPSE_LABEL}: " in row
 
 
 def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_test():
