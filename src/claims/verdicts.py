@@ -196,8 +196,10 @@ class Verdict:
         return collapse_outcomes(j.unit for j in self.units)
 
 
-def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
-    """Every claim's verdict (with its judged units, the claim's p and the planner) and every unit."""
+def judge_claims(ev: Evidence, plan: bool = True) -> tuple[list[Verdict], list[Unit]]:
+    """Every claim's verdict (with its judged units, the claim's p and, with `plan`, the planner's Plan for an
+    undecided one) and every unit. plan=False leaves every Plan None and the verdicts as they are: for callers that
+    read the verdicts alone (tools/calibrate's replicates), since the planner's simulations cost as much again."""
     shared, alpha = Shared(ev), ev.settings.alpha
     by_claim = {
         claim.id: [refuse_trials_as_independent(u, ev) for u in claim.build(ev, shared)] if not ev.runs.empty else []
@@ -210,7 +212,7 @@ def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
         if in_holm_family(unit)
     ]
     adjusted = holm_by_paper(family)
-    planned = planned_families(CLAIMS, by_claim, in_holm_family)
+    planned = planned_families(CLAIMS, by_claim, in_holm_family) if plan else None
     judged = {
         claim.id: [judge(unit, claim.every, alpha, adjusted.get(unit, math.nan)) for unit in by_claim[claim.id]]
         for claim in CLAIMS
@@ -389,12 +391,13 @@ def verdict(
     units: list[Judged],
     gaps: dict[tuple, Judged],
     ev: Evidence,
-    planned: Mapping[str, int],
+    planned: Mapping[str, int] | None,
     readings: dict[str, dict[Judged, str]],
     checks: dict[tuple[str, int], TrainingCheck],
 ) -> Verdict:
     """The claim's Verdict from its judged units, the gaps it needs, the robustness readings' statuses
-    (robust_statuses) and the training-length checks."""
+    (robust_statuses) and the training-length checks; the planner's Plan where it is undecided, unless `planned`
+    (the planned Holm family sizes) is None."""
     scoped = [u for u in units if not outside_scope(u)]  # the others decide nothing; none: not run in the scope
     gap_units = [g for u in scoped for g in needed_gaps(claim, u.unit, gaps)]
     text = verdict_text(claim, scoped, gaps, lambda u: u.status)
@@ -408,7 +411,7 @@ def verdict(
         label,
         tuple(units),
         plan_trials(claim, scoped, lambda u: needed_gaps(claim, u, gaps), ev, planned, hurdle_parts)
-        if undecided
+        if undecided and planned is not None
         else None,
         command_for(claim, ev) if text == NOT_RUN else None,
         tuple(training_of([u.unit for u in scoped], checks)),

@@ -1056,6 +1056,16 @@ def test_the_planner_plans_no_trials_for_a_unit_more_trials_cannot_decide():
     assert any(unit.refused.reason in reason for reason in v.plan.reasons)
 
 
+def test_judging_without_the_planner_gives_the_same_verdicts_with_no_plan():
+    """judge_claims(plan=False), for tools/calibrate's replicates: every verdict, p and unit as with the planner;
+    no Plan, where the planner gives undecided claims one."""
+    ev = Builder().curve([0.5, 0.75, 0.70, 0.80, 0.79], trials=3, spread=0.03).evidence()
+    (planned, units), (bare, bare_units) = judge_claims(ev), judge_claims(ev, plan=False)
+    assert any(v.plan is not None for v in planned) and all(v.plan is None for v in bare)
+    assert [repr(replace(v, plan=None)) for v in planned] == [repr(v) for v in bare]  # repr: NaN p's compare equal
+    assert repr(units) == repr(bare_units)
+
+
 def test_the_planner_plans_no_trials_where_a_needed_gap_has_no_runs():
     """Blocks at a size the progressive study does not run: the full-vs-scratch gap the claim needs there has no
     runs, so no number of trials of its studies can support it: no plan, and that as its reason."""
