@@ -10,6 +10,7 @@ import copy
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -831,6 +832,22 @@ def write_finished_design(root: Path, params: dict, tiny_task_dir: Path, layers:
     (root / "data/runs/probe").mkdir(parents=True)
     write_runs(root, config, eval_labels, layers)
     write_probes(root, config, eval_labels, layers)
+
+
+# The report stage prints one line per claim (stages/report.py): "<verdict>  <claim id>[  (<the planner's plan:
+# planner.plan_text>)]", the verdict right-aligned and possibly of several words ("no verdict", ", confounded by
+# training length"); the plan's text, which states a probability, may hold any words.
+PRINTED_VERDICT = re.compile(r"^ *(?P<verdict>\S.*?)  (?P<claim>\w+)(?:  \((?P<plan>.+)\))?$")
+
+
+def printed_verdicts(stdout: str) -> dict[str, str]:
+    """{claim id: verdict} from the report stage's stdout, every non-empty line a claim's (PRINTED_VERDICT)."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    matched = [PRINTED_VERDICT.match(line) for line in lines]
+    assert all(matched), [line for line, m in zip(lines, matched, strict=True) if not m]
+    verdicts = {m["claim"]: m["verdict"] for m in matched if m}
+    assert len(verdicts) == len(lines), "a claim printed twice"
+    return verdicts
 
 
 def aggregate_and_report(root: Path) -> subprocess.CompletedProcess:

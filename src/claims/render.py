@@ -39,7 +39,7 @@ from src.claims.summary import (
     verdict_tally,
     what_ran_lines,
 )
-from src.claims.units import Unit
+from src.claims.units import COLLAPSE_LABEL, Unit
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, Verdict, holm_families
 from src.config.schema import ReportConfig, help_text
 from src.stats import validity
@@ -103,7 +103,7 @@ def outcome_notes(unit: Unit) -> list[str]:
     compared = unit.collapse_comparison
     paired = f"; {compared.test} p {compared.p:.3g}" if compared is not None else ""
     robust = [unit.robustness.text()] if unit.robustness is not None and not unit.refused else []
-    return [f"(near-)collapse rates (exact 95%): {rates}{paired}", *robust]
+    return [f"{COLLAPSE_LABEL}: {rates}{paired}", *robust]
 
 
 UNIT_HEADER = [

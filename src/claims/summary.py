@@ -19,6 +19,7 @@ import numpy as np
 from src.claims.claim import PAPERS, interval_text, number
 from src.claims.planner import plan_text
 from src.claims.training import CONFOUNDED, UNDERTRAINED
+from src.claims.units import COLLAPSE_LABEL
 from src.claims.verdicts import (
     CONDITION_MODIFIERS,
     NO_VERDICT,
@@ -299,8 +300,24 @@ def robustness_text(v: Verdict) -> str:
     return "; under the " + ", the ".join(lost) if lost else f"; survives the {' and the '.join(robust)}"
 
 
+def collapse_text(v: Verdict) -> str:
+    """A decided verdict's co-primary outcome: per unit, each condition's collapse-or-degradation rate (runs that
+    (nearly) collapsed or degraded below the flag, evidence.runs_flagged, of its runs on the unit's trials) with its
+    exact 95% interval (Verdict.collapse_rates); empty where its units hold no contrast of conditions."""
+    by_unit: dict[str, list[str]] = {}
+    for outcome in v.collapse_rates:
+        rate = outcome.rate
+        by_unit.setdefault(outcome.unit, []).append(
+            f"{outcome.slug} {rate.collapsed}/{rate.runs} [{rate.interval[0]:.2f}, {rate.interval[1]:.2f}]"
+        )
+    if not by_unit:
+        return ""
+    return f"; {COLLAPSE_LABEL}: " + "; ".join(f"{unit}: {', '.join(rates)}" for unit, rates in by_unit.items())
+
+
 def claim_rows(verdicts: list[Verdict], drawn: set[str], ran: WhatRan) -> list[ClaimRow]:
-    """One row per claim; a decided verdict with its scope (scope_text) beside it."""
+    """One row per claim; a decided verdict with its scope (scope_text) and its collapse-or-degradation rates
+    (collapse_text) beside it."""
     rows = []
     for v in verdicts:
         claim, figure = v.claim, figure_of(v, ran.studies)
@@ -311,7 +328,11 @@ def claim_rows(verdicts: list[Verdict], drawn: set[str], ran: WhatRan) -> list[C
                 claim.paper,
                 f"{claim.hypothesis} ({claim.source.split(' ', 1)[1]})"
                 + (" [secondary analysis]" if claim.secondary and "secondary" not in claim.source else ""),
-                shown(v.text) + scope + (f" ({CONFOUNDED})" if confounded(v) else "") + robustness_text(v),
+                shown(v.text)
+                + scope
+                + (f" ({CONFOUNDED})" if confounded(v) else "")
+                + robustness_text(v)
+                + (collapse_text(v) if v.text in SHOWN else ""),
                 effect_text(v),
                 figure if figure in drawn else None,
             )

@@ -213,6 +213,11 @@ def collapse_outcome(flags: dict[str, np.ndarray]) -> tuple[dict[str, CollapseRa
     return {slug: collapse_rate(f) for slug, f in flags.items()}, comparison
 
 
+# How the report labels a collapse outcome (render's notes column, a decided verdict's row): a run that degraded
+# below the flag (evidence.runs_flagged, DEGRADE_GAP) counts with the (nearly) collapsed runs.
+COLLAPSE_LABEL = "(near-)collapse rates, runs degraded below the flag counted with them (exact 95%)"
+
+
 class CollapseOutcome(NamedTuple):
     """One condition's collapse outcome in one unit: `rate` counts its runs on the unit's trials that (nearly)
     collapsed or degraded (evidence.runs_flagged), with the exact 95% interval; a co-primary outcome beside the

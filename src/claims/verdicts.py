@@ -11,7 +11,7 @@ from typing import TypeVar
 import numpy as np
 
 from src.claims.claim import PAPERS, Claim, Need, Shared
-from src.claims.evidence import NEAR_COLLAPSE_SHARE, PLENTIFUL_SIZE, Evidence
+from src.claims.evidence import DEGRADE_GAP, NEAR_COLLAPSE_SHARE, PLENTIFUL_SIZE, Evidence
 from src.claims.planner import Plan, flow, plan_trials, planned_families
 from src.claims.registry import CLAIMS
 from src.claims.training import TrainingCheck, training_checks, training_of
@@ -68,7 +68,13 @@ RULE = (
     "never dropped for their outcome: collapsed runs count; only a non-finite loss removes a run, and it is counted. "
     f"A run that (nearly) collapsed (one class for at least {NEAR_COLLAPSE_SHARE:.0%} of the eval set) is also an "
     "outcome of its own: a contrast reports its conditions' collapse rates (exact intervals, compared paired by "
-    "trial). **Reformulation**: a claim that a contrast of conditions on independent trials is positive (A − B > 0, "
+    "trial). A run that degraded below that flag (its majority share at least "
+    f"{DEGRADE_GAP} above the lower of its unit's median and its own condition's lower quartile, over the runs that "
+    "did not (nearly) collapse) counts with the collapsed runs: in its condition's collapse rate and in the "
+    "hurdle's collapse part, never among the trained runs. The trained-runs tests (the hurdle's trained part and "
+    "the trained-runs contrasts below) therefore estimate the typical trained run, a run that neither collapsed "
+    "nor degraded, not the mean over all runs. "
+    "**Reformulation**: a claim that a contrast of conditions on independent trials is positive (A − B > 0, "
     "a second difference: weights summing to 0) is tested as a two-part (hurdle) outcome, every run counting in "
     "exactly one part: the runs' collapses (the exact permutation of each trial's collapses over its conditions, "
     "McNemar's exact test for two) and, on the trials where no condition's run collapsed, the trained runs' "
@@ -190,8 +196,10 @@ class Verdict:
         return collapse_outcomes(j.unit for j in self.units)
 
 
-def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
-    """Every claim's verdict (with its judged units, the claim's p and the planner) and every unit."""
+def judge_claims(ev: Evidence, plan: bool = True) -> tuple[list[Verdict], list[Unit]]:
+    """Every claim's verdict (with its judged units, the claim's p and, with `plan`, the planner's Plan for an
+    undecided one) and every unit. plan=False leaves every Plan None and the verdicts as they are: for callers that
+    read the verdicts alone (tools/calibrate's replicates), since the planner's simulations cost as much again."""
     shared, alpha = Shared(ev), ev.settings.alpha
     by_claim = {
         claim.id: [refuse_trials_as_independent(u, ev) for u in claim.build(ev, shared)] if not ev.runs.empty else []
@@ -204,7 +212,7 @@ def judge_claims(ev: Evidence) -> tuple[list[Verdict], list[Unit]]:
         if in_holm_family(unit)
     ]
     adjusted = holm_by_paper(family)
-    planned = planned_families(CLAIMS, by_claim, in_holm_family)
+    planned = planned_families(CLAIMS, by_claim, in_holm_family) if plan else None
     judged = {
         claim.id: [judge(unit, claim.every, alpha, adjusted.get(unit, math.nan)) for unit in by_claim[claim.id]]
         for claim in CLAIMS
@@ -383,12 +391,13 @@ def verdict(
     units: list[Judged],
     gaps: dict[tuple, Judged],
     ev: Evidence,
-    planned: Mapping[str, int],
+    planned: Mapping[str, int] | None,
     readings: dict[str, dict[Judged, str]],
     checks: dict[tuple[str, int], TrainingCheck],
 ) -> Verdict:
     """The claim's Verdict from its judged units, the gaps it needs, the robustness readings' statuses
-    (robust_statuses) and the training-length checks."""
+    (robust_statuses) and the training-length checks; the planner's Plan where it is undecided, unless `planned`
+    (the planned Holm family sizes) is None."""
     scoped = [u for u in units if not outside_scope(u)]  # the others decide nothing; none: not run in the scope
     gap_units = [g for u in scoped for g in needed_gaps(claim, u.unit, gaps)]
     text = verdict_text(claim, scoped, gaps, lambda u: u.status)
@@ -402,7 +411,7 @@ def verdict(
         label,
         tuple(units),
         plan_trials(claim, scoped, lambda u: needed_gaps(claim, u, gaps), ev, planned, hurdle_parts)
-        if undecided
+        if undecided and planned is not None
         else None,
         command_for(claim, ev) if text == NOT_RUN else None,
         tuple(training_of([u.unit for u in scoped], checks)),

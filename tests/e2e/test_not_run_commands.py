@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from src.params.load import read_params
-from tests.support import REPO, aggregate_and_report, exp_run_params, write_finished_design
+from tests.support import REPO, aggregate_and_report, exp_run_params, printed_verdicts, write_finished_design
 
 LAYERS = 6  # the embedded MiniLM's (12 heads, as bert-base): the commands name its ks
 NOT_RUN_ROW = re.compile(r"^- \*\*Not run\*\*: (.*): needs `(dvc exp run [^`]*)`$", re.M)
@@ -22,9 +22,8 @@ def verdicts_of(params: dict, root, tiny_task_dir) -> tuple[dict[str, str], str]
     """({claim id: verdict}, report.md) of `params`' design, every run faked as finished."""
     write_finished_design(root, params, tiny_task_dir, LAYERS)
     report = aggregate_and_report(root)
-    # one printed line per claim: "<verdict>  <claim id>[  (decided by …)]"
-    lines = [line.split("  (decided by")[0].rsplit(None, 1) for line in report.stdout.splitlines() if line.strip()]
-    return {claim: verdict.strip() for verdict, claim in lines}, (root / "metrics/report.md").read_text()
+    # one printed line per claim: "<verdict>  <claim id>[  (<the planner's plan>)]"
+    return printed_verdicts(report.stdout), (root / "metrics/report.md").read_text()
 
 
 @pytest.mark.slow

@@ -12,13 +12,14 @@ metric from SST-2's scores, both after every run had trained.
 """
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
 from src.claims.registry import CLAIMS
-from tests.support import REPO, aggregate_and_report, write_finished_design
+from tests.support import REPO, aggregate_and_report, printed_verdicts, write_finished_design
 
 PRESETS = sorted((REPO / "presets").glob("*.yaml"))
 MAX_TRIALS = 3
@@ -64,8 +65,10 @@ def test_every_preset_aggregates_and_reports_with_a_verdict_for_every_claim(pres
     report = aggregate_and_report(tmp_path)
     tally = json.loads((tmp_path / "metrics/verdicts.json").read_text())
     assert sum(tally.values()) == len(CLAIMS), tally
-    # one printed line per claim: "<verdict>  <claim id>[  (decided by …)]"
-    printed = [line.split("  (decided by")[0].split()[-1] for line in report.stdout.splitlines() if line.strip()]
+    # one printed line per claim: "<verdict>  <claim id>[  (<the planner's plan>)]"
+    printed = printed_verdicts(report.stdout)
     assert sorted(printed) == sorted(claim.id for claim in CLAIMS), report.stdout[-3000:]
+    counted = Counter(verdict.split(",")[0].replace(" ", "_") for verdict in printed.values())  # as verdicts.json
+    assert counted == {name: n for name, n in tally.items() if n}, report.stdout[-3000:]
     markdown = (tmp_path / "metrics/report.md").read_text()
     assert [claim.id for claim in CLAIMS if claim.id not in markdown] == []

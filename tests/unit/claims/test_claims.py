@@ -25,7 +25,7 @@ from src.claims.planner import plan_text
 from src.claims.registry import BY_ID, CLAIMS
 from src.claims.render import inline_html, report_tables, unit_rows
 from src.claims.summary import SHOWN, VERDICTS
-from src.claims.units import ONE_PROBE_SEED, TRAINED_NOTE, Refusal, Refused, Unit
+from src.claims.units import COLLAPSE_LABEL, ONE_PROBE_SEED, TRAINED_NOTE, Refusal, Refused, Unit
 from src.claims.verdicts import (
     CONDITION_MODIFIERS,
     NO_VERDICT,
@@ -130,7 +130,7 @@ def test_a_summary_cell_names_a_few_units_per_planner_reason_not_every_head():
     assert by_text(["sst2 n=500: 4–9 (point 6)"]) == "sst2 n=500: 4–9 (point 6)"
 
 
-def crossed_study(design: tuple[int, int]) -> Builder:
+def crossed_study(design: tuple[int, int], task: str = "sst2") -> Builder:
     """A progressive curve over a crossed seed_design whose full-vs-scratch gap depends on the
     training subset (trial t: subset t // draws): -0.02, +0.10, +0.22 over three subsets."""
     b = Builder()
@@ -138,7 +138,7 @@ def crossed_study(design: tuple[int, int]) -> Builder:
     for t in range(subsets * draws):
         shift = 0.06 * (t // draws - 1) + 0.005 * (t % draws)
         for k, value in enumerate([0.70 - shift, 0.72, 0.75, 0.78, 0.80 + shift]):
-            b.add(f"k{k}", value, trial=t, k=k)
+            b.add(f"k{k}", value, trial=t, k=k, task=task)
     return b
 
 
@@ -653,7 +653,9 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     assert "tiny-bert" in first and "`abc1234`" in first and "**progressive**: progressive (ks [0, 6])" in first
     tally = {name: sum(x.text == name for x in v.values()) for name in VERDICTS}
     assert ", ".join(f"**{n}** {SHOWN.get(name, name)}" for name, n in tally.items()) in first
-    assert "**2** supported here, **2** not supported here, **3** inconclusive" in first
+    # few_layers_suffice_with_plenty_of_data and all_reinit_at_chance are outside their papers' scope here (n=500,
+    # sst2): not run; middle_layers_help_sst2_not_qnli (003 §7) is supported
+    assert "**3** supported here, **2** not supported here, **1** inconclusive, **1** no verdict" in first
     assert tally["supported"] and tally["contradicted"] and tally["not run"] and tally[NO_VERDICT]
     tamkin = first.split("**Tamkin et al. 2020**")[1].split("**Singh & Giovanardi**")[0]
     scope = "tiny-bert (bert, 4 layers); sst2 n=500; 6 trials"
@@ -681,10 +683,13 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     papers = [claim for claim in CLAIMS if claim.paper_value]  # the paper's own number beside the effect
     assert len(papers) >= 9 and all(f"; paper: {claim.paper_value} |" in rows[claim.id] for claim in papers)
     (gap,) = units_of(v["full_beats_scratch"])
+    rates = ", ".join(f"{slug} 0/6 [0.00, 0.46]" for slug in gap.collapse)  # each condition's, exact 95%
     assert (
-        f"| supported here ({scope}); survives the trial-only t and the collapse reading | {number(gap.estimate)} "
-        f"{interval_text(gap)} at sst2 n=500; {gap.test} |" in rows["full_beats_scratch"]
+        f"| supported here ({scope}); survives the trial-only t and the collapse reading; {COLLAPSE_LABEL}: "
+        f"sst2 n=500: {rates} | {number(gap.estimate)} {interval_text(gap)} at sst2 n=500; {gap.test} |"
+        in rows["full_beats_scratch"]
     )
+    assert COLLAPSE_LABEL not in rows["reinit_curve_change_not_constant"]  # undecided: no rates beside it
     # an existential claim contradicted by intersection-union: the unit with the largest p against decides
     units = units_of(v["reinit_curve_not_monotone"])
     deciding = max(units, key=lambda u: u.p_against)
@@ -716,15 +721,19 @@ def test_a_verdicts_scope_is_the_tasks_sizes_and_trials_its_units_read():
 
 
 def test_the_first_screen_bounds_the_chance_of_a_wrong_verdict_per_paper_from_the_design(tmp_path):
-    """Per paper: α for its Holm family plus α per intersection-union verdict the design can reach; the probes'
-    curve statistics at T = 3 are refused by the design, so they add nothing."""
-    evidence = probe_evidence(Builder().curve(RISING, trials=3), [0.6, 0.7, 0.8, 0.75, 0.7], seeds=3)
+    """Per paper: α for its Holm family plus α per intersection-union verdict the design can reach; probe curves
+    from one probe seed are refused by the design, so the probes' claims add nothing; from 3 seeds their per-trial
+    curve statistics decide from 3 trials, so they do."""
+    three = verdicts(probe_evidence(Builder().curve(RISING, trials=3), [0.6, 0.7, 0.8, 0.75, 0.7], seeds=3))
+    (reachable,) = [b for b in error_bounds(list(three.values()), SETTINGS.alpha) if b.paper == "003"]
+    assert {"probe_needs_more_layers", "probe_peaks_lower_than_finetuning"} <= set(reachable.iut)
+    evidence = probe_evidence(Builder().curve(RISING, trials=3), [0.6, 0.7, 0.8, 0.75, 0.7], seeds=1)
     v = verdicts(evidence)
-    assert all(u.unit.refused.kind is Refusal.DESIGN for u in v["probe_needs_more_layers"].units)
+    assert all(u.unit.refused.kind is Refusal.ONE_PROBE_SEED for u in v["probe_needs_more_layers"].units)
     bounds = {b.paper: b for b in error_bounds(list(v.values()), SETTINGS.alpha)}
     assert {paper: set(b.iut) for paper, b in bounds.items()} == {
         "001": {"full_beats_scratch", "few_layers_suffice_with_plenty_of_data"},
-        "003": {"top_two_layers_negligible_in_finetuning", "top_two_layers_hurt_probing"},
+        "003": {"top_two_layers_negligible_in_finetuning", "middle_layers_help_sst2_not_qnli"},
         "004": {"later_reinit_costs_less", "reinit_curve_not_monotone", "all_reinit_at_chance"}
         | {"reinit_curve_change_not_constant"},
     }
@@ -945,7 +954,8 @@ def test_a_margin_contrast_tests_its_trained_runs_and_reports_the_collapses_and_
     # the mean over all runs, the paper's estimand, is the robustness reading beside: it is not within the margin
     assert unit.robustness.other_reading == "all runs" and unit.robustness.other[0] > 0.5
     notes = render_rows(verdict)
-    assert "(near-)collapse rates (exact 95%): " in notes and "all runs p for" in notes
+    assert f"{COLLAPSE_LABEL}: k{L} 0/5 [0.00, 0.52], k{L - 2} 1/5 [0.01, 0.72]; " in notes
+    assert "all runs p for" in notes
 
 
 def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp_path):
@@ -958,10 +968,15 @@ def test_a_decided_verdict_says_which_robustness_reading_it_does_not_survive(tmp
     report = render(evidence, tmp_path).splitlines()
     row = next(line for line in report if '<a id="claim-top_two_layers_negl' in line)
     scope = "(tiny-bert (bert, 4 layers); sst2 n=500; 13 trials)"
-    assert f"| supported here {scope}; under the collapse reading: inconclusive |" in row
+    # its collapse outcome beside it: the one run of k = L−2 that collapsed, of 13
+    rates = f"k{L} 0/13 [0.00, 0.25], k{L - 2} 1/13 [0.00, 0.36]"
+    assert (
+        f"| supported here {scope}; under the collapse reading: inconclusive; {COLLAPSE_LABEL}: sst2 n=500: {rates} |"
+        in row
+    )
     # a slope over k is a contrast of the conditions at each k: it has both robustness readings
     row = next(line for line in report if '<a id="claim-later_reinit_costs_less' in line)
-    assert f"| supported here {scope}; survives the trial-only t and the collapse reading |" in row
+    assert f"| supported here {scope}; survives the trial-only t and the collapse reading; {COLLAPSE_LABEL}: " in row
 
 
 def test_a_chance_level_whose_condition_collapsed_in_every_trial_but_one_has_no_test():
@@ -1030,14 +1045,25 @@ def test_the_planner_of_an_existential_claim_counts_every_unit_that_could_decide
 
 
 def test_the_planner_plans_no_trials_for_a_unit_more_trials_cannot_decide():
-    """A test that takes a crossed seed_design's trials as independent is refused, and more trials would not
-    change that: no trials, no command, the refusal as its reason."""
+    """A test that takes a crossed seed_design's trials as independent (CoLA's near-linear drop: a t over trials
+    of each trial's R²; the slope over k is a paired contrast now, which reads the design) is refused, and more
+    trials would not change that: no trials, no command, the refusal as its reason."""
     crossed = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
-    v = verdicts(crossed_study((3, 3)).evidence(studies=crossed))["later_reinit_costs_less"]
+    v = verdicts(crossed_study((3, 3), task="cola").evidence(studies=crossed))["cola_near_linear_drop"]
     (unit,) = units_of(v)
     assert unit.refused.kind is Refusal.CROSSED_TRIALS and v.plan is not None
     assert v.plan.trials is None and v.plan.command is None and not v.plan.chances
     assert any(unit.refused.reason in reason for reason in v.plan.reasons)
+
+
+def test_judging_without_the_planner_gives_the_same_verdicts_with_no_plan():
+    """judge_claims(plan=False), for tools/calibrate's replicates: every verdict, p and unit as with the planner;
+    no Plan, where the planner gives undecided claims one."""
+    ev = Builder().curve([0.5, 0.75, 0.70, 0.80, 0.79], trials=3, spread=0.03).evidence()
+    (planned, units), (bare, bare_units) = judge_claims(ev), judge_claims(ev, plan=False)
+    assert any(v.plan is not None for v in planned) and all(v.plan is None for v in bare)
+    assert [repr(replace(v, plan=None)) for v in planned] == [repr(v) for v in bare]  # repr: NaN p's compare equal
+    assert repr(units) == repr(bare_units)
 
 
 def test_the_planner_plans_no_trials_where_a_needed_gap_has_no_runs():
