@@ -60,8 +60,10 @@ from tests.fake_evidence import (
 from tests.support import REPO, exp_run_params, grid_params
 
 
-def verdicts(evidence) -> dict[str, Verdict]:
-    return {v.id: v for v in judge_claims(evidence)[0]}
+def verdicts(evidence, plan: bool = False) -> dict[str, Verdict]:
+    """Every claim's verdict; with `plan`, the planner's Plan too (its simulations double the call's time, so only
+    the tests of the planner ask for it)."""
+    return {v.id: v for v in judge_claims(evidence, plan=plan)[0]}
 
 
 def units_of(verdict: Verdict) -> list[Unit]:
@@ -95,11 +97,13 @@ def test_a_planted_effect_is_supported_and_its_reverse_contradicted():
 
 
 def test_one_trial_cannot_decide_a_wide_interval_is_inconclusive_and_the_planner_names_the_trials():
-    one = verdicts(Builder().curve(RISING, trials=1).evidence())["full_beats_scratch"]
+    one = verdicts(Builder().curve(RISING, trials=1).evidence(), plan=True)["full_beats_scratch"]
     assert one.text == NO_VERDICT and units_of(one)[0].refused.reason.startswith("the design cannot decide at T = 1:")
     assert math.isnan(units_of(one)[0].p_for) and math.isnan(units_of(one)[0].interval[0])
     assert one.plan.trials == 3  # no SD to plan from: the trials from which the design decides
-    v = verdicts(Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08).evidence())["full_beats_scratch"]
+    v = verdicts(Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08).evidence(), plan=True)[
+        "full_beats_scratch"
+    ]
     assert units_of(v)[0].estimate > 0 and v.text == "inconclusive"
     # the chance that N trials decide it, at the smallest N reaching 0.5 and report.power; the command runs the
     # larger, and says the runs it adds (the curve's 5 conditions at one size)
@@ -111,7 +115,7 @@ def test_one_trial_cannot_decide_a_wide_interval_is_inconclusive_and_the_planner
     # trials per size: the whole mapping comes back, the blocking unit's size raised, the others kept
     per_size = replace(CONFIG.studies["progressive"], trials={500: 3, 64: 7})
     b = Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08)
-    v = verdicts(b.evidence(studies={"progressive": per_size}))["full_beats_scratch"]
+    v = verdicts(b.evidence(studies={"progressive": per_size}), plan=True)["full_beats_scratch"]
     n = v.plan.trials
     assert v.plan.command == f"dvc exp run -S 'studies.progressive.trials={{500: {n}, 64: 7}}'"
 
@@ -169,8 +173,8 @@ def test_a_crossed_seed_design_is_read_by_paired_contrasts_and_refused_by_tests_
     the subset is not shown, and the slope over k, a contrast, is read the same way; 2 subsets are refused (1 df
     for the subset effect, measured to under-cover)."""
     crossed = replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)
-    independent = verdicts(crossed_study((3, 3)).evidence())
-    v = verdicts(crossed_study((3, 3)).evidence(studies={"progressive": crossed}))
+    independent = verdicts(crossed_study((3, 3)).evidence(), plan=True)
+    v = verdicts(crossed_study((3, 3)).evidence(studies={"progressive": crossed}), plan=True)
     (unit,) = units_of(v["full_beats_scratch"])
     (naive,) = units_of(independent["full_beats_scratch"])
     assert unit.estimate == pytest.approx(naive.estimate) and unit.n == 9
@@ -188,7 +192,9 @@ def test_a_crossed_seed_design_is_read_by_paired_contrasts_and_refused_by_tests_
     (slope,) = units_of(v["later_reinit_costs_less"])  # the slope over k is a contrast: read by the crossed variance
     assert slope.refused is None and "crossed seed_design: 3 subsets x 3 draws" in slope.notes
     two = replace(crossed, seed_design=(2, 3), trials=6)
-    (unit,) = units_of(verdicts(crossed_study((2, 3)).evidence(studies={"progressive": two}))["full_beats_scratch"])
+    (unit,) = units_of(
+        verdicts(crossed_study((2, 3)).evidence(studies={"progressive": two}), plan=True)["full_beats_scratch"]
+    )
     assert unit.refused.reason.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 3 draws")
 
 
@@ -216,7 +222,7 @@ def test_a_crossed_seed_designs_curve_differences_resample_subsets_and_draws():
     would support it (16 trials rarely all miss it). 3 subsets are refused (measured to under-cover
     as the draws grow), and the planner asks for 4 of each; 2 are refused too."""
     crossed = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(4, 4), trials=16)}
-    v = verdicts(crossed_curves((4, 4), late_subsets=(0, 1, 2, 3)).evidence(studies=crossed))
+    v = verdicts(crossed_curves((4, 4), late_subsets=(0, 1, 2, 3)).evidence(studies=crossed), plan=True)
     for claim in ("k90_grows_as_data_shrinks", "drop_point_shifts_with_data_size"):
         (unit,) = units_of(v[claim])
         assert not unit.refused and unit.reads_seed_design and unit.n == 16
@@ -224,20 +230,22 @@ def test_a_crossed_seed_designs_curve_differences_resample_subsets_and_draws():
     (unit,) = units_of(v["k90_grows_as_data_shrinks"])
     assert "crossed seed_design: 4 subsets x 4 draws" in unit.notes
     one_late = crossed_curves((4, 4), late_subsets=(3,))
-    (unit,) = units_of(verdicts(one_late.evidence(studies=crossed))["k90_grows_as_data_shrinks"])
-    (naive,) = units_of(verdicts(one_late.evidence())["k90_grows_as_data_shrinks"])
+    (unit,) = units_of(verdicts(one_late.evidence(studies=crossed), plan=True)["k90_grows_as_data_shrinks"])
+    (naive,) = units_of(verdicts(one_late.evidence(), plan=True)["k90_grows_as_data_shrinks"])
     assert unit.estimate == naive.estimate == 3
     assert not unit.refused and unit.p_for > 0.2 and unit.interval[0] <= 0
     assert naive.p_for < 0.05 and naive.interval[0] > 0
     three = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
-    v = verdicts(crossed_curves((3, 3), (0, 1, 2)).evidence(studies=three))["k90_grows_as_data_shrinks"]
+    v = verdicts(crossed_curves((3, 3), (0, 1, 2)).evidence(studies=three), plan=True)["k90_grows_as_data_shrinks"]
     (unit,) = units_of(v)
     assert unit.refused.reason.startswith("the design cannot decide with a crossed seed_design of 3 subsets x 3 draws")
     assert "-S 'studies.progressive.seed_design={subsets: 4, seeds: 4}' -S studies.progressive.trials=16" in (
         v.plan.command
     )
     two = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(2, 5), trials=10)}
-    (unit,) = units_of(verdicts(crossed_curves((2, 5), (1,)).evidence(studies=two))["k90_grows_as_data_shrinks"])
+    (unit,) = units_of(
+        verdicts(crossed_curves((2, 5), (1,)).evidence(studies=two), plan=True)["k90_grows_as_data_shrinks"]
+    )
     assert unit.refused.reason.startswith("the design cannot decide with a crossed seed_design of 2 subsets x 5 draws")
 
 
@@ -646,7 +654,7 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     scope: model, tasks, sizes, trials), what is undecided and why, what did not run and its command; then one row
     per claim with the deciding unit's effect and its figure; the rule below."""
     evidence = block_preserve_study(0.8, 0.6, trials=1).evidence()  # blocks at 1 trial: no verdict
-    v = verdicts(evidence)
+    v = verdicts(evidence, plan=True)
     md = render(evidence, tmp_path)
     first, rest = md.split("## How a verdict is decided")
     assert RULE[:80] not in first and RULE[:80] in rest and "## Tests, per unit" in rest
@@ -1029,7 +1037,7 @@ def test_the_planner_of_an_existential_claim_counts_every_unit_that_could_decide
 
     # two non-monotone steps: a large one (k=1 -> 2) and a small one (k=3 -> 4), neither shown at 3 trials
     ev = Builder().curve([0.5, 0.75, 0.70, 0.80, 0.79], trials=3, spread=0.03).evidence()
-    v = verdicts(ev)["reinit_curve_not_monotone"]
+    v = verdicts(ev, plan=True)["reinit_curve_not_monotone"]
     assert v.text == "inconclusive"
     sims = [outcome_of(j, (SETTINGS.alpha / v.plan.family, SETTINGS.alpha), ev) for j in v.units]
     both = chance_of(sims, existential(sims, [(s, []) for s in sims], complete=True))
@@ -1049,7 +1057,7 @@ def test_the_planner_plans_no_trials_for_a_unit_more_trials_cannot_decide():
     of each trial's R²; the slope over k is a paired contrast now, which reads the design) is refused, and more
     trials would not change that: no trials, no command, the refusal as its reason."""
     crossed = {"progressive": replace(CONFIG.studies["progressive"], seed_design=(3, 3), trials=9)}
-    v = verdicts(crossed_study((3, 3), task="cola").evidence(studies=crossed))["cola_near_linear_drop"]
+    v = verdicts(crossed_study((3, 3), task="cola").evidence(studies=crossed), plan=True)["cola_near_linear_drop"]
     (unit,) = units_of(v)
     assert unit.refused.kind is Refusal.CROSSED_TRIALS and v.plan is not None
     assert v.plan.trials is None and v.plan.command is None and not v.plan.chances
@@ -1082,7 +1090,7 @@ def test_the_planner_plans_no_trials_where_a_needed_gap_has_no_runs():
                 window=3,
                 study="blocks",
             )
-    v = verdicts(b.evidence())["early_layers_help_most"]
+    v = verdicts(b.evidence(), plan=True)["early_layers_help_most"]
     assert v.text == "inconclusive" and [j.status for j in v.units] == ["for"]
     assert v.plan.trials is None and v.plan.command is None and not v.plan.chances
     assert v.plan.reasons == ("sst2 n=100: the full-vs-scratch gap it needs has no runs",)
@@ -1494,7 +1502,7 @@ def test_only_a_study_paired_with_the_reference_takes_its_trials():
 
 
 def test_a_refused_head_percentile_asks_for_the_trials_its_design_decides_from():
-    v = verdicts(head_study({}, trials=1, layers=(1,)).evidence(studies=HEADS_STUDIES))
+    v = verdicts(head_study({}, trials=1, layers=(1,)).evidence(studies=HEADS_STUDIES), plan=True)
     claim = v["head_reinit_in_first_two_layers_hurts"]
     (unit,) = units_of(claim)
     assert unit.refused.reason.startswith("the design cannot decide at T = 1") and claim.plan.trials == 3
