@@ -155,12 +155,12 @@ def _glue(task: str, data: DataConfig) -> Pool:
         if carved:
             return Pool(task, round(dev * CARVED_TRAIN_SHARE), True, f"half of the hub's {dev} validation rows")
         return Pool(task, train, True, "the hub's published train split")
-    from src.tasks.glue import GLUE_TASKS  # imports pandas: only for a folder that is there to read
-
     folder = Path(data.glue_dir)
     require(
         folder.is_dir(), "data.glue_dir", data.glue_dir, f"null (GLUE from the hub) or a folder that exists ({folder})"
     )
+    from src.tasks.glue import GLUE_TASKS  # imports pandas: only for a folder that is there to read
+
     fmt = GLUE_TASKS[task]
     needed = ["dev.tsv"] if carved else ["train.tsv", "dev.tsv"]
     for name in needed:
@@ -187,8 +187,6 @@ def _squad(data: DataConfig) -> Pool | None:
     task = "squad_v2"
     if data.squad_dir is None:
         return Pool(task, (TASKS[task].published or (0, 0))[0], True, "the hub's published train split")
-    from src.tasks.squad import FILES  # imports pandas: only for a folder that is there to read
-
     folder = Path(data.squad_dir)
     require(
         folder.is_dir(),
@@ -196,6 +194,8 @@ def _squad(data: DataConfig) -> Pool | None:
         data.squad_dir,
         f"null (SQuAD 2.0 from the hub) or a folder that exists ({folder})",
     )
+    from src.tasks.squad import FILES  # imports pandas: only for a folder that is there to read
+
     for name in FILES.values():
         require(
             (folder / name).is_file(),
