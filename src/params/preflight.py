@@ -83,19 +83,19 @@ class Pool:
     exact: bool
     source: str  # how the count is known, for a refusal
 
-    def limit(self) -> int:
-        """The largest training size a run may ask for: span QA keeps one question out to fit its
-        no-answer threshold on (src/train/schedule.py check_sizes)."""
-        return self.examples - 1 if TASKS[self.task].kind.fits_null_threshold else self.examples
+    def limit(self, final: bool) -> int:
+        """The largest training size a run may ask for: span QA as the final task keeps one question
+        out to fit its no-answer threshold on (src/train/schedule.py check_sizes)."""
+        return self.examples - 1 if final and TASKS[self.task].kind.fits_null_threshold else self.examples
 
-    def allowed(self) -> str:
+    def allowed(self, final: bool) -> str:
         bound = "" if self.exact else "at most "
         qa = (
             ", less one: span QA fits its no-answer threshold on a question it does not train on"
-            if TASKS[self.task].kind.fits_null_threshold
+            if self.limit(final) < self.examples
             else ""
         )
-        return f"an integer from 1 to {self.limit()}: {self.task} has {bound}{self.examples} ({self.source}){qa}"
+        return f"an integer from 1 to {self.limit(final)}: {self.task} has {bound}{self.examples} ({self.source}){qa}"
 
 
 def is_placeholder(value: str | None) -> bool:
@@ -211,31 +211,32 @@ def _squad(data: DataConfig) -> Pool | None:
     return Pool(task, questions, True, f"the questions of {path}")
 
 
-def asked_sizes(config: Config) -> Iterator[tuple[str, object, str, int]]:
-    """(key, its value as written, task, training size) of every size params.yaml asks for: the
-    focus condition's, each study's, and the intermediate tasks' of a sequential study."""
-    yield "size", config.size, config.task, config.size
+def asked_sizes(config: Config) -> Iterator[tuple[str, object, str, int, bool]]:
+    """(key, its value as written, task, training size, whether the task is the run's final one) of
+    every size params.yaml asks for: the focus condition's, each study's, and the intermediate
+    tasks' of a sequential study."""
+    yield "size", config.size, config.task, config.size, True
     for name, study in config.studies.items():
         for task in study.tasks:
             key = f"studies.{name}.sizes" + (f".{task}" if isinstance(study.sizes, dict) else "")
             for i, size in enumerate(study.sizes_of(task)):
-                yield f"{key}[{i}]", size, task, size
+                yield f"{key}[{i}]", size, task, size, True
                 # StudyConfig's fields are made from the scheme registry (make_dataclass): mypy cannot see them
                 step = study.intermediate_size  # type: ignore[attr-defined]
                 for chain in study.chains_before(task):
                     for step_task in chain:
                         if step is None:  # each step trains the final task's size
-                            yield f"{key}[{i}]", size, step_task, size
+                            yield f"{key}[{i}]", size, step_task, size, False
                         elif isinstance(step, int):  # `full`: the whole set, which always fits
-                            yield f"studies.{name}.intermediate_size", step, step_task, step
+                            yield f"studies.{name}.intermediate_size", step, step_task, step, False
 
 
 def check_sizes(config: Config, pools: dict[str, Pool]) -> None:
     """Every training size against its task's examples, in one line naming the key."""
-    for key, value, task, size in asked_sizes(config):
+    for key, value, task, size, final in asked_sizes(config):
         pool = pools.get(task)
-        if pool is not None and size > pool.limit():
-            refuse(key, value, pool.allowed())
+        if pool is not None and size > pool.limit(final):
+            refuse(key, value, pool.allowed(final))
 
 
 def focus_trials_warning(config: Config) -> list[str]:

@@ -51,6 +51,23 @@ def with_sizes_per_task(sizes: dict[str, list[int]]) -> dict:
     return params
 
 
+def with_intermediate(size) -> dict:
+    params = grid_params()
+    params["studies"] = {
+        "progressive": params["studies"]["progressive"],
+        "sequential": {
+            "scheme": "progressive",
+            "ks": [6],
+            "intermediate_tasks": ["tweet_sentiment"],
+            "intermediate_size": size,
+            "tasks": ["rt_sentiment"],
+            "sizes": [8],
+            "trials": 2,
+        },
+    }
+    return params
+
+
 REFUSALS = [
     pytest.param(
         with_change("size", 100000),
@@ -63,6 +80,12 @@ REFUSALS = [
         "params.yaml: studies.progressive.sizes.subjectivity[1] = 5000 is invalid; allowed: an integer from 1 to 4442: "
         "subjectivity has 4442 (4492 labelled, less data.eval_size 50)",
         id="a study's size, per task",
+    ),
+    pytest.param(
+        with_intermediate(5000),
+        "params.yaml: studies.sequential.intermediate_size = 5000 is invalid; allowed: an integer from 1 to 1812: "
+        "tweet_sentiment has 1812 (1862 labelled at data.neutral_band 0.8, less data.eval_size 50)",
+        id="an intermediate task's size",
     ),
     pytest.param(
         with_change("data.neutral_band", 0.6, with_change("size", 10100)),
