@@ -36,25 +36,21 @@ HIDDEN_METRICS = (
 )
 
 
-def dvc_arguments(options: list[str]) -> list[str]:
-    """The `dvc` arguments that show this view, then `options` (DVC matches each regex from a column
-    name's start)."""
+def command(options: list[str]) -> list[list[str]]:
+    """The `dvc exp show` command of this view, then `options`, one flag and its value a line (DVC
+    matches each regex from a column name's start)."""
     return [
-        "exp",
-        "show",
-        "--only-changed",
-        "--keep",
-        f"({'|'.join(KEPT_METRICS)})$",
-        "--drop",
-        f".*/|Created$|({'|'.join(HIDDEN_METRICS)})$",
-        *options,
+        ["dvc", "exp", "show", "--only-changed"],
+        ["--keep", f"({'|'.join(KEPT_METRICS)})$"],
+        ["--drop", f".*/|Created$|({'|'.join(HIDDEN_METRICS)})$"],
+        *([options] if options else []),
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    arguments = dvc_arguments(sys.argv[1:] if argv is None else argv)
-    print(f"$ dvc {shlex.join(arguments)}", file=sys.stderr)
-    return subprocess.call([sys.executable, "-m", "dvc", *arguments])
+    lines = command(sys.argv[1:] if argv is None else argv)
+    print("$ " + " \\\n  ".join(map(shlex.join, lines)), file=sys.stderr)  # as a shell takes it, within 120 columns
+    return subprocess.call([sys.executable, "-m", *(word for line in lines for word in line)])
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ def exp_show(root, *options: str) -> str:
         [sys.executable, "-m", "tools.exp_show", *options], cwd=root, env=env, capture_output=True, text=True
     )
     assert run.returncode == 0 and run.stderr.startswith("$ dvc exp show --only-changed"), run.stderr
+    assert max(map(len, run.stderr.splitlines())) <= 120, run.stderr  # the command it runs, as printed
     return run.stdout
 
 
