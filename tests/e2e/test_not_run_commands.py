@@ -41,7 +41,7 @@ def test_every_not_run_command_of_the_default_gives_its_claims_their_runs(tmp_pa
     for i, (command, claims) in enumerate(rows.items()):
         folder = tmp_path / f"command{i}"
         folder.mkdir()
-        after = read_params(exp_run_params(command.replace("<folder with the GLUE TSVs>", str(folder)), params, folder))
+        after = read_params(exp_run_params(command, params, folder))
         verdicts, _ = verdicts_of(after, folder, tiny_task_dir)
         if missing := [claim for claim in claims if verdicts[claim] == "not run"]:
             still_not_run[command] = missing
