@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from src.tasks.glue import GLUE_TASKS, HF_DATASET
-from tests.support import WORDS, grid_params, stage_env
+from tests.support import WORDS, build_scratch_repo, dvc_out, grid_params, stage_env
 
 # each config's label names on the hub (its dataset card); None: STS-B's float score
 LABEL_NAMES = {
@@ -77,6 +77,11 @@ def hub_cache(tmp_path_factory):
     return cache
 
 
+def offline(cache) -> dict:
+    """Offline: `cache` only; the endpoint a closed local port, so a request that slipped through would fail."""
+    return {"HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(cache), "HF_ENDPOINT": "http://127.0.0.1:9"}
+
+
 def data_stage(root, cache, tasks: list[str], model) -> subprocess.CompletedProcess:
     """The data stage in `root` on `tasks`, GLUE from the hub (data.glue_dir empty), offline, on `cache`."""
     params = grid_params()
@@ -88,12 +93,10 @@ def data_stage(root, cache, tasks: list[str], model) -> subprocess.CompletedProc
         "progressive": {"scheme": "progressive", "tasks": [tasks[0]], "sizes": [8], "ks": [0, 3], "trials": 3}
     }
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    # offline: the cache only; the endpoint a closed local port, so a request that slipped through would fail
-    env = stage_env() | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(cache), "HF_ENDPOINT": "http://127.0.0.1:9"}
     return subprocess.run(
         [sys.executable, "-m", "stages.build_data", "--model", str(model), "--out", "tasks"],
         cwd=root,
-        env=env,
+        env=stage_env() | offline(cache),
         capture_output=True,
         text=True,
         timeout=600,
@@ -125,3 +128,23 @@ def test_a_config_missing_from_the_cache_offline_is_refused_in_one_line(tmp_path
         f"it is not in the datasets cache {hub_cache}; load it once online, or set a local GLUE folder "
         "(data.glue_dir, original GLUE TSV layout) or use the embedded offline tasks"
     ], run.stderr[-3000:]
+
+
+@pytest.mark.slow  # every stage of a tiny grid through `dvc repro`, a fresh interpreter each: minutes here
+def test_dvc_repro_trains_and_reports_a_glue_task_from_the_hubs_cache(tmp_path, hub_cache, tiny_model_dir):
+    params = grid_params()
+    params.update(task="sst2", size=8, k=3, trials=1)  # the tiny model has 3 layers
+    params["model"].update(name=str(tiny_model_dir), max_length=32)
+    params["data"].update(tasks=["sst2"], glue_dir=None)
+    params["train"].update(epochs=1, small_epochs=1, workers=1, threads=1)
+    params["probe"].update(epochs=1, tasks=["sst2"])
+    params["studies"] = {
+        "progressive": {"scheme": "progressive", "tasks": ["sst2"], "sizes": [8], "ks": [0, 3], "trials": 1}
+    }
+    build_scratch_repo(tmp_path, params)
+    dvc_out(tmp_path, "repro", env=offline(hub_cache))
+    info = json.loads((tmp_path / "data/tasks/sst2/info.json").read_text())
+    assert info["note"].startswith("GLUE sst2 from the Hugging Face hub") and info["eval_examples"] == 12
+    runs = pd.read_csv(tmp_path / "metrics/runs.csv")
+    assert (set(runs["task"]), len(runs), set(runs["status"])) == ({"sst2"}, 2, {"ok"})
+    assert (tmp_path / "metrics/report.md").exists()
