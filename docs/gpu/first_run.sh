@@ -6,7 +6,7 @@
 # ../shared/glue. TINY=1: a 12-layer model of width 32, to try the script on a CPU.
 #
 # The kit, in .gpukit/ (git-ignored; sent with the device tool's carry): params.yaml is
-# presets/tamkin2020.yaml with README's first-GPU-run overrides (size 500, trials 3, data.tasks,
+# presets/gpu_first.yaml, i.e. presets/tamkin2020.yaml with these overrides (size 500, trials 3, data.tasks,
 # probe.tasks and studies.progressive.tasks [sst2], progressive sizes [500], the other studies
 # removed, train.pack 16) plus model.name .gpukit/bert-base-random and data.glue_dir .gpukit/glue;
 # tok/ holds the embedded model's tokenizer files (data/model/{vocab.txt,tokenizer*.json,

@@ -616,8 +616,6 @@ def overrides_for(claim: Claim, ev: Evidence) -> dict[str, object]:
     missing = [t for t in dict.fromkeys(every_task) if t not in data_tasks]
     if missing:
         changes["data.tasks"] = data_tasks + missing
-    if any(TASKS[t].source == "glue" for t in missing if t in TASKS):
-        changes["data.glue_dir"] = "<folder with the GLUE TSVs>"
     return changes
 
 

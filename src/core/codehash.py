@@ -44,7 +44,10 @@ def module_file(module: str, root: Path | None = None) -> Path | None:
 
 def _imported(path: Path) -> set[str]:
     """Modules of this repo that `path` imports (top level or inside functions), with the
-    packages Python executes on the way (`a.b.c` also runs a/__init__ and a/b/__init__)."""
+    packages Python executes on the way (`a.b.c` also runs a/__init__ and a/b/__init__),
+    except a top-level package (src, stages, ...): its __init__ holds the project's version
+    (src.__version__), which changes no output but the report that prints it, so only a module
+    that imports from it by name (`from src import __version__`) depends on it."""
     names: set[str] = set()
     for node in _runtime_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -57,7 +60,7 @@ def _imported(path: Path) -> set[str]:
         if name.split(".")[0] not in OWN:
             continue
         parts = name.split(".")
-        for i in range(1, len(parts) + 1):
+        for i in range(1 if len(parts) == 1 else 2, len(parts) + 1):
             if module_file(".".join(parts[:i])) is not None:
                 found.add(".".join(parts[:i]))
     return found

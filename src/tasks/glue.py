@@ -279,23 +279,30 @@ def _label_dtype(fmt: GlueFormat) -> str:
 
 
 def _load_hub(fmt: GlueFormat, need_train: bool):
+    """`fmt`'s config of the hub dataset, through `datasets.load_dataset` and its cache: a config loaded once is
+    read from the cache; with HF_HUB_OFFLINE=1 (or HF_DATASETS_OFFLINE=1) only from the cache, the hub never asked."""
     # Imported here: `datasets` is slow to import and not needed for local folders.
     import datasets
 
     from src.core.downloads import hub_reachable
 
-    if not hub_reachable():  # fail in seconds, not after the hub client's ~30 s of retries
-        raise GlueFormatError(
-            f"could not load {HF_DATASET}/{fmt.hf_name}: the Hugging Face hub is unreachable. Set a local "
-            f"GLUE folder (data.glue_dir, original GLUE TSV layout) or use the embedded offline tasks instead."
-        )
+    where = f"{HF_DATASET}/{fmt.hf_name}"
+    instead = "set a local GLUE folder (data.glue_dir, original GLUE TSV layout) or use the embedded offline tasks"
+    offline = datasets.config.HF_HUB_OFFLINE  # what load_dataset itself reads
+    if not offline and not hub_reachable():  # fail in seconds, not after the hub client's ~30 s of retries
+        raise GlueFormatError(f"could not load {where}: the Hugging Face hub is unreachable; {instead}")
+    # offline, a config not in the cache is a ConnectionError, or a ValueError when another config of it is cached
+    errors = (ConnectionError, OSError, ValueError) if offline else (ConnectionError, OSError)
     try:
         ds = datasets.load_dataset(HF_DATASET, fmt.hf_name)
-    except (ConnectionError, OSError) as e:  # requests/hub network errors are OSErrors
+    except errors as e:  # requests/hub network errors are OSErrors
+        if offline:
+            raise GlueFormatError(
+                f"could not load {where}: offline mode is on (HF_HUB_OFFLINE or HF_DATASETS_OFFLINE) and it is not "
+                f"in the datasets cache {datasets.config.HF_DATASETS_CACHE}; load it once online, or {instead}"
+            ) from None
         raise GlueFormatError(
-            f"could not load {HF_DATASET}/{fmt.hf_name}: the Hugging Face hub is "
-            f"unreachable ({type(e).__name__}: {e}). Set a local GLUE folder (glue_dir, "
-            f"original GLUE TSV layout) or use the embedded offline tasks instead."
+            f"could not load {where}: the Hugging Face hub is unreachable ({type(e).__name__}: {e}); {instead}"
         ) from e
     columns = [*fmt.text_fields, "label"]
 

@@ -131,3 +131,10 @@ def test_code_units_are_whole_packages_under_src_where_every_module_is_imported_
         "src/runtime_else.py",
     ]
     assert code_units("stages.run_me") == ["src/dotted.py", "src/pkg/inner.py", "stages/run_me.py"]
+
+
+def test_a_top_level_package_init_counts_only_where_a_module_imports_from_it_by_name(synthetic_repo):
+    # src/__init__.py holds the version: a bump reruns the stage that prints it, not every stage
+    (synthetic_repo / "src/__init__.py").write_text('__version__ = "1.0"\n')
+    assert "src/__init__.py" in code_files("src.entry")  # from src import plain
+    assert code_units("stages.run_me") == ["src/dotted.py", "src/pkg/inner.py", "stages/run_me.py"]

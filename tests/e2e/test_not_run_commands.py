@@ -3,7 +3,8 @@
 write_finished_design, as for test_preset_reports.py, here on the default's 6-layer model), each claim of the row
 must get a verdict other than "not run": a command that trains for hours and leaves its claim not run is a result
 silently missing, as one that adds 6-epoch runs at a size where no plain run of the default epochs pairs with them.
-One aggregate and report per distinct command (25, about 4 minutes): `-m slow`.
+One aggregate and report per distinct command (25, about 4 minutes): `-m slow`. Each command reads GLUE from the
+hub (no `data.glue_dir`), as docs/glue.md's example does, checked here through DVC's own `-S` parser.
 """
 
 import re
@@ -11,8 +12,15 @@ import re
 import pytest
 import yaml
 
-from src.params.load import read_params
-from tests.support import REPO, aggregate_and_report, exp_run_params, printed_verdicts, write_finished_design
+from src.params.load import read_params, validate
+from tests.support import (
+    DEFAULT_MODEL,
+    REPO,
+    aggregate_and_report,
+    exp_run_params,
+    printed_verdicts,
+    write_finished_design,
+)
 
 LAYERS = 6  # the embedded MiniLM's (12 heads, as bert-base): the commands name its ks
 NOT_RUN_ROW = re.compile(r"^- \*\*Not run\*\*: (.*): needs `(dvc exp run [^`]*)`$", re.M)
@@ -41,8 +49,14 @@ def test_every_not_run_command_of_the_default_gives_its_claims_their_runs(tmp_pa
     for i, (command, claims) in enumerate(rows.items()):
         folder = tmp_path / f"command{i}"
         folder.mkdir()
-        after = read_params(exp_run_params(command.replace("<folder with the GLUE TSVs>", str(folder)), params, folder))
+        after = read_params(exp_run_params(command, params, folder))
         verdicts, _ = verdicts_of(after, folder, tiny_task_dir)
         if missing := [claim for claim in claims if verdicts[claim] == "not run"]:
             still_not_run[command] = missing
     assert still_not_run == {}
+
+
+def test_the_glue_example_adds_a_glue_task_from_the_hub_to_the_shipped_params(tmp_path):
+    (command,) = re.findall(r"```bash\n(dvc exp run .*?)```", (REPO / "docs/glue.md").read_text(), re.S)
+    config = validate(read_params(exp_run_params(command, REPO / "params.yaml", tmp_path)), DEFAULT_MODEL)
+    assert config.data.glue_dir is None and "sst2" in config.data.tasks and config.studies["blocks"].tasks == ("sst2",)

@@ -26,7 +26,13 @@ GLUE_TRAIN = {"sst2": 67_349, "qnli": 104_743, "cola": 8_551, "mrpc": 3_668, "rt
 
 
 def test_there_is_a_preset_per_study_design():
-    assert [p.stem for p in GLUE_PRESETS] == ["huang2021", "huang2021_decisive", "singh_giovanardi", "tamkin2020"]
+    assert [p.stem for p in GLUE_PRESETS] == [
+        "gpu_first",  # not a study's design: a first GPU run, a part of tamkin2020's
+        "huang2021",
+        "huang2021_decisive",
+        "singh_giovanardi",
+        "tamkin2020",
+    ]
 
 
 @pytest.mark.parametrize("preset", GLUE_PRESETS, ids=lambda p: p.stem)
@@ -102,11 +108,20 @@ def first_command(text: str) -> str:
     return text.split("```bash\n")[1].split("```")[0]
 
 
-def test_readmes_first_gpu_run_is_one_progressive_study_on_sst2_at_500(tmp_path):
+# the overrides of presets/tamkin2020.yaml that the timed first GPU run used (docs/gpu/first_run.sh)
+TIMED_FIRST_GPU_RUN = (
+    "dvc exp run -n sst2-500 -S train.pack=16 -S size=500 -S 'data.tasks=[sst2]' -S 'probe.tasks=[sst2]' "
+    "-S 'studies.progressive.tasks=[sst2]' -S '~studies.progressive.sizes' -S '+studies.progressive.sizes=[500]' "
+    "-S studies.progressive.trials=3 -S '~studies.blocks' -S '~studies.single_layer' -S '~studies.permutation' "
+    "-S '~studies.lr_multiplier' -S '~studies.keep_layernorm' -S '~studies.epochs' -S '~studies.epochs_small'"
+)
+
+
+def test_readmes_first_gpu_run_is_one_preset_the_timed_progressive_study_on_sst2_at_500(tmp_path):
     text = (REPO / "README.md").read_text().split("**A first GPU run**")[1]
-    assert "after `cp presets/tamkin2020.yaml params.yaml`" in text.split("```")[0]
-    exp_run_params(first_command(text), PRESETS / "tamkin2020.yaml", tmp_path)
-    config = load_preset(tmp_path / "params.yaml")
+    assert first_command(text).strip() == "cp presets/gpu_first.yaml params.yaml && dvc exp run -n sst2-500"
+    config = load_preset(PRESETS / "gpu_first.yaml")
+    assert config == load_preset(exp_run_params(TIMED_FIRST_GPU_RUN, PRESETS / "tamkin2020.yaml", tmp_path))
     (study,) = config.studies.values()
     assert (study.name, study.tasks, study.sizes, study.trials, list(study.ks)) == (
         "progressive",
@@ -120,15 +135,21 @@ def test_readmes_first_gpu_run_is_one_progressive_study_on_sst2_at_500(tmp_path)
 
 
 @pytest.mark.parametrize(
-    "doc, marker",
-    [("README.md", "**The paper's tasks with the embedded model**"), ("docs/paper_tasks.md", "# The paper's tasks")],
+    "doc, marker, glue_dir, carved",
+    [
+        ("README.md", "**The paper's tasks with the embedded model**", None, ()),  # GLUE from the hub
+        ("docs/paper_tasks.md", "# The paper's tasks", "../shared/glue", ("qnli",)),  # the measured run's copy
+    ],
 )
-def test_the_paper_tasks_command_runs_the_papers_design_from_the_shipped_params(doc, marker, tmp_path):
+def test_the_paper_tasks_command_runs_the_papers_design_from_the_shipped_params(
+    doc, marker, glue_dir, carved, tmp_path
+):
     """The command starts from the shipped params.yaml (the default), so each -S must apply to it: a `~` of a study
     the default does not have, or a key of one without `+`, stops `dvc exp run` before anything runs."""
     command = first_command((REPO / doc).read_text().split(marker)[1])
     config = validate(read_params(exp_run_params(command, REPO / "params.yaml", tmp_path)), DEFAULT_MODEL)
-    assert config.data.glue_dir == "../shared/glue" and config.train.epochs_for(500) == 5  # the paper's 5 at 500
+    assert (config.data.glue_dir, config.data.glue_carve_train_from_dev) == (glue_dir, carved)
+    assert config.train.epochs_for(500) == 5  # the paper's 5 at 500
     assert set(config.studies) == {"progressive", "epochs", "sequential"}
     progressive, sequential = config.studies["progressive"], config.studies["sequential"]
     assert progressive.tasks == ("sst2", "cola", "qnli") and progressive.sizes == (500, 1000)

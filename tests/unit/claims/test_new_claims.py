@@ -140,7 +140,7 @@ def test_stsb_peaks_two_thirds_up_and_the_layers_above_hinder_and_it_is_not_run_
     assert verdict(Builder().curve(peak, trials=6, task="stsb").evidence(), claim).text == "supported"
     assert verdict(Builder().curve(RISING, trials=6, task="stsb").evidence(), claim).text == "contradicted"
     not_run = verdict(Builder().curve(RISING, trials=3).evidence(), claim)
-    assert not_run.text == NOT_RUN and "data.glue_dir=<folder with the GLUE TSVs>" in not_run.needs
+    assert not_run.text == NOT_RUN and "stsb]'" in not_run.needs and "glue_dir" not in not_run.needs  # from the hub
 
 
 def test_cola_is_flat_below_five_sixths_of_its_layers_and_jumps_there():

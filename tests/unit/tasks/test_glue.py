@@ -1,5 +1,6 @@
 """Tests for src/tasks/glue.py: the real GLUE files in ../shared/glue beside the clone (skipped if absent),
-tiny malformed folders under tmp_path, and the offline failure of the hub path."""
+tiny malformed folders under tmp_path, and the hub path's failures online (its offline cache, read end to end:
+tests/e2e/test_glue_hub_offline.py)."""
 
 import re
 from pathlib import Path
@@ -264,7 +265,8 @@ def test_empty_file(tmp_path):
 
 def test_hub_unreachable_fails_at_once(monkeypatch):
     datasets = pytest.importorskip("datasets")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr("src.core.downloads.hub_reachable", lambda: False)
     monkeypatch.setattr(
         datasets,
         "load_dataset",
@@ -272,12 +274,15 @@ def test_hub_unreachable_fails_at_once(monkeypatch):
     )
     with raises("could not load nyu-mll/glue/rte: the Hugging Face hub is unreachable") as e:
         load_glue("rte", None)
-    assert "Set a local GLUE folder" in str(e.value)
+    assert "set a local GLUE folder" in str(e.value)
     assert "embedded offline tasks" in str(e.value)
 
 
 def test_hub_that_fails_mid_load(monkeypatch):
     datasets = pytest.importorskip("datasets")
+    monkeypatch.setattr(
+        datasets.config, "HF_HUB_OFFLINE", False
+    )  # online: offline, see tests/e2e/test_glue_hub_offline.py
     monkeypatch.setattr("src.core.downloads.hub_reachable", lambda: True)
     calls = []
 
@@ -288,7 +293,7 @@ def test_hub_that_fails_mid_load(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with raises("could not load nyu-mll/glue/rte: the Hugging Face hub is unreachable") as e:
         load_glue("rte", None)
-    assert "Set a local GLUE folder" in str(e.value)
+    assert "set a local GLUE folder" in str(e.value)
     assert calls == [("nyu-mll/glue", "rte")]
 
 
