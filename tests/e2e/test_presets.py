@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bench.cost import BERT_BASE_LIMITS, load_preset
 from src.conditions.studies import all_study_conditions
 from src.params.load import read_params, validate
-from tests.support import DEFAULT_MODEL, REPO, build_scratch_repo, exp_run_params
+from tests.support import DEFAULT_MODEL, REPO, build_scratch_repo, exp_run_params, run_stage_in_process
 
 PRESETS = REPO / "presets"
 SQUAD = PRESETS / "huang2021_squad.yaml"
@@ -171,3 +172,26 @@ def test_readmes_workflow_commands_apply_to_the_shipped_params(tmp_path):
         if command.startswith("dvc exp run") and "--queue" not in command:
             config = validate(read_params(exp_run_params(command, REPO / "params.yaml", tmp_path)), DEFAULT_MODEL)
             assert config.studies.keys() >= default["studies"].keys(), command
+
+
+@pytest.mark.parametrize("preset", [*GLUE_PRESETS, SQUAD], ids=lambda p: p.stem)
+def test_each_preset_validates_on_the_12_layer_embedded_model_before_it_is_downloaded(preset, tmp_path):
+    """`-S model.name=embedded-base` on a preset: validate reads the model's depth and heads from
+    src/model/embedded.py's pins, so the preset's ks, layers and heads (written for BERT-base's 12
+    layers and 12 heads) are checked in a fresh clone, before the 470 MB download."""
+    params = yaml.safe_load(preset.read_text())
+    params["model"]["name"] = "embedded-base"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run = run_stage_in_process(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
+    assert run.returncode == 0 and (tmp_path / "valid.txt").exists(), run.stderr[-3000:]
+    assert "hub id" not in run.stderr  # the embedded model's shape is known: nothing left unchecked
+
+
+def test_a_k_beyond_the_12_layer_embedded_model_is_refused_before_it_is_downloaded(tmp_path):
+    params = yaml.safe_load((PRESETS / "tamkin2020.yaml").read_text())
+    params["model"]["name"] = "embedded-base"
+    params["k"] = 13
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run = run_stage_in_process(tmp_path, "stages.validate", "--model", "no_model_yet", "--out", "valid.txt")
+    assert run.returncode == 1 and not (tmp_path / "valid.txt").exists()
+    assert "params.yaml: k = 13 is invalid; allowed: 0..12" in run.stderr, run.stderr[-3000:]
