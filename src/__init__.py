@@ -1,0 +1,3 @@
+"""Layer transferability by partial reinitialisation."""
+
+__version__ = "0.6.0"

@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # annotations only
 # readers of the data (src/tasks/glue.py, ...) and the exporter of the model are not imported
 # here at all.
 NOT_RECIPE = {
+    "src/__init__.py": "the package's version string",
     "src/artefacts/base_model.py": "base.json's format (the weights' sha256 is hashed)",
     "src/artefacts/run_result.py": "the result's file format",
     "src/core/checks.py": "params checks: a refused value never trains",
