@@ -23,6 +23,7 @@ class BaseModelRecord:
     num_heads: int
     weights_sha256: str
     max_positions: int  # the longest input in tokens its position embeddings allow (src/model/families.py)
+    trained_for: str = ""  # what the weights were trained for, where the model says ("": not stated)
 
     def write(self, model_dir: Path) -> None:
         (Path(model_dir) / FILENAME).write_text(json.dumps(asdict(self), indent=2) + "\n")
