@@ -22,7 +22,7 @@ from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
 from src.claims.planner import plan_text
 from src.claims.render import figure_list, report_tables, write_report
-from src.claims.summary import NOT_STATED, WhatRan, confounded, headline, shown
+from src.claims.summary import NOT_STATED, WhatRan, confounded, headline
 from src.claims.summary import verdict_tally as tally_by_verdict
 from src.claims.training import CONFOUNDED
 from src.claims.verdicts import judge_claims
@@ -90,8 +90,8 @@ def main() -> None:
     for verdict in verdicts:
         plan = verdict.plan
         decided = f"  ({plan_text(plan)})" if plan is not None and plan_text(plan) else ""
-        text = shown(verdict.text) + (f", {CONFOUNDED}" if confounded(verdict) else "")
-        print(f"{text:>18}  {verdict.id}{decided}")
+        text = verdict.text + (f", {CONFOUNDED}" if confounded(verdict) else "")
+        print(f"{text:>13}  {verdict.id}{decided}")
 
 
 if __name__ == "__main__":

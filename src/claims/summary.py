@@ -270,7 +270,8 @@ def study_summary(seed: str, verdicts: list[Verdict], model: str) -> StudySummar
     ]
     hit = [v for v in mine if confounded(v)]
     confounding = [f"**{CONFOUNDED.capitalize()}**: " + ", ".join(claim_link(v.id) for v in hit)] if hit else []
-    not_run = grouped([(v.id, needs_text(v.needs)) for v in mine if v.needs is not None])
+    commands = grouped([(v.id, needs_text(v.needs)) for v in mine if v.needs is not None])
+    not_run = [f"**Not run**: {line}" for line in commands]
     return StudySummary(heading, [*decided, *undecided, *confounding], not_run)
 
 
