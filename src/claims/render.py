@@ -183,10 +183,10 @@ FIRST_FIGURE = "progressive"  # Fig. 1 (plots/figures/progressive.png), which th
 @dataclass(frozen=True)
 class Sections:
     """What both renderings of the report show, in order. The first screen: what ran, the tally, the headline
-    numbers and Fig. 1 (`drawn[FIRST_FIGURE]`, where drawn); then per paper its verdicts, their effects and why the
-    undecided ones are undecided (src/claims/summary.py); then the details, each folded away: the design, one row
-    per claim by study, the training-length check, the rule and the error bound, the detail tables and the figures
-    (`drawn`: the ones drawn, by name)."""
+    numbers and Fig. 1 (`drawn[FIRST_FIGURE]`, where drawn); then the bound on a wrong verdict per paper and per
+    paper its verdicts, their effects and why the undecided ones are undecided (src/claims/summary.py); then the
+    details, each folded away: the design, one row per claim by study, the training-length check, the rule, the
+    detail tables and the figures (`drawn`: the ones drawn, by name)."""
 
     ran: list[str]
     tally: dict[str, int]
@@ -302,10 +302,11 @@ def detail_titles(sections: Sections) -> list[str]:
     ]
 
 
+PER_PAPER = "Per paper: what held, what did not, what is undecided and why"
 DESIGN = "The studies as params.yaml declared them"
 CLAIMS_TITLE = "Claims, one row each: verdict, effect, the paper's number, figure"
 TRAINING_TITLE = "Training length"
-RULE_TITLE = "How a verdict is decided, and how often one is wrong"
+RULE_TITLE = "How a verdict is decided"
 FIGURES_TITLE = "Figures"
 
 
@@ -328,7 +329,8 @@ def markdown(sections: Sections, md_path: Path) -> str:
     md += ["", f"**Verdicts**: {tally_text(sections.tally)}", "", "\n".join(f"- {line}" for line in sections.headline)]
     if FIRST_FIGURE in sections.drawn:
         md += ["", f"![Fig. 1: {FIRST_FIGURE}]({figure_path(FIRST_FIGURE)})"]
-    md += ["", "## Per paper: what held, what did not, what is undecided and why"]
+    md += ["", f"## {PER_PAPER}"]
+    md += ["", sections.errors] if sections.errors else []
     for study in sections.studies:
         md += ["", study.heading, "", *(f"- {line}" for line in study.lines)]
         if study.not_run:
@@ -353,7 +355,7 @@ def markdown(sections: Sections, md_path: Path) -> str:
     training = [TRAINING_NOTE, "", "\n".join(f"- {line}" for line in sections.training), "", "</details>"]
     md += folded(TRAINING_TITLE, training)
     rule = [*(part for paragraph in sections.rule for part in (paragraph, ""))]
-    md += folded(RULE_TITLE, [*rule, *([sections.errors, ""] if sections.errors else []), "</details>"])
+    md += folded(RULE_TITLE, [*rule, "</details>"])
     for heading, header, table_rows in sections.tables:
         md += folded(heading, [_pipe_table(header, table_rows) if table_rows else "(none)", "", "</details>"])
     figures = [
@@ -377,7 +379,8 @@ def html_page(sections: Sections) -> str:
         f"<div id='headline'>{_html_list(sections.headline)}</div></div>",
         _first_figure(sections.drawn),
         "</section>",
-        "<h2>Per paper: what held, what did not, what is undecided and why</h2>",
+        f"<h2>{PER_PAPER}</h2>",
+        *([f"<p>{inline_html(sections.errors)}</p>"] if sections.errors else []),
     ]
     for study in sections.studies:
         page += [f"<p>{inline_html(study.heading)}</p>", _html_list(study.lines)]
@@ -395,7 +398,7 @@ def html_page(sections: Sections) -> str:
         _html_list(sections.design),
         "".join(f"<h3>{html.escape(heading)}</h3>{_claims_table(rows)}" for heading, rows in sections.claims),
         f"<p>{inline_html(TRAINING_NOTE)}</p>{_html_list(sections.training)}",
-        "".join(f"<p>{inline_html(part)}</p>" for part in [*sections.rule, sections.errors] if part),
+        "".join(f"<p>{inline_html(part)}</p>" for part in sections.rule),
         *(_html_table(header, rows) if rows else "<p>(none)</p>" for _, header, rows in sections.tables),
         "<div class='figures'>"
         + "".join(_html_figure(name, png, sections.drawn) for name, png in sections.figures)

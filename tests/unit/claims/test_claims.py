@@ -746,7 +746,7 @@ def test_the_first_screen_bounds_the_chance_of_a_wrong_verdict_per_paper_from_th
     }
     assert all(b.holm for b in bounds.values())
     assert [b.bound for b in bounds.values()] == pytest.approx([0.15, 0.15, 0.25])
-    first = render(evidence, tmp_path).split("## Claims")[0]
+    first = render(evidence, tmp_path).split("## Details")[0]
     assert "Tamkin et al. 2020 at most **0.15** (α = 0.05 for its Holm family + α for each of its 2 " in first
     assert "Huang, Lin & Zhou at most **0.25**" in first and "A union bound from the design, not a measurement" in first
 
