@@ -1,11 +1,13 @@
-"""The report's first screen, as data both renderings share (src/claims/render.py): what ran, the
-tally of verdicts, one generated paragraph per study (what is supported here, what is not supported
-here, what is undecided and why, what did not run and the command that adds it), and one row per
-claim (the claim in the paper's words, its verdict with its scope, the effect of the unit that
-decides it with its interval, and the figure that shows it). A decided verdict reads "supported
-here" or "not supported here" (SHOWN): it holds for the model, tasks, sizes and trials beside it,
-not for the paper's setting. Text is Markdown's inline subset (`code`, **bold**, [link](#anchor)):
-render.py writes it as is into report.md and converts it for report.html."""
+"""The report's first screen and its per-paper part, as data both renderings share (src/claims/render.py):
+what ran (the model beside the papers' BERT-base, the version and commit, the runs read), the tally of
+verdicts, the headline numbers (full, scratch, their gap, with intervals); one generated paragraph per
+paper (what is supported here, what is not supported here, what is inconclusive or has no verdict and
+why, each with its effect beside the paper's own number; what did not run and the command that adds
+it); and one row per claim for the details (the claim in the paper's words, its verdict with its scope,
+the effect of the unit that decides it with its interval, and the figure that shows it). A decided
+verdict reads "supported here" or "not supported here" (SHOWN): it holds for the model, tasks, sizes
+and trials beside it, not for the paper's setting. Text is Markdown's inline subset (`code`, **bold**,
+[link](#anchor)): render.py writes it as is into report.md and converts it for report.html."""
 
 from __future__ import annotations
 
