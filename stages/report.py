@@ -15,13 +15,14 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from src import __version__
 from src.artefacts.base_model import BaseModelRecord
 from src.artefacts.evidence import read_evidence
 from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
 from src.claims.planner import plan_text
 from src.claims.render import figure_list, report_tables, write_report
-from src.claims.summary import WhatRan, confounded
+from src.claims.summary import NOT_STATED, WhatRan, confounded, headline
 from src.claims.summary import verdict_tally as tally_by_verdict
 from src.claims.training import CONFOUNDED
 from src.claims.verdicts import judge_claims
@@ -46,8 +47,10 @@ def checkout_commit() -> str | None:
 
 
 def model_text(base: BaseModelRecord) -> str:
+    """The model that ran: where from, its type, depth and width, and what it was trained for."""
     source = base.source if base.name in base.source else f"{base.name}, {base.source}"  # a local folder names it
-    return f"{source}; {base.model_type}, {base.num_layers} layers, {base.num_heads} heads"
+    shape = f"{base.model_type}, {base.num_layers} layers, hidden {base.hidden_size}, {base.num_heads} heads"
+    return f"{source}; {shape}; trained for: {base.trained_for or NOT_STATED}"
 
 
 def model_scope(base: BaseModelRecord) -> str:
@@ -79,6 +82,8 @@ def main() -> None:
         sum(len(c.finished()) for c in conditions),
         sum(c.diverged for c in conditions),
         checkout_commit(),
+        __version__,
+        headline(evidence, config.task, config.size),
     )
     write_report(verdicts, config.report, ran, extra, figures, args.markdown, args.html)
     write_json_atomically(args.verdicts, verdict_tally(v.text for v in verdicts))

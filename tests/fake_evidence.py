@@ -12,7 +12,7 @@ import pandas as pd
 
 from src.claims.evidence import Evidence
 from src.claims.render import write_report
-from src.claims.summary import WhatRan
+from src.claims.summary import WhatRan, headline
 from src.claims.verdicts import judge_claims
 from src.config.schema import ReportConfig
 from src.params.load import validate
@@ -137,6 +137,7 @@ def render(
         png.write_bytes(b"\x89PNG fake")
         figures = [("progressive", png), ("heads", "not run: no rows to plot")]
     ok = evidence.runs["status"] == "ok" if len(evidence.runs) else pd.Series(dtype=bool)
+    focus = next(((task, sizes[0]) for task, sizes in evidence.curve_sizes().items()), None)  # the first curve
     ran = WhatRan(
         "tiny-bert (a test model; bert, 4 layers, 12 heads)",
         "tiny-bert (bert, 4 layers)",
@@ -144,6 +145,8 @@ def render(
         ok.sum(),
         (~ok).sum(),
         "abc1234",
+        "0.6.0",
+        headline(evidence, *focus) if focus else None,
     )
     write_report(
         verdict_list,

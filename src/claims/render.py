@@ -30,6 +30,7 @@ from src.claims.summary import (
     WhatRan,
     anchor,
     claim_rows,
+    design_lines,
     error_text,
     needs_text,
     shown,
@@ -85,7 +86,9 @@ def unit_rows(verdicts: list[Verdict]) -> list[list]:
                     p_text(u.p_for) + (" (raw, exact)" if u.raw else " (raw)"),
                     p_text(u.p_against) + (" (raw, exact)" if u.raw else " (raw)"),
                     in_family,
-                    f"{NO_VERDICT}: {u.refused.reason}" if u.refused else judged.status,
+                    f"{NO_VERDICT}: {u.refused.reason}"
+                    if u.refused
+                    else UNIT_VERDICT.get(judged.status, judged.status),
                     "; ".join([*u.notes, *outcome_notes(u)]),
                 ]
             )
@@ -117,9 +120,12 @@ UNIT_HEADER = [
     "p for",
     "p against",
     "Holm p (in its paper's family)",
-    "status",
+    "verdict at this unit",
     "notes",
 ]
+# A unit's status (verdicts.unit_status: which of its tests is significant) in the verdicts' words.
+UNIT_VERDICT = {"for": shown("supported"), "against": shown("contradicted"), "unresolved": "inconclusive"}
+VERDICT_COLUMNS = ("verdict", "verdict at this unit")
 
 
 NAMED_UNITS = 3  # units a summary cell names per distinct text; the units table lists every one
@@ -171,20 +177,26 @@ def declared_inputs(settings: ReportConfig) -> list[list]:
 
 Table = tuple[str, list[str], list[list]]  # heading, header, rows
 
+FIRST_FIGURE = "progressive"  # Fig. 1 (plots/figures/progressive.png), which the first screen shows
+
 
 @dataclass(frozen=True)
 class Sections:
-    """What both renderings of the report show, in order: what ran, the training-length check, the tally and a
-    paragraph per study (src/claims/summary.py), one row per claim by study, the rule, the detail tables and the
-    figures (`drawn`: the ones drawn, by name)."""
+    """What both renderings of the report show, in order. The first screen: what ran, the tally, the headline
+    numbers and Fig. 1 (`drawn[FIRST_FIGURE]`, where drawn); then the bound on a wrong verdict per paper and per
+    paper its verdicts, their effects and why the undecided ones are undecided (src/claims/summary.py); then the
+    details, each folded away: the design, one row per claim by study, the training-length check, the rule, the
+    detail tables and the figures (`drawn`: the ones drawn, by name)."""
 
     ran: list[str]
-    training: list[str]
     tally: dict[str, int]
-    errors: str  # the bound on a wrong verdict under a global null of this design (summary.error_text)
+    headline: list[str]
     studies: list[StudySummary]
+    design: list[str]
     claims: list[tuple[str, list[ClaimRow]]]
-    rule: str
+    training: list[str]
+    rule: list[str]  # paragraphs
+    errors: str  # the bound on a wrong verdict under a global null of this design (summary.error_text)
     tables: list[Table]
     figures: list[tuple[str, Path | str]]
     drawn: dict[str, Path]
@@ -199,10 +211,8 @@ def write_report(
     md_path: Path,
     html_path: Path,
 ) -> None:
-    """First the screen a reader reads in a minute (what ran, the tally, a paragraph per study, one row per claim:
-    src/claims/summary.py), then the rule, the claims' tests and planner, every unit's statistics, the extra tables
-    and the figures (or why each was not drawn). As Markdown (figures linked relative to md_path) and as a
-    standalone HTML page built from the same rows (figures inlined as thumbnails that open full width)."""
+    """Sections in order, as Markdown (figures linked relative to md_path, details in <details> blocks) and as a
+    standalone HTML page built from the same rows (figures inlined; details collapsed, with a table of contents)."""
     md_path, html_path = Path(md_path), Path(html_path)
     sections = report_sections(verdicts, settings, ran, extra_tables, figures)
     md_path.parent.mkdir(parents=True, exist_ok=True)
@@ -223,26 +233,34 @@ def report_sections(
     by_study = [(PAPERS[seed], [r for r in rows if r.seed == seed]) for seed in PAPERS]
     return Sections(
         what_ran_lines(ran),
-        training_lines(verdicts),
         verdict_tally(v.text for v in verdicts),
-        error_text(verdicts, settings.alpha),
+        ran.headline.lines() if ran.headline else [NO_HEADLINE],
         study_summaries(verdicts, ran.model_name),
+        design_lines(ran),
         [(study, study_rows) for study, study_rows in by_study if study_rows],
-        rule_text(verdicts, settings),
+        training_lines(verdicts),
+        rule_paragraphs(verdicts, settings),
+        error_text(verdicts, settings.alpha),
         detail_tables(verdicts, settings, extra_tables),
         figures,
         drawn,
     )
 
 
-def rule_text(verdicts: list[Verdict], settings: ReportConfig) -> str:
-    """RULE with this report's level, the size of each paper's Holm family and its number of claims."""
+NO_HEADLINE = "**Full and scratch**: not run at the focus task and size (params.yaml `task`, `size`)."
+RULE_PARTS = re.compile(r" (?=\*\*[A-Z][^*]*\*\*: )")  # the rule's parts, each opening with its bold name
+
+
+def rule_paragraphs(verdicts: list[Verdict], settings: ReportConfig) -> list[str]:
+    """RULE, a paragraph per part, then this report's level, the size of each paper's Holm family and its number
+    of claims."""
     families = "; ".join(f"{paper} {PAPERS[paper]}: {n} tests" for paper, n in holm_families(verdicts).items())
-    return (
-        f"{RULE} Level α = {settings.alpha}; the Holm families, one per paper: {families}. {len(verdicts)} claims "
-        f"(of {len(CLAIMS)} in the registry). Every margin and threshold is a params.yaml `report:` input, printed "
-        "below."
-    )
+    return [
+        *RULE_PARTS.split(RULE),
+        f"**This report**: level α = {settings.alpha}; the Holm families, one per paper: {families}. "
+        f"{len(verdicts)} claims (of {len(CLAIMS)} in the registry). Every margin and threshold is a params.yaml "
+        "`report:` input, printed in its table.",
+    ]
 
 
 def detail_tables(
@@ -272,20 +290,56 @@ def detail_tables(
     ]
 
 
+def detail_titles(sections: Sections) -> list[str]:
+    """The folded sections' titles, in order: the table of contents."""
+    return [
+        DESIGN,
+        CLAIMS_TITLE,
+        TRAINING_TITLE,
+        RULE_TITLE,
+        *(heading for heading, _, _ in sections.tables),
+        FIGURES_TITLE,
+    ]
+
+
+PER_PAPER = "Per paper: what held, what did not, what is undecided and why"
+DESIGN = "The studies as params.yaml declared them"
+CLAIMS_TITLE = "Claims, one row each: verdict, effect, the paper's number, figure"
+TRAINING_TITLE = "Training length"
+RULE_TITLE = "How a verdict is decided"
+FIGURES_TITLE = "Figures"
+
+
+def details_id(title: str) -> str:
+    """A folded section's anchor: its title's first words, lower case, joined by hyphens."""
+    return "details-" + "-".join(re.findall(r"[a-z0-9]+", title.lower())[:5])
+
+
 def markdown(sections: Sections, md_path: Path) -> str:
-    """The report as Markdown, figures linked relative to md_path's folder."""
+    """The report as Markdown, in Sections' order; figures linked relative to md_path's folder, the details in
+    <details> blocks after their table of contents."""
 
     def figure_path(name: str) -> str:
         return Path(os.path.relpath(sections.drawn[name], md_path.parent)).as_posix()
 
-    md = [f"# {TITLE}"]
-    md += ["", "## What ran", "", "\n".join(f"- {line}" for line in sections.ran)]
-    md += ["", "## Training length", "", TRAINING_NOTE, "", "\n".join(f"- {line}" for line in sections.training)]
-    md += ["", "## Verdicts", "", tally_text(sections.tally)]
+    def folded(title: str, body: list[str]) -> list[str]:
+        return ["", f'<details id="{details_id(title)}"><summary><strong>{title}</strong></summary>', "", *body]
+
+    md = [f"# {TITLE}", "", "\n".join(f"- {line}" for line in sections.ran)]
+    md += ["", f"**Verdicts**: {tally_text(sections.tally)}", "", "\n".join(f"- {line}" for line in sections.headline)]
+    if FIRST_FIGURE in sections.drawn:
+        md += ["", f"![Fig. 1: {FIRST_FIGURE}]({figure_path(FIRST_FIGURE)})"]
+    md += ["", f"## {PER_PAPER}"]
     md += ["", sections.errors] if sections.errors else []
     for study in sections.studies:
         md += ["", study.heading, "", *(f"- {line}" for line in study.lines)]
-    md += ["", "## Claims"]
+        if study.not_run:
+            summary = f"Not run: the commands that add their runs ({len(study.not_run)})"
+            md += ["", f"<details><summary>{summary}</summary>", "", *(f"- {line}" for line in study.not_run)]
+            md += ["", "</details>"]
+    md += ["", "## Details", "", *(f"- [{title}](#{details_id(title)})" for title in detail_titles(sections))]
+    md += folded(DESIGN, ["\n".join(f"- {line}" for line in sections.design), "", "</details>"])
+    claims: list[str] = []
     for heading, rows in sections.claims:
         claim_cells = [
             [
@@ -296,45 +350,79 @@ def markdown(sections: Sections, md_path: Path) -> str:
             ]
             for r in rows
         ]
-        md += ["", f"### {heading}", "", _pipe_table(CLAIM_HEADER, claim_cells)]
-    md += ["", "## How a verdict is decided", "", sections.rule]
+        claims += [f"### {heading}", "", _pipe_table(CLAIM_HEADER, claim_cells), ""]
+    md += folded(CLAIMS_TITLE, [*claims, "</details>"])
+    training = [TRAINING_NOTE, "", "\n".join(f"- {line}" for line in sections.training), "", "</details>"]
+    md += folded(TRAINING_TITLE, training)
+    rule = [*(part for paragraph in sections.rule for part in (paragraph, ""))]
+    md += folded(RULE_TITLE, [*rule, "</details>"])
     for heading, header, table_rows in sections.tables:
-        md += ["", f"## {heading}", "", _pipe_table(header, table_rows) if table_rows else "(none)"]
-    md += ["", "## Figures", ""]
-    for name, png in sections.figures:
-        md += [f"![{name.replace('_', ' ')}]({figure_path(name)})" if name in sections.drawn else f"{name}: {png}", ""]
-    return "\n".join(md)
+        md += folded(heading, [_pipe_table(header, table_rows) if table_rows else "(none)", "", "</details>"])
+    figures = [
+        f"![{name.replace('_', ' ')}]({figure_path(name)})" if name in sections.drawn else f"{name}: {png}"
+        for name, png in sections.figures
+    ]
+    md += folded(FIGURES_TITLE, [*(part for line in figures for part in (line, "")), "</details>"])
+    return "\n".join(md) + "\n"
 
 
 def html_page(sections: Sections) -> str:
-    """The report as one standalone HTML page: the same rows, figures inlined as thumbnails that open full width."""
+    """The report as one standalone HTML page: the first screen (what ran, the tally and the headline numbers beside
+    Fig. 1), per paper its verdicts, then the details, folded, after their table of contents."""
     page = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>",
         f"<meta name='viewport' content='width=device-width'><style>{STYLE}</style></head><body>",
         f"<h1>{html.escape(TITLE)}</h1>",
-    ]
-    page += [
-        "<h2>What ran</h2>",
+        "<section id='first-screen'><div>",
         _html_list(sections.ran),
-        "<h2>Training length</h2>",
-        f"<p>{inline_html(TRAINING_NOTE)}</p>",
-        _html_list(sections.training),
-        "<h2>Verdicts</h2>",
-        _tally_chips(sections.tally),
+        f"<div id='tally'>{_tally_chips(sections.tally)}</div>",
+        f"<div id='headline'>{_html_list(sections.headline)}</div></div>",
+        _first_figure(sections.drawn),
+        "</section>",
+        f"<h2>{PER_PAPER}</h2>",
         *([f"<p>{inline_html(sections.errors)}</p>"] if sections.errors else []),
     ]
     for study in sections.studies:
         page += [f"<p>{inline_html(study.heading)}</p>", _html_list(study.lines)]
-    page.append("<h2>Claims</h2>")
-    for heading, rows in sections.claims:
-        page += [f"<h3>{html.escape(heading)}</h3>", _claims_table(rows)]
-    page += ["<h2>How a verdict is decided</h2>", f"<p>{inline_html(sections.rule)}</p>"]
-    for heading, header, table_rows in sections.tables:
-        page += [f"<h2>{html.escape(heading)}</h2>", _html_table(header, table_rows) if table_rows else "<p>(none)</p>"]
-    page += ["<h2>Figures</h2>", "<p>Click a figure to open it full width.</p>", "<div class='figures'>"]
-    page += [_html_figure(name, png, sections.drawn) for name, png in sections.figures]
-    page.append("</div></body></html>")
+        if study.not_run:
+            page += [
+                f"<details><summary>Not run: the commands that add their runs ({len(study.not_run)})</summary>",
+                _html_list(study.not_run),
+                "</details>",
+            ]
+    titles = detail_titles(sections)
+    page += ["<h2>Details</h2>", "<nav><ul>"]
+    page += [f"<li><a href='#{details_id(title)}'>{html.escape(title)}</a></li>" for title in titles]
+    page.append("</ul></nav>")
+    bodies = [
+        _html_list(sections.design),
+        "".join(f"<h3>{html.escape(heading)}</h3>{_claims_table(rows)}" for heading, rows in sections.claims),
+        f"<p>{inline_html(TRAINING_NOTE)}</p>{_html_list(sections.training)}",
+        "".join(f"<p>{inline_html(part)}</p>" for part in sections.rule),
+        *(_html_table(header, rows) if rows else "<p>(none)</p>" for _, header, rows in sections.tables),
+        "<div class='figures'>"
+        + "".join(_html_figure(name, png, sections.drawn) for name, png in sections.figures)
+        + "</div><p>Click a figure to open it full width.</p>",
+    ]
+    page += [
+        f"<details id='{details_id(title)}'><summary>{html.escape(title)}</summary>{body}</details>"
+        for title, body in zip(titles, bodies)
+    ]
+    page.append("</body></html>")
     return "\n".join(page)
+
+
+def _first_figure(drawn: dict[str, Path]) -> str:
+    """Fig. 1 inlined at the width the first screen leaves it, or why it is absent."""
+    png = drawn.get(FIRST_FIGURE)
+    if png is None or not png.is_file():
+        return "<figure id='fig1'><figcaption>Fig. 1 (progressive): not drawn; see Figures below.</figcaption></figure>"
+    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    return (
+        f"<figure id='fig1'><img alt='Fig. 1: progressive reinitialisation' src='data:image/png;base64,{data}'>"
+        "<figcaption>Fig. 1: score against k, the layers kept pretrained (plots/figures/progressive.png)</figcaption>"
+        "</figure>"
+    )
 
 
 def _html_figure(name: str, png: Path | str, drawn: dict[str, Path]) -> str:
@@ -358,15 +446,21 @@ TRAINING_NOTE = (
 CLAIM_HEADER = ["claim (the paper's words, source, id)", "verdict", "effect: estimate, interval, unit, test", "figure"]
 FIGURE_ANCHOR = "figure-"
 # A page that fits its window: tables as wide as the page (the claims' with fixed column widths), snake_case names
-# breaking after an underscore (_html_table) and numbers never, images no wider than the page,
-# figures as thumbnails that a click (:target) opens full width.
+# breaking after an underscore (_html_table) and numbers never, images no wider than the page, figures as thumbnails
+# that a click (:target) opens full width. The first screen (1,400 x 900 px) sets its text beside Fig. 1, whose
+# height it caps; the details are folded, and a table's notes take a full-width row under their row.
 STYLE = (
-    "body{font-family:system-ui,sans-serif;line-height:1.4;margin:0 auto;padding:1em 1.5em;max-width:1320px}"
+    "body{font-family:system-ui,sans-serif;line-height:1.4;margin:0 auto;padding:0.5em 1.5em;max-width:1320px}"
+    "h1{font-size:1.5em;margin:0.3em 0}h2{font-size:1.25em;margin:1em 0 0.4em}"
+    "#first-screen{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.1fr);gap:1.5em;align-items:start}"
+    "#first-screen ul{margin:0.3em 0;padding-left:1.2em}#headline li strong{font-size:1.15em}"
+    "#fig1{width:auto;margin:0}#fig1 img{width:100%;max-height:620px;object-fit:contain}"
     "table{border-collapse:collapse;width:100%;margin-bottom:1.5em}table.claims{table-layout:fixed}"
     "td,th{border:1px solid #aaa;padding:4px 6px;vertical-align:top;text-align:left;overflow-wrap:break-word}"
-    "th{background:#f0f0f0}code{background:#f3f3f3;font-size:90%}"
+    "th{background:#f0f0f0}code{background:#f3f3f3;font-size:90%}tr.notes td{border-top:0;color:#444;font-size:90%}"
     "img{max-width:100%}tr:target{outline:3px solid #1a5fb4}li{margin:0.2em 0}"
-    ".chip{display:inline-block;padding:0.3em 0.8em;margin-right:0.5em;border-radius:1em;border:1px solid #aaa}"
+    "details{margin:0.4em 0}details>summary{cursor:pointer;font-weight:600}nav ul{columns:2}"
+    ".chip{display:inline-block;padding:0.3em 0.8em;margin:0 0.5em 0.3em 0;border-radius:1em;border:1px solid #aaa}"
     ".claims col.claim{width:46%}.claims col.verdict{width:10%}.claims col.effect{width:34%}"
     ".claims col.figure{width:10%}"
     ".figures{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}"
@@ -436,17 +530,26 @@ def _pipe_table(header: list[str], rows: list[list]) -> str:
     return "\n".join([line(header), line(["---"] * len(header)), *map(line, rows)])
 
 
+NOTES = "notes"  # a table's column of free text, which the HTML page puts in a full-width row under its row
+
+
 def _html_table(header: list[str], rows: list[list]) -> str:
-    head = "<tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in header) + "</tr>"
-    body = [
-        "<tr>"
-        + "".join(
-            f"{_verdict_cell(value) if name in ('verdict', 'status') else '<td>'}{inline_html(value)}</td>"
-            for name, value in zip(header, row)
+    """A table; its NOTES column, where it has one, as a row under each row that has notes."""
+    columns = [name for name in header if name != NOTES]
+    head = "<tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in columns) + "</tr>"
+    body = []
+    for row in rows:
+        cells = dict(zip(header, row))
+        body.append(
+            "<tr>"
+            + "".join(
+                f"{_verdict_cell(cells[name]) if name in VERDICT_COLUMNS else '<td>'}{inline_html(cells[name])}</td>"
+                for name in columns
+            )
+            + "</tr>"
         )
-        + "</tr>"
-        for row in rows
-    ]
+        if cells.get(NOTES):
+            body.append(f"<tr class='notes'><td colspan='{len(columns)}'>{inline_html(cells[NOTES])}</td></tr>")
     return "<table>" + TEXT.sub(lambda m: m[0].replace("_", "_<wbr>"), head + "".join(body)) + "</table>"
 
 

@@ -1,22 +1,25 @@
-"""The report's first screen, as data both renderings share (src/claims/render.py): what ran, the
-tally of verdicts, one generated paragraph per study (what is supported here, what is not supported
-here, what is undecided and why, what did not run and the command that adds it), and one row per
-claim (the claim in the paper's words, its verdict with its scope, the effect of the unit that
-decides it with its interval, and the figure that shows it). A decided verdict reads "supported
-here" or "not supported here" (SHOWN): it holds for the model, tasks, sizes and trials beside it,
-not for the paper's setting. Text is Markdown's inline subset (`code`, **bold**, [link](#anchor)):
-render.py writes it as is into report.md and converts it for report.html."""
+"""The report's first screen and its per-paper part, as data both renderings share (src/claims/render.py):
+what ran (the model beside the papers' BERT-base, the version and commit, the runs read), the tally of
+verdicts, the headline numbers (full, scratch, their gap, with intervals); one generated paragraph per
+paper (what is supported here, what is not supported here, what is inconclusive or has no verdict and
+why, each with its effect beside the paper's own number; what did not run and the command that adds
+it); and one row per claim for the details (the claim in the paper's words, its verdict with its scope,
+the effect of the unit that decides it with its interval, and the figure that shows it). A decided
+verdict reads "supported here" or "not supported here" (SHOWN): it holds for the model, tasks, sizes
+and trials beside it, not for the paper's setting. Text is Markdown's inline subset (`code`, **bold**,
+[link](#anchor)): render.py writes it as is into report.md and converts it for report.html."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 import numpy as np
 
 from src.claims.claim import PAPERS, interval_text, number
+from src.claims.evidence import Evidence
 from src.claims.planner import plan_text
 from src.claims.training import CONFOUNDED, UNDERTRAINED
 from src.claims.units import COLLAPSE_LABEL
@@ -31,6 +34,7 @@ from src.claims.verdicts import (
     flow,
 )
 from src.config.schema import StudyConfig
+from src.stats.intervals import mean_ci
 
 VERDICTS = ("supported", "contradicted", "inconclusive", NO_VERDICT, NOT_RUN)
 # What a reader sees of a decided verdict (Verdict.text keeps supported | contradicted): a verdict on this run's
@@ -39,6 +43,55 @@ SHOWN = {"supported": "supported here", "contradicted": "not supported here"}
 # The figures drawn for claims beyond each study's own (src/figures/studies.py draws every study's under its
 # name): weight change, read from the progressive runs, has its own.
 FIGURE_OF_FAMILY = {"weight_change": "weight_change"}
+# The model the three papers finetune, which the first screen sets beside the one that ran.
+PAPERS_MODEL = "BERT-base, 12 layers, hidden 768, 12 heads, pretrained by masked language modelling (MLM)"
+NOT_STATED = "not stated"  # a model's purpose or a paper's number that its source does not give
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The papers' premise at the focus task and size (params.yaml task, size; metrics/headline.json holds the
+    means): the full model's and scratch's mean score over their finished trials, and the full model's gain, paired
+    by trial; each (mean, 95% t half-width, trials)."""
+
+    task: str
+    size: int
+    metric: str
+    full: tuple[float, float, int]
+    scratch: tuple[float, float, int]
+    gap: tuple[float, float, int]
+
+    def lines(self) -> list[str]:
+        def text(estimate: tuple[float, float, int], signed: bool = False) -> str:
+            mean, half, n = estimate
+            shown = (lambda x: f"{x:+.3f}") if signed else (lambda x: f"{x:.3f}")
+            interval = f" [{shown(mean - half)}, {shown(mean + half)}]" if np.isfinite(half) else ""
+            return f"**{shown(mean)}**{interval} ({n} trials)"
+
+        return [
+            f"**Full model** (no layer reinitialised): {text(self.full)}",
+            f"**Scratch** (every layer reinitialised): {text(self.scratch)}",
+            f"**Gap**, full − scratch, paired by trial: {text(self.gap, signed=True)}",
+            f"{self.metric} on {self.task} at {self.size} training examples; mean [95% t interval].",
+        ]
+
+
+def headline(evidence: Evidence, task: str, size: int) -> Headline | None:
+    """The full model (k = L) and scratch (k = 0) of the plain progressive curve at (task, size), from their
+    finished runs; None where either did not run there."""
+    curve = evidence.curve(task, size)
+    if evidence.num_layers not in curve or 0 not in curve:
+        return None
+    full, scratch = ({r.trial: r.value for r in curve[k].first.values() if r.ok} for k in (evidence.num_layers, 0))
+    both = sorted(set(full) & set(scratch))
+    return Headline(
+        task,
+        size,
+        evidence.metric(task),
+        mean_ci(list(full.values())),
+        mean_ci(list(scratch.values())),
+        mean_ci([full[t] - scratch[t] for t in both]),
+    )
 
 
 @dataclass(frozen=True)
@@ -52,6 +105,8 @@ class WhatRan:
     finished_runs: int
     failed_runs: int
     commit: str | None = None
+    version: str = ""  # the project's version (src.__version__)
+    headline: Headline | None = None  # None: the focus task and size have no full and scratch runs
 
 
 def shown(text: str) -> str:
@@ -92,13 +147,22 @@ def study_design(study: StudyConfig) -> str:
 
 
 def what_ran_lines(ran: WhatRan) -> list[str]:
-    commit = f"; code at commit `{ran.commit}`" if ran.commit else ""
+    """The model beside the papers' BERT-base, the code, the runs read: the first screen's opening lines."""
+    version = f"version {ran.version}" if ran.version else ""
+    commit = f"commit `{ran.commit}`" if ran.commit else ""
+    code = " at ".join(part for part in (version, commit) if part)
     failed = f", {ran.failed_runs} failed (non-finite loss, left out)" if ran.failed_runs else ""
     return [
-        f"**Model**: {ran.model}{commit}.",
+        f"**Model**: {ran.model}.",
+        f"**The papers' model**: {PAPERS_MODEL}.",
+        *([f"**Code**: {code}."] if code else []),
         f"**Runs read**: {ran.finished_runs} finished{failed}.",
-        *(study_design(study) for study in ran.studies.values()),
     ]
+
+
+def design_lines(ran: WhatRan) -> list[str]:
+    """Each study as params.yaml declared it, one line each."""
+    return [study_design(study) for study in ran.studies.values()]
 
 
 def confounded(v: Verdict) -> bool:
@@ -146,16 +210,16 @@ def tally_text(tally: dict[str, int]) -> str:
 
 
 def undecided_reason(v: Verdict) -> str:
-    """Why an undecided claim has no verdict: its units' refusals (no verdict), or the chance that N trials decide
-    it and the command that runs them (planner.plan_text), else the planner's reason (inconclusive)."""
+    """Why an undecided claim has no decided verdict: its units' refusals (no verdict), or the chance that N trials
+    decide it and the command that runs them (planner.plan_text), else the planner's reason (inconclusive)."""
     if v.text == NO_VERDICT:
         refusals = list(dict.fromkeys(u.unit.refused.reason for u in v.units if u.unit.refused))
-        return "no verdict: " + ("; ".join(refusals) or "the full-vs-scratch gap it needs gives no verdict")
+        return "; ".join(refusals) or "the full-vs-scratch gap it needs gives no verdict"
     plan = v.plan
     if plan is not None and plan_text(plan):
-        return f"inconclusive; {plan_text(plan)}"
+        return plan_text(plan)
     reasons = list(dict.fromkeys(reason.partition(": ")[2] or reason for reason in (plan.reasons if plan else ())))
-    return "inconclusive: " + (reasons[0] if reasons else "neither test is significant")
+    return reasons[0] if reasons else "neither test is significant"
 
 
 def needs_text(needs: str) -> str:
@@ -173,11 +237,14 @@ def grouped(entries: list[tuple[str, str]]) -> list[str]:
 
 @dataclass(frozen=True)
 class StudySummary:
-    """One study's verdicts in a line, then a line per group: what is supported here, what is not supported here,
-    the undecided claims by their reason, and the claims that did not run by the command that adds their runs."""
+    """One paper's verdicts in a line (`heading`); a line per claim that ran (`lines`): what is supported here,
+    what is not supported here, what is inconclusive or has no verdict and why, each with its effect
+    (effect_text) beside the paper's own number; then a line per command that adds the runs of claims that did not
+    run (`not_run`, which the report folds away)."""
 
     heading: str
     lines: list[str]
+    not_run: list[str]
 
 
 def scope_text(v: Verdict, model: str) -> str:
@@ -187,29 +254,27 @@ def scope_text(v: Verdict, model: str) -> str:
 
 def study_summary(seed: str, verdicts: list[Verdict], model: str) -> StudySummary:
     mine = [v for v in verdicts if v.claim.paper == seed]
-    supported, contradicted = ([v for v in mine if v.text == text] for text in ("supported", "contradicted"))
-    undecided = [(v.id, undecided_reason(v)) for v in mine if v.text in ("inconclusive", NO_VERDICT)]
-    not_run = [(v.id, needs_text(v.needs)) for v in mine if v.needs is not None]  # the claims that did not run
-    counts = {shown("supported"): supported, shown("contradicted"): contradicted}
-    every_group: dict[str, Sized] = {**counts, "undecided": undecided, "not run": not_run}
+    tally = verdict_tally(v.text for v in mine)
     heading = f"**{PAPERS[seed]}**, {len(mine)} claims: " + ", ".join(
-        f"{len(found)} {name}" for name, found in every_group.items()
+        f"{count} {shown(name)}" for name, count in tally.items()
     )
-    lines = [
-        *(
-            f"**{name.capitalize()}**: " + ", ".join(f"{claim_link(v.id)} ({scope_text(v, model)})" for v in found)
-            for name, found in counts.items()
-            if found
-        ),
-        *(f"**Undecided**: {line}" for line in grouped(undecided)),
-        *(
-            [f"**{CONFOUNDED.capitalize()}**: " + ", ".join(claim_link(v.id) for v in hit)]
-            if (hit := [v for v in mine if confounded(v)])
-            else []
-        ),
-        *(f"**Not run**: {line}" for line in grouped(not_run)),
+    decided = [
+        f"**{shown(v.text).capitalize()}**: {claim_link(v.id)} ({scope_text(v, model)}). Effect: {effect_text(v)}"
+        for text in SHOWN
+        for v in mine
+        if v.text == text
     ]
-    return StudySummary(heading, lines)
+    undecided = [
+        f"**{v.text.capitalize()}**: {claim_link(v.id)}: {undecided_reason(v)}. Effect: {effect_text(v)}"
+        for text in ("inconclusive", NO_VERDICT)
+        for v in mine
+        if v.text == text
+    ]
+    hit = [v for v in mine if confounded(v)]
+    confounding = [f"**{CONFOUNDED.capitalize()}**: " + ", ".join(claim_link(v.id) for v in hit)] if hit else []
+    commands = grouped([(v.id, needs_text(v.needs)) for v in mine if v.needs is not None])
+    not_run = [f"**Not run**: {line}" for line in commands]
+    return StudySummary(heading, [*decided, *undecided, *confounding], not_run)
 
 
 def study_summaries(verdicts: list[Verdict], model: str) -> list[StudySummary]:
@@ -276,7 +341,7 @@ def figure_of(v: Verdict, studies: dict[str, StudyConfig]) -> str:
 def effect_text(v: Verdict) -> str:
     """The deciding unit's estimate and interval, where it is and what it estimates, or why there is none; then
     the paper's own number where the seeds give one."""
-    paper = f"; paper: {v.claim.paper_value}" if v.claim.paper_value else ""
+    paper = f"; paper: {v.claim.paper_value or NOT_STATED}"
     if v.text == NOT_RUN:
         return "—" + paper
     deciding = deciding_unit(v)

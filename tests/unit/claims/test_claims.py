@@ -640,7 +640,7 @@ def test_a_study_with_a_crossed_seed_design_or_an_intermediate_size_matches_the_
 
 def test_the_report_lists_every_claim_its_test_p_family_and_declared_inputs(tmp_path):
     md = render(Builder().curve([0.5, 0.5, 0.5, 0.5, 0.56], trials=3, spread=0.08).evidence(), tmp_path)
-    claims_section = md.split("## Claims in detail")[1].split("## Tests")[0]
+    claims_section = md.split("<strong>Claims in detail")[1].split("<strong>Tests, per unit")[0]
     for claim in CLAIMS:
         assert f"({claim.id})" in claims_section
     assert "dvc exp run -S studies.progressive.trials=" in md
@@ -650,15 +650,15 @@ def test_the_report_lists_every_claim_its_test_p_family_and_declared_inputs(tmp_
 
 
 def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_row_per_claim(tmp_path):
-    """The first screen: what ran, the tally, per study what is supported here and what is not (each with its
-    scope: model, tasks, sizes, trials), what is undecided and why, what did not run and its command; then one row
-    per claim with the deciding unit's effect and its figure; the rule below."""
+    """The first screen: what ran, the tally; per study what is supported here and what is not (each with its
+    scope: model, tasks, sizes, trials, and its effect), what is undecided and why, what did not run and its command;
+    then the details: the design, one row per claim with the deciding unit's effect and its figure, the rule."""
     evidence = block_preserve_study(0.8, 0.6, trials=1).evidence()  # blocks at 1 trial: no verdict
     v = verdicts(evidence, plan=True)
     md = render(evidence, tmp_path)
-    first, rest = md.split("## How a verdict is decided")
-    assert RULE[:80] not in first and RULE[:80] in rest and "## Tests, per unit" in rest
-    assert "tiny-bert" in first and "`abc1234`" in first and "**progressive**: progressive (ks [0, 6])" in first
+    first, rest = md.split("## Details")
+    assert RULE[:80] not in first and RULE[:80] in rest and "<strong>Tests, per unit</strong>" in rest
+    assert "tiny-bert" in first and "`abc1234`" in first and "**progressive**: progressive (ks [0, 6])" in rest
     tally = {name: sum(x.text == name for x in v.values()) for name in VERDICTS}
     assert ", ".join(f"**{n}** {SHOWN.get(name, name)}" for name, n in tally.items()) in first
     # few_layers_suffice_with_plenty_of_data and all_reinit_at_chance are outside their papers' scope here (n=500,
@@ -667,22 +667,21 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     assert tally["supported"] and tally["contradicted"] and tally["not run"] and tally[NO_VERDICT]
     tamkin = first.split("**Tamkin et al. 2020**")[1].split("**Singh & Giovanardi**")[0]
     scope = "tiny-bert (bert, 4 layers); sst2 n=500; 6 trials"
-    assert f"- **Supported here**: [full_beats_scratch](#claim-full_beats_scratch) ({scope})\n" in tamkin
+    assert f"- **Supported here**: [full_beats_scratch](#claim-full_beats_scratch) ({scope}). Effect: " in tamkin
     assert "eplicated" not in first and "ontradicted" not in first
     (refused,) = units_of(v["early_layers_help_most"])
     assert v["early_layers_help_most"].text == NO_VERDICT and refused.refused
     why = refused.refused.reason
-    assert f"- **Undecided**: [early_layers_help_most](#claim-early_layers_help_most): no verdict: {why}" in tamkin
+    assert f"- **No verdict**: [early_layers_help_most](#claim-early_layers_help_most): {why}. Effect: " in tamkin
     lr = v["lr_multiplier_does_not_help"]
     assert "[lr_multiplier_does_not_help](#claim-lr_multiplier_does_not_help), " in tamkin
     assert f": needs `{lr.needs}`" in tamkin
-    huang = first.split("**Huang, Lin & Zhou**")[1].split("## Claims")[0]
-    assert (
-        f"- **Not supported here**: [reinit_curve_not_monotone](#claim-reinit_curve_not_monotone) ({scope})\n" in huang
-    )
+    huang = first.split("**Huang, Lin & Zhou**")[1]
+    assert f"- **Not supported here**: [reinit_curve_not_monotone](#claim-reinit_curve_not_monotone) ({scope})" in huang
     plan = v["reinit_curve_change_not_constant"].plan
-    assert f"inconclusive; {plan_text(plan)}" in huang and plan.command in huang
-    claims = first.split("## Claims")[1]
+    changing = "[reinit_curve_change_not_constant](#claim-reinit_curve_change_not_constant)"
+    assert f"- **Inconclusive**: {changing}: {plan_text(plan)}. Effect: " in huang and plan.command in huang
+    claims = rest.split("<strong>Claims, one row each")[1]
     for claim in CLAIMS:
         assert f'<a id="claim-{claim.id}"></a>{claim.hypothesis}' in claims
     rows = {
@@ -694,8 +693,8 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     rates = ", ".join(f"{slug} 0/6 [0.00, 0.46]" for slug in gap.collapse)  # each condition's, exact 95%
     assert (
         f"| supported here ({scope}); survives the trial-only t and the collapse reading; {COLLAPSE_LABEL}: "
-        f"sst2 n=500: {rates} | {number(gap.estimate)} {interval_text(gap)} at sst2 n=500; {gap.test} |"
-        in rows["full_beats_scratch"]
+        f"sst2 n=500: {rates} | {number(gap.estimate)} {interval_text(gap)} at sst2 n=500; {gap.test}; "
+        "paper: not stated |" in rows["full_beats_scratch"]
     )
     assert COLLAPSE_LABEL not in rows["reinit_curve_change_not_constant"]  # undecided: no rates beside it
     # an existential claim contradicted by intersection-union: the unit with the largest p against decides
@@ -707,7 +706,7 @@ def test_the_report_opens_with_what_ran_the_tally_each_studys_verdicts_and_one_r
     )
     assert rows["full_beats_scratch"].endswith("| [progressive](progressive.png) |")
     assert rows["early_layers_help_most"].endswith(
-        "| no verdict | — (no unit gives a verdict) |  |"
+        "| no verdict | — (no unit gives a verdict); paper: not stated |  |"
     )  # no blocks figure
 
 
@@ -747,7 +746,7 @@ def test_the_first_screen_bounds_the_chance_of_a_wrong_verdict_per_paper_from_th
     }
     assert all(b.holm for b in bounds.values())
     assert [b.bound for b in bounds.values()] == pytest.approx([0.15, 0.15, 0.25])
-    first = render(evidence, tmp_path).split("## Claims")[0]
+    first = render(evidence, tmp_path).split("## Details")[0]
     assert "Tamkin et al. 2020 at most **0.15** (α = 0.05 for its Holm family + α for each of its 2 " in first
     assert "Huang, Lin & Zhou at most **0.25**" in first and "A union bound from the design, not a measurement" in first
 
@@ -1145,7 +1144,7 @@ def test_a_contradicted_claim_prints_the_holm_p_that_decided_it_and_each_verdict
     assert contradicted.p == judged.adjusted < SETTINGS.alpha and judged.status == "against"
     assert contradicted.p_label.startswith("Holm, smallest, against") and "familywise" in contradicted.p_label
     md = render(evidence, tmp_path)
-    details = md.split("## Claims in detail")[1]
+    details = md.split("<strong>Claims in detail")[1]
     row = next(line for line in details.splitlines() if "(full_beats_scratch)" in line)
     assert f"{judged.adjusted:.3g} (Holm, smallest, against; familywise error rate" in row
     assert supported.text == NOT_RUN

@@ -39,9 +39,9 @@ def test_without_longer_training_runs_nothing_is_checked_and_nothing_is_marked(t
     assert training_checks(evidence)[("sst2", 500)].status == NOT_CHECKED
     report = render(evidence, tmp_path)
     assert f"sst2 n=500: {NOT_CHECKED}" in report
-    assert CONFOUNDED not in report.split("## Training length")[1].split("## How a verdict")[0].replace(
-        "*confounded by training length*", ""
-    )
+    assert CONFOUNDED not in report.split("<strong>Training length</strong>")[1].split("<strong>How a verdict")[
+        0
+    ].replace("*confounded by training length*", "")
 
 
 def test_a_claim_reading_an_undertrained_size_is_marked_confounded_with_the_evidence(tmp_path):
