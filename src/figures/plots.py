@@ -8,6 +8,10 @@ an error bar instead of a band; a mean of fewer than MIN_TRIALS_FOR_BAND trials 
 neither but a note: at n = 2 the t interval is ±12.7 standard errors, wider than any score.
 Collapsed runs (one class predicted) are in the means and counted in the legends;
 diverged runs (non-finite loss) are left out and counted.
+
+Fit for print: each figure is saved as a PNG and an SVG, its title wrapped inside the canvas,
+its colours from PALETTE (colour-blind safe), and the means it draws as lines kept as its
+DVC plot data (plot_data).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from textwrap import wrap
+from weakref import WeakKeyDictionary
 
 import matplotlib
 
@@ -73,6 +78,11 @@ def series_marker(i: int) -> str:
 Paths = Path | Sequence[Path]
 
 
+# Each axis's mean lines as drawn (x, mean, ci_low, ci_high, n, series), until _finish writes them as the
+# figure's DVC plot data.
+_DRAWN: WeakKeyDictionary = WeakKeyDictionary()
+
+
 class NothingToDraw(ValueError):
     """A figure has no rows: aggregate skips it and lists it as not run, with this reason."""
 
@@ -112,8 +122,8 @@ def size_styles(sizes) -> dict[int, tuple[str, str]]:
 
 
 def plot_progressive(curves: pd.DataFrame, path: Paths) -> list[str]:
-    """Paper Fig. 1: score against k per training size (solid, 95% CI band; darker = more
-    data) and the probe's score at layer k (dashed), one panel per task.
+    """Paper Fig. 1: score against k per training size (solid, 95% CI band; a colour and
+    marker per size) and the probe's score at layer k (dashed), one panel per task.
 
     `curves` is the plot table: task, curve ("finetune"/"probe"), series, k, mean, ci_low,
     ci_high, metric, diverged.
@@ -125,47 +135,16 @@ def plot_progressive(curves: pd.DataFrame, path: Paths) -> list[str]:
         rows = curves[curves["task"] == task]
         finetune = rows[rows["curve"] == "finetune"]
         for size in sorted(finetune["size"].unique()):
-            line = finetune[finetune["size"] == size].sort_values("k")
             shade, marker = styles[size]
-            thin = _band(
-                ax,
-                line["k"],
-                line["ci_low"],
-                line["ci_high"],
-                line["n"],
-                shade,
-                _range(line),
+            _line_with_band(
+                ax, finetune[finetune["size"] == size], "k", f"finetune on {size} examples", shade, marker=marker
             )
-            _measured_line(
-                ax,
-                line["k"],
-                line["mean"],
-                shade,
-                f"finetune on {size} examples" + _excluded(line) + (_THIN if thin else ""),
-                marker=marker,
-                markersize=4,
-            )
-        probe = rows[rows["curve"] == "probe"].sort_values("k")
+        probe = rows[rows["curve"] == "probe"]
         if len(probe):
-            _band(
-                ax,
-                probe["k"],
-                probe["ci_low"],
-                probe["ci_high"],
-                probe["n"],
-                BLACK,
-                _range(probe),
-            )
             seeds = int(probe["n"].min())
             examples = ", ".join(str(int(size)) for size in sorted(probe["size"].unique()))
-            _measured_line(
-                ax,
-                probe["k"],
-                probe["mean"],
-                BLACK,
-                f"probe of layer k (frozen; trained on {examples} examples, {seeds} seeds)",
-                style="--",
-            )
+            label = f"probe of layer k (frozen; trained on {examples} examples, {seeds} seeds)"
+            _line_with_band(ax, probe, "k", label, BLACK, style="--")
         ax.set_title(task)
         ax.set_xlabel("k: pretrained encoder layers kept (0 = all reinitialised)")
         ax.set_ylabel(rows["metric"].iloc[0])
@@ -241,23 +220,32 @@ def _label(ax, task: str, size: int, xlabel: str, ylabel: str) -> None:
 
 
 def _line_with_band(
-    ax, rows: pd.DataFrame, x: str, label: str, colour, quantity: str | None = None, marker: str = "o"
+    ax,
+    rows: pd.DataFrame,
+    x: str,
+    label: str,
+    colour,
+    quantity: str | None = None,
+    marker: str = "o",
+    style: str = "-",
 ) -> None:
     """Means over `x`, one line through the measured points, with their 95% t CI as a band
-    (clipped to the quantity's range; none where n is too small, and the legend says so)."""
+    (clipped to the quantity's range; none where n is too small, and the legend says so);
+    the line's numbers are kept for the figure's DVC plot data (_finish)."""
     rows = rows.sort_values(x)
     quantity = quantity or (rows["metric"].iloc[0] if "metric" in rows and len(rows) else "")
     thin = _band(
         ax, rows[x], rows["ci_low"], rows["ci_high"], rows["n"], colour, VALUE_RANGE.get(quantity, (-np.inf, np.inf))
     )
-    _measured_line(
-        ax,
-        rows[x],
-        rows["mean"],
-        colour,
-        label + _excluded(rows) + (_THIN if thin else ""),
-        marker=marker,
-        markersize=4,
+    shown = label + _excluded(rows) + (_THIN if thin else "")
+    _measured_line(ax, rows[x], rows["mean"], colour, shown, style, marker, markersize=4)
+    _keep(ax, rows, x, label)
+
+
+def _keep(ax, rows: pd.DataFrame, x: str, series: str) -> None:
+    """Keep the means the axis draws over `x` (with their CI and n) for the figure's plot data."""
+    _DRAWN.setdefault(ax, []).append(
+        rows[[x, "mean", "ci_low", "ci_high", "n"]].rename(columns={x: "x"}).assign(series=series)
     )
 
 
@@ -322,12 +310,32 @@ def _fit_title(fig: plt.Figure, title: str) -> None:
         text.set_text("\n".join(part for line in lines for part in wrap(line, longest)))
 
 
+def plot_data(fig: plt.Figure) -> pd.DataFrame:
+    """Every mean line the figure draws, one row per point: its panel (the axis's title and
+    y label), x label, series (the legend's name), x, mean, 95% t CI and n."""
+    parts = [
+        drawn.assign(panel=" · ".join(filter(None, [ax.get_title(), ax.get_ylabel()])), x_label=ax.get_xlabel())
+        for ax in fig.axes
+        for drawn in _DRAWN.get(ax, [])
+    ]
+    columns = ["panel", "x_label", "series", "x", "mean", "ci_low", "ci_high", "n"]
+    return pd.concat(parts, ignore_index=True)[columns].round(5) if parts else pd.DataFrame(columns=columns)
+
+
 def _finish(fig: plt.Figure, path: Paths, title: str) -> list[str]:
     """Title the figure inside its canvas and save it to each path, in the format its suffix
-    names (a PNG for the report and docs, an SVG for print); return every text it shows."""
+    names: a PNG for the report and docs, an SVG for print, a CSV of its mean lines for DVC
+    (plot_data; none written where it draws none). Return every text it shows."""
     _fit_title(fig, title)
     fig.tight_layout()
     for each in [path] if isinstance(path, Path) else path:
+        if each.suffix == ".csv":
+            data = plot_data(fig)
+            if len(data):
+                data.to_csv(each, index=False)
+            else:
+                each.unlink(missing_ok=True)
+            continue
         # no timestamp and fixed ids in an SVG: an unchanged figure is unchanged bytes
         metadata = {"Date": None} if each.suffix == ".svg" else {}
         with plt.rc_context({"svg.hashsalt": "figures"}):
@@ -385,6 +393,7 @@ def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Path
             color=BLUE,
             label="only this layer reinitialised" + _excluded(rows) + (_THIN.replace("band", "bar") if thin else ""),
         )
+        _keep(ax, rows, "layer", "only this layer reinitialised")
         _references(ax, references, task, size)
         ax.set_xticks(rows["layer"])
         _label(ax, task, size, "reinitialised layer", rows["metric"].iloc[0])
@@ -492,9 +501,7 @@ def plot_runs_at_smallest_size(runs: pd.DataFrame, path: Paths) -> list[str]:
                 label=f"of which collapsed to one class: {int(collapsed.sum())} (hollow; in the mean)",
             )
         means = _means(finished, "value", ["k"])
-        thin = _band(ax, means["k"], means["ci_low"], means["ci_high"], means["n"], BLACK, _range(rows))
-        label = "mean over runs, 95% t CI" + (_THIN if thin else "")
-        _measured_line(ax, means["k"], means["mean"], BLACK, label, style=":")
+        _line_with_band(ax, means, "k", "mean over runs, 95% t CI", BLACK, rows["metric"].iloc[0], style=":")
         ax.set_xticks(sorted(rows["k"].unique()))
         _label(ax, task, size, K_LABEL, rows["metric"].iloc[0])
     return _finish(
@@ -517,22 +524,16 @@ def plot_step_losses(curves: pd.DataFrame, path: Paths, title: str) -> list[str]
             line = rows[rows["series"] == name].sort_values("step")
             window = max(1, len(line) // 20)
             smooth = line[["loss", "ci_low", "ci_high"]].rolling(window, min_periods=1).mean()
-            thin = _band(
-                ax,
-                line["step"],
-                smooth["ci_low"],
-                smooth["ci_high"],
-                line["n"],
-                series_colour(i),
-                VALUE_RANGE["eval_loss"],
-            )
             trials = int(line["n"].max())
-            ax.plot(
-                line["step"],
-                smooth["loss"],
-                color=series_colour(i),
-                linestyle=LINE_STYLES[i // len(PALETTE) % len(LINE_STYLES)],
-                label=f"{name} ({trials} trial{'s' if trials != 1 else ''})" + (_THIN if thin else ""),
+            _line_with_band(
+                ax,
+                line.assign(mean=smooth["loss"], ci_low=smooth["ci_low"], ci_high=smooth["ci_high"]),
+                "step",
+                f"{name} ({trials} trial{'s' if trials != 1 else ''})",
+                series_colour(i),
+                "eval_loss",
+                marker="",
+                style=LINE_STYLES[i // len(PALETTE) % len(LINE_STYLES)],
             )
         _label(ax, task, size, "finetuning step", "training loss")
     return _finish(
@@ -703,6 +704,7 @@ def plot_weight_change(table: pd.DataFrame, path: Paths) -> list[str]:
         raw_ax.set_title(task, fontsize=9)
         raw_ax.set_ylabel("‖ΔW_output‖_F (raw)")
         raw_ax.legend(fontsize=7)
+        normalised_ax.set_title(task, fontsize=9)
         normalised_ax.set_ylabel("min-max normalised per line")
         normalised_ax.set_xlabel("layer")
         normalised_ax.set_xticks(sorted(rows["layer"].unique()))
@@ -812,17 +814,7 @@ def plot_representation(cka: pd.DataFrame, weights: pd.DataFrame, criticality: p
         for (k, target), line in _means(at(rewinds), "drop", ["k", "rewound_to", "layer"]).groupby(["k", "rewound_to"]):
             colour, marker = style.get(k, (BLACK, "o"))
             name, dash = REWOUND_TO[str(target)]
-            thin = _band(critical_ax, line["layer"], line["ci_low"], line["ci_high"], line["n"], colour)
-            _measured_line(
-                critical_ax,
-                line["layer"],
-                line["mean"],
-                colour,
-                f"k={int(k)}, {name}" + (_THIN if thin else ""),
-                dash,
-                marker,
-                markersize=3,
-            )
+            _line_with_band(critical_ax, line, "layer", f"k={int(k)}, {name}", colour, "drop", marker, dash)
         critical_ax.axhline(0, color=BLACK, linewidth=0.6)
         for ax, ylabel in (
             (cka_ax, "CKA with the pretrained layer"),

@@ -121,10 +121,11 @@ def _draw_named_study(t: Tables, name: str, study: StudyConfig, path: plots.Path
 WEIGHT_COLUMNS = ["task", "size", "layer", "sublayer", "mean", "ci_low", "ci_high", "n"]
 
 
-def draw_figures(config: Config, tables: Tables, folder: Path, vector: Path, listing: Path) -> None:
-    """Every study's figure and the figures across studies, each as a PNG into `folder` and as
-    an SVG into `vector`; each drawn, or removed with the reason, as `listing`
-    (metrics/figures.csv) says."""
+def draw_figures(config: Config, tables: Tables, folder: Path, vector: Path, data: Path, listing: Path) -> None:
+    """Every study's figure and the figures across studies, each as a PNG into `folder`, as an
+    SVG into `vector` and, where it draws means, their numbers as a CSV into `data` (DVC plot
+    data; Fig. 1 of the study `progressive` has its own, plots/progressive.csv); each drawn, or
+    removed with the reason, as `listing` (metrics/figures.csv) says."""
     t = tables
     figures: dict[str, Callable[[plots.Paths], object]] = {
         name: functools.partial(_draw_named_study, t, name, study) for name, study in config.studies.items()
@@ -156,8 +157,10 @@ def draw_figures(config: Config, tables: Tables, folder: Path, vector: Path, lis
     drawn = []
     folder.mkdir(parents=True, exist_ok=True)
     vector.mkdir(parents=True, exist_ok=True)
+    data.mkdir(parents=True, exist_ok=True)
     for name, draw in figures.items():
-        paths = (folder / f"{name}.png", vector / f"{name}.svg")
+        paths = [folder / f"{name}.png", vector / f"{name}.svg"]
+        paths += [data / f"{name}.csv"] if name != "progressive" else []
         try:
             draw(paths)
             drawn.append({"figure": name, "status": "drawn"})

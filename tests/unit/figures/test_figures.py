@@ -805,16 +805,24 @@ FIGURES = {
 
 
 @pytest.mark.parametrize("name", FIGURES)
-def test_every_figure_is_saved_as_a_png_and_an_identical_svg_each_time(tmp_path, name):
+def test_every_figure_is_saved_as_a_png_an_identical_svg_each_time_and_its_means_as_data(tmp_path, name):
     import xml.etree.ElementTree as ElementTree
 
     draw, _ = FIGURES[name]
-    draw((tmp_path / "figure.png", tmp_path / "figure.svg"))
+    has_lines = name not in {"heads", "sequential", "permutation"}  # heatmaps, and runs with their mean as one bar
+    data = tmp_path / "figure.csv"
+    data.write_text("a stale table\n")
+    draw((tmp_path / "figure.png", tmp_path / "figure.svg", data))
     assert_png(tmp_path / "figure.png")
     first = (tmp_path / "figure.svg").read_bytes()
     assert ElementTree.fromstring(first).tag == "{http://www.w3.org/2000/svg}svg"
     draw((tmp_path / "again.png", tmp_path / "figure.svg"))
     assert (tmp_path / "figure.svg").read_bytes() == first  # no date, no random ids: DVC sees no change
+    assert data.exists() == has_lines  # no line of means: no plot data, and no stale one left
+    if has_lines:
+        table = pd.read_csv(data)
+        assert list(table.columns) == ["panel", "x_label", "series", "x", "mean", "ci_low", "ci_high", "n"]
+        assert table["mean"].notna().all() and table["panel"].notna().all() and table["series"].notna().all()
 
 
 @pytest.mark.parametrize("name", FIGURES)
