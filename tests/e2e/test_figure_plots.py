@@ -1,7 +1,7 @@
 """The figures as DVC plots, through `dvc plots diff` and `dvc plots show` in a scratch repository holding the
 real aggregate stage's declarations and the real .dvc/ templates: each figure that draws means compares as data
 (both revisions' numbers, in the `figure` template), its SVG is no plot (each figure is shown once), and the page
-fits a picture wider than the window (Debian's Chromium, headless, where installed). About 30 s on 2 loaded cores."""
+fits a picture wider than the window (Debian's Chromium, headless, where installed). Both: 60 s on 2 loaded cores."""
 
 import html
 import json
