@@ -858,7 +858,8 @@ def aggregate_and_report(root: Path) -> subprocess.CompletedProcess:
         "stages.aggregate",
         *("--runs", "data/runs/studies", "--probe", "data/runs/probe", "--model", "data/model"),
         *("--tasks", "data/tasks", "--tables", "metrics", "--figures", "plots/figures"),
-        *("--plot-data", "plots/progressive.csv", "--predictions", "data/predictions.npz"),
+        *("--vector-figures", "plots/vector", "--figure-data", "plots/data", "--plot-data", "plots/progressive.csv"),
+        *("--predictions", "data/predictions.npz"),
     )
     assert aggregate.returncode == 0, aggregate.stderr[-3000:]
     report = run_stage_in_process(

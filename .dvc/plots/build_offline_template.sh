@@ -41,7 +41,7 @@ inline() { printf '    <script type="text/javascript">/* %s */\n' "$1"; cat "$tm
   inline "vega@$VEGA build/vega.min.js, BSD-3-Clause, (c) University of Washington Interactive Data Lab" vega.min.js
   inline "vega-lite@$VEGA_LITE build/vega-lite.min.js, BSD-3-Clause, (c) University of Washington Interactive Data Lab" vega-lite.min.js
   inline "vega-embed@$VEGA_EMBED build/vega-embed.min.js, BSD-3-Clause, (c) University of Washington Interactive Data Lab" vega-embed.min.js
-  printf '    <style>\n        table {\n            border-spacing: 15px;\n        }\n    </style>\n</head>\n<body>\n    {plot_divs}\n</body>\n</html>\n'
+  printf '    <style>\n        table {\n            border-spacing: 15px;\n        }\n        img {\n            max-width: 100%%;\n            height: auto;\n        }\n    </style>\n</head>\n<body>\n    {plot_divs}\n</body>\n</html>\n'
 } > "$out.tmp"
 mv "$out.tmp" "$out"
 echo "wrote $out ($(sha256sum "$out" | cut -d' ' -f1))"

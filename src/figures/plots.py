@@ -8,12 +8,18 @@ an error bar instead of a band; a mean of fewer than MIN_TRIALS_FOR_BAND trials 
 neither but a note: at n = 2 the t interval is ±12.7 standard errors, wider than any score.
 Collapsed runs (one class predicted) are in the means and counted in the legends;
 diverged runs (non-finite loss) are left out and counted.
+
+Fit for print: each figure is saved as a PNG and an SVG, its title wrapped inside the canvas,
+its colours from PALETTE (colour-blind safe), and the means it draws as lines kept as its
+DVC plot data (plot_data).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from textwrap import wrap
+from weakref import WeakKeyDictionary
 
 import matplotlib
 
@@ -36,7 +42,45 @@ VALUE_RANGE = {
     "pearson": (-1.0, 1.0),
     "spearman": (-1.0, 1.0),
     "eval_loss": (0.0, np.inf),
+    "frobenius": (0.0, np.inf),
 }
+
+
+# Okabe & Ito's palette ("Color Universal Design", 2008): its colours stay distinct under the common
+# colour-vision deficiencies. Its yellow (#F0E442) is left out: too pale for a line on white.
+BLUE, ORANGE, GREEN, PURPLE, SKY, VERMILLION, BLACK = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#56B4E9",
+    "#D55E00",
+    "#000000",
+)
+PALETTE = (BLUE, ORANGE, GREEN, PURPLE, SKY, VERMILLION, BLACK)
+# a series beyond the palette's length repeats a colour with the next marker
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+LINE_STYLES = ("-", "--", ":", "-.")  # the same for lines drawn without markers (one point per step)
+# heatmaps: ColorBrewer's diverging red-blue, readable under the common colour-vision deficiencies
+DIVERGING = "RdBu"
+DPI = 120  # the PNG's; the SVG beside it is vector
+
+
+def series_colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def series_marker(i: int) -> str:
+    return MARKERS[i // len(PALETTE) % len(MARKERS)]
+
+
+# Where a figure is saved: one path or several (its PNG and its SVG), each in the format its suffix names.
+Paths = Path | Sequence[Path]
+
+
+# Each axis's mean lines as drawn (x, mean, ci_low, ci_high, n, series), until _finish writes them as the
+# figure's DVC plot data.
+_DRAWN: WeakKeyDictionary = WeakKeyDictionary()
 
 
 class NothingToDraw(ValueError):
@@ -65,100 +109,72 @@ def _band(ax, x, low, high, n, colour, value_range=(-np.inf, np.inf)) -> bool:
     return bool((n < MIN_TRIALS_FOR_BAND).any())
 
 
-def _measured_line(ax, x, y, colour, label, style="o-", **kwargs) -> None:
+def _measured_line(ax, x, y, colour, label, style="-", marker="o", **kwargs) -> None:
     """Markers at every measured point, one line through them in order of x."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     order = np.argsort(x, kind="stable")
-    ax.plot(x[order], y[order], style, color=colour, label=label, **kwargs)
+    ax.plot(x[order], y[order], style, marker=marker, color=colour, label=label, **kwargs)
 
 
-def size_colours(sizes) -> dict:
-    """One colour per training size, the same in every panel of a figure (darker = more data)."""
-    sizes = sorted(set(sizes))
-    return {size: plt.cm.Blues(0.45 + 0.55 * (i + 1) / len(sizes)) for i, size in enumerate(sizes)}
+def size_styles(sizes) -> dict[int, tuple[str, str]]:
+    """(colour, marker) per training size, smallest first, the same in every panel of a figure."""
+    return {size: (series_colour(i), series_marker(i)) for i, size in enumerate(sorted(set(sizes)))}
 
 
-def plot_progressive(curves: pd.DataFrame, path: Path) -> None:
-    """Paper Fig. 1: score against k per training size (solid, 95% CI band; darker = more
-    data) and the probe's score at layer k (dashed), one panel per task.
+def plot_progressive(curves: pd.DataFrame, path: Paths) -> list[str]:
+    """Paper Fig. 1: score against k per training size (solid, 95% CI band; a colour and
+    marker per size) and the probe's score at layer k (dashed), one panel per task.
 
     `curves` is the plot table: task, curve ("finetune"/"probe"), series, k, mean, ci_low,
     ci_high, metric, diverged.
     """
     tasks = list(dict.fromkeys(curves["task"]))  # in the order the rows come (grid order)
-    colours = size_colours(curves.loc[curves["curve"] == "finetune", "size"])
+    styles = size_styles(curves.loc[curves["curve"] == "finetune", "size"])
     fig, axes = plt.subplots(1, len(tasks), figsize=(max(6.4, 4.8 * len(tasks)), 4.2), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         rows = curves[curves["task"] == task]
         finetune = rows[rows["curve"] == "finetune"]
         for size in sorted(finetune["size"].unique()):
-            line = finetune[finetune["size"] == size].sort_values("k")
-            shade = colours[size]
-            thin = _band(
-                ax,
-                line["k"],
-                line["ci_low"],
-                line["ci_high"],
-                line["n"],
-                shade,
-                VALUE_RANGE.get(line["metric"].iloc[0], (-np.inf, np.inf)),
+            shade, marker = styles[size]
+            _line_with_band(
+                ax, finetune[finetune["size"] == size], "k", f"finetune on {size} examples", shade, marker=marker
             )
-            _measured_line(
-                ax,
-                line["k"],
-                line["mean"],
-                shade,
-                f"finetune on {size} examples" + _excluded(line) + (_THIN if thin else ""),
-                markersize=4,
-            )
-        probe = rows[rows["curve"] == "probe"].sort_values("k")
+        probe = rows[rows["curve"] == "probe"]
         if len(probe):
-            _band(
-                ax,
-                probe["k"],
-                probe["ci_low"],
-                probe["ci_high"],
-                probe["n"],
-                "0.3",
-                VALUE_RANGE.get(probe["metric"].iloc[0], (-np.inf, np.inf)),
-            )
             seeds = int(probe["n"].min())
             examples = ", ".join(str(int(size)) for size in sorted(probe["size"].unique()))
-            _measured_line(
-                ax,
-                probe["k"],
-                probe["mean"],
-                "0.3",
-                f"probe of layer k (frozen; trained on {examples} examples, {seeds} seeds)",
-                style="--",
-            )
+            label = f"probe of layer k (frozen; trained on {examples} examples, {seeds} seeds)"
+            _line_with_band(ax, probe, "k", label, BLACK, style="--")
         ax.set_title(task)
         ax.set_xlabel("k: pretrained encoder layers kept (0 = all reinitialised)")
         ax.set_ylabel(rows["metric"].iloc[0])
         ax.set_xticks(sorted(rows["k"].unique()))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(
+    return _finish(
+        fig,
+        path,
         "Progressive reinitialisation: layers k+1..L reinitialised, then finetuned\n(mean and 95% t CI over trials; "
         "probe: over seeds)",
-        fontsize=9,
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 # Figures below share these helpers; each returns every text it shows (titles, tick
 # labels, legend entries, annotations) so tests can read the figure without a display.
 
 REFERENCES = {
-    "full": ("all layers pretrained (k=L)", "tab:green"),
-    "scratch": ("all layers reinitialised (k=0)", "tab:red"),
+    "full": ("all layers pretrained (k=L)", GREEN),
+    "scratch": ("all layers reinitialised (k=0)", VERMILLION),
 }
 K_LABEL = "k: pretrained encoder layers kept (0 = all reinitialised)"
 
 
 _THIN = f" (no band where n < {MIN_TRIALS_FOR_BAND} trials)"
+
+
+def _range(rows: pd.DataFrame) -> tuple[float, float]:
+    """Where the rows' metric can lie (unbounded for a metric VALUE_RANGE does not name)."""
+    return VALUE_RANGE.get(rows["metric"].iloc[0], (-np.inf, np.inf))
 
 
 def _require(table: pd.DataFrame, figure: str) -> None:
@@ -203,15 +219,34 @@ def _label(ax, task: str, size: int, xlabel: str, ylabel: str) -> None:
     ax.legend(fontsize=7)
 
 
-def _line_with_band(ax, rows: pd.DataFrame, x: str, label: str, colour, quantity: str | None = None) -> None:
+def _line_with_band(
+    ax,
+    rows: pd.DataFrame,
+    x: str,
+    label: str,
+    colour,
+    quantity: str | None = None,
+    marker: str = "o",
+    style: str = "-",
+) -> None:
     """Means over `x`, one line through the measured points, with their 95% t CI as a band
-    (clipped to the quantity's range; none where n is too small, and the legend says so)."""
+    (clipped to the quantity's range; none where n is too small, and the legend says so);
+    the line's numbers are kept for the figure's DVC plot data (_finish)."""
     rows = rows.sort_values(x)
     quantity = quantity or (rows["metric"].iloc[0] if "metric" in rows and len(rows) else "")
     thin = _band(
         ax, rows[x], rows["ci_low"], rows["ci_high"], rows["n"], colour, VALUE_RANGE.get(quantity, (-np.inf, np.inf))
     )
-    _measured_line(ax, rows[x], rows["mean"], colour, label + _excluded(rows) + (_THIN if thin else ""), markersize=4)
+    shown = label + _excluded(rows) + (_THIN if thin else "")
+    _measured_line(ax, rows[x], rows["mean"], colour, shown, style, marker, markersize=4)
+    _keep(ax, rows, x, label)
+
+
+def _keep(ax, rows: pd.DataFrame, x: str, series: str) -> None:
+    """Keep the means the axis draws over `x` (with their CI and n) for the figure's plot data."""
+    _DRAWN.setdefault(ax, []).append(
+        rows[[x, "mean", "ci_low", "ci_high", "n"]].rename(columns={x: "x"}).assign(series=series)
+    )
 
 
 def _errorbar(ax, x, mean, low, high, n=None, value_range=(-np.inf, np.inf), **style) -> None:
@@ -240,7 +275,7 @@ def _references(ax, references: pd.DataFrame, task: str, size: int) -> None:
 
 def _heatmap(ax, colour: np.ndarray, texts: np.ndarray, limit: float, rows: list, columns: list):
     """Cells coloured on a diverging scale symmetric about 0 (NaN = blank), each annotated with its text."""
-    image = ax.imshow(colour, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
+    image = ax.imshow(colour, cmap=DIVERGING, vmin=-limit, vmax=limit, aspect="auto")
     ax.patch.set(hatch="//", edgecolor="0.85")  # NaN cells are transparent: hatched, unlike a white 0
     for (i, j), text in np.ndenumerate(texts):
         if text:  # white on the darkest cells so the number stays readable
@@ -264,23 +299,60 @@ def _symmetric_limit(values) -> float:
     return float(np.abs(values[np.isfinite(values)]).max(initial=0)) or 1.0
 
 
-def _finish(fig: plt.Figure, path: Path, title: str) -> list[str]:
-    fig.suptitle(title, fontsize=9)
+def _fit_title(fig: plt.Figure, title: str) -> None:
+    """The suptitle, each line wrapped at words until it fits the canvas's width."""
+    text = fig.suptitle(title, fontsize=9)
+    room = 0.96 * fig.bbox.width
+    lines = title.split("\n")
+    longest = max(map(len, lines))
+    while text.get_window_extent().width > room and longest > 20:
+        longest = int(longest * 0.9)
+        text.set_text("\n".join(part for line in lines for part in wrap(line, longest)))
+
+
+def plot_data(fig: plt.Figure) -> pd.DataFrame:
+    """Every mean line the figure draws, one row per point: its panel (the axis's title and
+    y label), x label, series (the legend's name), x, mean, 95% t CI and n."""
+    parts = [
+        drawn.assign(panel=" · ".join(filter(None, [ax.get_title(), ax.get_ylabel()])), x_label=ax.get_xlabel())
+        for ax in fig.axes
+        for drawn in _DRAWN.get(ax, [])
+    ]
+    columns = ["panel", "x_label", "series", "x", "mean", "ci_low", "ci_high", "n"]
+    return pd.concat(parts, ignore_index=True)[columns].round(5) if parts else pd.DataFrame(columns=columns)
+
+
+def _finish(fig: plt.Figure, path: Paths, title: str) -> list[str]:
+    """Title the figure inside its canvas and save it to each path, in the format its suffix
+    names: a PNG for the report and docs, an SVG for print, a CSV of its mean lines for DVC
+    (plot_data; none written where it draws none). Return every text it shows."""
+    _fit_title(fig, title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    for each in [path] if isinstance(path, Path) else path:
+        if each.suffix == ".csv":
+            data = plot_data(fig)
+            if len(data):
+                data.to_csv(each, index=False)
+            else:
+                each.unlink(missing_ok=True)
+            continue
+        # no timestamp and fixed ids in an SVG: an unchanged figure is unchanged bytes
+        metadata = {"Date": None} if each.suffix == ".svg" else {}
+        with plt.rc_context({"svg.hashsalt": "figures"}):
+            fig.savefig(each, dpi=DPI, metadata=metadata)
     texts = [t.get_text() for t in fig.findobj(Text) if t.get_text()]
     plt.close(fig)
     return texts
 
 
-def plot_blocks(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+def plot_blocks(points: pd.DataFrame, references: pd.DataFrame, path: Paths) -> list[str]:
     """Paper Fig. 2: score against the position of a window of consecutive layers that is
     reinitialised (or is the only part kept pretrained), with the all-pretrained and
     from-scratch scores as dashed references. One panel per (task, size)."""
     _require(points, "block reinitialisation (Fig. 2)")
     schemes = {
-        "block_reinit": ("reinitialise window", "tab:blue"),
-        "block_preserve": ("preserve window only", "tab:orange"),
+        "block_reinit": ("reinitialise window", BLUE),
+        "block_preserve": ("preserve window only", ORANGE),
     }
     fig, panels = _panels(points)
     for ax, task, size, rows in panels:
@@ -302,7 +374,7 @@ def plot_blocks(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> l
     )
 
 
-def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Paths) -> list[str]:
     """Paper App. C Fig. 5: score when only layer l is reinitialised, for each l, with the
     all-pretrained and from-scratch references. One panel per (task, size)."""
     _require(points, "single-layer reinitialisation (App. C)")
@@ -317,10 +389,11 @@ def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Path
             rows["ci_low"],
             rows["ci_high"],
             rows["n"],
-            VALUE_RANGE.get(rows["metric"].iloc[0], (-np.inf, np.inf)),
-            color="tab:blue",
+            _range(rows),
+            color=BLUE,
             label="only this layer reinitialised" + _excluded(rows) + (_THIN.replace("band", "bar") if thin else ""),
         )
+        _keep(ax, rows, "layer", "only this layer reinitialised")
         _references(ax, references, task, size)
         ax.set_xticks(rows["layer"])
         _label(ax, task, size, "reinitialised layer", rows["metric"].iloc[0])
@@ -332,7 +405,7 @@ def plot_single_layer(points: pd.DataFrame, references: pd.DataFrame, path: Path
     )
 
 
-def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Paths) -> list[str]:
     """Paper Fig. 3: score of each run whose pretrained layers were shuffled before
     finetuning (jittered points), their density (left, from MIN_RUNS_FOR_DENSITY finished runs:
     a density of a few points is their jitter), mean and 95% t CI (right), and the
@@ -355,14 +428,14 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
             + ")"
         )
         jitter = rng.uniform(-0.06, 0.06, len(ok))
-        ax.scatter(jitter[~collapsed], ok[~collapsed], s=14, color="tab:blue", alpha=0.7, label=label)
+        ax.scatter(jitter[~collapsed], ok[~collapsed], s=14, color=BLUE, alpha=0.7, label=label)
         if collapsed.any():  # hollow: predicted one class for the whole eval set (kept in the mean)
             ax.scatter(
                 jitter[collapsed],
                 ok[collapsed],
                 s=14,
                 facecolors="none",
-                edgecolors="tab:blue",
+                edgecolors=BLUE,
                 label=f"of which collapsed to one class: {int(collapsed.sum())} (hollow; in the mean)",
             )
         if len(ok) >= MIN_RUNS_FOR_DENSITY and len(np.unique(ok)) >= 2:  # a KDE needs runs and spread
@@ -372,7 +445,7 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
                 ys,
                 -0.15 - 0.4 * density / density.max(),
                 -0.15,
-                color="tab:blue",
+                color=BLUE,
                 alpha=0.25,
                 linewidth=0,
                 label="density of ok runs (KDE)",
@@ -386,8 +459,8 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
                 mean - half,
                 mean + half,
                 n,
-                VALUE_RANGE.get(rows["metric"].iloc[0], (-np.inf, np.inf)),
-                color="black",
+                _range(rows),
+                color=BLACK,
                 label="mean, 95% t CI" + (_THIN.replace("band", "bar") if n < MIN_TRIALS_FOR_BAND else ""),
             )
         _references(ax, references, task, size)
@@ -402,7 +475,7 @@ def plot_permutation(runs: pd.DataFrame, references: pd.DataFrame, path: Path) -
     )
 
 
-def plot_runs_at_smallest_size(runs: pd.DataFrame, path: Path) -> list[str]:
+def plot_runs_at_smallest_size(runs: pd.DataFrame, path: Paths) -> list[str]:
     """Paper Fig. 4 (App. B): every progressive run at each task's smallest training size,
     one jittered point per run at its k, and the mean over the finished runs (dotted).
     Diverged runs are not plotted and are counted; collapsed runs are hollow and in the mean."""
@@ -417,58 +490,68 @@ def plot_runs_at_smallest_size(runs: pd.DataFrame, path: Path) -> list[str]:
         x = finished["k"].to_numpy(dtype=float) + rng.uniform(-0.15, 0.15, len(finished))
         diverged = int((rows["status"] != "ok").sum())
         label = f"one run ({len(finished)} finished" + (f"; {diverged} diverged, not plotted" if diverged else "") + ")"
-        ax.scatter(x[~collapsed], finished["value"][~collapsed], s=10, color="tab:blue", alpha=0.6, label=label)
+        ax.scatter(x[~collapsed], finished["value"][~collapsed], s=10, color=BLUE, alpha=0.6, label=label)
         if collapsed.any():
             ax.scatter(
                 x[collapsed],
                 finished["value"][collapsed],
                 s=10,
                 facecolors="none",
-                edgecolors="tab:blue",
+                edgecolors=BLUE,
                 label=f"of which collapsed to one class: {int(collapsed.sum())} (hollow; in the mean)",
             )
-        means = finished.groupby("k")["value"].mean()
-        _measured_line(ax, means.index, means.to_numpy(), "black", "mean over runs", style=":")
+        means = _means(finished, "value", ["k"])
+        _line_with_band(ax, means, "k", "mean over runs, 95% t CI", BLACK, rows["metric"].iloc[0], style=":")
         ax.set_xticks(sorted(rows["k"].unique()))
         _label(ax, task, size, K_LABEL, rows["metric"].iloc[0])
     return _finish(
         fig,
         path,
         "Progressive reinitialisation, every run at the smallest training size (paper Fig. 4)\n(points: runs, "
-        "jittered in x; dotted: their mean)",
+        "jittered in x; dotted: their mean, band: its 95% t CI over trials)",
     )
 
 
-def plot_step_losses(curves: pd.DataFrame, path: Path, title: str) -> list[str]:
+def plot_step_losses(curves: pd.DataFrame, path: Paths, title: str) -> list[str]:
     """Huang et al. Figs. 1 and 4: training loss against finetuning steps, one line per
-    series (a k, or an intermediate task), the mean over trials at each step, as a running
-    mean over a twentieth of the steps (one step of a small batch is noisy). One panel per (task, size)."""
+    series (a k, or an intermediate task), the mean over trials at each step with its 95% t
+    CI as a band, both as a running mean over a twentieth of the steps (one step of a small
+    batch is noisy). One panel per (task, size)."""
     _require(curves, title)
     fig, panels = _panels(curves)
     for ax, task, size, rows in panels:
-        series = list(dict.fromkeys(rows["series"]))
-        for i, name in enumerate(series):
+        for i, name in enumerate(dict.fromkeys(rows["series"])):
             line = rows[rows["series"] == name].sort_values("step")
             window = max(1, len(line) // 20)
+            smooth = line[["loss", "ci_low", "ci_high"]].rolling(window, min_periods=1).mean()
             trials = int(line["n"].max())
-            ax.plot(
-                line["step"],
-                line["loss"].rolling(window, min_periods=1).mean(),
-                color=plt.cm.viridis(i / max(1, len(series) - 1)),
-                label=f"{name} ({trials} trial{'s' if trials != 1 else ''})",
+            _line_with_band(
+                ax,
+                line.assign(mean=smooth["loss"], ci_low=smooth["ci_low"], ci_high=smooth["ci_high"]),
+                "step",
+                f"{name} ({trials} trial{'s' if trials != 1 else ''})",
+                series_colour(i),
+                "eval_loss",
+                marker="",
+                style=LINE_STYLES[i // len(PALETTE) % len(LINE_STYLES)],
             )
         _label(ax, task, size, "finetuning step", "training loss")
-    return _finish(fig, path, f"{title}\n(mean over trials at each step; running mean over 1/20 of the steps)")
+    return _finish(
+        fig,
+        path,
+        f"{title}\n(mean and 95% t CI over trials at each step, n = trials in the legend; running mean over 1/20 of "
+        "the steps)",
+    )
 
 
 REMOVAL_PATTERNS = {
-    "top": ("top layers removed", "tab:blue"),
-    "bottom": ("bottom layers removed", "tab:orange"),
-    "alternate": ("alternate layers removed (from the top)", "tab:purple"),
+    "top": ("top layers removed", BLUE),
+    "bottom": ("bottom layers removed", ORANGE),
+    "alternate": ("alternate layers removed (from the top)", PURPLE),
 }
 
 
-def plot_remove(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> list[str]:
+def plot_remove(points: pd.DataFrame, references: pd.DataFrame, path: Paths) -> list[str]:
     """Huang et al. 6.2 / Sajjad et al. 2020: score against the number of encoder layers
     deleted before finetuning, one line per removal pattern (top, bottom, alternate), each
     listed set as its own point named by its layers, with the full model (nothing removed)
@@ -490,7 +573,7 @@ def plot_remove(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> l
                 row.ci_high,
                 row.n,
                 VALUE_RANGE.get(row.metric, (-np.inf, np.inf)),
-                color="tab:gray",
+                color=BLACK,
                 label=None,
             )
             ax.annotate(name + _excluded(rows.loc[[row.Index]]), (row.layers_removed, row.mean), fontsize=7)
@@ -508,7 +591,7 @@ def plot_remove(points: pd.DataFrame, references: pd.DataFrame, path: Path) -> l
 def plot_heads(
     changes: pd.DataFrame,
     references: pd.DataFrame,
-    path: Path,
+    path: Paths,
     layers: Sequence[int] = (),
     heads: Sequence[int] = (),
 ) -> list[str]:
@@ -552,13 +635,11 @@ def _baseline_noise(references: pd.DataFrame, task: str, size: int) -> tuple[flo
     return None, "change in mean score; the baseline has no 95% t CI:\nscale = largest |change|, not its noise"
 
 
-def plot_modifier(points: pd.DataFrame, path: Path, title: str) -> list[str]:
+def plot_modifier(points: pd.DataFrame, path: Paths, title: str) -> list[str]:
     """App. E/F: score against k for each variant of the recipe (e.g. a larger learning rate
     on the reinitialised layers), 95% CI bands. One panel per (task, size)."""
     _require(points, title)
-    colours = {
-        variant: f"C{i}" for i, variant in enumerate(dict.fromkeys(points["variant"]))
-    }  # same colour in every panel
+    colours = {variant: series_colour(i) for i, variant in enumerate(dict.fromkeys(points["variant"]))}  # every panel
     fig, panels = _panels(points)
     for ax, task, size, rows in panels:
         for variant, colour in colours.items():
@@ -569,7 +650,7 @@ def plot_modifier(points: pd.DataFrame, path: Path, title: str) -> list[str]:
     return _finish(fig, path, title)
 
 
-def plot_epochs(curves: pd.DataFrame, path: Path) -> list[str]:
+def plot_epochs(curves: pd.DataFrame, path: Paths) -> list[str]:
     """App. D: eval loss and the metric over finetuning epochs, one line per k with 95% CI
     bands; one row of panels per (task, size) (a task reporting several metrics gets a column each)."""
     _require(curves, "training curves (App. D)")
@@ -584,7 +665,7 @@ def plot_epochs(curves: pd.DataFrame, path: Path) -> list[str]:
         for ax, quantity in zip(axis_row, names):
             for i, k in enumerate(ks):
                 line = rows[(rows["quantity"] == quantity) & (rows["k"] == k)]
-                _line_with_band(ax, line, "epoch", f"k={k}", plt.cm.viridis(i / max(1, len(ks) - 1)), quantity)
+                _line_with_band(ax, line, "epoch", f"k={k}", series_colour(i), quantity, series_marker(i))
             ax.set_xticks(sorted(rows["epoch"].unique()))
             _label(ax, task, size, "epoch", "eval loss" if quantity == "eval_loss" else quantity)
         for ax in axis_row[len(names) :]:
@@ -592,31 +673,38 @@ def plot_epochs(curves: pd.DataFrame, path: Path) -> list[str]:
     return _finish(fig, path, "Training curves per k (mean and 95% t CI over trials)")
 
 
-def plot_weight_change(table: pd.DataFrame, path: Path) -> list[str]:
+def plot_weight_change(table: pd.DataFrame, path: Paths) -> list[str]:
     """Seed study 003 Fig. 3: Frobenius norm (the paper's L2 distance, the norm the claim
     later_layers_move_more tests) of the finetuning change of each layer's 'output' weight
-    against layer, one line per training size, one colour per size in every panel (darker =
-    more data); top raw, bottom min-max normalised per line. One column per task."""
+    against layer, one line per training size (the same colour and marker in every panel):
+    mean over runs with its 95% t CI as a band; top raw, bottom min-max normalised per line
+    (the band scaled with its mean). One column per task.
+
+    `table`: task, size, layer, sublayer, mean, ci_low, ci_high, n (the Frobenius norm's)."""
     output = table[table["sublayer"] == "output"]
     _require(output, "weight change (output sublayer)")
     tasks = list(dict.fromkeys(output["task"]))
-    colours = size_colours(output["size"])
-    fig, axes = plt.subplots(2, len(tasks), figsize=(4.8 * len(tasks), 6.6), squeeze=False, sharex="col")
+    styles = size_styles(output["size"])
+    fig, axes = plt.subplots(2, len(tasks), figsize=(max(6.4, 4.8 * len(tasks)), 6.6), squeeze=False, sharex="col")
     for (raw_ax, normalised_ax), task in zip(axes.T, tasks):
         rows = output[output["task"] == task]
         for size in sorted(rows["size"].unique()):
             line = rows[rows["size"] == size].sort_values("layer")
-            frobenius = line["frobenius"].to_numpy(dtype=float)
-            spread = np.ptp(frobenius)
-            normalised = (
-                (frobenius - frobenius.min()) / spread if spread > 0 else np.zeros_like(frobenius)
-            )  # flat line -> 0
-            shade = colours[size]
-            raw_ax.plot(line["layer"], frobenius, "o-", color=shade, markersize=4, label=f"{size} training examples")
-            normalised_ax.plot(line["layer"], normalised, "o-", color=shade, markersize=4)
+            colour, marker = styles[size]
+            label = f"{size} training examples, n={int(line['n'].min())}"
+            _line_with_band(raw_ax, line, "layer", label, colour, "frobenius", marker)
+            low, spread = line["mean"].min(), np.ptp(line["mean"].to_numpy(dtype=float))
+            scaled = line.assign(  # a flat line -> 0
+                **{
+                    column: (line[column] - low) / spread if spread > 0 else 0.0
+                    for column in ("mean", "ci_low", "ci_high")
+                }
+            )
+            _line_with_band(normalised_ax, scaled, "layer", label, colour, marker=marker)
         raw_ax.set_title(task, fontsize=9)
         raw_ax.set_ylabel("‖ΔW_output‖_F (raw)")
         raw_ax.legend(fontsize=7)
+        normalised_ax.set_title(task, fontsize=9)
         normalised_ax.set_ylabel("min-max normalised per line")
         normalised_ax.set_xlabel("layer")
         normalised_ax.set_xticks(sorted(rows["layer"].unique()))
@@ -625,12 +713,13 @@ def plot_weight_change(table: pd.DataFrame, path: Path) -> list[str]:
     return _finish(
         fig,
         path,
-        "Weight change in finetuning: Frobenius norm of the output sublayer's ΔW per layer (mean over runs; "
-        "the norm later_layers_move_more tests)\n(raw numbers, every sublayer, Frobenius and spectral: see the table)",
+        "Weight change in finetuning: Frobenius norm of the output sublayer's ΔW per layer, the norm "
+        "later_layers_move_more tests\n(mean and 95% t CI over trials, n in the legend; raw numbers, every sublayer, "
+        "Frobenius and spectral: see the table)",
     )
 
 
-def plot_sequential(matrix: pd.DataFrame, path: Path) -> list[str]:
+def plot_sequential(matrix: pd.DataFrame, path: Paths) -> list[str]:
     """Huang et al. Fig. 2: score on each final task after finetuning on an intermediate
     task first (diagonal = direct finetuning); cells annotated with mean [95% CI], coloured
     by the gain over the row's direct finetuning."""
@@ -669,33 +758,64 @@ def plot_sequential(matrix: pd.DataFrame, path: Path) -> list[str]:
     )
 
 
-def plot_representation(cka: pd.DataFrame, weights: pd.DataFrame, criticality: pd.DataFrame, path: Path) -> list[str]:
+def _means(table: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
+    """Mean of `value` over trials per group of `by`, with its 95% t CI and n."""
+    rows = []
+    for key, group in table.groupby(by):
+        mean, half, n = mean_ci(group[value])
+        rows.append({**dict(zip(by, key)), "mean": mean, "ci_low": mean - half, "ci_high": mean + half, "n": n})
+    return pd.DataFrame(rows, columns=[*by, "mean", "ci_low", "ci_high", "n"])
+
+
+def _changed_rewinds(criticality: pd.DataFrame) -> pd.DataFrame:
+    """The rewinds to a layer's start of finetuning whose weights differ from the pretrained
+    layer's (measures/criticality.py gives the others the pretrained rewind's score), with every
+    rewind to pretrained."""
+    run = ["task", "size", "k", "trial", "layer"]
+    pretrained = criticality[criticality["rewound_to"] == "pretrained"]
+    initial = criticality[criticality["rewound_to"] == "initial"].merge(
+        pretrained[[*run, "drop"]], on=run, how="left", suffixes=("", "_pretrained")
+    )
+    changed = initial[initial["drop"] != initial["drop_pretrained"]].drop(columns="drop_pretrained")
+    return pd.concat([pretrained, changed], ignore_index=True)
+
+
+REWOUND_TO = {"pretrained": ("rewound to pretrained", "-"), "initial": ("rewound to its start", "--")}
+
+
+def plot_representation(cka: pd.DataFrame, weights: pd.DataFrame, criticality: pd.DataFrame, path: Paths) -> list[str]:
     """Per layer and k, one row per (task, size): CKA of each layer with the pretrained
     model's (0 = embeddings), ‖ΔW‖ of the layer (Frobenius over its six weight matrices),
     and the score drop with the layer rewound to its pretrained value (solid) and to its
-    value at the start of finetuning (dashed, where that differs). Means over trials."""
+    value at the start of finetuning (dashed, drawn only where that differs). Means over
+    trials with their 95% t CI as bands; n per k in the first panel's legend."""
     _require(cka, "representation (CKA per layer)")
     groups = _groups(cka)
     fig, axes = plt.subplots(len(groups), 3, figsize=(13.5, 3.6 * len(groups)), squeeze=False)
     ks = sorted(cka["k"].dropna().unique())
-    colour = {k: plt.cm.viridis(i / max(1, len(ks) - 1)) for i, k in enumerate(ks)}
+    style = {k: (series_colour(i), series_marker(i)) for i, k in enumerate(ks)}
+    rewinds = _changed_rewinds(criticality) if len(criticality) else criticality
     for (cka_ax, weight_ax, critical_ax), (task, size, rows) in zip(axes, groups):
 
         def at(table):  # an empty table may have no columns (no run recorded a weight change)
             return table[(table["task"] == task) & (table["size"] == size)] if len(table) else table
 
-        for k, line in rows.groupby("k"):
-            mean = line.groupby("layer")["cka"].mean()
-            cka_ax.plot(mean.index, mean.to_numpy(), "o-", color=colour[k], markersize=3, label=f"k={int(k)}")
-        for k, line in at(weights).groupby("k") if len(weights) else ():
-            per_run = line.groupby(["trial", "layer"])["frobenius"].apply(lambda f: float(np.sqrt((f**2).sum())))
-            mean = per_run.groupby("layer").mean()
-            weight_ax.plot(mean.index, mean.to_numpy(), "o-", color=colour.get(k, "grey"), markersize=3)
-        for (k, target), line in at(criticality).groupby(["k", "rewound_to"]):
-            mean = line.groupby("layer")["drop"].mean()
-            style = "o-" if target == "pretrained" else "s--"
-            critical_ax.plot(mean.index, mean.to_numpy(), style, color=colour.get(k, "grey"), markersize=3)
-        critical_ax.axhline(0, color="black", linewidth=0.6)
+        for k, line in _means(rows, "cka", ["k", "layer"]).groupby("k"):
+            _line_with_band(
+                cka_ax, line, "layer", f"k={int(k)}, n={int(line['n'].min())}", *style[k][:1], "cka", style[k][1]
+            )
+        if len(weights):
+            per_run = (
+                at(weights).groupby(["k", "trial", "layer"])["frobenius"].apply(lambda f: float(np.sqrt((f**2).sum())))
+            )
+            for k, line in _means(per_run.reset_index(), "frobenius", ["k", "layer"]).groupby("k"):
+                colour, marker = style.get(k, (BLACK, "o"))
+                _line_with_band(weight_ax, line, "layer", f"k={int(k)}", colour, "frobenius", marker)
+        for (k, target), line in _means(at(rewinds), "drop", ["k", "rewound_to", "layer"]).groupby(["k", "rewound_to"]):
+            colour, marker = style.get(k, (BLACK, "o"))
+            name, dash = REWOUND_TO[str(target)]
+            _line_with_band(critical_ax, line, "layer", f"k={int(k)}, {name}", colour, "drop", marker, dash)
+        critical_ax.axhline(0, color=BLACK, linewidth=0.6)
         for ax, ylabel in (
             (cka_ax, "CKA with the pretrained layer"),
             (weight_ax, "‖ΔW‖ (Frobenius, 6 matrices)"),
@@ -705,13 +825,15 @@ def plot_representation(cka: pd.DataFrame, weights: pd.DataFrame, criticality: p
             ax.set_xlabel("layer")
             ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
-        cka_ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
         if at(criticality).empty:
             critical_ax.text(0.5, 0.5, "not measured (train.criticality)", ha="center", transform=critical_ax.transAxes)
+    dashed = "; to its start, where different: dashed" if (rewinds["rewound_to"] == "initial").any() else ""
     return _finish(
         fig,
         path,
-        "What finetuning changed per layer, per k (mean over trials): representation (linear CKA, unbiased HSIC, on "
-        "the eval inputs), weights,\nand reliance on the change (rewound to pretrained: solid; to its start, where "
-        "different: dashed)",
+        "What finetuning changed per layer, per k (mean and 95% t CI over trials): representation (linear CKA, "
+        "unbiased HSIC, on the eval inputs), weights,\nand reliance on the change (rewound to pretrained: solid"
+        f"{dashed})",
     )

@@ -97,11 +97,11 @@ FIGURES = {
 }
 
 
-def draw_study(study: StudyConfig, tables: StudyTables, path: Path) -> None:
+def draw_study(study: StudyConfig, tables: StudyTables, path: plots.Paths) -> None:
     FIGURES[figure_of(study)](study, tables, path)
 
 
-def _draw_named_study(t: Tables, name: str, study: StudyConfig, path: Path) -> None:
+def _draw_named_study(t: Tables, name: str, study: StudyConfig, path: plots.Paths) -> None:
     """The figure of the study called `name`, from its rows of the tables."""
     draw_study(
         study,
@@ -118,14 +118,16 @@ def _draw_named_study(t: Tables, name: str, study: StudyConfig, path: Path) -> N
     )
 
 
-WEIGHT_COLUMNS = ["task", "size", "layer", "sublayer", "frobenius", "spectral"]
+WEIGHT_COLUMNS = ["task", "size", "layer", "sublayer", "mean", "ci_low", "ci_high", "n"]
 
 
-def draw_figures(config: Config, tables: Tables, folder: Path, listing: Path) -> None:
-    """Every study's figure and the weight-change figure into `folder`; each drawn, or removed
-    with the reason, as `listing` (metrics/figures.csv) says."""
+def draw_figures(config: Config, tables: Tables, folder: Path, vector: Path, data: Path, listing: Path) -> None:
+    """Every study's figure and the figures across studies, each as a PNG into `folder`, as an
+    SVG into `vector` and, where it draws means, their numbers as a CSV into `data` (DVC plot
+    data; Fig. 1 of the study `progressive` has its own, plots/progressive.csv); each drawn, or
+    removed with the reason, as `listing` (metrics/figures.csv) says."""
     t = tables
-    figures: dict[str, Callable[[Path], object]] = {
+    figures: dict[str, Callable[[plots.Paths], object]] = {
         name: functools.partial(_draw_named_study, t, name, study) for name, study in config.studies.items()
     }
     weights = summarise_weights(t.weights, config.train) if len(t.weights) else pd.DataFrame(columns=WEIGHT_COLUMNS)
@@ -154,12 +156,17 @@ def draw_figures(config: Config, tables: Tables, folder: Path, listing: Path) ->
     )
     drawn = []
     folder.mkdir(parents=True, exist_ok=True)
+    vector.mkdir(parents=True, exist_ok=True)
+    data.mkdir(parents=True, exist_ok=True)
     for name, draw in figures.items():
+        paths = [folder / f"{name}.png", vector / f"{name}.svg"]
+        paths += [data / f"{name}.csv"] if name != "progressive" else []
         try:
-            draw(folder / f"{name}.png")
+            draw(paths)
             drawn.append({"figure": name, "status": "drawn"})
         except plots.NothingToDraw as reason:
-            (folder / f"{name}.png").unlink(missing_ok=True)
+            for path in paths:
+                path.unlink(missing_ok=True)
             drawn.append({"figure": name, "status": f"not run: {reason}"})
     listing.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(drawn).to_csv(listing, index=False)

@@ -30,6 +30,7 @@ from src.results.tables import full_model, results_table, summarise
 from src.schemes.registry import SCHEMES
 from src.stats import hypothesis
 from src.stats.components import COMPONENT_COLUMNS, crossed_components
+from src.stats.intervals import mean_ci
 
 PLOT_COLUMNS = [
     "task",
@@ -277,9 +278,12 @@ def step_loss_curves(results: list[RunResult], series) -> pd.DataFrame:
         for step, loss in enumerate(r.step_loss_values(), start=1)
     ]
     if not rows:
-        return pd.DataFrame(columns=["task", "size", "series", "step", "loss", "n"])
+        return pd.DataFrame(columns=["task", "size", "series", "step", "loss", "ci_low", "ci_high", "n"])
     table = pd.DataFrame(rows).groupby(["task", "size", "series", "step"], sort=False)["loss"]
-    return table.agg(loss="mean", n="count").reset_index()
+    curves = table.agg(loss="mean", half=lambda losses: mean_ci(losses)[1], n="count").reset_index()
+    return curves.assign(ci_low=curves["loss"] - curves["half"], ci_high=curves["loss"] + curves["half"]).drop(
+        columns="half"
+    )
 
 
 def weight_table(results: dict[str, list[RunResult]], num_layers: int) -> pd.DataFrame:
@@ -386,10 +390,11 @@ def progressive_curves(points: pd.DataFrame, probe: pd.DataFrame, order: list[st
 
 
 def summarise_weights(weights: pd.DataFrame, train: TrainConfig) -> pd.DataFrame:
-    """Mean weight change per (task, size, layer, sublayer) over the finished runs of the
-    unmodified full model (k = L: nothing reinitialised, pure finetuning)."""
+    """Mean Frobenius norm of the weight change per (task, size, layer, sublayer), with its
+    95% t CI and n, over the finished runs of the unmodified full model (k = L: nothing
+    reinitialised, pure finetuning)."""
     rows = full_model(weights[weights["status"] == "ok"], train, ["task", "size", "trial", "layer", "sublayer"])
-    return rows.groupby(["task", "size", "layer", "sublayer"])[["frobenius", "spectral"]].mean().reset_index()
+    return summarise(rows.assign(value=rows["frobenius"]), ["task", "size", "layer", "sublayer"])
 
 
 def headline_metrics(references: pd.DataFrame, task: str, size: int) -> dict:

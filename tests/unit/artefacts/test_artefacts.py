@@ -215,3 +215,5 @@ def test_step_loss_curves_average_the_finished_runs_at_each_step():
         ["k=6", 2, 0.5, 1],
         ["k=6", 3, 0.0, 1],
     ]
+    half = 12.7062 * 0.25  # t(0.975, 1) x the standard error of (0.75, 0.25)
+    assert curves["ci_high"].iloc[0] == pytest.approx(0.5 + half, rel=1e-4) and curves["ci_low"].iloc[3:].isna().all()

@@ -252,7 +252,16 @@ def test_runs_at_the_smallest_size_scatter_every_run_and_count_the_diverged(tmp_
 def test_step_losses_draw_one_line_per_series_with_its_trials(tmp_path):
     curves = pd.DataFrame(
         [
-            {"task": task, "size": 50, "series": series, "step": step, "loss": 0.7 / step**0.5 + shift, "n": n}
+            {
+                "task": task,
+                "size": 50,
+                "series": series,
+                "step": step,
+                "loss": 0.7 / step**0.5 + shift,
+                "ci_low": 0.6 / step**0.5 + shift,
+                "ci_high": 0.8 / step**0.5 + shift,
+                "n": n,
+            }
             for task in ("rt_sentiment", "mrpc")
             for series, shift, n in (("k=0", 0.1, 3), ("k=6", 0.0, 1))
             for step in range(1, 41)
@@ -260,7 +269,9 @@ def test_step_losses_draw_one_line_per_series_with_its_trials(tmp_path):
     )
     texts = plots.plot_step_losses(curves, tmp_path / "loss.png", "Training loss against steps")
     assert_png(tmp_path / "loss.png")
-    assert {"k=0 (3 trials)", "k=6 (1 trial)", "finetuning step", "training loss"} <= set(texts)
+    assert {"k=0 (3 trials)", "k=6 (1 trial) (no band where n < 3 trials)", "finetuning step", "training loss"} <= set(
+        texts
+    )
 
 
 def test_epochs_has_a_loss_and_a_metric_column_per_task(tmp_path):
@@ -295,22 +306,22 @@ def test_weight_change(tmp_path):
         for size in (50, 500):
             for layer in range(1, 5):
                 for sublayer in ("query", "key", "value", "attention_output", "intermediate", "output"):
-                    spectral = (
-                        1.0 if task == "mrpc" and size == 50 else 0.1 * layer * (2 if size == 500 else 1)
-                    )  # one flat line
+                    mean = 3.0 if task == "mrpc" and size == 50 else 0.3 * layer * (2 if size == 500 else 1)  # one flat
                     rows.append(
                         {
                             "task": task,
                             "size": size,
                             "layer": layer,
                             "sublayer": sublayer,
-                            "frobenius": 3 * spectral,
-                            "spectral": spectral,
+                            "mean": mean,
+                            "ci_low": mean - 0.1,
+                            "ci_high": mean + 0.1,
+                            "n": 3,
                         }
                     )
     texts = plots.plot_weight_change(pd.DataFrame(rows), tmp_path / "weights.png")
     assert_png(tmp_path / "weights.png")
-    assert {"rt_sentiment", "mrpc", "50 training examples", "500 training examples"} <= set(texts)
+    assert {"rt_sentiment", "mrpc", "50 training examples, n=3", "500 training examples, n=3"} <= set(texts)
 
 
 def test_sequential_annotates_mean_and_ci(tmp_path):
@@ -528,8 +539,10 @@ def weight_rows(sizes_per_task):
                 "size": size,
                 "layer": layer,
                 "sublayer": "output",
-                "frobenius": 3.0 * layer + size / 1000,
-                "spectral": 1.0 / layer,
+                "mean": 3.0 * layer + size / 1000,
+                "ci_low": 2.9 * layer + size / 1000,
+                "ci_high": 3.1 * layer + size / 1000,
+                "n": 3,
             }
             for task, sizes in sizes_per_task.items()
             for size in sizes
@@ -542,12 +555,12 @@ def test_weight_change_plots_the_claims_frobenius_norm_in_one_colour_per_size(tm
     table = weight_rows({"rt_sentiment": (128, 256, 512), "mrpc": (128,)})
     plots.plot_weight_change(table, tmp_path / "weights.png")
     raw_first, raw_second, normalised_first, normalised_second = kept().axes  # row by row
-    (first,) = _lines(raw_first, "128 training examples")
-    (second,) = _lines(raw_second, "128 training examples")
+    (first,) = _lines(raw_first, "128 training examples, n=3")
+    (second,) = _lines(raw_second, "128 training examples, n=3")
     assert first.get_color() == second.get_color()
     assert _lines(normalised_first)[0].get_color() == _lines(normalised_second)[0].get_color() == first.get_color()
     rows = table[(table["task"] == "rt_sentiment") & (table["size"] == 128)]
-    assert list(first.get_ydata()) == list(rows["frobenius"])
+    assert list(first.get_ydata()) == list(rows["mean"])
     assert "Frobenius" in kept()._suptitle.get_text()
 
 
@@ -597,8 +610,11 @@ def test_permutation_density_needs_enough_runs_and_references_show_their_t_inter
     texts = plots.plot_permutation(permutation_runs(plots.MIN_RUNS_FOR_DENSITY), references(), tmp_path / "p.png")
     assert "density of ok runs (KDE)" in texts
     (ax,) = [ax for ax in kept().axes if ax.get_visible()]
-    full_band = [patch for patch in ax.patches if patch.get_facecolor()[:3] == matplotlib.colors.to_rgb("tab:green")]
-    ys = full_band[0].get_path().vertices[:, 1]
+    full_band = [
+        patch
+        for patch in ax.patches
+        if patch.get_facecolor()[:3] == matplotlib.colors.to_rgb(plots.REFERENCES["full"][1])
+    ]
     ys = full_band[0].get_transform().transform(full_band[0].get_path().vertices)[:, 1]
     assert ax.transData.inverted().transform([[0, ys.min()], [0, ys.max()]])[:, 1] == pytest.approx([0.82, 0.88])
     texts = plots.plot_permutation(permutation_runs(plots.MIN_RUNS_FOR_DENSITY - 1), references(), tmp_path / "p.png")
@@ -620,3 +636,255 @@ INTERVAL = "95% t CI over trials"
 def test_every_figure_with_intervals_names_their_type_in_its_title(tmp_path, kept, draw):
     draw(tmp_path / "figure.png")
     assert INTERVAL in kept()._suptitle.get_text().replace("\n", " ")
+
+
+# Fit for a paper: every figure, drawn from the tables above, as a PNG and an SVG, its titles inside the
+# canvas, every colour from the palette, an interval wherever a mean is drawn.
+
+
+def representation_tables(ks=(0, 3, 6)):
+    runs = [{"task": "rt_sentiment", "size": 50, "k": k, "trial": t} for k in ks for t in range(3)]
+    cka = pd.DataFrame(
+        [{**r, "layer": layer, "cka": 1 - 0.1 * layer + 0.01 * r["trial"]} for r in runs for layer in range(4)]
+    )
+    weights = pd.DataFrame(
+        [
+            {**r, "layer": layer, "sublayer": s, "frobenius": layer + 0.1 * r["trial"]}
+            for r in runs
+            for layer in (1, 2, 3)
+            for s in ("query", "output")
+        ]
+    )
+    criticality = pd.DataFrame(
+        [
+            {
+                **r,
+                "layer": layer,
+                "rewound_to": target,
+                "drop": 0.05 * layer + 0.01 * r["trial"] + (0.1 if target == "initial" and r["k"] < layer else 0),
+            }
+            for r in runs
+            for layer in (1, 2, 3)
+            for target in ("pretrained", "initial")
+        ]
+    )
+    return cka, weights, criticality
+
+
+def smallest_size_runs():
+    return pd.DataFrame(
+        [
+            {
+                "task": "rt_sentiment",
+                "size": 50,
+                "k": k,
+                "trial": t,
+                "value": 0.6 + 0.02 * k + 0.01 * t,
+                "status": "ok",
+                "collapsed": False,
+                "metric": "accuracy",
+            }
+            for k in (0, 3, 6)
+            for t in range(4)
+        ]
+    )
+
+
+def step_losses(n=3):
+    return pd.DataFrame(
+        [
+            {
+                "task": "rt_sentiment",
+                "size": 50,
+                "series": f"k={k}",
+                "step": step,
+                "loss": 1 / step + 0.1 * k,
+                "ci_low": 0.9 / step + 0.1 * k,
+                "ci_high": 1.1 / step + 0.1 * k,
+                "n": n,
+            }
+            for k in (0, 3)
+            for step in range(1, 41)
+        ]
+    )
+
+
+def epoch_curves():
+    return pd.DataFrame(
+        [
+            {
+                "task": "rt_sentiment",
+                "size": 50,
+                "k": k,
+                "epoch": epoch,
+                "quantity": quantity,
+                "mean": 0.5 + 0.1 * epoch,
+                "ci_low": 0.45 + 0.1 * epoch,
+                "ci_high": 0.55 + 0.1 * epoch,
+                "n": 3,
+            }
+            for k in (0, 6)
+            for epoch in (1, 2, 3)
+            for quantity in ("eval_loss", "accuracy")
+        ]
+    )
+
+
+def line_points(x, **columns):
+    return pd.DataFrame(
+        [
+            {
+                "task": "rt_sentiment",
+                "size": 50,
+                x: i,
+                "metric": "accuracy",
+                "mean": 0.6 + 0.02 * i,
+                "ci_low": 0.55 + 0.02 * i,
+                "ci_high": 0.65 + 0.02 * i,
+                "n": 3,
+                "diverged": 0,
+                **columns,
+            }
+            for i in (1, 2, 3)
+        ]
+    )
+
+
+def sequential_matrix():
+    return pd.DataFrame(
+        [
+            {
+                "final_task": final,
+                "intermediate_task": middle,
+                "metric": "accuracy",
+                "mean": 0.7,
+                "ci_low": 0.65,
+                "ci_high": 0.75,
+            }
+            for final in ("rt_sentiment", "mrpc")
+            for middle in ("rt_sentiment", "mrpc")
+        ]
+    )
+
+
+def measured_references():
+    """Both references with a 95% t CI (the scratch one of references() has a single trial: no interval)."""
+    refs = references(("rt_sentiment",))
+    refs.loc[refs["reference"] == "scratch", ["ci_low", "ci_high", "n"]] = [0.5, 0.6, 3]
+    return refs
+
+
+# name -> (draw(paths), whether it draws a mean)
+FIGURES = {
+    "progressive": (lambda paths: plots.plot_progressive(progressive_curves(), paths), True),
+    "blocks": (
+        lambda paths: plots.plot_blocks(
+            line_points("layer", scheme="block_reinit", window=3), measured_references(), paths
+        ),
+        True,
+    ),
+    "single_layer": (lambda paths: plots.plot_single_layer(line_points("layer"), measured_references(), paths), True),
+    "permutation": (lambda paths: plots.plot_permutation(permutation_runs(12), measured_references(), paths), True),
+    "heads": (lambda paths: plots.plot_heads(head_changes(), references(("rt_sentiment",)), paths), False),
+    "modifier": (lambda paths: plots.plot_modifier(modifier_points(range(13)), paths, "Larger learning rate"), True),
+    "remove": (
+        lambda paths: plots.plot_remove(
+            line_points("removed", removal="top").assign(removed=lambda t: [tuple(range(i)) for i in t["removed"]]),
+            measured_references(),
+            paths,
+        ),
+        True,
+    ),
+    "epochs": (lambda paths: plots.plot_epochs(epoch_curves(), paths), True),
+    "weight_change": (lambda paths: plots.plot_weight_change(weight_rows({"rt_sentiment": (128, 256)}), paths), True),
+    "sequential": (lambda paths: plots.plot_sequential(sequential_matrix(), paths), False),
+    "runs": (lambda paths: plots.plot_runs_at_smallest_size(smallest_size_runs(), paths), True),
+    "step_losses": (lambda paths: plots.plot_step_losses(step_losses(), paths, "Training loss"), True),
+    "representation": (lambda paths: plots.plot_representation(*representation_tables(), paths), True),
+}
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_every_figure_is_saved_as_a_png_an_identical_svg_each_time_and_its_means_as_data(tmp_path, name):
+    import xml.etree.ElementTree as ElementTree
+
+    draw, _ = FIGURES[name]
+    has_lines = name not in {"heads", "sequential", "permutation"}  # heatmaps, and runs with their mean as one bar
+    data = tmp_path / "figure.csv"
+    data.write_text("a stale table\n")
+    draw((tmp_path / "figure.png", tmp_path / "figure.svg", data))
+    assert_png(tmp_path / "figure.png")
+    first = (tmp_path / "figure.svg").read_bytes()
+    assert ElementTree.fromstring(first).tag == "{http://www.w3.org/2000/svg}svg"
+    draw((tmp_path / "again.png", tmp_path / "figure.svg"))
+    assert (tmp_path / "figure.svg").read_bytes() == first  # no date, no random ids: DVC sees no change
+    assert data.exists() == has_lines  # no line of means: no plot data, and no stale one left
+    if has_lines:
+        table = pd.read_csv(data)
+        assert list(table.columns) == ["panel", "x_label", "series", "x", "mean", "ci_low", "ci_high", "n"]
+        assert table["mean"].notna().all() and table["panel"].notna().all() and table["series"].notna().all()
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_every_title_lies_inside_the_canvas(tmp_path, kept, name):
+    FIGURES[name][0](tmp_path / "figure.png")
+    figure = kept()
+    titles = [figure._suptitle, *(ax.title for ax in figure.axes if ax.get_visible())]
+    canvas, renderer = figure.bbox, figure.canvas.get_renderer()  # at the figure's dpi, as its bbox
+    for title in filter(lambda t: t is not None and t.get_text(), titles):
+        box = title.get_window_extent(renderer)
+        assert canvas.x0 <= box.x0 and box.x1 <= canvas.x1 and canvas.y0 <= box.y0 and box.y1 <= canvas.y1, title
+
+
+def _data_colours(ax) -> set[tuple[float, float, float]]:
+    """The RGB of every line, marker, band, bar and span drawn on the axis (not a colour-mapped image or mesh)."""
+    from matplotlib.colors import to_rgba
+
+    colours = []
+    for line in ax.get_lines():
+        colours += [line.get_color(), line.get_markerfacecolor(), line.get_markeredgecolor()]
+    for collection in ax.collections:
+        if collection.get_array() is None:
+            colours += [*collection.get_facecolor(), *collection.get_edgecolor()]
+    for patch in ax.patches:
+        colours += [patch.get_facecolor(), patch.get_edgecolor()]
+    rgba = [to_rgba(c) for c in colours if not (isinstance(c, str) and c == "none")]
+    return {tuple(np.round(c[:3], 4)) for c in rgba if c[3] > 0}
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_every_colour_is_from_the_colour_blind_safe_palette(tmp_path, kept, name):
+    from matplotlib.colors import to_rgb
+
+    FIGURES[name][0](tmp_path / "figure.png")
+    palette = {tuple(np.round(to_rgb(c), 4)) for c in plots.PALETTE}
+    for ax in [ax for ax in kept().axes if not hasattr(ax, "_colorbar")]:  # a colour scale is a colour map
+        assert _data_colours(ax) <= palette, (ax.get_title(), _data_colours(ax) - palette)
+
+
+def _intervals(ax) -> int:
+    """Bands (fill_between), interval bars (vlines), error bars and spans (a reference's CI) on the axis."""
+    from matplotlib.collections import FillBetweenPolyCollection, LineCollection
+
+    return sum(isinstance(c, FillBetweenPolyCollection | LineCollection) for c in ax.collections) + len(ax.patches)
+
+
+@pytest.mark.parametrize("name", [name for name, (_, mean) in FIGURES.items() if mean])
+def test_every_axis_that_draws_a_mean_draws_its_interval(tmp_path, kept, name):
+    FIGURES[name][0](tmp_path / "figure.png")
+    for ax in kept().axes:
+        means = [line for line in ax.get_lines() if not line.get_label().startswith("_") and len(line.get_xdata()) > 1]
+        assert not means or _intervals(ax) >= len(means), (ax.get_title(), [line.get_label() for line in means])
+
+
+def test_the_representation_figure_draws_the_rewinds_it_names_and_a_legend_in_each_panel(tmp_path, kept):
+    texts = plots.plot_representation(*representation_tables(), tmp_path / "representation.png")
+    cka_ax, weight_ax, critical_ax = kept().axes
+    dashed = [line for line in critical_ax.get_lines() if line.get_linestyle() == "--"]
+    assert dashed and all("rewound to its start" in line.get_label() for line in dashed)
+    assert all(ax.get_legend() is not None for ax in (cka_ax, weight_ax, critical_ax))
+    assert "dashed" in kept()._suptitle.get_text()
+    cka, weights, criticality = representation_tables()
+    unchanged = criticality.assign(drop=lambda t: t.groupby(["k", "trial", "layer"])["drop"].transform("min"))
+    texts = plots.plot_representation(cka, weights, unchanged, tmp_path / "representation.png")
+    assert not any("dashed" in text for text in texts)  # nothing differs from pretrained: no dashed line promised
