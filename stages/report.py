@@ -22,7 +22,7 @@ from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
 from src.claims.planner import plan_text
 from src.claims.render import figure_list, report_tables, write_report
-from src.claims.summary import NOT_STATED, WhatRan, confounded, headline
+from src.claims.summary import NOT_STATED, PAPERS_LAYERS, WhatRan, confounded, headline
 from src.claims.summary import verdict_tally as tally_by_verdict
 from src.claims.training import CONFOUNDED
 from src.claims.verdicts import judge_claims
@@ -54,8 +54,12 @@ def model_text(base: BaseModelRecord) -> str:
 
 
 def model_scope(base: BaseModelRecord) -> str:
-    """The model as a verdict's scope names it: its name as params.yaml gave it, its type and depth."""
-    return f"{base.name} ({base.model_type}, {base.num_layers} layers)"
+    """The model as a verdict's scope names it: its name as params.yaml gave it, its type and depth, and on a
+    depth other than the papers' that their layer numbers are read as the same fractions of it."""
+    scaled = (
+        "" if base.num_layers == PAPERS_LAYERS else f"; the papers' layers scaled by {base.num_layers}/{PAPERS_LAYERS}"
+    )
+    return f"{base.name} ({base.model_type}, {base.num_layers} layers{scaled})"
 
 
 def main() -> None:

@@ -44,7 +44,8 @@ SHOWN = {"supported": "supported here", "contradicted": "not supported here"}
 # name): weight change, read from the progressive runs, has its own.
 FIGURE_OF_FAMILY = {"weight_change": "weight_change"}
 # The model the three papers finetune, which the first screen sets beside the one that ran.
-PAPERS_MODEL = "BERT-base, 12 layers, hidden 768, 12 heads, pretrained by masked language modelling (MLM)"
+PAPERS_LAYERS = 12  # the claims name BERT-base's layers; on another depth they read the same fractions of it
+PAPERS_MODEL = f"BERT-base, {PAPERS_LAYERS} layers, hidden 768, 12 heads, pretrained by masked language modelling (MLM)"
 NOT_STATED = "not stated"  # a model's purpose or a paper's number that its source does not give
 
 

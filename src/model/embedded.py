@@ -10,9 +10,6 @@ from dataclasses import dataclass
 
 from src.core import downloads
 
-# The papers' model, for the report's comparison: BERT-base, masked-language-model pretrained.
-PAPERS_MODEL = "BERT-base (12 layers, hidden 768, 12 heads; masked language model and next-sentence pretraining)"
-
 
 @dataclass(frozen=True)
 class EmbeddedModel:

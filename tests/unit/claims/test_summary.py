@@ -28,3 +28,16 @@ def test_no_headline_where_the_full_model_or_scratch_did_not_run_there():
     only_full = Builder()
     only_full.add(f"k{L}", 0.9, k=L)
     assert headline(only_full.evidence(), "sst2", 500) is None
+
+
+def test_a_verdicts_scope_says_the_papers_layers_are_scaled_on_a_depth_other_than_theirs():
+    """The claims name BERT-base's layers ("layers 8-12"); a 12-layer model meets them as stated,
+    another depth reads the same fractions of itself, and the scope says so."""
+    from src.artefacts.base_model import BaseModelRecord
+    from stages.report import model_scope
+
+    def base(name: str, model_type: str, layers: int) -> BaseModelRecord:
+        return BaseModelRecord(name, "", model_type, layers, 64, 4, "0" * 64, 512)
+
+    assert model_scope(base("embedded-base", "mpnet", 12)) == "embedded-base (mpnet, 12 layers)"
+    assert model_scope(base("embedded", "bert", 6)) == "embedded (bert, 6 layers; the papers' layers scaled by 6/12)"
