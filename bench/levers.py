@@ -41,7 +41,15 @@ from src.train.weights import layer_change_tracker, layer_weights, weight_change
 # carved from its dev set as the preset reads it)
 EVAL_EXAMPLES = {"sst2": 872, "cola": 1043, "qnli": 5463}
 BERT_BASE_HIDDEN = 768
-ROWS = ("cka", "optimizer", "norms", "eval", "checkpoint")
+# --rows: the JSON key each row kind is written under
+KINDS = {"cka": "cka_per_layer", "optimizer": "optimizer", "norms": "norms", "eval": "eval", "checkpoint": "checkpoint"}
+ROWS, KIND_ROWS = tuple(KINDS), {key: row for row, key in KINDS.items()}
+# the torch rows' model: bert-base (the grid's), the embedded default's MiniLM shape, or a tiny one
+SHAPES = {
+    "bert-base": {},
+    "minilm": {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536},
+    "tiny": {},
+}
 
 
 def gram_hsic(k: np.ndarray, l: np.ndarray) -> float:  # noqa: E741 - the paper's name for the second Gram
@@ -170,6 +178,15 @@ def checkpoint_row(config, device: torch.device) -> dict:
     return {"bytes": size, "copy_to_host_s": copy_s, "save_s": save_s}
 
 
+def cpu_name() -> str:
+    """This machine's CPU model and core count (Linux's /proc/cpuinfo, else the platform's word)."""
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.is_file() else []
+    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    model = models[0] if models else platform.processor() or platform.machine()
+    return f"CPU ({model}, {os.cpu_count()} cores)"
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -178,16 +195,24 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--packs", type=int, nargs="+", default=[4], help="pack sizes the optimizer step is timed at")
     parser.add_argument("--tasks", nargs="+", default=list(EVAL_EXAMPLES), help="CKA rows: tasks (eval sizes)")
     parser.add_argument("--widths", type=int, nargs="+", default=[384, BERT_BASE_HIDDEN], help="CKA rows: widths")
-    parser.add_argument("--small", action="store_true", help="a tiny model for the torch rows (checks the script)")
+    parser.add_argument(
+        "--shape", choices=list(SHAPES), default="bert-base", help="the torch rows' model (tiny: checks the script)"
+    )
     parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS), help="which rows (default all)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     torch.set_num_threads(1)  # the host work of a run: one thread (train.threads); numpy's BLAS too
     threadpool_limits(1)
-    config = gpu.bert_config(args.small)
+    config = gpu.bert_config(args.shape == "tiny")
+    for key, value in SHAPES[args.shape].items():
+        setattr(config, key, value)
     precision = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or 'cpu'})"
-    result: dict = {"label": "MEASURED", "device": name, "torch": torch.__version__, "precision": precision}
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
+    # rows of the kinds not asked for now are kept from an earlier --out of this device
+    earlier = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    kept = {kind: rows for kind, rows in earlier.items() if kind in KINDS.values() and KIND_ROWS[kind] not in args.rows}
+    result: dict = {"label": "MEASURED", "device": name, "torch": torch.__version__, "precision": precision, **kept}
+    result["shape"] = {**earlier.get("shape", {}), args.shape: args.rows}  # the torch rows' model, by run
     result["started"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
 
     def add(key: str, row) -> None:

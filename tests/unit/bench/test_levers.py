@@ -10,7 +10,7 @@ from tests.support import REPO
 def test_each_lever_row_is_measured_and_written(tmp_path):
     out = tmp_path / "levers.json"
     before = REPO / "src" / "train" / "stacked.py"  # any stacked.py: the before row's code path
-    argv = ["--small", "--tasks", "sst2", "--widths", "64", "--packs", "2", "--before-stacked", str(before)]
+    argv = ["--shape", "tiny", "--tasks", "sst2", "--widths", "64", "--packs", "2", "--before-stacked", str(before)]
     result = levers.main([*argv, "--out", str(out)])
     assert json.loads(out.read_text()) == result
     [cka] = result["cka_per_layer"]
