@@ -4,6 +4,10 @@ and wall time: a PROJECTION from FLOPs and stated assumptions, not a measurement
     python -m bench.cost [--glue-dir ../shared/glue] [--preset presets/tamkin2020.yaml]  # bench/cost.json + table
     python -m bench.cost --measure-tail [--gpus 8]        # + the idle tail measured with Ray on fake GPUs
 
+The grid's PRICE, every per-run cost counted from the real pack sizes per stage, each line MEASURED
+or DERIVED (bench/price.py): cost.json's "price", from bench/gpu.json and bench/levers_cpu.json.
+What follows is the older FLOP projection, kept beside it for its run counts, tokens and schedules.
+
 No GPU was lent to this project, so nothing here is a measured GPU time:
 - runs: the paper's grid as the preset presets/tamkin2020.yaml runs it (each study citing the
   paper; `--preset` projects another), validated as params.yaml is and turned into the runs
@@ -47,6 +51,8 @@ from src.params.load import ModelLimits, load_config, read_params
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "cost.json"
+GPU = REPO / "bench" / "gpu.json"  # bench/gpu.py's measured step times (bert-base, an NVIDIA H200)
+PRICED_PACKS = (16, 32)
 
 # --- bert-base-uncased (Devlin et al. 2018; its config.json) --------------------------------------------
 BERT_BASE = {"layers": 12, "hidden": 768, "ffn": 3072, "vocab": 30522, "positions": 512}
@@ -606,7 +612,15 @@ def main() -> None:
         **project(stats, design, assumptions),
     }
     result["tokenizer_checks"] = checks
+    from bench import price  # the engine's pack code, torch with it: only where the price is made
+
+    gpu, levers = json.loads(GPU.read_text()), json.loads(price.LEVERS_CPU.read_text())
+    result["price"] = {
+        str(size): price.price(design, grid_runs(design), stats, gpu, levers, size) for size in PRICED_PACKS
+    }
     print(table(result))
+    for priced in result["price"].values():
+        print("\n" + price.table(priced))
     if args.measure_tail:
         durations = result["durations_s"][args.study]
         result["tail_measured"] = []

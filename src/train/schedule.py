@@ -338,7 +338,7 @@ def execute_and_record(
     jobs = [job for _, job in todo]
     examples = [0 if job.kept is not None else job.condition.examples_trained(pool) for job in jobs]
     # Steps are counted by local unpacked workers only (torch's optimizer-step hook: SLURM and Ray
-    # runs, and packs, whose AdamW is written out, report when they finish).
+    # runs, and packs, which step no torch.optim optimizer, report when they finish).
     steps = [
         0 if job.kept is not None else optimizer_steps(job.condition, pool, config.train.batch_size) for job in jobs
     ]

@@ -1,17 +1,18 @@
 """The stacked step of a pack (train.pack): K runs' parameters stacked ([K, ...], torch.func's
 stack_module_state), one vmapped forward and backward over their shared batch (functional_call;
 randomness="same": one dropout mask for the pack, the one each run draws alone), each run's own
-loss, and AdamW per run over the stacked tensors with per-run lr vectors (the lr multiplier's
-groups included): torch.optim.AdamW's math (decoupled weight decay, bias correction), constant
-lr, no warm-up, no gradient clipping, as the unpacked loop. Imports only torch, so
+loss, and AdamW per run as torch.optim.AdamW(fused=True) steps it alone: the fused kernel on each
+member's views of the stacked tensors, one call per distinct lr (the lr multiplier's groups
+included); constant lr, no warm-up, no gradient clipping, as the unpacked loop. Imports only torch, so
 bench/gpu.py times this very step where the pipeline's other dependencies are missing.
 
 Exactness: it computes the reference's math (src/train/alone.AlonePath) with batched kernels
-(one [K, ...] matmul in place of K matmuls) and the AdamW update written out, so its numbers
-differ from a run trained alone in the last bits (on the CPU: logits 9e-8 apart after one step),
-within STACKED_LOSS_RTOL and STACKED_CHANGE_RTOL (tests/unit/train/test_packed.py). On the CPU
-a run's numbers do not depend on its pack mates, their order or their number, bit for bit; GPU
-kernels may pick another algorithm by the pack size, so the pack size is in a packed run's
+(one [K, ...] matmul in place of K matmuls), so its gradients differ from a run trained alone in
+the last bits (on the CPU: logits 9e-8 apart after one step), within STACKED_LOSS_RTOL and
+STACKED_CHANGE_RTOL (tests/unit/train/test_packed.py); its optimizer step is the reference's bit
+for bit (tests/unit/train/test_stacked_adamw.py). On the CPU a run's numbers do not depend on its
+pack mates, their order or their number, bit for bit; GPU kernels may pick another algorithm by
+the pack size, so the pack size is in a packed run's
 fingerprint (as threads is), and which runs share a pack is not.
 """
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import math
 from typing import TYPE_CHECKING
 
 import torch
@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # annotations only
     from src.tasks.registry import TaskSpec
 
 BETAS, EPS = (0.9, 0.999), 1e-8  # torch.optim.AdamW's defaults, which the unpacked loop uses
-ADAMW_CHUNK = 16  # stacked tensors updated per batch of foreach kernels
 # StackedPath against the reference path, as tests/unit/train/test_packed.py holds it (tiny model,
 # 3 members, 6 and 12 steps at lr 1e-3 and 5e-3, fp32 on the CPU; measured in brackets): each
 # step's loss within this relative difference (1.1e-7), and the weights' change from their start
@@ -71,6 +70,8 @@ class StackedPath:
         self.exp_avg = {n: torch.zeros_like(p) for n, p in self.params.items()}
         self.exp_avg_sq = {n: torch.zeros_like(p) for n, p in self.params.items()}
         self.steps = 0
+        # the step count as the fused kernel reads it (float32 on the device, as AdamW keeps it)
+        self.step_count = torch.zeros((), dtype=torch.float32, device=self.device)
         self._regroup()
         self._point_members()
 
@@ -78,14 +79,13 @@ class StackedPath:
         return member.settings.lr * (member.lr_multiplier if name in member.fresh else 1.0)
 
     def _regroup(self) -> None:
-        """Parameter names by their per-slot lr vector (float64 on the device, as the fused
-        AdamW computes its step size in double)."""
-        groups: dict[tuple, list[str]] = {}
-        for name in self.params:
-            groups.setdefault(tuple(self._lr(self.members[i], name) for i in self.slots), []).append(name)
-        self.groups = [
-            (torch.tensor(lrs, dtype=torch.float64, device=self.device), names) for lrs, names in groups.items()
-        ]
+        """Per-member views of the stack grouped by their lr (one fused AdamW call each): for
+        every slot, its slice of each parameter, gradient and moment."""
+        groups: dict[float, list[tuple[int, str]]] = {}
+        for slot, i in enumerate(self.slots):
+            for name in self.params:
+                groups.setdefault(self._lr(self.members[i], name), []).append((slot, name))
+        self.groups = list(groups.items())
 
     def _point_members(self) -> None:
         with torch.no_grad():
@@ -112,33 +112,30 @@ class StackedPath:
         return losses.detach()
 
     def _adamw(self, grads: dict) -> None:
-        """torch.optim.AdamW's update per slot: decoupled weight decay, bias-corrected moments."""
+        """torch.optim.AdamW(fused=True)'s update, the one-run path's (src/train/alone.py), on each
+        member's views of the stack: the same kernel on the same tensors, so given the same
+        gradients every member's weights and moments are those of its run alone, bit for bit
+        (tests/unit/train/test_stacked_adamw.py). One call per distinct lr, over every slot."""
         self.steps += 1
-        beta1, beta2 = BETAS
-        correction1 = 1 - beta1**self.steps
-        correction2_sqrt = math.sqrt(1 - beta2**self.steps)
-        for lrs, names in self.groups:
-            step_size = (lrs / correction1).float()
-            decay = (1 - lrs * self.weight_decay).float() if self.weight_decay else None
-            # A few tensors at a time: the denominators of all of them at once would be another
-            # copy of the pack's second moments (14 GB for 32 bert-base runs).
-            for chunk in range(0, len(names), ADAMW_CHUNK):
-                part = names[chunk : chunk + ADAMW_CHUNK]
-                params = [self.params[n] for n in part]
-                gradients = [grads[n] for n in part]
-                exp_avg = [self.exp_avg[n] for n in part]
-                exp_avg_sq = [self.exp_avg_sq[n] for n in part]
-                if decay is not None:
-                    for p in params:
-                        p.mul_(_per_slot(decay, p))
-                torch._foreach_lerp_(exp_avg, gradients, 1 - beta1)
-                torch._foreach_mul_(exp_avg_sq, beta2)
-                torch._foreach_addcmul_(exp_avg_sq, gradients, gradients, 1 - beta2)
-                denom = torch._foreach_sqrt(exp_avg_sq)
-                torch._foreach_div_(denom, correction2_sqrt)
-                torch._foreach_add_(denom, EPS)
-                for p, m, d in zip(params, exp_avg, denom):
-                    p.sub_(_per_slot(step_size, p) * m / d)
+        self.step_count.fill_(self.steps)
+        for lr, views in self.groups:
+            torch._fused_adamw_(
+                [self.params[n].detach()[slot] for slot, n in views],
+                # laid out as the parameter (autograd may hand back a transposed view, which the
+                # fused kernel would read as if it were not): what AdamW's p.grad always is
+                [grads[n][slot].contiguous() for slot, n in views],
+                [self.exp_avg[n][slot] for slot, n in views],
+                [self.exp_avg_sq[n][slot] for slot, n in views],
+                [],
+                [self.step_count] * len(views),
+                lr=lr,
+                beta1=BETAS[0],
+                beta2=BETAS[1],
+                weight_decay=self.weight_decay,
+                eps=EPS,
+                amsgrad=False,
+                maximize=False,
+            )
 
     def leave(self, i: int) -> None:
         """Member i leaves: its model gets its own copy of its weights, the pack shrinks."""
@@ -176,11 +173,7 @@ class StackedPath:
                 self.exp_avg[n][slot].copy_(saved["optimizer"]["exp_avg"][n])
                 self.exp_avg_sq[n][slot].copy_(saved["optimizer"]["exp_avg_sq"][n])
         self.steps = saved["optimizer"]["step"]
-
-
-def _per_slot(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """A [K] vector shaped to broadcast over a stacked [K, ...] tensor."""
-    return values.view(-1, *[1] * (like.dim() - 1))
+        self.step_count.fill_(self.steps)
 
 
 def shared_mask_for(device: torch.device) -> bool:

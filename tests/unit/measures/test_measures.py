@@ -11,9 +11,10 @@ import pytest
 import torch
 from scipy.stats import ortho_group
 
+from bench.levers import gram_cka
 from src.conditions.condition import Condition
 from src.data import tokens
-from src.measures.cka import linear_cka, unbiased_hsic
+from src.measures.cka import Side, layer_cka, linear_cka, pretrained_sides, unbiased_hsic
 from src.measures.criticality import layer_states, rewind_drops
 from src.measures.heads import head_gates, head_importance
 from src.model.families import family_of
@@ -75,8 +76,10 @@ def test_cka_of_a_constant_representation_is_zero_not_nan():
 
 
 def test_unbiased_hsic_matches_its_definition_on_a_small_case():
-    # Song et al. (2012) eq. 5 written out term by term with explicit sums (n = 5).
-    k, l = (lambda a: a @ a.T)(RNG.normal(size=(5, 3))), (lambda a: a @ a.T)(RNG.normal(size=(5, 2)))  # noqa: E741
+    # Song et al. (2012) eq. 5 written out term by term with explicit sums (n = 5), on the Grams of
+    # centred features (what linear_cka compares)
+    a, b = (lambda x: x - x.mean(0))(RNG.normal(size=(5, 3))), (lambda x: x - x.mean(0))(RNG.normal(size=(5, 2)))
+    k, l = a @ a.T, b @ b.T  # noqa: E741
     n = 5
     kt, lt = k - np.diag(np.diag(k)), l - np.diag(np.diag(l))
     one = np.ones(n)
@@ -85,7 +88,28 @@ def test_unbiased_hsic_matches_its_definition_on_a_small_case():
         + (one @ kt @ one) * (one @ lt @ one) / ((n - 1) * (n - 2))
         - 2 / (n - 2) * one @ kt @ lt @ one
     ) / (n * (n - 3))
-    assert unbiased_hsic(k, l) == pytest.approx(expected, rel=1e-12)
+    assert unbiased_hsic(Side.of(a), Side.of(b)) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("n, width", [(300, 40), (30, 200)])  # more examples than features, and fewer
+def test_cka_in_feature_space_equals_the_gram_formula(n, width):
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        x = rng.normal(size=(n, width)) + 2.0
+        y = x[:, : width // 2] @ rng.normal(size=(width // 2, width)) + rng.normal(size=(n, width))
+        for a, b in ((x, y), (x, rng.normal(size=(n, width // 3)))):  # related, and independent
+            assert linear_cka(a, b) == pytest.approx(gram_cka(a, b), rel=1e-12, abs=1e-14)
+
+
+def test_layer_cka_reuses_the_prepared_pretrained_side_only_for_the_same_features():
+    finetuned, pretrained = RNG.normal(size=(40, 3, 16)), RNG.normal(size=(40, 3, 16))
+    expected = [round(gram_cka(finetuned[:, i], pretrained[:, i]), 6) for i in range(3)]
+    assert layer_cka(finetuned, pretrained) == expected
+    assert pretrained_sides(pretrained.copy()) is pretrained_sides(pretrained)  # equal features: prepared once
+    other = pretrained.copy()
+    other[0, 0, 0] += 1e-9
+    assert pretrained_sides(other) is not pretrained_sides(pretrained)
+    assert layer_cka(finetuned, other) == [round(gram_cka(finetuned[:, i], other[:, i]), 6) for i in range(3)]
 
 
 def tiny_settings(**train):
