@@ -21,6 +21,15 @@ from src.measures import MEASUREMENTS, Measurement
 
 MEASUREMENTS_MODULE = "src.measures"
 MEASUREMENT_CODE = MEASUREMENTS_MODULE.replace(".", "/") + "/"  # its files, as code_files names them
+# Measurement digests declared equivalent to today's code of the same measurement: a result that
+# recorded one is current, and is recorded again with today's digest. A digest goes here only when a
+# test proves that the code it hashed and today's give the same numbers.
+EQUIVALENT_MEASUREMENT_CODE = {  # digest -> the code it hashed, and the proof
+    "3fbab72875b5cbd12b187b914dd7ad9ef0b9ddb58cb11e14b381a81f3a82bec1": (
+        "cka at 78fdc7e (n x n Gram matrices): equal to the feature-space CKA within 1e-12 relative "
+        "(tests/unit/measures/test_measures.py, against bench/levers.py gram_cka)"
+    ),
+}
 
 
 def measurement_files(measurement: Measurement) -> list[str]:
@@ -56,14 +65,19 @@ def measurement_code() -> dict[str, str]:
 
 def as_current(result: RunResult | None, equivalent: dict[str, str]) -> RunResult | None:
     """`result` with each fingerprint it holds that a recipe declared equivalent made
-    (`equivalent`: run.equivalent_fingerprints, old -> current) read as the current one."""
+    (`equivalent`: run.equivalent_fingerprints, old -> current), and each measurement digest declared
+    equivalent (EQUIVALENT_MEASUREMENT_CODE), read as the current one."""
     if result is None:
         return None
-    training = result.training_fingerprint
+    training, now = result.training_fingerprint, measurement_code()
     return replace(
         result,
         fingerprint=equivalent.get(result.fingerprint, result.fingerprint),
         training_fingerprint=None if training is None else equivalent.get(training, training),
+        measurement_code={
+            setting: now[setting] if digest in EQUIVALENT_MEASUREMENT_CODE and setting in now else digest
+            for setting, digest in result.measurement_code.items()
+        },
     )
 
 

@@ -212,7 +212,7 @@ class Planned:
     result: RunResult | None = None  # KEEP, COPY: the result as this stage records it; MEASURE: the one measured
     source: Path | None = None  # COPY: the other study's result file
     line: str = ""
-    rewrite: bool = False  # KEEP: written again without the measurements no longer asked for
+    rewrite: bool = False  # KEEP: written again without the measurements no longer asked for, or relabelled
 
 
 def plan_run(job: RunJob, keep_weights: bool, reuse: Path | None, equivalent: dict[str, str]) -> Planned:
@@ -220,7 +220,8 @@ def plan_run(job: RunJob, keep_weights: bool, reuse: Path | None, equivalent: di
     it reads them only, so a stage plans every run before it writes or trains anything. A result
     whose fingerprint a recipe declared equivalent made (`equivalent`: as_current) is current."""
     weights = weights_path(job.result_file)
-    found = as_current(readable(job.result_file), equivalent)
+    on_disk = readable(job.result_file)
+    found = as_current(on_disk, equivalent)
     result = with_measurements_of(found, job.settings, job.key, job.training_key)
     if result is not None and keep_weights and result.ok and not weights.exists():
         line = "finished earlier without its weights; trains again to keep them (train.keep_weights)"
@@ -228,7 +229,9 @@ def plan_run(job: RunJob, keep_weights: bool, reuse: Path | None, equivalent: di
     if result is not None:
         dropped = result is not found  # it measured more than asked now: the same run, kept without the rest
         note = " (the measurements no longer asked for dropped)" if dropped else ""
-        return Planned(Action.KEEP, result, line=f"finished earlier, kept{note}", rewrite=dropped)
+        # a measurement digest declared equivalent is recorded as today's, so the report reads it current
+        relabelled = on_disk is not None and result.measurement_code != on_disk.measurement_code
+        return Planned(Action.KEEP, result, line=f"finished earlier, kept{note}", rewrite=dropped or relabelled)
     if reuse is not None and (
         twin := finished_in_studies(reuse, job.condition, job.settings, job.key, job.training_key, equivalent)
     ):

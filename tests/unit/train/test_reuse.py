@@ -13,7 +13,7 @@ from src.conditions.condition import Condition
 from src.params.load import validate
 from src.results.measures import REFRESH, stale_measurements
 from src.train.loop import RunSettings
-from src.train.reuse import measurement_code
+from src.train.reuse import EQUIVALENT_MEASUREMENT_CODE, measurement_code
 from src.train.run import EQUIVALENT_RECIPES, fingerprint
 from src.train.schedule import run_all
 from tests.support import tiny_params
@@ -95,3 +95,17 @@ def test_a_stale_measurement_is_made_again_on_kept_weights(stage):
     now = RunResult.read(path)
     assert now.measurement_code == {"cka": measurement_code()["cka"]} and not now.stale_measurements(measurement_code())
     assert now.layer_cka == before["layer_cka"] and now.train_seconds == before["train_seconds"]
+
+
+def test_a_measurement_by_code_declared_equivalent_is_current_and_recorded_with_todays_digest(stage):
+    """78fdc7e's CKA (n x n Gram matrices) equals today's feature-space CKA (EQUIVALENT_MEASUREMENT_CODE): its
+    results are kept, not stale, and written again with today's digest so the report reads them current."""
+    path, run = stage
+    run()
+    old = next(iter(EQUIVALENT_MEASUREMENT_CODE))
+    before = rewrite(path, measurement_code={"cka": old})
+    printed = run()
+    assert "finished earlier, kept" in printed and "stale" not in printed and "ok {" not in printed
+    now = RunResult.read(path)
+    assert now.measurement_code == {"cka": measurement_code()["cka"]} and now.layer_cka == before["layer_cka"]
+    assert not stale_measurements(path.parents[4]).to_dict("records")
