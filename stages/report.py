@@ -25,7 +25,7 @@ from src.claims.summary import WhatRan, confounded
 from src.claims.summary import verdict_tally as tally_by_verdict
 from src.claims.training import CONFOUNDED
 from src.claims.verdicts import judge_claims
-from src.core.files import write_json_atomically
+from src.core.files import write_json_atomically, write_text_atomically
 from src.params.load import load_config
 from src.params.stage import run_stage
 
@@ -69,7 +69,7 @@ def main() -> None:
     )
     verdicts, _ = judge_claims(evidence)
     agreement = agreement_table(evidence)
-    agreement.to_csv(args.agreement, index=False)
+    write_text_atomically(args.agreement, agreement.to_csv(index=False))
     extra, figures = report_tables(agreement, args.tables, config.report), figure_list(args.tables, args.figures)
     conditions = evidence.conditions(plain=None)
     ran = WhatRan(
