@@ -79,6 +79,7 @@ def main() -> None:
         sum(len(c.finished()) for c in conditions),
         sum(c.diverged for c in conditions),
         checkout_commit(),
+        evidence.fallback_counts(),
     )
     write_report(verdicts, config.report, ran, extra, figures, args.markdown, args.html)
     write_json_atomically(args.verdicts, verdict_tally(v.text for v in verdicts))

@@ -144,6 +144,7 @@ def render(
         ok.sum(),
         (~ok).sum(),
         "abc1234",
+        evidence.fallback_counts(),
     )
     write_report(
         verdict_list,

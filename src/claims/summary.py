@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sized
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -52,6 +52,8 @@ class WhatRan:
     finished_runs: int
     failed_runs: int
     commit: str | None = None
+    # Evidence.fallback_counts: (fallback, "runs" | "probed tasks") -> how many took it
+    fallbacks: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def shown(text: str) -> str:
@@ -97,8 +99,15 @@ def what_ran_lines(ran: WhatRan) -> list[str]:
     return [
         f"**Model**: {ran.model}{commit}.",
         f"**Runs read**: {ran.finished_runs} finished{failed}.",
+        *([fallbacks_line(ran.fallbacks)] if ran.fallbacks else []),
         *(study_design(study) for study in ran.studies.values()),
     ]
+
+
+def fallbacks_line(counts: dict[tuple[str, str], int]) -> str:
+    """The fallbacks taken where params.yaml's setting could not be applied as asked, each with how many took it."""
+    taken = "; ".join(f"{fallback} in {count} {unit}" for (fallback, unit), count in counts.items())
+    return f"**Fallbacks** (each said in a `note:` line when taken; docs/bad_input.md): {taken}."
 
 
 def confounded(v: Verdict) -> bool:
