@@ -21,7 +21,7 @@ from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
 from src.claims.planner import plan_text
 from src.claims.render import figure_list, report_tables, write_report
-from src.claims.summary import WhatRan, confounded
+from src.claims.summary import WhatRan, confounded, failed_run_names
 from src.claims.summary import verdict_tally as tally_by_verdict
 from src.claims.training import CONFOUNDED
 from src.claims.verdicts import judge_claims
@@ -80,6 +80,7 @@ def main() -> None:
         sum(c.diverged for c in conditions),
         checkout_commit(),
         evidence.fallback_counts(),
+        failed_run_names(conditions),
     )
     write_report(verdicts, config.report, ran, extra, figures, args.markdown, args.html)
     write_json_atomically(args.verdicts, verdict_tally(v.text for v in verdicts))

@@ -12,7 +12,7 @@ import pandas as pd
 
 from src.claims.evidence import Evidence
 from src.claims.render import write_report
-from src.claims.summary import WhatRan
+from src.claims.summary import WhatRan, failed_run_names
 from src.claims.verdicts import judge_claims
 from src.config.schema import ReportConfig
 from src.params.load import validate
@@ -145,6 +145,7 @@ def render(
         (~ok).sum(),
         "abc1234",
         evidence.fallback_counts(),
+        failed_run_names(evidence.conditions(plain=None)),
     )
     write_report(
         verdict_list,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from src.claims.claim import PAPERS, interval_text, number
+from src.claims.evidence import ConditionRuns
 from src.claims.planner import plan_text
 from src.claims.training import CONFOUNDED, UNDERTRAINED
 from src.claims.units import COLLAPSE_LABEL
@@ -54,6 +55,20 @@ class WhatRan:
     commit: str | None = None
     # Evidence.fallback_counts: (fallback, "runs" | "probed tasks") -> how many took it
     fallbacks: dict[tuple[str, str], int] = field(default_factory=dict)
+    failed: tuple[str, ...] = ()  # the failed runs named (failed_run_names), where the stage names them
+
+
+# How many failed runs the first screen names; the others are counted
+FAILED_NAMED = 5
+
+
+def failed_run_names(conditions: Iterable[ConditionRuns]) -> tuple[str, ...]:
+    """Each run that failed to train (a non-finite loss), once, as "task n=size slug trial t"."""
+    return tuple(
+        dict.fromkeys(
+            f"{c.task} n={c.size} {c.slug} trial {run.trial}" for c in conditions for run in c.runs if not run.ok
+        )
+    )
 
 
 def shown(text: str) -> str:
@@ -95,7 +110,13 @@ def study_design(study: StudyConfig) -> str:
 
 def what_ran_lines(ran: WhatRan) -> list[str]:
     commit = f"; code at commit `{ran.commit}`" if ran.commit else ""
-    failed = f", {ran.failed_runs} failed (non-finite loss, left out)" if ran.failed_runs else ""
+    more = len(ran.failed) - FAILED_NAMED
+    named = ", ".join(ran.failed[:FAILED_NAMED]) + (f" and {more} more" if more > 0 else "")
+    failed = (
+        f", {ran.failed_runs} failed (non-finite loss, left out{': ' if named else ''}{named})"
+        if ran.failed_runs
+        else ""
+    )
     return [
         f"**Model**: {ran.model}{commit}.",
         f"**Runs read**: {ran.finished_runs} finished{failed}.",

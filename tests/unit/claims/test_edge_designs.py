@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from src.claims.summary import FAILED_NAMED, WhatRan, what_ran_lines
 from src.claims.verdicts import judge_claims
 from src.conditions.studies import all_study_conditions
 from src.params.load import validate
@@ -108,4 +109,15 @@ def test_a_study_some_of_whose_runs_failed_to_train_says_what_is_missing_and_dec
     (alone,) = verdict(trained.evidence(), "full_beats_scratch").units
     assert v.text == "supported" and judged.unit.estimate == pytest.approx(alone.unit.estimate)
     report = render(b.evidence(), tmp_path)
-    assert f"**Runs read**: {len(b.rows) - 1} finished, 1 failed (non-finite loss, left out)." in report
+    assert (
+        f"**Runs read**: {len(b.rows) - 1} finished, 1 failed (non-finite loss, left out: sst2 n=500 k0 trial 3)."
+        in report
+    )
+
+
+def test_the_first_screen_names_the_first_failed_runs_and_counts_the_others():
+    failed = tuple(f"sst2 n=500 k{k} trial 0" for k in range(FAILED_NAMED + 2))
+    ran = WhatRan("tiny", "tiny (bert, 4 layers)", {}, 10, len(failed), None, {}, failed)
+    (line,) = [line for line in what_ran_lines(ran) if line.startswith("**Runs read**")]
+    named = ", ".join(failed[:FAILED_NAMED])
+    assert line == f"**Runs read**: 10 finished, {len(failed)} failed (non-finite loss, left out: {named} and 2 more)."
