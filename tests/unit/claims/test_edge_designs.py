@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from src.artefacts.run_result import result_path
 from src.claims.summary import FAILED_NAMED, WhatRan, what_ran_lines
 from src.claims.verdicts import judge_claims
 from src.conditions.studies import all_study_conditions
@@ -82,12 +83,7 @@ def test_a_condition_whose_runs_carry_two_fingerprints_is_read_as_one_condition(
             recipe = recipes[i % len(recipes)]
             result = stub_result(condition.as_dict(), scores={"accuracy": 0.6 + 0.01 * i}, fingerprint=f"{recipe}{i}")
             replace(result, training_fingerprint=f"{recipe}{i}-training").write(
-                runs
-                / "progressive"
-                / condition.task
-                / f"n{condition.size}"
-                / condition.slug
-                / f"trial{condition.trial}.json"
+                result_path(runs / "progressive", condition)
             )
         results = load_results(runs, reported, L)
         assert len({r.fingerprint[0] for r in results["progressive"]}) == len(recipes)
