@@ -447,10 +447,10 @@ class Evidence:
 
     def fallback_counts(self) -> dict[tuple[str, str], int]:
         """How many runs, and how many probed tasks, took each fallback (src/artefacts/run_result.py
-        fallbacks_in), keyed (fallback, "runs" | "probed tasks"); empty where none took one or the tables
+        fallbacks_in), keyed (fallback, "run" | "probed task"); empty where none took one or the tables
         predate the column."""
         counts: Counter[tuple[str, str]] = Counter()
-        for table, unit, key in ((self.runs, "runs", RUN), (self.probe, "probed tasks", ["task"])):
+        for table, unit, key in ((self.runs, "run", RUN), (self.probe, "probed task", ["task"])):
             if "fallbacks" in table:
                 for cell in table.drop_duplicates(key)["fallbacks"]:
                     counts.update((fallback, unit) for fallback in fallbacks_in(cell))

@@ -53,7 +53,7 @@ class WhatRan:
     finished_runs: int
     failed_runs: int
     commit: str | None = None
-    # Evidence.fallback_counts: (fallback, "runs" | "probed tasks") -> how many took it
+    # Evidence.fallback_counts: (fallback, "run" | "probed task") -> how many took it
     fallbacks: dict[tuple[str, str], int] = field(default_factory=dict)
     failed: tuple[str, ...] = ()  # the failed runs named (failed_run_names), where the stage names them
 
@@ -127,7 +127,7 @@ def what_ran_lines(ran: WhatRan) -> list[str]:
 
 def fallbacks_line(counts: dict[tuple[str, str], int]) -> str:
     """The fallbacks taken where params.yaml's setting could not be applied as asked, each with how many took it."""
-    taken = "; ".join(f"{fallback} in {count} {unit}" for (fallback, unit), count in counts.items())
+    taken = "; ".join(f"{fallback} in {count} {unit}{'s' * (count != 1)}" for (fallback, unit), count in counts.items())
     return f"**Fallbacks** (each said in a `note:` line when taken; docs/bad_input.md): {taken}."
 
 

@@ -43,7 +43,7 @@ def test_the_tables_carry_each_fallback_and_the_report_counts_them(tmp_path):
     cells = {(int(k), int(trial)): cell for k, trial, cell in zip(runs["k"], runs["trial"], runs["fallbacks"])}
     for row in builder.rows:  # the runs table's cells, as read back, on the claims' evidence of the same runs
         row["fallbacks"] = cells.get((row["k"], row["trial"]))
-    counted = {(POOLER_REINITIALISED, "runs"): 3, (CLS_READ_RAW, "probed tasks"): 1}
+    counted = {(POOLER_REINITIALISED, "run"): 3, (CLS_READ_RAW, "probed task"): 1}
     assert builder.evidence(probe=probe).fallback_counts() == counted
 
     # rendered where the probe has its predictions (sst2's, as probe_evidence plants them)
@@ -55,7 +55,7 @@ def test_the_tables_carry_each_fallback_and_the_report_counts_them(tmp_path):
     first_screen = render(evidence, tmp_path).split("## ")[1]
     assert (
         "**Fallbacks** (each said in a `note:` line when taken; docs/bad_input.md): pooler reinitialised in 3 runs; "
-        "raw [CLS] read in 1 probed tasks." in first_screen
+        "raw [CLS] read in 1 probed task." in first_screen
     )
 
 
