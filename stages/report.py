@@ -22,11 +22,11 @@ from src.claims.agreement import agreement_table
 from src.claims.evidence import Evidence
 from src.claims.planner import plan_text
 from src.claims.render import figure_list, report_tables, write_report
-from src.claims.summary import NOT_STATED, PAPERS_LAYERS, WhatRan, confounded, headline
+from src.claims.summary import NOT_STATED, PAPERS_LAYERS, WhatRan, confounded, failed_run_names, headline
 from src.claims.summary import verdict_tally as tally_by_verdict
 from src.claims.training import CONFOUNDED
 from src.claims.verdicts import judge_claims
-from src.core.files import write_json_atomically
+from src.core.files import write_json_atomically, write_text_atomically
 from src.params.load import load_config
 from src.params.stage import run_stage
 
@@ -76,7 +76,7 @@ def main() -> None:
     )
     verdicts, _ = judge_claims(evidence)
     agreement = agreement_table(evidence)
-    agreement.to_csv(args.agreement, index=False)
+    write_text_atomically(args.agreement, agreement.to_csv(index=False))
     extra, figures = report_tables(agreement, args.tables, config.report), figure_list(args.tables, args.figures)
     conditions = evidence.conditions(plain=None)
     ran = WhatRan(
@@ -88,6 +88,8 @@ def main() -> None:
         checkout_commit(),
         __version__,
         headline(evidence, config.task, config.size),
+        evidence.fallback_counts(),
+        failed_run_names(conditions),
     )
     write_report(verdicts, config.report, ran, extra, figures, args.markdown, args.html)
     write_json_atomically(args.verdicts, verdict_tally(v.text for v in verdicts))

@@ -12,7 +12,7 @@ import pandas as pd
 
 from src.claims.evidence import Evidence
 from src.claims.render import write_report
-from src.claims.summary import WhatRan, headline
+from src.claims.summary import WhatRan, failed_run_names, headline
 from src.claims.verdicts import judge_claims
 from src.config.schema import ReportConfig
 from src.params.load import validate
@@ -147,6 +147,8 @@ def render(
         "abc1234",
         "0.6.0",
         headline(evidence, *focus) if focus else None,
+        evidence.fallback_counts(),
+        failed_run_names(evidence.conditions(plain=None)),
     )
     write_report(
         verdict_list,

@@ -9,12 +9,23 @@ table and the predictions store); the key format lives here only. Importable wit
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from src.core.files import write_json_atomically
+
+# The key of a features file (data/features/<task>.npz, written by the features stage: src/probing/features.py)
+# that lists, as an array of text beside each split's features, the fallbacks they took; the probe stage copies
+# them into ProbeResult.fallbacks.
+FEATURES_FALLBACKS = "fallbacks"
+
+
+def features_fallbacks(cached: Mapping[str, np.ndarray]) -> list[str]:
+    """The fallbacks a features file's features took (none in a file written before they were recorded)."""
+    return [str(fallback) for fallback in cached[FEATURES_FALLBACKS]] if FEATURES_FALLBACKS in cached else []
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,9 @@ class ProbeResult:
     mdl_portions: list[float]  # probe.mdl_portions (percent of the train set)
     uniform_bits: float | None  # the uniform codelength of the train labels (None: no online code)
     layers: list[ProbeLayer]  # seed by seed, layer by layer
+    # each fallback its features took, said in a `note:` line by the features stage (src/probing/features.py
+    # CLS_READ_RAW; docs/bad_input.md)
+    fallbacks: list[str] = field(default_factory=list)
 
     def write(self, path: Path) -> None:
         write_json_atomically(path, asdict(self))

@@ -29,6 +29,15 @@ LEGACY_MEASUREMENT_CODE = {
     "criticality": "1f71907be5e3120c8b3b8cfeeed9dceb7de3baac59e6fae0959b94dec72ba4dd",
     "head_importance": "049e0d5a1672083c5641214bd79c818e3540f949b4b79c36392a6ae8b8ad3984",
 }
+# How a table cell lists a run's or a probed task's fallbacks (metrics/runs.csv, metrics/probe.csv): "" for none.
+FALLBACK_SEPARATOR = "; "
+
+
+def fallbacks_in(cell) -> list[str]:
+    """The fallbacks a table cell lists (a cell read back from CSV is NaN where it listed none)."""
+    return [f for f in cell.split(FALLBACK_SEPARATOR) if f] if isinstance(cell, str) else []
+
+
 # In a finetune stage's output folder: each measurement's digest (setting -> digest) as the
 # stage last ran it, what a result's measurements are stale against (stale_measurements)
 MEASUREMENT_CODE_FILE = "measurement_code.json"
@@ -78,6 +87,9 @@ class RunResult:
     # setting -> the digest of the code that made that measurement (src/train/reuse.measurement_code);
     # a measurement made before results recorded it: LEGACY_MEASUREMENT_CODE
     measurement_code: dict[str, str] = field(default_factory=dict)
+    # Each fallback the run took where what params.yaml asked could not be applied as asked, said in a `note:` line
+    # when taken (docs/bad_input.md): src/model/finetuner.py POOLER_REINITIALISED
+    fallbacks: list[str] = field(default_factory=list)
 
     @property
     def cond(self) -> Condition:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,7 +18,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from src.artefacts.evidence import condition_of
+from src.artefacts.evidence import RUN, condition_of
+from src.artefacts.run_result import fallbacks_in
 from src.conditions.condition import Condition
 from src.config.schema import DataConfig, ReportConfig, StudyConfig, TrainConfig
 
@@ -442,6 +444,17 @@ class Evidence:
         if self._probes is None or self._probes[0] is not self.probe:
             self._probes = (self.probe, probe_table(self.probe))
         return self._probes[1]
+
+    def fallback_counts(self) -> dict[tuple[str, str], int]:
+        """How many runs, and how many probed tasks, took each fallback (src/artefacts/run_result.py
+        fallbacks_in), keyed (fallback, "run" | "probed task"); empty where none took one or the tables
+        predate the column."""
+        counts: Counter[tuple[str, str]] = Counter()
+        for table, unit, key in ((self.runs, "run", RUN), (self.probe, "probed task", ["task"])):
+            if "fallbacks" in table:
+                for cell in table.drop_duplicates(key)["fallbacks"]:
+                    counts.update((fallback, unit) for fallback in fallbacks_in(cell))
+        return dict(counts)
 
     def output_change(self) -> dict[tuple[str, int], Changes]:
         """The end-of-training ‖ΔW‖ of the output sublayer of the plain full model's finished runs (the condition

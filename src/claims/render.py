@@ -43,6 +43,7 @@ from src.claims.summary import (
 from src.claims.units import COLLAPSE_LABEL, Unit
 from src.claims.verdicts import NO_VERDICT, NOT_RUN, RULE, Verdict, holm_families
 from src.config.schema import ReportConfig, help_text
+from src.core.files import write_text_atomically
 from src.stats import validity
 
 VERDICT_COLOURS = {  # by the verdict as printed (summary.shown)
@@ -215,10 +216,11 @@ def write_report(
     standalone HTML page built from the same rows (figures inlined; details collapsed, with a table of contents)."""
     md_path, html_path = Path(md_path), Path(html_path)
     sections = report_sections(verdicts, settings, ran, extra_tables, figures)
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    md_path.write_text(markdown(sections, md_path))
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    html_path.write_text(html_page(sections))
+    # Both rendered before either is written, and each written whole or not at all: a report stage that fails or is
+    # killed leaves the previous report.md and report.html as they were.
+    texts = {md_path: markdown(sections, md_path), html_path: html_page(sections)}
+    for path, text in texts.items():
+        write_text_atomically(path, text)
 
 
 def report_sections(

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 from src.claims.claim import PAPERS, interval_text, number
-from src.claims.evidence import Evidence
+from src.claims.evidence import ConditionRuns, Evidence
 from src.claims.planner import plan_text
 from src.claims.training import CONFOUNDED, UNDERTRAINED
 from src.claims.units import COLLAPSE_LABEL
@@ -108,6 +108,22 @@ class WhatRan:
     commit: str | None = None
     version: str = ""  # the project's version (src.__version__)
     headline: Headline | None = None  # None: the focus task and size have no full and scratch runs
+    # Evidence.fallback_counts: (fallback, "run" | "probed task") -> how many took it
+    fallbacks: dict[tuple[str, str], int] = field(default_factory=dict)
+    failed: tuple[str, ...] = ()  # the failed runs named (failed_run_names), where the stage names them
+
+
+# How many failed runs the first screen names; the others are counted
+FAILED_NAMED = 5
+
+
+def failed_run_names(conditions: Iterable[ConditionRuns]) -> tuple[str, ...]:
+    """Each run that failed to train (a non-finite loss), once, as "task n=size slug trial t"."""
+    return tuple(
+        dict.fromkeys(
+            f"{c.task} n={c.size} {c.slug} trial {run.trial}" for c in conditions for run in c.runs if not run.ok
+        )
+    )
 
 
 def shown(text: str) -> str:
@@ -148,22 +164,36 @@ def study_design(study: StudyConfig) -> str:
 
 
 def what_ran_lines(ran: WhatRan) -> list[str]:
-    """The model beside the papers' BERT-base, the code, the runs read: the first screen's opening lines."""
+    """The model beside the papers' BERT-base, the code, the runs read and the fallbacks taken: the first
+    screen's opening lines."""
     version = f"version {ran.version}" if ran.version else ""
     commit = f"commit `{ran.commit}`" if ran.commit else ""
     code = " at ".join(part for part in (version, commit) if part)
-    failed = f", {ran.failed_runs} failed (non-finite loss, left out)" if ran.failed_runs else ""
+    more = len(ran.failed) - FAILED_NAMED
+    named = ", ".join(ran.failed[:FAILED_NAMED]) + (f" and {more} more" if more > 0 else "")
+    failed = (
+        f", {ran.failed_runs} failed (non-finite loss, left out{': ' if named else ''}{named})"
+        if ran.failed_runs
+        else ""
+    )
     return [
         f"**Model**: {ran.model}.",
         f"**The papers' model**: {PAPERS_MODEL}.",
         *([f"**Code**: {code}."] if code else []),
         f"**Runs read**: {ran.finished_runs} finished{failed}.",
+        *([fallbacks_line(ran.fallbacks)] if ran.fallbacks else []),
     ]
 
 
 def design_lines(ran: WhatRan) -> list[str]:
     """Each study as params.yaml declared it, one line each."""
     return [study_design(study) for study in ran.studies.values()]
+
+
+def fallbacks_line(counts: dict[tuple[str, str], int]) -> str:
+    """The fallbacks taken where params.yaml's setting could not be applied as asked, each with how many took it."""
+    taken = "; ".join(f"{fallback} in {count} {unit}{'s' * (count != 1)}" for (fallback, unit), count in counts.items())
+    return f"**Fallbacks** (each said in a `note:` line when taken; docs/bad_input.md): {taken}."
 
 
 def confounded(v: Verdict) -> bool:

@@ -33,15 +33,22 @@ def json_safe(value):
 
 def write_json_atomically(path: Path, payload: dict) -> None:
     """A killed run leaves no half-written file that could pass for a finished result."""
+    # A bad payload fails here, before any file is touched.
+    write_text_atomically(path, json.dumps(json_safe(payload), indent=1, allow_nan=False) + "\n")
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """`text` at `path`, all of it or none: it is written to a temporary file in the same folder, then
+    renamed over `path` (os.replace, atomic on one filesystem), so a stage killed or failing mid-write
+    leaves the previous file as it was, never half of the new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(json_safe(payload), indent=1, allow_nan=False) + "\n"  # a bad payload fails before any file
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
         with open(tmp, "w") as f:
             f.write(text)
             f.flush()
-            os.fsync(f.fileno())  # on disk before it takes the result's name, even after a power cut
+            os.fsync(f.fileno())  # on disk before it takes the file's name, even after a power cut
         os.replace(tmp, path)
     except BaseException as error:  # a full disk, or a Ctrl-C mid-write: no partial file left behind
         tmp.unlink(missing_ok=True)

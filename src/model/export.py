@@ -5,6 +5,7 @@ or the Hugging Face hub, with every check a checkpoint must pass before any run 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,7 +115,7 @@ def _export_pretrained(name: str, out: Path) -> str:
     try:
         config = AutoConfig.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only)
         family_of(config, name)  # refuse unsupported families before loading weights
-        model, weights = _load_weights(name, config, local, cache_only)
+        model, weights, unwrapped = _load_weights(name, config, local, cache_only)
         tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=False, local_files_only=cache_only)
     except UserError:
         raise
@@ -131,11 +132,21 @@ def _export_pretrained(name: str, out: Path) -> str:
     except ValueError as error:  # transformers: "Unrecognized model in ...", an invalid hub id
         raise _refusal(name, f"not a model ({str(error).splitlines()[0]})") from None
     _check_vocabulary(name, tokenizer, model, _file(name, weights, local))
-    model.save_pretrained(out, safe_serialization=True)
+    stored_as = {parameter.dtype for parameter in model.parameters()}
+    # Every run trains fp32 master weights (train.precision autocasts, src/train/device.py): a half-precision
+    # checkpoint is widened once here, exactly, rather than trained in float16 or bfloat16.
+    model.float().save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    converted = (
-        f" ({PICKLE_WEIGHTS} read as tensors only, stored as model.safetensors)" if weights == PICKLE_WEIGHTS else ""
-    )
+    conversions = [
+        *([f"{PICKLE_WEIGHTS} read as tensors only, stored as model.safetensors"] if weights == PICKLE_WEIGHTS else []),
+        *([f"the keys' {unwrapped!r} prefix stripped"] if unwrapped else []),
+        *(
+            [f"{' and '.join(sorted(str(d).removeprefix('torch.') for d in stored_as))} stored as float32"]
+            if stored_as != {torch.float32}
+            else []
+        ),
+    ]
+    converted = f" ({'; '.join(conversions)})" if conversions else ""
     return (where if local else f"Hugging Face hub: {name}") + converted
 
 
@@ -172,17 +183,18 @@ def _check_folder(name: str, folder: Path) -> None:
         )
 
 
-def _load_weights(name: str, config, local: bool, cache_only: bool) -> tuple[PreTrainedModel, str]:
-    """The base model and the file its weights came from: model.safetensors or, where a
-    checkpoint has only pytorch_model.bin, that pickle read as tensors only. Weights that
-    do not fit config.json, or that leave part of the encoder to a random init, are refused."""
+def _load_weights(name: str, config, local: bool, cache_only: bool) -> tuple[PreTrainedModel, str, str]:
+    """The base model, the file its weights came from (model.safetensors, sharded or not, or, where a
+    checkpoint has only pytorch_model.bin, that pickle read as tensors only) and the wrapper's prefix
+    stripped from every key ("" where none was). Weights that do not fit config.json, or that leave
+    part of the encoder to a random init, are refused."""
     from safetensors import SafetensorError
     from transformers import MODEL_MAPPING, AutoModel
     from transformers.utils import cached_file
 
     # Mismatched shapes loaded as a report, not transformers' RuntimeError after a traceback.
     loading = dict(ignore_mismatched_sizes=True, output_loading_info=True)
-    weights = "model.safetensors"
+    weights, state = "model.safetensors", None
     try:
         model, info = AutoModel.from_pretrained(
             name, use_safetensors=True, trust_remote_code=False, local_files_only=cache_only, **loading
@@ -202,11 +214,23 @@ def _load_weights(name: str, config, local: bool, cache_only: bool) -> tuple[Pre
             raise no_safetensors from None
         weights = PICKLE_WEIGHTS
         state = _tensors_in(name, Path(path), _file(name, weights, local))
+        info = {"unexpected_keys": list(state)}
+    where = _file(name, weights, local)
+    wrappers = _wrappers(info["unexpected_keys"])
+    unwrapped = "".join(wrappers)
+    if unwrapped:
+        print(
+            f"note: params.yaml: model.name = {name!r}: every key of {where} starts with {unwrapped!r} (saved from "
+            f"{' around '.join(WRAPPER_PREFIXES[w] for w in wrappers)}): loaded with the prefix stripped",
+            file=sys.stderr,
+        )
+        state = _safetensors_state(name, cache_only) if state is None else state
+        state = {key.removeprefix(unwrapped): tensor for key, tensor in state.items()}
+    if state is not None:
         # MODEL_MAPPING's values are model classes; transformers annotates every auto mapping's values as the
         # tokenizer mapping's (slow, fast) pairs
         model_class = MODEL_MAPPING[type(config)]
         model, info = model_class.from_pretrained(None, config=config, state_dict=state, **loading)  # type: ignore[attr-defined]
-    where = _file(name, weights, local)
     if info["mismatched_keys"]:
         key, stored, expected = sorted(info["mismatched_keys"])[0]
         raise _refusal(
@@ -221,7 +245,47 @@ def _load_weights(name: str, config, local: bool, cache_only: bool) -> tuple[Pre
             f"{where} lacks {len(missing)} of the {config.model_type} encoder's tensors (e.g. "
             f"{', '.join(missing[:3])}): they would start random; is it a checkpoint of this model?",
         )
-    return model, weights
+    return model, weights, unwrapped
+
+
+# The prefix a training wrapper puts before every key of the model it wraps, and that wrapper. A state
+# saved from the wrapper instead of its module loads with the prefix stripped (a compiled model inside
+# DataParallel: `module._orig_mod.`, both).
+WRAPPER_PREFIXES = {
+    "module.": "a DataParallel / DistributedDataParallel wrapper",
+    "_orig_mod.": "a torch.compile wrapper",
+}
+
+
+def _wrappers(keys: list[str]) -> list[str]:
+    """The wrappers' prefixes, outermost first, that every one of a checkpoint's `keys` the model did not expect
+    starts with (none where they do not all share one): such a checkpoint loaded as it is would leave every
+    encoder tensor random."""
+    found: list[str] = []
+    while keys and (
+        outer := next((p for p in WRAPPER_PREFIXES if all(key.startswith("".join(found) + p) for key in keys)), None)
+    ):
+        found.append(outer)
+    return found
+
+
+def _safetensors_state(name: str, cache_only: bool) -> dict:
+    """Every tensor of a checkpoint's model.safetensors, or of each shard its index names."""
+    from safetensors.torch import load_file
+    from transformers.utils import cached_file
+
+    def file(filename: str) -> str | None:
+        return cached_file(name, filename, local_files_only=cache_only, _raise_exceptions_for_missing_entries=False)
+
+    index = file("model.safetensors.index.json")
+    shards = sorted(set(json.loads(Path(index).read_text())["weight_map"].values())) if index else ["model.safetensors"]
+    state: dict = {}
+    for shard in shards:
+        path = file(shard)
+        if path is None:
+            raise OSError(f"{shard} is missing")
+        state.update(load_file(path))
+    return state
 
 
 def _tensors_in(name: str, path: Path, where: str) -> dict:

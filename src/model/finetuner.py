@@ -7,6 +7,7 @@ checkpoint is written per condition, only a manifest of what was reinitialised.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import torch
@@ -16,6 +17,10 @@ from src.conditions.condition import Condition
 from src.model import reinit
 from src.model.base import load_encoder
 from src.model.families import config_of, family_of
+
+# `pooling: cls` on a pooler that was never trained (bias exactly 0, or no pooler tensors in the checkpoint): the
+# pooler starts from the seed, as the task head does. A fallback (src/artefacts/run_result.py RunResult.fallbacks).
+POOLER_REINITIALISED = "pooler reinitialised"
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -90,8 +95,9 @@ def build_finetuner(
     model_dir: Path, condition: Condition, num_labels: int, seed: int, token_level: bool = False
 ) -> tuple[Finetuner, dict]:
     """The starting model of `condition` and a record of what it did to the pretrained
-    weights: `reinitialised` (every tensor given fresh weights), `layer_order`, and `depth`
-    (the depth audit: how many layers the model has and which original layers they are)."""
+    weights: `reinitialised` (every tensor given fresh weights), `layer_order`, `depth` (the depth
+    audit: how many layers the model has and which original layers they are), and `fallbacks` (each
+    fallback it took, src/artefacts/run_result.py)."""
     encoder = load_encoder(model_dir, with_pooler=condition.pooling == "cls")
     num_layers = len(reinit.encoder_layers(encoder))
     condition.check(num_layers, config_of(encoder).num_attention_heads)
@@ -109,10 +115,18 @@ def build_finetuner(
         manifest += reinit.reinit_head(encoder, layer, head, condition.recipe, seed, condition.stream("reinit"))
     depth = reinit.remove_layers(encoder, condition.removed_layers())
     sigma = config_of(encoder).initializer_range
+    fallbacks = []
     if condition.pooling == "cls" and reinit.pooler_looks_untrained(encoder):
         manifest += reinit.init_module(
             encoder.get_submodule("pooler"), "pooler", "paper", sigma, seed, condition.stream("head")
         )
+        fallbacks.append(POOLER_REINITIALISED)
+        print(
+            f"note: {condition.describe()}: pooling = 'cls' on a pooler that was never trained (bias exactly 0, or "
+            "no pooler tensors in the checkpoint): the pooler is re-initialised from the seed, as the task head is",
+            file=sys.stderr,
+            flush=True,
+        )
     model = Finetuner(encoder, num_labels, condition.pooling)
     manifest += new_task_head(model, num_labels, condition, seed, sigma, token_level)
-    return model, {"reinitialised": manifest, "layer_order": order, "depth": depth}
+    return model, {"reinitialised": manifest, "layer_order": order, "depth": depth, "fallbacks": fallbacks}

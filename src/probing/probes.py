@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from src.artefacts.probe_result import ProbeLayer, ProbeResult
+from src.artefacts.probe_result import ProbeLayer, ProbeResult, features_fallbacks
 from src.core.seeds import derive_seed
 from src.tasks import splits
 from src.tasks.metrics import score
@@ -191,7 +191,7 @@ def probe_task(name: str, tokens: Path, features: Path, config: Config) -> tuple
         zip(split, control_labels(list(split.values()), labels["train"], derive_seed(config.seed, task.name)))
     )
     with np.load(features) as cached:
-        layers = {part: cached[part] for part in split}
+        layers, fallbacks = {part: cached[part] for part in split}, features_fallbacks(cached)
     # Seed 0 is the base seed, as the single probe before probe seeds existed: its numbers stay.
     seeds = [config.seed] + [derive_seed(config.seed, "probe", task.name, s) for s in range(1, probe.seeds)]
     outcomes = [probe_seed(task, layers, labels, control, probe, seed) for seed in seeds]
@@ -216,5 +216,6 @@ def probe_task(name: str, tokens: Path, features: Path, config: Config) -> tuple
         mdl_portions=list(probe.mdl_portions),
         uniform_bits=outcomes[0].uniform_bits,
         layers=rows,
+        fallbacks=fallbacks,
     )
     return result, np.stack([outcome.predictions for outcome in outcomes])

@@ -21,7 +21,7 @@ from scipy import stats as scipy_stats
 
 from src.artefacts.evidence import EvidenceTables, plain
 from src.artefacts.probe_result import ProbeResult
-from src.artefacts.run_result import RunResult, read_results
+from src.artefacts.run_result import FALLBACK_SEPARATOR, RunResult, read_results
 from src.conditions.condition import Condition
 from src.conditions.studies import trained_conditions
 from src.config.schema import Config, TrainConfig
@@ -346,6 +346,7 @@ PROBE_COLUMNS = [
     "compression",
     "pooling",
     "train_examples",
+    "fallbacks",
 ]
 
 
@@ -373,6 +374,7 @@ def probe_table(probe_dir: Path, tasks: Sequence[str]) -> pd.DataFrame:
                     "compression": uniform / online if online and uniform is not None else None,
                     "pooling": probe.pooling,
                     "train_examples": probe.train_examples,
+                    "fallbacks": FALLBACK_SEPARATOR.join(probe.fallbacks),
                 }
             )
     return pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({"codelength_bits": float, "compression": float})

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 
 from src.artefacts.evidence import plain
-from src.artefacts.run_result import RunResult
+from src.artefacts.run_result import FALLBACK_SEPARATOR, RunResult
 from src.config.schema import TrainConfig
 from src.stats.intervals import mean_ci
 from src.tasks.kinds import TaskKind
@@ -78,6 +78,7 @@ def results_table(results: list[RunResult], study: str, num_layers: int) -> pd.D
                     "ref_full": refs["ref_full"],
                     "ref_scratch": refs["ref_scratch"],
                     "ref_baseline": refs.get("ref_baseline"),
+                    "fallbacks": FALLBACK_SEPARATOR.join(result.fallbacks),
                 }
             )
     return pd.DataFrame(rows)

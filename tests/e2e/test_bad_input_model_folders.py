@@ -232,3 +232,102 @@ def test_a_tokenizer_that_cannot_spell_the_task_stops_the_data_stage_with_its_un
     assert set(examples) <= set(unknown) and examples[0] == Counter(unknown).most_common(1)[0][0]
     assert ran_stages(run.stdout) == [f"Running stage '{s}':" for s in ("validate", "prepare_model", "data")]
     assert_kept(root, before, ran=("data/model", "data/tasks"))
+
+
+# --- checkpoints as users save them: a training wrapper's prefix, shards, half precision ----------------
+
+
+def saved_with_prefix(prefix: str, sharded: bool = False, pickled: bool = False):
+    """A folder's weights as a state dict saved from a training wrapper: every key prefixed `prefix`, in one
+    model.safetensors, in shards with their index (as save_pretrained shards them), or as pytorch_model.bin."""
+
+    def make(folder: Path) -> str:
+        from safetensors.torch import load_file, save_file
+
+        state = {prefix + key: tensor for key, tensor in load_file(folder / "model.safetensors").items()}
+        (folder / "model.safetensors").unlink()
+        if pickled:
+            torch.save(state, folder / "pytorch_model.bin")
+            return "pytorch_model.bin"
+        if not sharded:
+            save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+            return "model.safetensors"
+        names = sorted(state)
+        shards = {f"model-0000{i + 1}-of-00002.safetensors": names[i::2] for i in range(2)}
+        for shard, keys in shards.items():
+            save_file({key: state[key] for key in keys}, str(folder / shard), metadata={"format": "pt"})
+        index = {"metadata": {}, "weight_map": {key: shard for shard, keys in shards.items() for key in keys}}
+        (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+        return "model.safetensors"
+
+    return make
+
+
+@pytest.mark.parametrize(
+    "prefix, make, wrapper",
+    [
+        ("module.", saved_with_prefix("module."), "a DataParallel / DistributedDataParallel wrapper"),
+        ("module.", saved_with_prefix("module.", sharded=True), "a DataParallel / DistributedDataParallel wrapper"),
+        ("module.", saved_with_prefix("module.", pickled=True), "a DataParallel / DistributedDataParallel wrapper"),
+        (
+            "module._orig_mod.",
+            saved_with_prefix("module._orig_mod."),
+            "a DataParallel / DistributedDataParallel wrapper around a torch.compile wrapper",
+        ),
+    ],
+    ids=["safetensors", "sharded", "pytorch_model.bin", "compiled-in-DataParallel"],
+)
+def test_weights_saved_from_a_training_wrapper_load_with_its_prefix_stripped_and_say_so(
+    tiny_model_dir, tmp_path, capsys, prefix, make, wrapper
+):
+    from safetensors.torch import load_file
+
+    folder = copy_of_tiny_model(tmp_path / "model", tiny_model_dir)
+    weights = make(folder)
+    stored = export_base_model(str(folder), tmp_path / "out")
+
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        f"note: params.yaml: model.name = {str(folder)!r}: every key of {folder}/{weights} starts with {prefix!r} "
+        f"(saved from {wrapper}): loaded with the prefix stripped"
+    ]
+    assert f"the keys' {prefix!r} prefix stripped" in stored.source
+    expected, written = load_file(tiny_model_dir / "model.safetensors"), load_file(tmp_path / "out/model.safetensors")
+    assert written.keys() == expected.keys() and all(torch.equal(written[k], expected[k]) for k in expected)
+
+
+def test_a_sharded_checkpoint_is_stored_whole_with_every_tensor(tiny_model_dir, tmp_path):
+    from safetensors.torch import load_file
+    from transformers import BertModel
+
+    folder = copy_of_tiny_model(tmp_path / "model", tiny_model_dir)
+    (folder / "model.safetensors").unlink()
+    BertModel.from_pretrained(tiny_model_dir).save_pretrained(folder, max_shard_size="100KB")
+    assert len(list(folder.glob("model-*.safetensors"))) > 1 and (folder / "model.safetensors.index.json").exists()
+
+    assert export_base_model(str(folder), tmp_path / "out").source == f"local folder {folder}"
+    expected, written = load_file(tiny_model_dir / "model.safetensors"), load_file(tmp_path / "out/model.safetensors")
+    assert written.keys() == expected.keys() and all(torch.equal(written[k], expected[k]) for k in expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_half_precision_checkpoint_is_stored_as_float32_and_said_so(tiny_model_dir, tmp_path, dtype):
+    # Every run trains float32 master weights under autocast; a checkpoint saved in half precision is widened
+    # once, exactly, at export, not trained in half precision.
+    from safetensors.torch import load_file
+    from transformers import BertModel
+
+    from src.model.base import load_encoder
+
+    folder = copy_of_tiny_model(tmp_path / "model", tiny_model_dir)
+    BertModel.from_pretrained(tiny_model_dir).to(dtype).save_pretrained(folder)
+    assert {t.dtype for t in load_file(folder / "model.safetensors").values()} == {dtype}
+
+    name = str(dtype).removeprefix("torch.")
+    assert (
+        export_base_model(str(folder), tmp_path / "out").source == f"local folder {folder} ({name} stored as float32)"
+    )
+    expected, written = load_file(folder / "model.safetensors"), load_file(tmp_path / "out/model.safetensors")
+    assert written.keys() == expected.keys()
+    assert all(written[k].dtype == torch.float32 and torch.equal(written[k], expected[k].float()) for k in expected)
+    assert {p.dtype for p in load_encoder(tmp_path / "out", with_pooler=True).parameters()} == {torch.float32}

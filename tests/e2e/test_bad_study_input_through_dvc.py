@@ -129,8 +129,10 @@ def test_a_cls_probe_of_a_checkpoint_without_a_pooler_reads_the_raw_first_token(
 ):
     from safetensors.torch import load_file, save_file
 
+    from src.artefacts.probe_result import features_fallbacks
     from src.data import tokens
     from src.model.base import load_encoder
+    from src.probing.features import CLS_READ_RAW
     from src.tasks import splits
 
     folder = tmp_path / "no_pooler"  # transformers would draw a pooler for it, bias 0
@@ -145,6 +147,14 @@ def test_a_cls_probe_of_a_checkpoint_without_a_pooler_reads_the_raw_first_token(
     assert [f"Running stage '{s}':" for s in ("validate", "prepare_model", "data", "features@sst2")] == ran_stages(
         ok(run)
     )
+    # the fallback said once by the features stage, and recorded beside the features for the probe's result
+    notes = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("note: probe.pooling")]
+    assert notes == [
+        "note: probe.pooling = 'cls' on sst2: the pooler of data/model was never trained (bias exactly 0, or no "
+        "pooler tensors in the checkpoint): its probes read the raw [CLS] state instead"
+    ], run.stderr[-3000:]
+    with np.load(root / "data/features/sst2.npz") as written:
+        assert features_fallbacks(written) == [CLS_READ_RAW]
     features = np.load(root / "data/features/sst2.npz")["eval"]
     split = splits.load_split(root / "data/tasks/sst2/tokens.npz", "eval")
     encoder = load_encoder(tiny_model_dir, with_pooler=False)

@@ -9,7 +9,7 @@ from safetensors.torch import load_file, save_file
 from src.conditions.condition import Condition
 from src.model import reinit
 from src.model.base import load_encoder
-from src.model.finetuner import build_finetuner
+from src.model.finetuner import POOLER_REINITIALISED, build_finetuner
 
 SIGMA = 0.02
 
@@ -77,12 +77,13 @@ def test_fresh_weights_are_a_function_of_seed_and_trial_not_k(tiny_model_dir):
     assert not torch.equal(layer2(2, 0), layer2(2, 0, seed=1))
 
 
-def test_cls_head_reinitialises_an_untrained_pooler_only(tiny_model_dir, tmp_path):
+def test_cls_head_reinitialises_an_untrained_pooler_only_and_says_so(tiny_model_dir, tmp_path, capsys):
     reference = pretrained(tiny_model_dir)
     # The tiny checkpoint's pooler is "trained" (nonzero bias): kept.
     model, record = build_finetuner(tiny_model_dir, Condition("t", 10, 0, 3, k=3, pooling="cls"), 2, 0)
     assert torch.equal(model.encoder.pooler.dense.weight, reference["pooler.dense.weight"])
     assert not any(e["name"].startswith("pooler") for e in record["reinitialised"])
+    assert record["fallbacks"] == [] and "note: " not in capsys.readouterr().err
     # A pooler with an all-zero bias (as all-MiniLM-L6-v2 ships) is reinitialised.
     shutil.copytree(tiny_model_dir, tmp_path, dirs_exist_ok=True)
     weights = dict(reference, **{"pooler.dense.bias": torch.zeros_like(reference["pooler.dense.bias"])})
@@ -90,6 +91,12 @@ def test_cls_head_reinitialises_an_untrained_pooler_only(tiny_model_dir, tmp_pat
     model, record = build_finetuner(tmp_path, Condition("t", 10, 0, 3, k=3, pooling="cls"), 2, 0)
     assert {"pooler.dense.weight", "pooler.dense.bias"} <= {e["name"] for e in record["reinitialised"]}
     assert not torch.equal(model.encoder.pooler.dense.weight, reference["pooler.dense.weight"])
+    # said once, and recorded for the run's result (RunResult.fallbacks) and the report's count
+    assert record["fallbacks"] == [POOLER_REINITIALISED]
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")] == [
+        "note: t n=10 k3_e3 trial 0: pooling = 'cls' on a pooler that was never trained (bias exactly 0, or no pooler "
+        "tensors in the checkpoint): the pooler is re-initialised from the seed, as the task head is"
+    ]
 
 
 def test_a_module_that_is_no_supported_encoder_is_refused():

@@ -140,16 +140,21 @@ def test_cls_pooling_reads_the_first_token_only():
 
 
 @pytest.mark.parametrize("pooler", ["absent", "zero-bias"])
-def test_cls_features_of_an_untrained_pooler_are_the_raw_first_token(tiny_model_dir, tiny_task_dir, tmp_path, pooler):
+def test_cls_features_of_an_untrained_pooler_are_the_raw_first_token(
+    tiny_model_dir, tiny_task_dir, tmp_path, capsys, pooler
+):
     # A checkpoint without pooler tensors (transformers draws one, bias 0) or with a pooler never
     # trained (all-MiniLM-L6-v2's: bias exactly 0): a frozen random projection is not what a cls
-    # probe means to read, so the features stage reads [CLS] raw, as in a family without a pooler.
+    # probe means to read, so the features stage reads [CLS] raw, as in a family without a pooler,
+    # says so in one note line and records it, and the probe result carries it to the report.
     import shutil
 
     from safetensors.torch import load_file, save_file
 
+    from src.artefacts.probe_result import FEATURES_FALLBACKS
     from src.params.load import validate
-    from src.probing.features import task_features
+    from src.probing.features import CLS_READ_RAW, task_features
+    from src.probing.probes import probe_task
     from tests.support import grid_params
 
     shutil.copytree(tiny_model_dir, tmp_path, dirs_exist_ok=True)
@@ -161,7 +166,18 @@ def test_cls_features_of_an_untrained_pooler_are_the_raw_first_token(tiny_model_
     save_file(weights, str(tmp_path / "model.safetensors"))
     params = grid_params()
     params["probe"]["pooling"] = "cls"
-    features = task_features(tmp_path, tiny_task_dir / "tokens.npz", validate(params).probe)["eval"]
+    params["probe"]["seeds"] = 1
+    computed = task_features(tmp_path, tiny_task_dir / "tokens.npz", validate(params).probe)
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")] == [
+        f"note: probe.pooling = 'cls' on {tiny_task_dir.name}: the pooler of {tmp_path} was never trained (bias "
+        "exactly 0, or no pooler tensors in the checkpoint): its probes read the raw [CLS] state instead"
+    ]
+    np.savez(tmp_path / "features.npz", **computed)  # as the features stage writes them
+    probed, _ = probe_task("rt_sentiment", tiny_task_dir / "tokens.npz", tmp_path / "features.npz", validate(params))
+    assert list(computed[FEATURES_FALLBACKS]) == probed.fallbacks == [CLS_READ_RAW]
+    probed.write(tmp_path / "probe.json")
+    assert ProbeResult.read(tmp_path / "probe.json").fallbacks == [CLS_READ_RAW]
+    features = computed["eval"]
     encoder = load_encoder(tmp_path, with_pooler=False)
     split = splits.load_split(tiny_task_dir / "tokens.npz", "eval")
     batch = tokens.collate(split, np.array([2]))
@@ -185,3 +201,21 @@ def test_cls_features_are_the_frozen_pooler_on_each_layers_first_token(tiny_mode
         for layer in range(4):
             expected = encoder.pooler(hidden[layer])[0].numpy()  # BERT's pooler reads token 0 itself
             np.testing.assert_allclose(features[2, layer], expected, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_features_of_a_trained_pooler_or_mean_pooling_take_no_fallback(
+    tiny_model_dir, tiny_task_dir, tmp_path, capsys, pooling
+):
+    from src.artefacts.probe_result import FEATURES_FALLBACKS, features_fallbacks
+    from src.params.load import validate
+    from src.probing.features import task_features
+    from tests.support import grid_params
+
+    params = grid_params()
+    params["probe"]["pooling"] = pooling
+    computed = task_features(tiny_model_dir, tiny_task_dir / "tokens.npz", validate(params).probe)
+    assert features_fallbacks(computed) == [] and "note: " not in capsys.readouterr().err
+    np.savez(tmp_path / "old.npz", **{k: v for k, v in computed.items() if k != FEATURES_FALLBACKS})
+    with np.load(tmp_path / "old.npz") as written_before_fallbacks:
+        assert features_fallbacks(written_before_fallbacks) == []
