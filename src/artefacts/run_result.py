@@ -29,6 +29,12 @@ LEGACY_MEASUREMENT_CODE = {
     "criticality": "1f71907be5e3120c8b3b8cfeeed9dceb7de3baac59e6fae0959b94dec72ba4dd",
     "head_importance": "049e0d5a1672083c5641214bd79c818e3540f949b4b79c36392a6ae8b8ad3984",
 }
+# What a packed run's pack did after a failure, as RunResult.pack_fallback records it
+PACK_FALLBACKS = {
+    "retried": "tried again after a failure",
+    "split": "split in two after running out of memory",
+    "alone": "each run trained as a pack of one after a second failure",
+}
 # In a finetune stage's output folder: each measurement's digest (setting -> digest) as the
 # stage last ran it, what a result's measurements are stale against (stale_measurements)
 MEASUREMENT_CODE_FILE = "measurement_code.json"
@@ -78,6 +84,12 @@ class RunResult:
     # setting -> the digest of the code that made that measurement (src/train/reuse.measurement_code);
     # a measurement made before results recorded it: LEGACY_MEASUREMENT_CODE
     measurement_code: dict[str, str] = field(default_factory=dict)
+    # train.pack: [first step, pack size] from each start of the run's stacked training, in order (a run
+    # resumed or retried in a pack of another size has two or more); its fingerprint holds them
+    # (src/train/packed.keys_as_trained). Empty: trained alone, unstacked.
+    pack_sizes: list[list[int]] = field(default_factory=list)
+    # the pack fallback the run trained after (src/train/schedule.execute_packs; PACK_FALLBACKS), None: none
+    pack_fallback: str | None = None
 
     @property
     def cond(self) -> Condition:
