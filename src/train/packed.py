@@ -34,7 +34,7 @@ from src.train.stacked import StackedPath
 # The one-line warning of a packed stage on a CPU, where a pack trains each run exact but slower than alone
 CPU_PACK_WARNING = (
     "warning: params.yaml: train.pack = {pack} on a CPU: packed runs are exact there but 2-6x slower per run than "
-    "each alone (issue 54's measurement); train.pack is for GPUs, 0 trains each run alone"
+    "each alone; train.pack is for GPUs, 0 trains each run alone"
 )
 
 
