@@ -38,6 +38,12 @@ def fallbacks_in(cell) -> list[str]:
     return [f for f in cell.split(FALLBACK_SEPARATOR) if f] if isinstance(cell, str) else []
 
 
+# What a packed run's pack did after a failure, as RunResult.pack_fallback records it
+PACK_FALLBACKS = {
+    "retried": "tried again after a failure",
+    "split": "split in two after running out of memory",
+    "alone": "each run trained as a pack of one after a second failure",
+}
 # In a finetune stage's output folder: each measurement's digest (setting -> digest) as the
 # stage last ran it, what a result's measurements are stale against (stale_measurements)
 MEASUREMENT_CODE_FILE = "measurement_code.json"
@@ -90,6 +96,12 @@ class RunResult:
     # Each fallback the run took where what params.yaml asked could not be applied as asked, said in a `note:` line
     # when taken (docs/bad_input.md): src/model/finetuner.py POOLER_REINITIALISED
     fallbacks: list[str] = field(default_factory=list)
+    # train.pack: [first step, pack size] from each start of the run's stacked training, in order (a run
+    # resumed or retried in a pack of another size has two or more); its fingerprint holds them
+    # (src/train/packed.keys_as_trained). Empty: trained alone, unstacked.
+    pack_sizes: list[list[int]] = field(default_factory=list)
+    # the pack fallback the run trained after (src/train/schedule.execute_packs; PACK_FALLBACKS), None: none
+    pack_fallback: str | None = None
 
     @property
     def cond(self) -> Condition:

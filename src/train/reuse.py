@@ -74,9 +74,13 @@ def as_current(result: RunResult | None, equivalent: dict[str, str]) -> RunResul
         result,
         fingerprint=equivalent.get(result.fingerprint, result.fingerprint),
         training_fingerprint=None if training is None else equivalent.get(training, training),
-        measurement_code={
-            setting: now[setting] if digest in EQUIVALENT_MEASUREMENT_CODE and setting in now else digest
-            for setting, digest in result.measurement_code.items()
+        measurement_code={  # a result from before results recorded them made its own by LEGACY_MEASUREMENT_CODE
+            **result.measurement_code,
+            **{
+                setting: digest
+                for setting, digest in now.items()
+                if result.settings.get(setting) and result.made_by(setting) in EQUIVALENT_MEASUREMENT_CODE
+            },
         },
     )
 

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from src.artefacts.base_model import BaseModelRecord
-from src.artefacts.run_result import MEASUREMENT_CODE_FILE, RunResult, readable, result_path, weights_path
+from src.artefacts.run_result import (
+    MEASUREMENT_CODE_FILE,
+    PACK_FALLBACKS,
+    RunResult,
+    readable,
+    result_path,
+    weights_path,
+)
 from src.conditions.condition import Condition
 from src.conditions.studies import all_study_conditions, focus_conditions, head_references, trained_conditions
 from src.config.schema import Config, ExecutorConfig, TrainConfig
@@ -32,7 +39,7 @@ from src.tasks.registry import get_task
 from src.train.device import resolve_precision, run_device
 from src.train.executors import Failure, concurrency, execute
 from src.train.loop import RunSettings
-from src.train.packed import pack_key, run_pack
+from src.train.packed import cpu_pack_warning, keys_as_trained, pack_key, run_pack
 from src.train.progress import LaterWork, Progress, optimizer_steps
 from src.train.reuse import (
     as_current,
@@ -170,11 +177,11 @@ def finished_in_studies(
     equivalent: dict[str, str],
 ) -> tuple[RunResult, Path] | None:
     """(result, its file) of a study that finished this run (with_measurements_of; `equivalent`:
-    as_current), if any."""
+    as_current; a packed one at the pack sizes it trained at: keys_as_trained), if any."""
     for study in sorted(p for p in studies_dir.iterdir() if p.is_dir()):
         path = result_path(study, condition)
         found = as_current(readable(path), equivalent)
-        if (result := with_measurements_of(found, settings, key, training_key)) is not None:
+        if result := with_measurements_of(found, settings, *keys_as_trained(settings, key, training_key, found)):
             return result, path
     return None
 
@@ -218,11 +225,13 @@ class Planned:
 def plan_run(job: RunJob, keep_weights: bool, reuse: Path | None, equivalent: dict[str, str]) -> Planned:
     """What the stage does with `job`, from the files at its place and in the studies of `reuse`;
     it reads them only, so a stage plans every run before it writes or trains anything. A result
-    whose fingerprint a recipe declared equivalent made (`equivalent`: as_current) is current."""
+    whose fingerprint a recipe declared equivalent made (`equivalent`: as_current) is current, and
+    so is a packed one at the pack sizes it trained at (keys_as_trained)."""
     weights = weights_path(job.result_file)
     on_disk = readable(job.result_file)
     found = as_current(on_disk, equivalent)
-    result = with_measurements_of(found, job.settings, job.key, job.training_key)
+    key, training_key = keys_as_trained(job.settings, job.key, job.training_key, found)
+    result = with_measurements_of(found, job.settings, key, training_key)
     if result is not None and keep_weights and result.ok and not weights.exists():
         line = "finished earlier without its weights; trains again to keep them (train.keep_weights)"
         return Planned(Action.TRAIN, line=line)
@@ -241,9 +250,9 @@ def plan_run(job: RunJob, keep_weights: bool, reuse: Path | None, equivalent: di
                 Action.TRAIN, line=f"the same run as in {source}, without its weights; trains again to keep them"
             )
         return Planned(Action.COPY, result, source, f"the same run as in {source}, copied")
-    if measurable_from_weights(found, job.condition, job.settings, job.training_key, weights):
+    if measurable_from_weights(found, job.condition, job.settings, training_key, weights):
         return Planned(Action.MEASURE, found)  # what it lacks, stale measurements included, made on its kept weights
-    if (result := kept_stale(found, job.settings, job.key, job.training_key)) is not None:
+    if (result := kept_stale(found, job.settings, key, training_key)) is not None:
         stale = ", ".join(stale_measurements(result, job.settings))
         line = f"finished earlier, kept; its {stale} made by older code, stale (no kept weights to redo it)"
         return Planned(Action.KEEP, result, line=line, rewrite=result is not found)
@@ -360,7 +369,10 @@ def execute_and_record(
                     position, f"{line}: failed after {outcome.attempts} attempt(s): {outcome.cause}", failed=True
                 )
                 continue
-            results[i] = result = outcome.save_finished(job.result_file, job.training_key)  # saved as it finishes
+            # saved as it finishes; a packed run with the training fingerprint at its pack sizes (run_pack)
+            results[i] = result = outcome.save_finished(
+                job.result_file, outcome.training_fingerprint or job.training_key
+            )
             if job.kept is not None:
                 progress.finished(position, f"{line}: measured on its kept weights, not trained {result.scores}")
             else:
@@ -374,6 +386,8 @@ def outcomes(jobs: list[RunJob], config: Config, progress: Progress) -> Iterator
     each alone, its optimizer steps counted into `progress`."""
     if not config.train.pack:
         return execute(run_job, [(job,) for job in jobs], config.executor, config.train, steps=progress.steps)
+    if jobs:
+        cpu_pack_warning(jobs[0].settings)
     keys = [None if job.kept is not None else pack_key(job.condition, job.settings, config.seed) for job in jobs]
     return execute_packs(jobs, packs(keys, config.train.pack), config.executor, config.train)
 
@@ -414,30 +428,59 @@ def execute_packs(
     jobs: list[RunJob], groups: list[list[int]], executor: ExecutorConfig, train: TrainConfig
 ) -> Iterator[tuple[int, RunResult | Failure]]:
     """Every job of `groups` (packs of positions in `jobs`) trained packed on the executor;
-    (position, result or Failure) as each pack ends. A pack that fails is tried once more,
-    then each of its runs not finished yet trains as a pack of one (the same stacked step, so
-    its numbers are the ones its fingerprint promises); a run that fails then is a Failure."""
-    for attempt in (1, 2, 3):
-        packed = groups if attempt < 3 else [[position] for group in groups for position in group]
-        failed = []
-        for pack, outcome in execute(run_pack, [([jobs[p] for p in members],) for members in packed], executor, train):
+    (position, result or Failure) as each pack ends. A failed pack's members that left it first
+    keep their results (saved as each left); its runs not finished yet take a fallback
+    (pack_fallback): one `note:` line says it, and their results record it. Each run's pack sizes
+    are in its result and its fingerprint (packed.keys_as_trained), so a run trained after a
+    fallback is told apart from one trained as planned."""
+    todo: list[tuple[list[int], str | None, int]] = [(members, None, 0) for members in groups]  # + fallback, failures
+    while todo:
+        packed, todo = todo, []
+        args = [([jobs[p] for p in members], fallback) for members, fallback, _ in packed]
+        for pack, outcome in execute(run_pack, args, executor, train):
+            members, _, failures = packed[pack]
             if not isinstance(outcome, Failure):
-                yield from zip(packed[pack], outcome)
+                yield from zip(members, outcome)
                 continue
             left = []
-            for position in packed[pack]:  # members that left before the pack failed were saved then
-                saved = readable(jobs[position].result_file)
-                if saved is not None and saved.fingerprint == jobs[position].key:
+            for position in members:  # members that left before the pack failed were saved then
+                job, saved = jobs[position], readable(jobs[position].result_file)
+                if (
+                    saved is not None
+                    and saved.fingerprint == keys_as_trained(job.settings, job.key, job.training_key, saved)[0]
+                ):
                     yield position, saved
                 else:
                     left.append(position)
-            if attempt == 3:
-                yield from ((p, Failure(outcome.cause, 3)) for p in left)
-            elif left:
-                failed.append(left)
-        groups = failed
-        if not groups:
-            return
+            fallback = pack_fallback(left, outcome.cause, failures)
+            if fallback is None:
+                yield from ((p, Failure(outcome.cause, failures + 1)) for p in left)
+                continue
+            kind, parts = fallback
+            sizes = ", ".join(str(len(part)) for part in parts)
+            print(
+                f"note: a pack of {len(left)} runs ({jobs[left[0]].condition.describe()} and {len(left) - 1} more) "
+                f"failed ({outcome.cause}): {PACK_FALLBACKS[kind]}, as packs of {sizes}; each result records "
+                f"pack_fallback: {kind}",
+                flush=True,
+            )
+            todo += [(part, kind, failures + 1) for part in parts]
+
+
+def pack_fallback(left: list[int], cause: str, failures: int) -> tuple[str, list[list[int]]] | None:
+    """(fallback, the packs it trains `left` in) for a pack whose runs `left` did not finish,
+    which failed with `cause` after `failures` earlier failures; None: they fail. Out of memory,
+    the pack is split in two (a pack of one that runs out fails); any other failure is tried once
+    more, then each run trains as a pack of one (the same stacked step, so its numbers are the
+    ones its fingerprint promises)."""
+    if not left:
+        return None
+    if "OutOfMemoryError" in cause:
+        half = math.ceil(len(left) / 2)
+        return ("split", [left[:half], left[half:]]) if len(left) > 1 else None
+    if failures == 0:
+        return "retried", [left]
+    return ("alone", [[position] for position in left]) if failures == 1 else None
 
 
 def remove_stale(out: Path, paths: list[Path], keep_weights: bool = False) -> None:

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +42,7 @@ from src.train.loop import finetune
 from src.train.reuse import measurement_files
 from src.train.run import NOT_RECIPE, PACKED_RECIPE, RECIPE, fingerprint, run_condition
 from src.train.schedule import run_settings
+from src.train.stacked import SIMULATE_OOM_ABOVE
 from tests.support import (
     REPO,
     TINY_STUDY,
@@ -489,7 +490,7 @@ def test_the_focus_stage_copies_a_study_run_with_its_kept_weights_and_trains_one
 
 def test_kept_weights_give_a_sequential_run_only_the_measurements_that_read_no_starting_weights(tmp_path):
     # criticality rewinds to the start of the final finetuning, which after an intermediate task was not kept
-    from dataclasses import asdict, replace
+    from dataclasses import replace
 
     from src.train.schedule import measurable_from_weights
 
@@ -642,6 +643,26 @@ def test_a_damaged_checkpoint_is_discarded_with_a_warning_and_the_run_restarts(t
     assert result["status"] == "ok" and not (root / checkpoint).exists()
 
 
+def dvc_finetune_project(root: Path, model_dir: Path) -> dict:
+    """`root` (a finetune_workspace) as a DVC project whose one stage is the finetune stage of study
+    `progressive`; the environment `dvc repro` runs it in."""
+    stage = {"cmd": " ".join(["python", *stage_command(model_dir)[1:]]), "outs": [{"out": {"persist": True}}]}
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"finetune": stage}}))
+    env = dict(stage_env(), PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", DVC_NO_ANALYTICS="1")
+    env["SHELL"] = "/bin/sh"  # DVC runs the stage with $SHELL -c; Debian's sh (dash) forks it and waits
+    subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=root, env=env, check=True)
+    return env
+
+
+def dvc_repro(root: Path, env: dict, *args: str) -> str:
+    """`dvc repro <args>` in `root`, which must succeed: its stdout and stderr together."""
+    run = subprocess.run(
+        [sys.executable, "-m", "dvc", "repro", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, f"dvc repro failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    return run.stdout + run.stderr
+
+
 def _process_tree(pid: int) -> set[int]:
     """pid and every live descendant (from /proc)."""
     children: dict[int, list[int]] = {}
@@ -677,14 +698,7 @@ def test_kill_9_of_dvc_repro_leaves_no_stage_or_worker_running(tmp_path, tiny_mo
     root = finetune_workspace(
         tmp_path / "killed_dvc", tiny_task_dir, tiny_params({**TINY_STUDY, "trials": 4}, checkpoint_every=2)
     )  # 16 conditions, 2 workers
-    stage = {
-        "cmd": f"python -m stages.finetune --study progressive --model {tiny_model_dir} --tasks tasks --out out",
-        "outs": [{"out": {"persist": True}}],
-    }
-    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"finetune": stage}}))
-    env = dict(stage_env(), PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", DVC_NO_ANALYTICS="1")
-    env["SHELL"] = "/bin/sh"  # DVC runs the stage with $SHELL -c; Debian's sh (dash) forks it and waits
-    subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=root, env=env, check=True)
+    env = dvc_finetune_project(root, tiny_model_dir)
     log = (tmp_path / "dvc.log").open("w")
     dvc = subprocess.Popen(
         [sys.executable, "-m", "dvc", "repro"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT
@@ -758,3 +772,29 @@ def test_the_stage_exits_non_zero_naming_every_failed_condition_and_keeps_the_fi
         and len(result_files(out)) == 4
         and not list(out.rglob("*.failed"))
     )
+
+
+# --- packs that fail safely (train.pack) --------------------------------------------------------
+
+PACKED = dict(pack=4, workers=1, cka=False, criticality="off", head_importance="off")
+TRAINED = ("status", "scores", "epoch_losses", "step_losses", "eval_loss", "predictions", "weight_change")
+
+
+def test_a_pack_out_of_memory_is_split_said_and_recorded_and_its_runs_are_kept_by_the_next_repro(
+    tmp_path, tiny_model_dir, tiny_task_dir
+):
+    study = {**TINY_STUDY, "ks": [0, 1, 2], "sizes": [40], "trials": 1}  # one pack of 3
+    root = finetune_workspace(tmp_path / "oom", tiny_task_dir, tiny_params(study, **PACKED))
+    env = dvc_finetune_project(root, tiny_model_dir)
+    output = dvc_repro(root, {**env, SIMULATE_OOM_ABOVE: "1"})  # a stacked step of 2 or more runs fails
+    notes = [line for line in output.splitlines() if line.startswith("note:")]
+    assert len(notes) == 2 and all("split in two after running out of memory" in note for note in notes), output
+    assert "torch.OutOfMemoryError" in notes[0] and "as packs of 2, 1;" in notes[0] and "as packs of 1, 1;" in notes[1]
+    assert output.count("warning: params.yaml: train.pack = 4 on a CPU") == 1
+    results = {name: json.loads(path.read_text()) for name, path in result_files(root / "out").items()}
+    assert len(results) == 3 and not list((root / "out").rglob("*.failed"))
+    assert all(r["status"] == "ok" and r["pack_fallback"] == "split" for r in results.values())
+    assert all(r["pack_sizes"] == [[0, 1]] for r in results.values())
+    again = dvc_repro(root, env, "-f")  # no hook: each result is current at the pack size it trained at
+    assert len(kept_lines(again)) == 3 and not trained_lines(again), again
+    assert {name: json.loads(path.read_text()) for name, path in result_files(root / "out").items()} == results

@@ -2,6 +2,9 @@
 loop bit for bit, the stacked path equals it within its stated tolerances, and a member's numbers
 do not depend on its pack mates, their order, a diverging mate or an interruption."""
 
+import copy
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -15,10 +18,10 @@ from src.tasks.registry import get_task
 from src.train import loop
 from src.train.alone import AlonePath
 from src.train.loop import Member, RunSettings, finetune, train_members
-from src.train.packed import pack_key
+from src.train.packed import at_pack_sizes, keys_as_trained, pack_key
 from src.train.schedule import run_all
 from src.train.stacked import STACKED_CHANGE_RTOL, STACKED_LOSS_RTOL, StackedPath
-from tests.support import tiny_params
+from tests.support import FAMILY_KINDS, tiny_config, tiny_params
 
 TASK = get_task("rt_sentiment")
 # (k, lr multiplier, epochs, lr) of each member: the first keeps layer 1, the second has the
@@ -211,21 +214,26 @@ def stage(tmp_path, model_dir, tasks_root, ks, pack=4):
     return run_all(conditions, config, model_dir, tasks_root, out, "studies.progressive", False), out
 
 
-def test_a_packed_stage_writes_each_runs_result_and_log_with_a_fingerprint_of_the_pack_size_only(
-    tmp_path, tiny_model_dir, tiny_tasks_root
+def test_a_packed_stage_writes_each_runs_result_and_log_with_the_pack_size_it_trained_at_in_its_fingerprint(
+    tmp_path, tiny_model_dir, tiny_tasks_root, capsys
 ):
     packed, out = stage(tmp_path, tiny_model_dir, tiny_tasks_root, [0, 1, 2, 3])
-    assert all(r.status == "ok" and r.settings["pack"] == 4 for r in packed)
+    assert all(r.status == "ok" and r.settings["pack"] == 4 and r.pack_sizes == [[0, 4]] for r in packed)
     assert len(list(out.rglob("trial0.json"))) == 4 and len(list(out.rglob("trial0.log"))) == 4
-    fewer, _ = stage(tmp_path, tiny_model_dir, tiny_tasks_root, [3, 0])  # other mates, another order
-    assert [r.fingerprint for r in fewer] == [packed[3].fingerprint, packed[0].fingerprint]
-    assert [r.scores for r in fewer] == [packed[3].scores, packed[0].scores]
+    assert capsys.readouterr().err.count("warning: params.yaml: train.pack = 4 on a CPU") == 1
+    fewer, _ = stage(tmp_path, tiny_model_dir, tiny_tasks_root, [3, 0])  # other mates, another order, 2 of them
+    assert [r.scores for r in fewer] == [packed[3].scores, packed[0].scores]  # on the CPU the size moves no bit
+    assert [r.pack_sizes for r in fewer] == [[[0, 2]]] * 2
+    assert fewer[0].fingerprint != packed[3].fingerprint and fewer[1].fingerprint != packed[0].fingerprint
+    again, _ = stage(tmp_path, tiny_model_dir, tiny_tasks_root, [0, 1, 2, 3])  # current at the size it trained at
+    assert capsys.readouterr().out.count("finished earlier, kept") == 4
+    assert [r.fingerprint for r in again] == [r.fingerprint for r in packed]
     unpacked, _ = stage(tmp_path, tiny_model_dir, tiny_tasks_root, [0], pack=0)
-    assert unpacked[0].fingerprint != packed[0].fingerprint
+    assert unpacked[0].fingerprint != packed[0].fingerprint and unpacked[0].pack_sizes == []
 
 
 def test_a_failing_pack_is_tried_again_then_its_runs_train_alone(
-    tmp_path, tiny_model_dir, tiny_tasks_root, monkeypatch
+    tmp_path, tiny_model_dir, tiny_tasks_root, monkeypatch, capsys
 ):
     sizes = []
     real_step = StackedPath.step
@@ -240,3 +248,85 @@ def test_a_failing_pack_is_tried_again_then_its_runs_train_alone(
     results, out = stage(tmp_path, tiny_model_dir, tiny_tasks_root, [0, 2])
     assert sizes[:2] == [2, 2] and set(sizes[2:]) == {1}  # the pack twice, then each run alone
     assert all(r.status == "ok" for r in results) and not list(out.rglob("*.failed"))
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
+    assert len(notes) == 2 and "(RuntimeError: CUDA out of memory (simulated)): tried again" in notes[0]
+    assert "each run trained as a pack of one after a second failure, as packs of 1, 1;" in notes[1]
+    assert all(r.pack_fallback == "alone" and r.pack_sizes == [[0, 1]] for r in results)
+
+
+# --- what decides a packed run's bits: its pack's size, kept while members leave -----------------
+
+
+def test_a_member_that_leaves_keeps_its_slot_frozen_and_the_stack_is_neither_copied_nor_shrunk(
+    tiny_model_dir, train_split
+):
+    members = [member(name, tiny_model_dir) for name in ("a", "c")]  # c trains one epoch, a two
+    packs, start = [], {}
+
+    def stacked(members, task):
+        packs.append(StackedPath(members, task))
+        start.update({n: p.data_ptr() for n, p in packs[0].params.items()})
+        return packs[0]
+
+    outcomes = train_members(members, TASK, train_split, order_seed=11, dropout_seed=11, path=stacked)
+    pack = packs[0]
+    assert [len(o["epoch_losses"]) for o in outcomes] == [2, 1]
+    assert pack.slots == [0, 1] and pack.left == {0, 1} and pack.sizes == [[0, 2]]
+    assert all(p.shape[0] == 2 and p.data_ptr() == start[n] for n, p in pack.params.items())
+    # c's slot did not move after it left: its model's own copy equals it
+    assert all(torch.equal(p, pack.params[n][1]) for n, p in members[1].model.named_parameters())
+
+
+def test_a_pack_resumed_at_another_size_records_both_sizes(tiny_model_dir):
+    saved = StackedPath([member(n, tiny_model_dir) for n in ("a", "b", "c")], TASK).state(0)
+    saved["optimizer"]["step"] = 10
+    for names, sizes in ((["a", "b"], [[0, 3], [10, 2]]), (["a", "b", "c"], [[0, 3]])):
+        pack = StackedPath([member(n, tiny_model_dir) for n in names], TASK)
+        pack.load(0, saved)
+        assert pack.sizes == sizes and pack.state(0)["optimizer"]["pack_sizes"] == sizes
+
+
+@pytest.mark.parametrize("kind", FAMILY_KINDS)
+def test_a_stacked_models_dropout_draws_the_packs_mask_in_that_model_only(kind):
+    """Every family's stacked copy gives what eager attention with torch's dropout replaced by the
+    pack's mask gives, bit for bit; torch's dropout and every other model are left as they were."""
+    from transformers import AutoModel
+
+    from src.train import stacked
+
+    model = AutoModel.from_config(tiny_config(kind, 40)).train()
+    ids = torch.randint(5, 40, (3, 12))
+    mask = torch.ones_like(ids)
+    mask[1, 8:] = 0  # padding: the attention mask must be eager attention's
+
+    def forward(copy) -> torch.Tensor:
+        torch.manual_seed(0)
+        return copy(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    fused, implementation = torch.nn.functional.dropout, model.config._attn_implementation
+    reference = copy.deepcopy(model)
+    reference.config._attn_implementation = "eager"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.nn.functional, "dropout", stacked._shared_mask)
+        expected = forward(reference)
+    shared = copy.deepcopy(model)
+    stacked._draw_shared_masks(shared)
+    assert torch.equal(forward(shared), expected)
+    assert not torch.equal(forward(model), expected)  # a model's own dropout draws other masks
+    assert torch.nn.functional.dropout is fused and model.config._attn_implementation == implementation
+    assert not any(isinstance(m, stacked.SharedMaskDropout) for m in model.modules())
+
+
+def test_a_packed_result_is_current_at_the_pack_sizes_it_trained_at_up_to_train_pack():
+    packed, alone = settings(1, pack=4), settings(1)
+    trained = SimpleNamespace(pack_sizes=[[0, 3], [10, 2]])
+    key, training_key = keys_as_trained(packed, "run", "training", trained)
+    assert (key, training_key) == (
+        at_pack_sizes("run", trained.pack_sizes),
+        at_pack_sizes("training", trained.pack_sizes),
+    )
+    assert len({key, at_pack_sizes("run", [[0, 3]]), at_pack_sizes("run", [[0, 2]]), "run"}) == 4
+    assert keys_as_trained(settings(1, pack=2), "run", "training", trained) == ("run", "training")  # wider than asked
+    assert keys_as_trained(alone, "run", "training", trained) == ("run", "training")
+    assert keys_as_trained(packed, "run", "training", SimpleNamespace(pack_sizes=[])) == ("run", "training")
+    assert keys_as_trained(packed, "run", "training", None) == ("run", "training")
