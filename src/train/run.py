@@ -76,6 +76,7 @@ PACKED_RECIPE = _recipe("src.train.packed")
 EQUIVALENT_RECIPES = {  # digest -> the code it hashed
     "d3fca7d5951b03c974adb422ebddb4276ad442d098c2c3733e580f59cc4d894a": "83d6513's RECIPE, as 83d6513 hashed it",
     "2ee98b72bc4f234d0ef1cf52bc3344eb76f12afbe10940fb823cbcd96b5168ef": "83d6513's PACKED_RECIPE, as 83d6513 hashed it",
+    "9b84d12b038c03c3e9e39aaf73595f0f64a9a128165cace3c3a8d0a7c3e8de51": "78fdc7e's RECIPE, as 78fdc7e hashed it",
 }
 
 
