@@ -455,7 +455,7 @@ STYLE = (
     "body{font-family:system-ui,sans-serif;line-height:1.4;margin:0 auto;padding:0.5em 1.5em;max-width:1320px}"
     "h1{font-size:1.5em;margin:0.3em 0}h2{font-size:1.25em;margin:1em 0 0.4em}"
     "#first-screen{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.1fr);gap:1.5em;align-items:start}"
-    "#first-screen ul{margin:0.3em 0;padding-left:1.2em}#headline li strong{font-size:1.15em}"
+    "#first-screen ul{margin:0.3em 0;padding-left:1.2em;overflow-wrap:anywhere}#headline li strong{font-size:1.15em}"
     "#fig1{width:auto;margin:0}#fig1 img{width:100%;max-height:620px;object-fit:contain}"
     "table{border-collapse:collapse;width:100%;margin-bottom:1.5em}table.claims{table-layout:fixed}"
     "td,th{border:1px solid #aaa;padding:4px 6px;vertical-align:top;text-align:left;overflow-wrap:break-word}"
