@@ -114,6 +114,7 @@ def test_a_chain_ending_in_the_final_task_is_said_by_the_validate_stage_before_a
         "dvc exp run -S data.tasks=[sst2,rt_sentiment] -S +studies.progressive.intermediate_tasks=[[rt_sentiment,sst2]]"
     )
     exp_run_params(command, placeholder_template[0] / "params.yaml", tmp_path)
+    shutil.copytree(placeholder_template[0] / "glue", tmp_path / "glue")  # data.glue_dir: validate reads it
     run = run_stage_in_process(tmp_path, "stages.validate", "--model", "data/model", "--out", "valid.txt")
     assert run.returncode == 0, run.stderr[-3000:]
     notes = [line for line in run.stdout.splitlines() if line.startswith("note: ")]
