@@ -11,6 +11,7 @@ from src.artefacts.run_result import result_path, weights_path
 from src.conditions.condition import Condition
 from src.core.files import sha256_of
 from src.params.load import validate
+from src.train.reuse import made_now
 from src.train.run import RunJob
 from src.train.schedule import Action, plan_run, run_settings
 from tests.support import stub_result, tiny_params
@@ -28,7 +29,12 @@ def job(tmp_path) -> RunJob:
 def finished(path: Path, job: RunJob, weights: bool, **recorded) -> None:
     """A finished run of `job`'s training at `path` (as it asked, unless `recorded` says otherwise),
     with its kept weights beside it if `weights`."""
-    fields = dict(fingerprint=job.key, training_fingerprint=job.training_key, settings=asdict(job.settings))
+    fields = dict(
+        fingerprint=job.key,
+        training_fingerprint=job.training_key,
+        settings=asdict(job.settings),
+        measurement_code=made_now(job.settings),  # its measurements made by today's code
+    )
     if weights:
         weights_path(path).parent.mkdir(parents=True, exist_ok=True)
         weights_path(path).write_bytes(b"weights")
